@@ -1,0 +1,45 @@
+"""Uniform parameter checks: one message template for every public function.
+
+The template follows scikit-learn: "The 'epsilon' parameter of calibrate must
+be a finite number > 0. Got -1 instead."
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+from .exceptions import ParameterError
+
+__all__ = ["check_positive_finite", "check_nonnegative_finite", "check_positive_int"]
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def check_positive_finite(value, name: str, where: str) -> float:
+    """Return ``float(value)`` if it is a finite real number > 0, else raise ParameterError."""
+    if not _is_real(value) or not math.isfinite(float(value)) or float(value) <= 0:
+        raise ParameterError(
+            f"The '{name}' parameter of {where} must be a finite number > 0. Got {value!r} instead."
+        )
+    return float(value)
+
+
+def check_nonnegative_finite(value, name: str, where: str) -> float:
+    """Return ``float(value)`` if it is a finite real number >= 0, else raise ParameterError."""
+    if not _is_real(value) or not math.isfinite(float(value)) or float(value) < 0:
+        raise ParameterError(
+            f"The '{name}' parameter of {where} must be a finite number >= 0. Got {value!r} instead."
+        )
+    return float(value)
+
+
+def check_positive_int(value, name: str, where: str) -> int:
+    """Return ``int(value)`` if it is an integer >= 1, else raise ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
+        raise ParameterError(
+            f"The '{name}' parameter of {where} must be an integer >= 1. Got {value!r} instead."
+        )
+    return int(value)

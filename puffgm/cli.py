@@ -1,0 +1,76 @@
+"""The ``puffgm`` command line.
+
+Subcommands live in :mod:`puffgm._cli` (one module each, imported lazily so that
+``puffgm --help`` and the chain paths never import pgmpy).  Every error a
+subcommand raises on purpose becomes one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+__all__ = ["main"]
+
+#: (subcommand, module under puffgm._cli, one-line help)
+COMMANDS = (
+    ("calibrate", "calibrate", "calibrate a Markov Quilt Mechanism for a prior class"),
+    ("curve", "curve", "derive the a(b)-influence curve of a prior class"),
+    ("translate", "translate", "translate between epsilon_puffer and epsilon_DP along a curve"),
+    ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
+)
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr with exit code 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        sys.stderr.write(f"puffgm: error: {message}\n")
+        sys.exit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _OneLineParser(
+        prog="puffgm",
+        description="Pufferfish privacy for correlated data with graphical-model priors.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
+    sub.required = True
+    for name, module, help_text in COMMANDS:
+        try:
+            mod = importlib.import_module(f"puffgm._cli.{module}")
+        except ModuleNotFoundError as exc:  # a subcommand not shipped in this build
+            if exc.name == f"puffgm._cli.{module}":
+                continue
+            raise
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        mod.register(p)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``puffgm`` command; returns the process exit code."""
+    from .exceptions import PuffgmError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        out = args._run(args)
+    except (PuffgmError, ValueError, OSError, KeyError) as exc:
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        if isinstance(exc, KeyError):
+            msg = f"unknown key {msg}"
+        sys.stderr.write(f"puffgm: error: {msg}\n")
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover
+        sys.stderr.write("puffgm: error: interrupted\n")
+        return 2
+    if out:
+        sys.stdout.write(out if out.endswith("\n") else out + "\n")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

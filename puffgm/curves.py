@@ -1,0 +1,397 @@
+"""a(b)-influence curves (Bai, He, Gu, Kifer and Maeng, section 6.2, Definition 7).
+
+For a secret on entry X_i, split the database into a *high-influence* set H
+(|H| = b, X_i in H) and a *low-influence* set L.  The leakage through L is
+
+    a_dagger(L) = sup_theta max_{D_L} log P(Data_L = D_L | s_i) / P(Data_L = D_L | s_j)
+
+and the curve is any upper bound a(b) >= max_{(s_i, s_j)} inf_{|H| <= b} a_dagger(L).
+It is non-increasing, and a(n) = 0 (H = everything, L empty).
+
+Markov quilts give such splits (Song et al., section 4): for a quilt X_Q of X_i
+with nearby set X_N and remote set X_R, take H = X_N and L = X_Q u X_R.  Since
+X_R is independent of X_i given X_Q, the leakage through L equals the
+max-influence e_Theta(X_Q | X_i), so
+
+    a_i(b) = min { e_Theta(X_Q | X_i) : X_Q a quilt of X_i with card(X_N) <= b },
+    a(b)   = max_i a_i(b).
+
+Restricting L to quilt complements can only make a(b) larger than the optimum of
+Definition 7, so the curve is a valid (safe) upper bound, which is all Theorem 6
+needs.  Every point keeps its witness: the node attaining the max and the quilt
+attaining that node's min.
+
+Two roads compute the same curve:
+
+* Bayesian-network prior classes go through the quilt finder and exact
+  max-influence (:func:`puffgm.calibration.evaluate_quilts`);
+* Markov-chain classes (:mod:`puffgm.chains`) go through the chain engineer's
+  fast machinery (:func:`puffgm.chains.curve.chain_influence_curve`), which
+  handles chains of a million steps.  On chains short enough to unroll into a
+  network both roads agree to 1e-9 (tested).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import numpy as np
+
+from ._validation import check_positive_int
+from .exceptions import ParameterError, PriorError
+from .results import json_float
+
+__all__ = ["InfluenceCurve", "influence_curve", "curve_from_points", "DEFAULT_CHAIN_MAX_B"]
+
+#: Default largest b for chains (curves of million-step chains are flat long before).
+DEFAULT_CHAIN_MAX_B = 200
+
+THEOREM = "Bai-He-Gu-Kifer-Maeng Definition 7 (a(b)-influence) via Markov quilts (Song et al. section 4)"
+
+
+def _jsonable(x):
+    if isinstance(x, (str, int, bool)) or x is None:
+        return x
+    if isinstance(x, (np.integer,)):
+        return int(x)
+    if isinstance(x, float):
+        return json_float(x)
+    if isinstance(x, (tuple, list, frozenset, set)):
+        items = sorted(x, key=str) if isinstance(x, (frozenset, set)) else x
+        return [_jsonable(v) for v in items]
+    return str(x)
+
+
+@dataclass(frozen=True)
+class InfluenceCurve:
+    """An a(b)-influence curve: points (b, a(b)) for b = 1..B with witnesses.
+
+    Attributes
+    ----------
+    b : tuple of int
+        1, 2, ..., B.
+    a : tuple of float
+        a(b), non-increasing; ``inf`` where no split with card(H) <= b is known.
+    witnesses : tuple
+        For each point, ``(node, quilt)``: the node attaining max_i a_i(b) and the
+        quilt X_Q attaining that node's min (``None`` when unknown, e.g. closed forms).
+    n_entries : int
+        |I|, the number of entries (nodes) of the database.  a(n_entries) = 0.
+    method : str
+        ``"quilts"`` (Bayesian networks), ``"chain"`` (chain machinery) or the
+        name of a closed form / user-supplied curve.
+    fingerprint : str
+        Fingerprint of the prior class (or of the closed-form parameters).
+    theorem : str
+        What the curve relies on.
+    notes : tuple of str
+    details : Mapping
+        Computing time, per-node curves (``"per_node"``: node -> tuple of a_i(b)), ...
+    """
+
+    b: tuple
+    a: tuple
+    witnesses: tuple
+    n_entries: int
+    method: str
+    fingerprint: str
+    theorem: str = THEOREM
+    notes: tuple = ()
+    details: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        b = tuple(int(v) for v in self.b)
+        a = tuple(float(v) for v in self.a)
+        if len(b) != len(a) or len(a) == 0:
+            raise ParameterError("An influence curve needs as many a values as b values, and at least one point.")
+        if b != tuple(range(1, len(b) + 1)):
+            raise ParameterError("The b values of an influence curve must be 1, 2, ..., B.")
+        if any(math.isnan(v) or v < 0 for v in a):
+            raise ParameterError("An influence curve's a values must be numbers >= 0 (inf allowed), not NaN.")
+        # Definition 7: a(b) is an upper bound of an infimum over |H| <= b, hence
+        # non-increasing; enforce it (a larger b may always use a smaller split).
+        a = tuple(np.minimum.accumulate(np.asarray(a)).tolist())
+        wit = tuple(self.witnesses) if self.witnesses is not None else (None,) * len(b)
+        if len(wit) != len(b):
+            raise ParameterError("An influence curve needs one witness (or None) per point.")
+        object.__setattr__(self, "b", b)
+        object.__setattr__(self, "a", a)
+        object.__setattr__(self, "witnesses", wit)
+        object.__setattr__(self, "n_entries", int(self.n_entries))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+    # ------------------------------------------------------------ accessors
+    @property
+    def max_b(self) -> int:
+        return len(self.b)
+
+    @property
+    def points(self) -> tuple:
+        """The points as ``(b, a)`` pairs."""
+        return tuple(zip(self.b, self.a))
+
+    def a_at(self, b: int) -> float:
+        """a(b) for any b >= 1: the stored value, or 0 for b >= n_entries, else a(B)."""
+        b = check_positive_int(b, "b", "InfluenceCurve.a_at")
+        if b >= self.n_entries:
+            return 0.0
+        if b <= self.max_b:
+            return self.a[b - 1]
+        return self.a[-1]  # non-increasing: a(B) bounds a(b) for b > B
+
+    def candidate_points(self) -> tuple:
+        """Points usable by Theorem 6: the curve plus the trivial point (0, n) if beyond B.
+
+        Returns ``(b, a, witness)`` triples with finite a.
+        """
+        pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses) if math.isfinite(a)]
+        if self.n_entries > self.max_b:
+            pts.append((self.n_entries, 0.0, ("*", "trivial split: H = every entry, L empty")))
+        return tuple(pts)
+
+    def node_curve(self, node) -> "InfluenceCurve":
+        """The per-node curve a_i(b) (needs ``per_node=True`` when the curve was computed)."""
+        per = self.details.get("per_node")
+        if not per or node not in per:
+            raise ParameterError(
+                f"The curve has no per-node values for node {node!r}; compute it with per_node=True."
+            )
+        wit = self.details.get("per_node_witnesses", {}).get(node)
+        return InfluenceCurve(
+            b=self.b, a=per[node], witnesses=wit if wit is not None else (None,) * self.max_b,
+            n_entries=self.n_entries, method=self.method + ":node", fingerprint=self.fingerprint,
+            theorem=self.theorem, notes=(f"per-node curve a_i(b) of node {node!r}",),
+        )
+
+    # ------------------------------------------------------------ output
+    def to_dict(self) -> dict:
+        """JSON-ready dict: ``points`` [{"b", "a"}], ``witnesses``, method, fingerprint, ..."""
+        return {
+            "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a)],
+            "witnesses": [
+                None if w is None else {"b": b, "node": _jsonable(w[0]), "quilt": _jsonable(w[1])}
+                for b, w in zip(self.b, self.witnesses)
+            ],
+            "n_entries": self.n_entries,
+            "max_b": self.max_b,
+            "method": self.method,
+            "fingerprint": self.fingerprint,
+            "theorem": self.theorem,
+            "notes": list(self.notes),
+            "details": {
+                k: (json_float(v) if isinstance(v, float) else v)
+                for k, v in self.details.items()
+                if k not in ("per_node", "per_node_witnesses")
+            },
+        }
+
+    def explain(self, max_rows: int = 12) -> str:
+        lines = [
+            f"a(b)-influence curve ({self.method}), {self.n_entries} entries, b = 1..{self.max_b}, "
+            f"fingerprint {self.fingerprint}",
+            f"relies on: {self.theorem}",
+        ]
+        rows = list(zip(self.b, self.a, self.witnesses))
+        shown = rows if len(rows) <= max_rows else rows[: max_rows - 2] + rows[-2:]
+        for k, (b, a, w) in enumerate(shown):
+            if len(rows) > max_rows and k == max_rows - 2:
+                lines.append("  ...")
+            wtxt = "" if w is None else f"  node {w[0]}, quilt {_fmt_quilt(w[1])}"
+            lines.append(f"  b={b:<5d} a={a:.6g}{wtxt}")
+        secs = self.details.get("seconds")
+        if isinstance(secs, float):
+            lines.append(f"computed in {secs:.3g} s")
+        for n in self.notes:
+            lines.append(f"note: {n}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def _fmt_quilt(q) -> str:
+    if isinstance(q, str):
+        return q
+    try:
+        return "{" + ", ".join(map(str, q)) + "}"
+    except TypeError:
+        return str(q)
+
+
+def curve_from_points(points, n_entries: int, *, method: str = "user", fingerprint: str | None = None,
+                      notes=(), theorem: str = "user-supplied points of an a(b)-influence curve") -> InfluenceCurve:
+    """Build a curve from user-known points.
+
+    ``points`` maps b -> a (dict) or is an iterable of ``(b, a)`` pairs.  Missing
+    b values take the value of the nearest known smaller b (valid because the
+    curve is non-increasing), or ``inf`` below the first known point.
+    """
+    n_entries = check_positive_int(n_entries, "n_entries", "curve_from_points")
+    items = points.items() if isinstance(points, Mapping) else points
+    known = {}
+    for b, a in items:
+        b = check_positive_int(b, "b", "curve_from_points")
+        a = float(a)
+        if math.isnan(a) or a < 0:
+            raise ParameterError(f"The a value at b={b} must be a number >= 0. Got {a!r} instead.")
+        known[b] = min(a, known.get(b, math.inf))
+    if not known:
+        raise ParameterError("curve_from_points needs at least one (b, a) point.")
+    B = max(known)
+    vals, cur = [], math.inf
+    for b in range(1, B + 1):
+        cur = min(cur, known.get(b, math.inf))
+        vals.append(cur)
+    fp = fingerprint or hashlib.sha256(repr(sorted(known.items())).encode()).hexdigest()[:16]
+    return InfluenceCurve(b=range(1, B + 1), a=vals, witnesses=None, n_entries=n_entries,
+                          method=method, fingerprint=fp, theorem=theorem, notes=notes)
+
+
+# ------------------------------------------------------------------ dispatch
+def _is_chain_class(prior) -> bool:
+    mod = type(prior).__module__ or ""
+    return mod.startswith("puffgm.chains")
+
+
+def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_states: int | None = None,
+                    per_node: bool = False) -> InfluenceCurve:
+    """Compute the a(b)-influence curve of a prior class.
+
+    Parameters
+    ----------
+    prior : PriorClass, Markov-chain class, or anything ``load_prior_class`` accepts
+        Bayesian-network specs (BIF/XMLBIF path, ``"example:NAME"``, pgmpy models)
+        go through the quilt road; chain classes from
+        :func:`puffgm.chains.spec.load_chain_spec` (or a ``*.json`` chain spec path)
+        through the chain road.
+    max_b : int, optional
+        Largest b.  Default: the number of nodes for networks, and
+        ``min(T, DEFAULT_CHAIN_MAX_B)`` for chains.
+    secrets : optional
+        Secret specification passed to the max-influence engine (networks only;
+        default: every value pair of every node, Song et al. section 4).
+    max_quilt_states : int, optional
+        Passed to :func:`puffgm.calibration.evaluate_quilts`.
+    per_node : bool
+        Keep every node's own curve a_i(b) (``curve.node_curve(node)``).
+
+    Returns
+    -------
+    InfluenceCurve
+
+    Examples
+    --------
+    >>> from puffgm.curves import influence_curve
+    >>> c = influence_curve("example:asia")
+    >>> c.a_at(c.n_entries)
+    0.0
+    """
+    if max_b is not None:
+        max_b = check_positive_int(max_b, "max_b", "influence_curve")
+    if isinstance(prior, str) and prior.lower().endswith(".json"):
+        from .chains.spec import load_chain_spec
+
+        prior = load_chain_spec(prior)
+    if _is_chain_class(prior):
+        if secrets is not None:
+            raise ParameterError("Custom secrets are not supported on the chain road of influence_curve.")
+        return _chain_curve(prior, max_b)
+    from .priors import load_prior_class
+
+    return _network_curve(load_prior_class(prior), max_b, secrets, max_quilt_states, per_node)
+
+
+def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:
+    from .calibration import evaluate_quilts
+
+    t0 = time.perf_counter()
+    n = len(theta.nodes)
+    B = n if max_b is None else max_b
+    kwargs = {"secrets": secrets}
+    if max_quilt_states is not None:
+        kwargs["max_quilt_states"] = max_quilt_states
+    table = np.full((n, B), math.inf)
+    wit = [[None] * B for _ in range(n)]
+    n_choices = 0
+    for k, node in enumerate(theta.nodes):
+        choices = evaluate_quilts(theta, node, epsilon=None, **kwargs)
+        n_choices += len(choices)
+        for ch in choices:
+            e = float(ch.max_influence)
+            size = int(ch.n_nearby)
+            if not math.isfinite(e) or size > B:
+                continue
+            # this quilt serves every b >= card(X_N); keep the smallest influence
+            for b in range(size, B + 1):
+                if e < table[k, b - 1]:
+                    table[k, b - 1] = e
+                    wit[k][b - 1] = (node, tuple(ch.quilt))
+        if B >= n and table[k, n - 1] > 0:  # the trivial split H = all, L = {} (a = 0)
+            table[k, n - 1] = 0.0
+            wit[k][n - 1] = (node, ())
+        # propagate the min to larger b (a_i(b) is a min over card(X_N) <= b)
+        for b in range(1, B):
+            if table[k, b] > table[k, b - 1] or (table[k, b] == table[k, b - 1] and wit[k][b] is None):
+                table[k, b] = table[k, b - 1]
+                wit[k][b] = wit[k][b - 1]
+    worst = np.argmax(table, axis=0)
+    a = table[worst, np.arange(B)]
+    witnesses = tuple(wit[worst[j]][j] for j in range(B)) if n else ()
+    details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices}
+    if per_node:
+        details["per_node"] = {node: tuple(table[k].tolist()) for k, node in enumerate(theta.nodes)}
+        details["per_node_witnesses"] = {node: tuple(wit[k]) for k, node in enumerate(theta.nodes)}
+    notes = list(getattr(theta, "notes", ()))
+    if np.isinf(a).any():
+        first = int(np.argmax(np.isfinite(a))) + 1 if np.isfinite(a).any() else None
+        notes.append(
+            "a(b) is inf for b below " + (str(first) if first else str(B + 1))
+            + ": no candidate quilt with that few nearby nodes has a finite max-influence"
+        )
+    return InfluenceCurve(b=range(1, B + 1), a=a.tolist(), witnesses=witnesses, n_entries=n,
+                          method="quilts", fingerprint=theta.fingerprint, notes=tuple(notes), details=details)
+
+
+def _chain_curve(chain_class, max_b) -> InfluenceCurve:
+    from .chains.curve import chain_influence_curve
+
+    t0 = time.perf_counter()
+    T = _chain_length(chain_class)
+    B = max_b if max_b is not None else (min(T, DEFAULT_CHAIN_MAX_B) if T else DEFAULT_CHAIN_MAX_B)
+    bs, avals, wits = chain_influence_curve(chain_class, B)
+    bs = [int(v) for v in bs]
+    avals = [float(v) for v in avals]
+    if bs != list(range(1, len(bs) + 1)):
+        raise PriorError("The chain machinery returned b values other than 1..B.")
+    wits = list(wits) if wits is not None else [None] * len(bs)
+    norm = []
+    for w in wits:
+        if w is None:
+            norm.append(None)
+        elif isinstance(w, Mapping):
+            norm.append((w.get("node"), tuple(w.get("quilt", ()))))
+        else:
+            w = tuple(w)
+            norm.append((w[0], tuple(w[1]) if len(w) > 1 and not isinstance(w[1], str) else (w[1] if len(w) > 1 else ())))
+    if T and len(avals) >= T:
+        avals[T - 1] = 0.0  # trivial split
+    fp = getattr(chain_class, "fingerprint", None)
+    if callable(fp):
+        fp = fp()
+    return InfluenceCurve(b=bs, a=avals, witnesses=norm, n_entries=T or len(bs) + 1, method="chain",
+                          fingerprint=str(fp), details={"seconds": time.perf_counter() - t0},
+                          notes=tuple(getattr(chain_class, "notes", ()) or ()))
+
+
+def _chain_length(chain_class) -> int | None:
+    for attr in ("length", "T", "n", "n_nodes"):
+        v = getattr(chain_class, attr, None)
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return int(v)
+    return None

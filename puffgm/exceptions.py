@@ -1,0 +1,55 @@
+"""The exception hierarchy of puffgm.
+
+Every error puffgm raises on purpose derives from :class:`PuffgmError`, so a
+pipeline can catch one class.  Errors about bad input also derive from
+:class:`ValueError` (the convention of networkx and scikit-learn), and each
+message is one sentence naming the offending object.
+"""
+
+__all__ = [
+    "PuffgmError",
+    "ParameterError",
+    "PriorError",
+    "SecretError",
+    "QuiltError",
+    "BudgetError",
+    "CompositionError",
+    "NotApplicableError",
+    "AuditError",
+]
+
+
+class PuffgmError(Exception):
+    """Base class of every error raised by puffgm."""
+
+
+class ParameterError(PuffgmError, ValueError):
+    """A scalar parameter (epsilon, Lipschitz constant, bound, ...) is invalid."""
+
+
+class PriorError(PuffgmError, ValueError):
+    """A prior or prior class (Theta) is malformed or inconsistent."""
+
+
+class SecretError(PuffgmError, ValueError):
+    """A secret specification names unknown nodes or values."""
+
+
+class QuiltError(PuffgmError, ValueError):
+    """A Markov quilt is not a valid quilt for its node."""
+
+
+class BudgetError(PuffgmError, ValueError):
+    """A release would exceed the privacy budget of an accountant."""
+
+
+class CompositionError(PuffgmError, ValueError):
+    """A release cannot be composed by the accountant (no composition theorem applies)."""
+
+
+class NotApplicableError(PuffgmError, ValueError):
+    """A mechanism or bound does not apply to the given prior."""
+
+
+class AuditError(PuffgmError, ValueError):
+    """An exact audit cannot be carried out (for example, the database is too large)."""

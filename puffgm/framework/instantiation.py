@@ -1,0 +1,577 @@
+"""Pufferfish instantiations (S, Q, Theta) over small discrete databases.
+
+A Pufferfish instantiation (Kifer and Machanavajjhala, "Pufferfish: A framework
+for mathematical privacy definitions", TODS 2014, section 3) has three parts:
+
+* ``S``, the *secrets*: statements about the database ("record i has value a",
+  "the value of X lies in a set", "the sum is in [k, k+1)", ...);
+* ``Q``, the *discriminative pairs*: pairs (s_i, s_j) of mutually exclusive
+  secrets the adversary must not be able to tell apart;
+* ``Theta``, the *data evolution scenarios*: the priors an adversary may hold.
+
+A mechanism M satisfies epsilon-Pufferfish(S, Q, Theta) when, for every theta
+in Theta, every pair (s_i, s_j) in Q with P(s_i | theta) > 0 and
+P(s_j | theta) > 0, and every output w,
+
+    e^-epsilon <= P(M(Data) = w | s_i, theta) / P(M(Data) = w | s_j, theta) <= e^epsilon
+
+(Kifer-Machanavajjhala Definition 3.4; Song-Wang-Chaudhuri Definition 2.1).
+Pairs with a secret of prior probability zero under a theta are *skipped* for
+that theta (the technical condition), never an error.
+
+Differential privacy is the special case in which the secrets are "record i
+has value a" (or "record i is absent"), Q holds every pair of values of one
+record, and Theta holds every product distribution (Kifer-Machanavajjhala
+Theorem 6.1).  The Bayesian-network default of Song et al. section 4 is the
+same S and Q with Theta a set of Bayesian networks:
+:meth:`Instantiation.bayesian_network_default`.
+
+This module represents the database as a joint assignment of named discrete
+nodes, the priors as log joint tables over all assignments (axes in ``nodes``
+order), and secrets as boolean masks over that table.  It is meant for exact
+audits of *small* databases (at most ``MAX_DATABASE_STATES`` = 2**16 joint
+states by default).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.special import logsumexp
+
+from ..exceptions import AuditError, PriorError, SecretError
+
+__all__ = [
+    "MAX_DATABASE_STATES",
+    "Secret",
+    "Instantiation",
+    "joint_log_table_from_pgmpy",
+]
+
+#: Largest number of joint database states the exact auditor enumerates by default.
+MAX_DATABASE_STATES = 2**16
+
+#: Tolerance on probability tables: larger deviations of a sum from 1 are rejected.
+SUM_TOLERANCE = 1e-6
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret: a named predicate over a database assignment.
+
+    Use the constructors :meth:`value`, :meth:`in_set`, :meth:`region` and
+    :meth:`predicate` rather than the raw dataclass.
+
+    Attributes
+    ----------
+    name : str
+        A readable name, e.g. ``"X2=1"``; pairs and witnesses refer to it.
+    kind : str
+        ``"value"``, ``"in_set"``, ``"region"`` or ``"predicate"``.
+    node : str or None
+        The node the secret speaks about (None for a general predicate).
+    values : tuple
+        The accepted values (``"value"``/``"in_set"``), or ``(low, high)`` for a
+        half-open region ``low <= X < high``.
+    func : callable or None
+        For ``"predicate"``: ``func(assignment) -> bool`` where ``assignment`` is
+        a mapping ``{node: state}``.
+    """
+
+    name: str
+    kind: str
+    node: Any = None
+    values: tuple = ()
+    func: Callable | None = field(default=None, compare=False)
+
+    # -- constructors -------------------------------------------------------
+    @classmethod
+    def value(cls, node, value, name: str | None = None) -> "Secret":
+        """The secret "node has value ``value``" (X_i = a)."""
+        return cls(name or f"{node}={value}", "value", node, (value,))
+
+    @classmethod
+    def in_set(cls, node, values, name: str | None = None) -> "Secret":
+        """The secret "the value of ``node`` lies in ``values``"."""
+        vals = tuple(values)
+        if not vals:
+            raise SecretError(f"The set of values of the secret on node {node!r} is empty.")
+        return cls(name or f"{node} in {{{', '.join(map(str, vals))}}}", "in_set", node, vals)
+
+    @classmethod
+    def region(cls, node, low=-math.inf, high=math.inf, name: str | None = None) -> "Secret":
+        """The region event ``low <= node < high`` for a numeric (discretised continuous) node."""
+        if not (float(low) < float(high)):
+            raise SecretError(f"The region [{low}, {high}) of the secret on node {node!r} is empty.")
+        return cls(name or f"{low}<={node}<{high}", "region", node, (float(low), float(high)))
+
+    @classmethod
+    def predicate(cls, func: Callable, name: str) -> "Secret":
+        """An arbitrary secret ``func(assignment) -> bool`` over the whole database."""
+        if not callable(func):
+            raise SecretError(f"The predicate of secret {name!r} is not callable.")
+        return cls(str(name), "predicate", None, (), func)
+
+    # -- evaluation ---------------------------------------------------------
+    def mask(self, inst: "Instantiation") -> np.ndarray:
+        """Boolean array over the joint states of ``inst`` (shape ``inst.shape``)."""
+        if self.kind == "predicate":
+            out = np.fromiter(
+                (bool(self.func(a)) for a in inst.iter_assignments()), dtype=bool, count=inst.n_databases
+            )
+            return out.reshape(inst.shape)
+        if self.node not in inst.axis:
+            raise SecretError(f"The secret {self.name!r} names the unknown node {self.node!r}.")
+        ax = inst.axis[self.node]
+        states = inst.states[self.node]
+        if self.kind in ("value", "in_set"):
+            unknown = [v for v in self.values if v not in states]
+            if unknown:
+                raise SecretError(
+                    f"The secret {self.name!r} uses value(s) {unknown!r} that node {self.node!r} does not "
+                    f"have (states {list(states)!r})."
+                )
+            accept = np.array([s in self.values for s in states], dtype=bool)
+        elif self.kind == "region":
+            low, high = self.values
+            try:
+                nums = np.array([float(s) for s in states])
+            except (TypeError, ValueError):
+                raise SecretError(
+                    f"The region secret {self.name!r} needs numeric states on node {self.node!r}."
+                ) from None
+            accept = (nums >= low) & (nums < high)
+        else:  # pragma: no cover - guarded by constructors
+            raise SecretError(f"Unknown secret kind {self.kind!r}.")
+        shape = [1] * len(inst.shape)
+        shape[ax] = len(states)
+        return np.broadcast_to(accept.reshape(shape), inst.shape)
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind}
+        if self.node is not None:
+            d["node"] = self.node
+        if self.values:
+            d["values"] = list(self.values)
+        return d
+
+
+def _coerce_secret(s) -> Secret:
+    if isinstance(s, Secret):
+        return s
+    if isinstance(s, tuple) and len(s) == 2:
+        return Secret.value(*s)
+    raise SecretError(f"Cannot interpret {s!r} as a secret; use Secret.value/in_set/region/predicate.")
+
+
+# --------------------------------------------------------------------------- priors
+
+
+def _log(x):
+    with np.errstate(divide="ignore"):
+        return np.log(x)
+
+
+def _topological(nodes, edges):
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from(edges)
+    return tuple(nx.lexicographical_topological_sort(g, key=lambda n: list(nodes).index(n)))
+
+
+def joint_log_table_from_pgmpy(model, notes: list | None = None):
+    """Log joint table of a pgmpy discrete Bayesian network.
+
+    Parameters
+    ----------
+    model : pgmpy.models.DiscreteBayesianNetwork
+        A network whose CPDs are all attached.
+    notes : list, optional
+        Receives a note for every CPD column renormalised (deviation <= 1e-6).
+
+    Returns
+    -------
+    nodes : tuple
+        Nodes in topological order (the axes of the table).
+    states : dict
+        ``{node: tuple of state names}``.
+    log_table : ndarray
+        ``log P(x)`` with axes in ``nodes`` order (``-inf`` for probability zero).
+
+    Raises
+    ------
+    PriorError
+        Missing CPDs, negative or NaN entries, or columns off 1 by more than 1e-6.
+    """
+    nodes = _topological(list(model.nodes()), list(model.edges()))
+    cpds = {c.variable: c for c in model.get_cpds()}
+    missing = [n for n in nodes if n not in cpds]
+    if missing:
+        raise PriorError(f"The Bayesian network has no CPD for node(s) {missing!r}.")
+    states = {}
+    for n in nodes:
+        sn = cpds[n].state_names.get(n)
+        states[n] = tuple(sn) if sn is not None else tuple(range(cpds[n].variable_card))
+    axis = {n: i for i, n in enumerate(nodes)}
+    cards = tuple(len(states[n]) for n in nodes)
+    if math.prod(cards) > MAX_DATABASE_STATES * 16:
+        raise AuditError(
+            f"The Bayesian network has {math.prod(cards)} joint states; too many to tabulate exactly."
+        )
+    total = np.zeros(cards)
+    for n in nodes:
+        cpd = cpds[n]
+        variables = list(cpd.variables)
+        vals = np.asarray(cpd.values, dtype=float)
+        if vals.ndim != len(variables):  # flat (card, prod) layout
+            vals = vals.reshape([len(cpd.state_names[v]) for v in variables])
+        # reorder each variable's states to match the node's state order
+        for k, v in enumerate(variables):
+            sn = list(cpd.state_names.get(v, range(vals.shape[k])))
+            if tuple(sn) != states[v]:
+                if sorted(map(str, sn)) != sorted(map(str, states[v])):
+                    raise PriorError(f"The CPD of {n!r} uses states {sn!r} for {v!r}, expected {states[v]!r}.")
+                order = [sn.index(s) for s in states[v]]
+                vals = np.take(vals, order, axis=k)
+        if not np.all(np.isfinite(vals)) or np.any(vals < 0):
+            raise PriorError(f"The CPD of node {n!r} has a negative, NaN or infinite entry.")
+        sums = vals.sum(axis=0)
+        dev = np.max(np.abs(sums - 1.0))
+        if dev > SUM_TOLERANCE:
+            raise PriorError(
+                f"A column of the CPD of node {n!r} sums to {sums.ravel()[np.argmax(np.abs(sums - 1).ravel())]!r}, "
+                "not 1 (tolerance 1e-6)."
+            )
+        if dev > 0:
+            vals = vals / sums
+            if notes is not None and dev > 1e-12:
+                notes.append(f"CPD columns of {n!r} renormalised (max deviation {dev:.2e}).")
+        # move to full-rank broadcast shape
+        perm = np.argsort([axis[v] for v in variables])
+        vals = np.transpose(vals, perm)
+        shape = [1] * len(nodes)
+        for v in variables:
+            shape[axis[v]] = cards[axis[v]]
+        total = total + _log(vals).reshape(shape)
+    return nodes, states, total
+
+
+def _prior_to_table(prior, notes: list):
+    """(nodes, states, log table, label) of one prior given in any supported form."""
+    # NetworkPrior (puffgm.priors) — duck-typed so that this module works before/without it.
+    if hasattr(prior, "log_joint_table") and hasattr(prior, "nodes") and hasattr(prior, "states"):
+        nodes = tuple(prior.nodes)
+        states = {n: tuple(prior.states[n]) for n in nodes}
+        table = np.asarray(prior.log_joint_table(), dtype=float)
+        return nodes, states, table, getattr(prior, "name", None) or "NetworkPrior"
+    if hasattr(prior, "get_cpds") and hasattr(prior, "edges"):
+        nodes, states, table = joint_log_table_from_pgmpy(prior, notes)
+        return nodes, states, table, getattr(prior, "name", None) or "pgmpy network"
+    raise PriorError(f"Cannot interpret {type(prior).__name__} as a prior; give a pgmpy network, a "
+                     "NetworkPrior/PriorClass or an explicit joint table.")
+
+
+def _validate_joint(table, shape, label, notes, log=False):
+    t = np.asarray(table, dtype=float)
+    if t.size != math.prod(shape):
+        raise PriorError(f"The joint table of prior {label} has {t.size} entries, expected {math.prod(shape)}.")
+    t = t.reshape(shape)
+    if log:
+        if np.any(np.isnan(t)) or np.any(t == np.inf):
+            raise PriorError(f"The log joint table of prior {label} has a NaN or +inf entry.")
+        total = logsumexp(t)
+        if not np.isfinite(total) or abs(math.expm1(total)) > SUM_TOLERANCE:
+            raise PriorError(f"The joint table of prior {label} sums to {math.exp(total) if np.isfinite(total) else 0.0!r}, not 1.")
+        if total != 0.0 and abs(total) > 1e-15:
+            notes.append(f"Prior {label} renormalised (sum off 1 by {abs(math.expm1(total)):.2e}).")
+        return t - total
+    if not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise PriorError(f"The joint table of prior {label} has a negative, NaN or infinite entry.")
+    s = float(t.sum())
+    if abs(s - 1.0) > SUM_TOLERANCE:
+        raise PriorError(f"The joint table of prior {label} sums to {s!r}, not 1 (tolerance 1e-6).")
+    if s != 1.0:
+        if abs(s - 1.0) > 1e-12:
+            notes.append(f"Prior {label} renormalised (sum off 1 by {abs(s - 1.0):.2e}).")
+        t = t / s
+    return _log(t)
+
+
+# --------------------------------------------------------------------------- instantiation
+
+
+class Instantiation:
+    """A Pufferfish instantiation (S, Q, Theta) over a small discrete database.
+
+    Validates and tabulates once (the log joint of every prior, the mask and log
+    prior probability of every secret); the auditors of :mod:`puffgm.framework.audit`
+    then answer many mechanism questions.
+
+    Parameters
+    ----------
+    priors : sequence
+        Theta, a finite list of priors.  Each is a pgmpy ``DiscreteBayesianNetwork``,
+        a :class:`puffgm.priors.NetworkPrior` (anything with ``.nodes``, ``.states``
+        and ``.log_joint_table()``), or an explicit joint table (array of
+        probabilities of shape ``cards``; then ``nodes`` and ``states`` are required).
+        A :class:`puffgm.priors.PriorClass` (anything with ``.priors``) is expanded.
+    pairs : sequence of (Secret, Secret)
+        Q, the discriminative pairs.  A secret may also be given as ``(node, value)``.
+    nodes : sequence, optional
+        Node names (axes of explicit tables).  Defaults to the first network's
+        topological order.
+    states : mapping or sequence of int, optional
+        ``{node: tuple of states}`` or cardinalities (states ``0..card-1``); needed
+        with explicit tables.
+    log_tables : bool
+        Explicit tables are log-probabilities instead of probabilities.
+    max_states : int
+        Refuse databases with more joint states than this (AuditError naming the size).
+    prior_names : sequence of str, optional
+        Labels of the priors for reports.
+
+    Notes
+    -----
+    The technical condition of Pufferfish: a pair (s_i, s_j) is audited under
+    theta only when P(s_i | theta) > 0 and P(s_j | theta) > 0; the skipped
+    (theta, pair) combinations are listed in :attr:`skipped`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from puffgm.framework import Instantiation, Secret
+    >>> joint = np.array([[0.4, 0.1], [0.1, 0.4]])        # two correlated bits
+    >>> inst = Instantiation([joint], [(Secret.value("A", 0), Secret.value("A", 1))],
+    ...                      nodes=["A", "B"], states=[2, 2])
+    >>> inst.n_databases
+    4
+    """
+
+    def __init__(
+        self,
+        priors,
+        pairs,
+        *,
+        nodes: Sequence | None = None,
+        states=None,
+        log_tables: bool = False,
+        max_states: int = MAX_DATABASE_STATES,
+        prior_names: Sequence[str] | None = None,
+    ):
+        notes: list[str] = []
+        expanded = []
+        for p in priors if isinstance(priors, (list, tuple)) else [priors]:
+            if hasattr(p, "priors") and not hasattr(p, "log_joint_table"):
+                expanded.extend(p.priors)
+            else:
+                expanded.append(p)
+        if not expanded:
+            raise PriorError("Theta is empty: give at least one prior.")
+
+        # nodes and states
+        if states is not None and not isinstance(states, Mapping):
+            if nodes is None:
+                raise PriorError("Give 'nodes' along with the cardinalities in 'states'.")
+            states = {n: tuple(range(int(c))) for n, c in zip(nodes, states)}
+        resolved = []
+        for k, p in enumerate(expanded):
+            if isinstance(p, np.ndarray) or (isinstance(p, (list, tuple)) and not hasattr(p, "nodes")):
+                resolved.append(("table", p, None))
+            else:
+                resolved.append(("model",) + tuple(_prior_to_table(p, notes)))
+        if nodes is None:
+            first = next((r for r in resolved if r[0] == "model"), None)
+            if first is None:
+                raise PriorError("Give 'nodes' and 'states' for explicit joint tables.")
+            nodes = first[1]
+        nodes = tuple(nodes)
+        if len(set(nodes)) != len(nodes):
+            raise PriorError(f"The node list {list(nodes)!r} has duplicates.")
+        if states is None:
+            first = next(r for r in resolved if r[0] == "model")
+            states = first[2]
+        states = {n: tuple(states[n]) for n in nodes}
+        for n in nodes:
+            if len(states[n]) < 1 or len(set(states[n])) != len(states[n]):
+                raise PriorError(f"Node {n!r} must have distinct states; got {list(states[n])!r}.")
+        self.nodes = nodes
+        self.states = states
+        self.axis = {n: i for i, n in enumerate(nodes)}
+        self.shape = tuple(len(states[n]) for n in nodes)
+        self.n_databases = int(math.prod(self.shape))
+        if self.n_databases > max_states:
+            raise AuditError(
+                f"The database has {self.n_databases} joint states, more than the {max_states} the exact "
+                "auditor enumerates; audit a smaller model or raise max_states."
+            )
+
+        # log joint tables, axes in self.nodes order
+        tables = []
+        names = []
+        for k, r in enumerate(resolved):
+            label = prior_names[k] if prior_names is not None and k < len(prior_names) else f"#{k}"
+            if r[0] == "table":
+                tables.append(_validate_joint(r[1], self.shape, label, notes, log=log_tables))
+            else:
+                _, pn, ps, t, _default = r
+                if set(pn) != set(nodes):
+                    raise PriorError(f"Prior {label} has nodes {sorted(map(str, pn))!r}, expected {sorted(map(str, nodes))!r}.")
+                t = np.transpose(t, [list(pn).index(n) for n in nodes])
+                for n in nodes:
+                    if tuple(ps[n]) != states[n]:
+                        if set(ps[n]) != set(states[n]):
+                            raise PriorError(f"Prior {label} gives node {n!r} states {list(ps[n])!r}, expected {list(states[n])!r}.")
+                        t = np.take(t, [list(ps[n]).index(s) for s in states[n]], axis=self.axis[n])
+                tables.append(_validate_joint(t, self.shape, label, notes, log=True))
+            names.append(label)
+        self.log_priors = tuple(np.ascontiguousarray(t) for t in tables)
+        for t in self.log_priors:
+            t.setflags(write=False)
+        self.prior_names = tuple(names)
+
+        # secrets and pairs
+        self.pairs = tuple((_coerce_secret(a), _coerce_secret(b)) for a, b in pairs)
+        if not self.pairs:
+            raise SecretError("Q is empty: give at least one discriminative pair.")
+        self._masks: dict = {}
+        for a, b in self.pairs:
+            if a.name == b.name:
+                raise SecretError(f"The pair ({a.name!r}, {b.name!r}) compares a secret with itself.")
+            for s in (a, b):
+                if s.name not in self._masks:
+                    m = np.ascontiguousarray(s.mask(self))
+                    m.setflags(write=False)
+                    self._masks[s.name] = m
+            if np.any(self._masks[a.name] & self._masks[b.name]):
+                notes.append(f"Secrets {a.name!r} and {b.name!r} are not mutually exclusive.")
+        # log P(s | theta) and skipped combinations
+        self._log_p = {}
+        skipped = []
+        for t_idx, lp in enumerate(self.log_priors):
+            for a, b in self.pairs:
+                for s in (a, b):
+                    key = (t_idx, s.name)
+                    if key not in self._log_p:
+                        m = self._masks[s.name]
+                        self._log_p[key] = float(logsumexp(lp[m])) if m.any() else -math.inf
+                zero = [s.name for s in (a, b) if self._log_p[(t_idx, s.name)] == -math.inf]
+                if zero:
+                    skipped.append((t_idx, (a.name, b.name), f"P({' and '.join(zero)} | theta) = 0"))
+        self.skipped = tuple(skipped)
+        self.notes = tuple(dict.fromkeys(notes))
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def bayesian_network_default(cls, priors, nodes: Sequence | None = None, **kwargs) -> "Instantiation":
+        """The Bayesian-network instantiation of Song et al. (section 4.1).
+
+        S = {X_i = a}, Q = {(X_i = a, X_i = b) : a != b} for every node ``i`` (or
+        only the nodes in ``nodes``), Theta = ``priors``.
+        """
+        inst_nodes, inst_states = _peek_nodes_states(priors, kwargs)
+        chosen = inst_nodes if nodes is None else tuple(nodes)
+        pairs = []
+        for n in chosen:
+            if n not in inst_states:
+                raise SecretError(f"Unknown node {n!r}; the nodes are {list(inst_nodes)!r}.")
+            for a, b in itertools.combinations(inst_states[n], 2):
+                pairs.append((Secret.value(n, a), Secret.value(n, b)))
+        return cls(priors, pairs, **kwargs)
+
+    @classmethod
+    def from_tables(cls, tables, pairs, nodes, states, **kwargs) -> "Instantiation":
+        """An instantiation whose Theta is a list of explicit joint probability tables."""
+        return cls(list(tables), pairs, nodes=nodes, states=states, **kwargs)
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def n_priors(self) -> int:
+        return len(self.log_priors)
+
+    def mask(self, secret_name: str) -> np.ndarray:
+        """Boolean mask (shape ``self.shape``) of a secret of Q."""
+        return self._masks[secret_name]
+
+    def log_prob_secret(self, theta: int, secret_name: str) -> float:
+        """log P(s | theta)."""
+        return self._log_p[(theta, secret_name)]
+
+    def active(self):
+        """Yield (theta index, secret_i, secret_j) for every audited combination."""
+        skipped = {(t, p) for t, p, _ in self.skipped}
+        for t in range(self.n_priors):
+            for a, b in self.pairs:
+                if (t, (a.name, b.name)) not in skipped:
+                    yield t, a, b
+
+    def iter_assignments(self):
+        """Every joint assignment as a dict ``{node: state}``, in C (row-major) order."""
+        for combo in itertools.product(*(self.states[n] for n in self.nodes)):
+            yield dict(zip(self.nodes, combo))
+
+    def evaluate(self, func, what: str = "function") -> np.ndarray:
+        """Tabulate ``func(assignment)`` over all databases.
+
+        ``func`` may also already be an array of shape ``self.shape + extra``
+        (returned as a float array of shape ``(n_databases,) + extra``).
+        """
+        if callable(func):
+            vals = [func(a) for a in self.iter_assignments()]
+            arr = np.asarray(vals, dtype=float)
+            return arr.reshape((self.n_databases,) + arr.shape[1:])
+        arr = np.asarray(func, dtype=float)
+        if arr.shape[: len(self.shape)] != self.shape:
+            if arr.ndim >= 1 and arr.shape[0] == self.n_databases:
+                return arr
+            raise AuditError(f"The {what} table has shape {arr.shape}; expected {self.shape} (+ output axes).")
+        return arr.reshape((self.n_databases,) + arr.shape[len(self.shape):])
+
+    def conditional(self, theta: int, secret_name: str) -> np.ndarray:
+        """log P(Data = x | s, theta) over the flattened databases (``-inf`` outside s)."""
+        lp = self.log_priors[theta].ravel()
+        m = self._masks[secret_name].ravel()
+        out = np.full(lp.shape, -math.inf)
+        out[m] = lp[m] - self._log_p[(theta, secret_name)]
+        return out
+
+    def describe(self) -> dict:
+        return {
+            "nodes": list(self.nodes),
+            "n_databases": self.n_databases,
+            "n_priors": self.n_priors,
+            "n_pairs": len(self.pairs),
+            "n_skipped": len(self.skipped),
+        }
+
+    def __repr__(self) -> str:
+        return (f"Instantiation({len(self.nodes)} nodes, {self.n_databases} databases, "
+                f"{self.n_priors} priors, {len(self.pairs)} pairs, {len(self.skipped)} skipped)")
+
+
+def _peek_nodes_states(priors, kwargs):
+    nodes = kwargs.get("nodes")
+    states = kwargs.get("states")
+    if states is not None and not isinstance(states, Mapping):
+        states = {n: tuple(range(int(c))) for n, c in zip(nodes, states)}
+    if nodes is not None and states is not None:
+        return tuple(nodes), states
+    plist = priors if isinstance(priors, (list, tuple)) else [priors]
+    for p in plist:
+        if hasattr(p, "priors") and not hasattr(p, "log_joint_table"):
+            p = p.priors[0]
+        if hasattr(p, "get_cpds") and hasattr(p, "edges"):
+            n, s, _ = joint_log_table_from_pgmpy(p)
+            return n, s
+        if hasattr(p, "log_joint_table"):
+            return tuple(p.nodes), {n: tuple(p.states[n]) for n in p.nodes}
+    raise PriorError("Give 'nodes' and 'states' for explicit joint tables.")

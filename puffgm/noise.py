@@ -1,0 +1,154 @@
+"""Noise sources for releases.
+
+Two sources, chosen by the ``random_state`` argument of every mechanism:
+
+* ``random_state=None`` (the default): :class:`SecureNoise`, OpenDP's vetted
+  samplers.  OpenDP draws from the operating system's cryptographically secure
+  generator and samples Laplace noise on a discrete lattice (a discrete Laplace
+  added to the rounded input), so the low bits of the output do not leak the
+  input as naive floating-point Laplace sampling does (Mironov, "On
+  significance of the least significant bits for differential privacy",
+  CCS 2012).
+* ``random_state=<int or numpy.random.Generator>``: :class:`SeededNoise`, a
+  numpy generator for reproducible research.  Results produced with it say
+  ``secure=False``: they are not for production.
+
+OpenDP is imported lazily, on the first secure draw.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ._validation import check_positive_finite
+from .exceptions import ParameterError
+
+__all__ = ["NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise"]
+
+NOT_FOR_PRODUCTION = "seeded numpy noise: reproducible, NOT for production (not cryptographically secure)"
+SECURE = "OpenDP floating-point-safe sampler over the OS cryptographic RNG"
+
+
+class NoiseSource:
+    """Interface of a noise source: Laplace noise and categorical draws."""
+
+    secure: bool = False
+    description: str = ""
+
+    def laplace(self, values, scale: float) -> np.ndarray:  # pragma: no cover - interface
+        """Return ``values + Lap(scale)`` coordinate-wise, as a float array."""
+        raise NotImplementedError
+
+    def gumbel_argmax(self, scores, scale: float) -> int:  # pragma: no cover - interface
+        """Return ``argmax_k scores[k] + Gumbel(scale)`` (the exponential mechanism)."""
+        raise NotImplementedError
+
+
+@lru_cache(maxsize=None)
+def _opendp():
+    import opendp.prelude as dp
+
+    dp.enable_features("contrib")
+    return dp
+
+
+@lru_cache(maxsize=64)
+def _opendp_laplace(scale: float, vector: bool):
+    dp = _opendp()
+    atom = dp.atom_domain(T=float, nan=False)
+    if vector:
+        return dp.m.make_laplace(dp.vector_domain(atom), dp.l1_distance(T=float), scale=scale)
+    return dp.m.make_laplace(atom, dp.absolute_distance(T=float), scale=scale)
+
+
+@lru_cache(maxsize=64)
+def _opendp_noisy_max(scale: float):
+    dp = _opendp()
+    domain = dp.vector_domain(dp.atom_domain(T=float, nan=False))
+    # With a zCDP output measure OpenDP's noisy max adds Gumbel noise, whose argmax
+    # is distributed exactly as the exponential mechanism (softmax of scores/scale).
+    # Only the sampler is used here; the privacy accounting is puffgm's own.
+    return dp.m.make_noisy_max(
+        domain, dp.linf_distance(T=float), dp.zero_concentrated_divergence(), scale=scale
+    )
+
+
+@dataclass(frozen=True)
+class SecureNoise(NoiseSource):
+    """OpenDP samplers: cryptographically secure and floating-point safe (the default)."""
+
+    secure: bool = True
+    description: str = SECURE
+
+    def laplace(self, values, scale: float) -> np.ndarray:
+        scale = check_positive_finite(scale, "scale", "SecureNoise.laplace")
+        arr = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError("The query answer passed to the Laplace sampler contains NaN or infinity.")
+        flat = [float(v) for v in arr.ravel()]
+        if arr.ndim == 0:
+            return np.asarray(_opendp_laplace(scale, False)(flat[0]), dtype=float)
+        out = _opendp_laplace(scale, True)(flat)
+        return np.asarray(out, dtype=float).reshape(arr.shape)
+
+    def gumbel_argmax(self, scores, scale: float) -> int:
+        scale = check_positive_finite(scale, "scale", "SecureNoise.gumbel_argmax")
+        arr = np.asarray(scores, dtype=float).ravel()
+        # -inf scores (probability zero candidates) are never selected; OpenDP needs finite input.
+        finite = np.isfinite(arr)
+        if not finite.any():
+            raise ParameterError("Every candidate of the exponential mechanism has score -inf.")
+        idx = np.flatnonzero(finite)
+        chosen = _opendp_noisy_max(scale)([float(v) for v in arr[idx]])
+        return int(idx[int(chosen)])
+
+
+class SeededNoise(NoiseSource):
+    """A seeded numpy generator: reproducible, not cryptographically secure.
+
+    Use only for research and tests; results record ``secure=False``.
+    """
+
+    secure = False
+    description = NOT_FOR_PRODUCTION
+
+    def __init__(self, seed):
+        self.generator = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+    def laplace(self, values, scale: float) -> np.ndarray:
+        scale = check_positive_finite(scale, "scale", "SeededNoise.laplace")
+        arr = np.asarray(values, dtype=float)
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError("The query answer passed to the Laplace sampler contains NaN or infinity.")
+        return arr + self.generator.laplace(0.0, scale, size=arr.shape)
+
+    def gumbel_argmax(self, scores, scale: float) -> int:
+        scale = check_positive_finite(scale, "scale", "SeededNoise.gumbel_argmax")
+        arr = np.asarray(scores, dtype=float).ravel()
+        if not np.isfinite(arr).any():
+            raise ParameterError("Every candidate of the exponential mechanism has score -inf.")
+        noisy = arr + self.generator.gumbel(0.0, scale, size=arr.shape)
+        noisy[~np.isfinite(arr)] = -math.inf
+        return int(np.argmax(noisy))
+
+
+def resolve_noise(random_state=None) -> NoiseSource:
+    """Map a ``random_state`` argument to a noise source.
+
+    ``None`` gives :class:`SecureNoise`; an int or a ``numpy.random.Generator``
+    gives :class:`SeededNoise`; a :class:`NoiseSource` is returned unchanged.
+    """
+    if random_state is None:
+        return SecureNoise()
+    if isinstance(random_state, NoiseSource):
+        return random_state
+    if isinstance(random_state, (np.random.Generator, int, np.integer)) and not isinstance(random_state, bool):
+        return SeededNoise(random_state)
+    raise ParameterError(
+        "The 'random_state' parameter must be None (secure noise), an int seed or a numpy Generator. "
+        f"Got {random_state!r} instead."
+    )

@@ -1,0 +1,494 @@
+"""Priors: the class Theta of distributions the attacker may hold.
+
+A prior class is a finite set of discrete Bayesian networks that share one DAG
+and the same state names (Song, Wang and Chaudhuri, section 4.1: "each theta in
+Theta ... is based on this Bayesian network G, but may have different
+parameters").  Every calibration takes the supremum over the class.
+
+Validation is strict because every later step takes logarithms of ratios of
+probabilities:
+
+* a CPD column whose sum is off 1 by more than ``1e-6`` is rejected (pgmpy
+  tolerates ``0.01``); smaller slips, such as the ``3e-7`` rounding of the
+  bnlearn files bundled with pgmpy, are renormalised and recorded in
+  :attr:`NetworkPrior.notes`;
+* negative, NaN or infinite entries are rejected;
+* priors of one class must have the same nodes, edges and state names.
+
+Zero probabilities are legitimate (deterministic nodes) and kept exactly.
+
+Sources: pgmpy ``DiscreteBayesianNetwork`` objects, BIF and XMLBIF files
+(``.bif``, ``.bif.gz``, ``.xml``, ``.xmlbif``), and the bnlearn networks that
+ship inside the pgmpy wheel (``"example:alarm"``, ``"example:asia"``, ...),
+read from ``pgmpy/utils/example_models/*.bif.gz`` without any download.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import math
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from .exceptions import PriorError
+
+__all__ = [
+    "NetworkPrior",
+    "PriorClass",
+    "load_prior_class",
+    "load_network",
+    "bundled_networks",
+    "CPD_TOLERANCE",
+]
+
+#: Largest deviation of a CPD column sum from 1 that is renormalised instead of rejected.
+CPD_TOLERANCE = 1e-6
+#: Deviations below this are floating-point noise and are renormalised silently.
+_SILENT = 1e-12
+
+
+class NetworkPrior:
+    """One validated discrete Bayesian network theta (immutable).
+
+    Parameters
+    ----------
+    nodes : sequence of str
+        Node names; stored in a topological order.
+    states : mapping node -> sequence of str
+        State names of each node.
+    parents : mapping node -> sequence of str
+        Parents of each node, in the axis order of its CPD.
+    cpds : mapping node -> array_like
+        ``cpds[X]`` has shape ``(card(X), card(parent_1), ...)`` (pgmpy's
+        layout): column ``[:, j1, ...]`` is P(X | parents = (j1, ...)).
+    name : str, optional
+        A label used in messages.
+
+    Raises
+    ------
+    PriorError
+        If the structure is not a DAG, a table has the wrong shape, an entry is
+        negative or not finite, or a column sum is off 1 by more than 1e-6.
+    """
+
+    __slots__ = ("nodes", "states", "parents", "cpts", "name", "notes", "_fingerprint", "_index")
+
+    def __init__(self, nodes, states, parents, cpds, name: str = "network"):
+        import networkx as nx
+
+        nodes = [str(n) for n in nodes]
+        if not nodes:
+            raise PriorError(f"The network {name!r} has no nodes.")
+        if len(set(nodes)) != len(nodes):
+            raise PriorError(f"The network {name!r} has duplicate node names.")
+        g = nx.DiGraph()
+        g.add_nodes_from(nodes)
+        for n in nodes:
+            if n not in parents:
+                raise PriorError(f"Node {n!r} of network {name!r} has no parent list.")
+            for p in parents[n]:
+                if p not in states:
+                    raise PriorError(f"Node {n!r} of network {name!r} has an unknown parent {p!r}.")
+                g.add_edge(str(p), n)
+        if not nx.is_directed_acyclic_graph(g):
+            raise PriorError(f"The graph of network {name!r} has a directed cycle.")
+        order = list(nx.lexicographical_topological_sort(g, key=lambda v: nodes.index(v)))
+        notes = []
+        st = {}
+        for n in order:
+            s = tuple(str(v) for v in states[n])
+            if not s:
+                raise PriorError(f"Node {n!r} of network {name!r} has no states.")
+            if len(set(s)) != len(s):
+                raise PriorError(f"Node {n!r} of network {name!r} has duplicate state names.")
+            st[n] = s
+        cpts = {}
+        for n in order:
+            if n not in cpds:
+                raise PriorError(f"Node {n!r} of network {name!r} has no CPD.")
+            pa = tuple(str(p) for p in parents[n])
+            arr = np.array(cpds[n], dtype=float, copy=True)
+            shape = (len(st[n]),) + tuple(len(st[p]) for p in pa)
+            if arr.shape != shape:
+                try:
+                    arr = arr.reshape(shape)
+                except ValueError:
+                    raise PriorError(
+                        f"The CPD of node {n!r} in network {name!r} has shape {arr.shape}, expected {shape}."
+                    ) from None
+            if not np.all(np.isfinite(arr)):
+                raise PriorError(f"The CPD of node {n!r} in network {name!r} has a NaN or infinite entry.")
+            if np.any(arr < 0):
+                raise PriorError(f"The CPD of node {n!r} in network {name!r} has a negative entry.")
+            sums = arr.sum(axis=0)
+            dev = np.abs(sums - 1.0)
+            worst = float(dev.max())
+            if worst > CPD_TOLERANCE:
+                raise PriorError(
+                    f"A column of the CPD of node {n!r} in network {name!r} sums to "
+                    f"{float(sums.flat[int(dev.argmax())]):.10g}, off 1 by more than {CPD_TOLERANCE:g}."
+                )
+            if worst > 0:
+                arr = arr / sums
+                if worst > _SILENT:
+                    notes.append(
+                        f"renormalised {int((dev > _SILENT).sum())} CPD column(s) of node {n!r} "
+                        f"(largest deviation {worst:.3g})"
+                    )
+            arr.setflags(write=False)
+            cpts[n] = arr
+        self.nodes = tuple(order)
+        self.states = {n: st[n] for n in order}
+        self.parents = {n: tuple(str(p) for p in parents[n]) for n in order}
+        self.cpts = cpts
+        self.name = str(name)
+        self.notes = tuple(notes)
+        self._index = {n: i for i, n in enumerate(order)}
+        self._fingerprint = None
+
+    def __setattr__(self, key, value):
+        if hasattr(self, "_fingerprint") and key != "_fingerprint":
+            raise AttributeError("NetworkPrior is immutable")
+        object.__setattr__(self, key, value)
+
+    def __repr__(self):
+        return f"NetworkPrior({self.name!r}, {len(self.nodes)} nodes)"
+
+    # ------------------------------------------------------------------ facts
+    @property
+    def edges(self) -> frozenset:
+        """The DAG's edges as (parent, child) pairs."""
+        return frozenset((p, n) for n in self.nodes for p in self.parents[n])
+
+    @property
+    def n_zero_entries(self) -> int:
+        """Number of zero entries over all CPDs (deterministic structure, kept exactly)."""
+        return int(sum(int((t == 0).sum()) for t in self.cpts.values()))
+
+    @property
+    def fingerprint(self) -> str:
+        """A SHA-256 prefix of the structure, states and CPD values."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            for n in self.nodes:
+                h.update(repr((n, self.states[n], self.parents[n])).encode())
+                h.update(np.ascontiguousarray(self.cpts[n]).tobytes())
+            object.__setattr__(self, "_fingerprint", h.hexdigest()[:16])
+        return self._fingerprint
+
+    def cardinality(self, node) -> int:
+        return len(self.states[node])
+
+    # ------------------------------------------------------------- conversions
+    def reordered(self, states: Mapping, parents: Mapping) -> "NetworkPrior":
+        """The same distribution with the given state order and parent order of each node."""
+        cpds = {}
+        for n in self.nodes:
+            t = self.cpts[n]
+            own = [self.states[n].index(s) for s in states[n]]
+            t = t[own]
+            perm = [0] + [1 + self.parents[n].index(p) for p in parents[n]]
+            t = np.transpose(t, perm)
+            for ax, p in enumerate(parents[n], start=1):
+                idx = [self.states[p].index(s) for s in states[p]]
+                t = np.take(t, idx, axis=ax)
+            cpds[n] = t
+        return NetworkPrior(self.nodes, states, parents, cpds, name=self.name)
+
+    def to_pgmpy(self):
+        """This network as a pgmpy ``DiscreteBayesianNetwork``."""
+        from pgmpy.factors.discrete import TabularCPD
+        from pgmpy.models import DiscreteBayesianNetwork
+
+        model = DiscreteBayesianNetwork()
+        model.add_nodes_from(self.nodes)
+        model.add_edges_from(sorted(self.edges))
+        for n in self.nodes:
+            t = self.cpts[n]
+            pa = list(self.parents[n])
+            cpd = TabularCPD(
+                n,
+                len(self.states[n]),
+                t.reshape(len(self.states[n]), -1),
+                evidence=pa or None,
+                evidence_card=[len(self.states[p]) for p in pa] or None,
+                state_names={v: list(self.states[v]) for v in [n] + pa},
+            )
+            model.add_cpds(cpd)
+        return model
+
+    def log_joint_table(self, max_entries: int = 1 << 22) -> np.ndarray:
+        """log P(X_1, ..., X_n) as an array with one axis per node, in :attr:`nodes` order.
+
+        Only for small networks (at most ``max_entries`` joint states); used by
+        exact audits and brute-force checks.
+        """
+        size = math.prod(len(self.states[n]) for n in self.nodes)
+        if size > max_entries:
+            raise PriorError(
+                f"The joint table of network {self.name!r} has {size} entries, more than {max_entries}."
+            )
+        out = np.zeros([len(self.states[n]) for n in self.nodes])
+        with np.errstate(divide="ignore"):
+            for n in self.nodes:
+                axes = [self._index[n]] + [self._index[p] for p in self.parents[n]]
+                t = np.log(self.cpts[n])
+                # move the CPD axes into joint positions, broadcast over the rest
+                order = np.argsort(axes)
+                t = np.transpose(t, order)
+                shape = [1] * len(self.nodes)
+                for ax in sorted(axes):
+                    shape[ax] = len(self.states[self.nodes[ax]])
+                out = out + t.reshape(shape)
+        return out
+
+
+# ---------------------------------------------------------------------- pgmpy
+def _from_pgmpy(model, name: str | None = None) -> NetworkPrior:
+    try:
+        from pgmpy.models import DiscreteBayesianNetwork
+    except ImportError:  # pragma: no cover
+        DiscreteBayesianNetwork = ()
+    if not isinstance(model, DiscreteBayesianNetwork):
+        raise PriorError(
+            f"A prior must be a pgmpy DiscreteBayesianNetwork, a BIF/XMLBIF path or 'example:NAME'; "
+            f"got {type(model).__name__}."
+        )
+    label = name or getattr(model, "name", None) or "network"
+    nodes = [str(n) for n in model.nodes()]
+    cpds = {}
+    states = {}
+    parents = {}
+    for n in nodes:
+        cpd = model.get_cpds(n)
+        if cpd is None:
+            raise PriorError(f"Node {n!r} of network {label!r} has no CPD.")
+        variables = [str(v) for v in cpd.variables]
+        graph_parents = sorted(str(p) for p in model.get_parents(n))
+        if sorted(variables[1:]) != graph_parents:
+            raise PriorError(
+                f"The CPD of node {n!r} in network {label!r} conditions on {variables[1:]}, "
+                f"but its parents in the graph are {graph_parents}."
+            )
+        parents[n] = tuple(variables[1:])
+        sn = cpd.state_names
+        states[n] = tuple(str(s) for s in sn[cpd.variable])
+        cpds[n] = np.asarray(cpd.values, dtype=float)
+    for n in nodes:  # the parents' states as the child CPD sees them must match
+        cpd = model.get_cpds(n)
+        for p in parents[n]:
+            seen = tuple(str(s) for s in cpd.state_names[p])
+            if seen != states[p]:
+                raise PriorError(
+                    f"The CPD of node {n!r} in network {label!r} names the states of parent {p!r} "
+                    f"as {list(seen)}, but {p!r} has states {list(states[p])}."
+                )
+    return NetworkPrior(nodes, states, parents, cpds, name=label)
+
+
+# ------------------------------------------------------------------ files
+def bundled_networks() -> tuple:
+    """Names of the bnlearn networks shipped inside the installed pgmpy wheel."""
+    d = _example_dir()
+    return tuple(sorted(p.name[: -len(".bif.gz")] for p in d.glob("*.bif.gz"))) if d else ()
+
+
+def _example_dir():
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgmpy")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    d = Path(list(spec.submodule_search_locations)[0]) / "utils" / "example_models"
+    return d if d.is_dir() else None
+
+
+def _read_bif_text(text: str, label: str) -> NetworkPrior:
+    from pgmpy.readwrite import BIFReader
+
+    try:
+        model = BIFReader(string=text, n_jobs=1).get_model()
+    except TypeError:  # older signature without n_jobs
+        model = BIFReader(string=text).get_model()
+    except Exception as exc:  # pgmpy raises many kinds on malformed files
+        raise PriorError(f"Cannot parse BIF network {label!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.") from None
+    return _from_pgmpy(model, name=label)
+
+
+@lru_cache(maxsize=32)
+def _load_example(name: str) -> NetworkPrior:
+    d = _example_dir()
+    path = d / f"{name}.bif.gz" if d else None
+    if path is None or not path.is_file():
+        known = ", ".join(bundled_networks())
+        raise PriorError(f"There is no bundled network named {name!r}; bundled networks: {known}.")
+    with gzip.open(path, "rt") as fh:
+        return _read_bif_text(fh.read(), name)
+
+
+@lru_cache(maxsize=32)
+def _load_file(path: str, mtime: float) -> NetworkPrior:
+    label = os.path.basename(path)
+    lower = path.lower()
+    try:
+        if lower.endswith((".xml", ".xmlbif")):
+            from pgmpy.readwrite import XMLBIFReader
+
+            try:
+                model = XMLBIFReader(path).get_model()
+            except Exception as exc:
+                raise PriorError(f"Cannot parse XMLBIF network {label!r}: {type(exc).__name__}.") from None
+            return _from_pgmpy(model, name=label)
+        if lower.endswith(".gz"):
+            with gzip.open(path, "rt") as fh:
+                text = fh.read()
+        else:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PriorError(f"Cannot read network file {path!r}: {exc.__class__.__name__}.") from None
+    return _read_bif_text(text, label)
+
+
+def load_network(spec) -> NetworkPrior:
+    """Load one network: a pgmpy model, a NetworkPrior, a BIF/XMLBIF path or ``"example:NAME"``."""
+    if isinstance(spec, NetworkPrior):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        s = os.fspath(spec)
+        if s.startswith("example:"):
+            return _load_example(s.split(":", 1)[1])
+        if not os.path.isfile(s):
+            raise PriorError(f"There is no network file {s!r}.")
+        return _load_file(os.path.abspath(s), os.path.getmtime(s))
+    return _from_pgmpy(spec)
+
+
+# ----------------------------------------------------------------- classes
+class PriorClass:
+    """A finite prior class Theta of Bayesian networks sharing one DAG and state names.
+
+    Parameters
+    ----------
+    priors : iterable of NetworkPrior
+        The members theta of Theta.
+
+    Raises
+    ------
+    PriorError
+        If the class is empty, or the members differ in nodes, edges or state names.
+
+    Notes
+    -----
+    Members whose CPDs list a node's parents or states in another order are
+    reordered to the first member's order.  Every max-influence and
+    calibration takes the supremum over the members (Song et al., Definition
+    4.1 and Algorithm 2).
+    """
+
+    __slots__ = ("priors", "nodes", "states", "parents", "dag", "fingerprint", "notes", "_frozen")
+
+    def __init__(self, priors: Iterable[NetworkPrior]):
+        import networkx as nx
+
+        priors = list(priors)
+        if not priors:
+            raise PriorError("The prior class is empty: give at least one network.")
+        first = priors[0]
+        members = [first]
+        for k, p in enumerate(priors[1:], start=2):
+            if set(p.nodes) != set(first.nodes):
+                diff = sorted(set(p.nodes) ^ set(first.nodes))[:3]
+                raise PriorError(
+                    f"Prior {k} ({p.name!r}) does not share the graph of prior 1 ({first.name!r}): "
+                    f"nodes {diff} are in one but not the other."
+                )
+            if p.edges != first.edges:
+                e = sorted(p.edges ^ first.edges)[0]
+                raise PriorError(
+                    f"Prior {k} ({p.name!r}) does not share the graph of prior 1 ({first.name!r}): "
+                    f"edge {e[0]} -> {e[1]} is in one but not the other."
+                )
+            for n in first.nodes:
+                if set(p.states[n]) != set(first.states[n]) or len(p.states[n]) != len(first.states[n]):
+                    raise PriorError(
+                        f"Prior {k} ({p.name!r}) gives node {n!r} the states {list(p.states[n])}, "
+                        f"but prior 1 gives {list(first.states[n])}."
+                    )
+            if any(p.states[n] != first.states[n] or p.parents[n] != first.parents[n] for n in first.nodes):
+                p = p.reordered(first.states, first.parents)
+            members.append(p)
+        self.priors = tuple(members)
+        self.nodes = first.nodes
+        self.states = dict(first.states)
+        self.parents = dict(first.parents)
+        g = nx.DiGraph()
+        g.add_nodes_from(self.nodes)
+        g.add_edges_from(sorted(first.edges))
+        nx.freeze(g)
+        self.dag = g
+        h = hashlib.sha256("|".join(m.fingerprint for m in members).encode())
+        self.fingerprint = h.hexdigest()[:16]
+        notes = []
+        for k, m in enumerate(members, start=1):
+            notes.extend(f"prior {k} ({m.name}): {note}" for note in m.notes)
+        self.notes = tuple(notes)
+        self._frozen = True
+
+    def __setattr__(self, key, value):
+        if getattr(self, "_frozen", False):
+            raise AttributeError("PriorClass is immutable")
+        object.__setattr__(self, key, value)
+
+    def __len__(self):
+        return len(self.priors)
+
+    def __iter__(self):
+        return iter(self.priors)
+
+    def __repr__(self):
+        return f"PriorClass({len(self.priors)} prior(s), {len(self.nodes)} nodes, fingerprint {self.fingerprint})"
+
+    @classmethod
+    def from_pgmpy(cls, models) -> "PriorClass":
+        """Build a class from one pgmpy DiscreteBayesianNetwork or a list of them."""
+        if not isinstance(models, (list, tuple)):
+            models = [models]
+        return cls(_from_pgmpy(m) for m in models)
+
+    def largest_component(self) -> int:
+        """Size of the largest connected component of the DAG (the group-DP group size)."""
+        import networkx as nx
+
+        return max(len(c) for c in nx.weakly_connected_components(self.dag))
+
+
+def load_prior_class(specs) -> PriorClass:
+    """Build a PriorClass from one spec or a list of specs.
+
+    A spec is a :class:`PriorClass` (returned as is when alone), a
+    :class:`NetworkPrior`, a pgmpy ``DiscreteBayesianNetwork``, a BIF/XMLBIF
+    path, or ``"example:NAME"`` for a network bundled with pgmpy.
+
+    Examples
+    --------
+    >>> theta = load_prior_class("example:asia")
+    >>> theta.nodes[:3]
+    ('asia', 'smoke', 'either')
+    """
+    if isinstance(specs, PriorClass):
+        return specs
+    if isinstance(specs, (str, os.PathLike, NetworkPrior)) or not isinstance(specs, Iterable):
+        specs = [specs]
+    members = []
+    for s in specs:
+        if isinstance(s, PriorClass):
+            members.extend(s.priors)
+        else:
+            members.append(load_network(s))
+    return PriorClass(members)

@@ -1,0 +1,198 @@
+"""Immutable result records shared by every calibration road (networks, chains, baselines).
+
+A :class:`CalibrationResult` explains itself: the privacy parameter, the
+Lipschitz constant, the noise scale, the worst node and its active Markov quilt
+with the quilt's max-influence and score, the group-DP baseline and the gain
+over it, the fingerprint of the prior class, and the theorem relied on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping
+
+__all__ = ["QuiltChoice", "CalibrationResult", "json_float"]
+
+
+def json_float(x: float):
+    """A float for JSON: finite floats unchanged, infinities and NaN as ``None``."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+@dataclass(frozen=True)
+class QuiltChoice:
+    """A Markov quilt (X_Q, X_N, X_R) of one node with its max-influence and score.
+
+    Attributes
+    ----------
+    node : str
+        The protected node X_i.
+    quilt : tuple of str
+        X_Q, the quilt (empty for the trivial quilt).
+    nearby : tuple of str
+        X_N, the nearby nodes; contains ``node``.
+    remote : tuple of str
+        X_R, the nodes d-separated from ``node`` by the quilt (may be left empty by
+        chain calibrations of very long chains; ``n_remote`` always counts them).
+    max_influence : float
+        e_Theta(X_Q | X_i) (Song et al., Definition 4.1), ``inf`` if unusable.
+    score : float
+        card(X_N) / (epsilon - max_influence) (Algorithm 2), ``inf`` if the
+        influence is at least epsilon.
+    n_remote : int
+        card(X_R).
+    witness : tuple or None
+        (prior index, value a, value b, assignment of X_Q) attaining the max-influence.
+    """
+
+    node: str
+    quilt: tuple
+    nearby: tuple
+    remote: tuple
+    max_influence: float
+    score: float
+    n_remote: int = -1
+    witness: Any = None
+
+    def __post_init__(self):
+        if self.n_remote < 0:
+            object.__setattr__(self, "n_remote", len(self.remote))
+
+    @property
+    def n_nearby(self) -> int:
+        """card(X_N)."""
+        return len(self.nearby)
+
+    def to_dict(self) -> dict:
+        return {
+            "node": self.node,
+            "quilt": list(self.quilt),
+            "nearby": list(self.nearby),
+            "n_nearby": self.n_nearby,
+            "n_remote": self.n_remote,
+            "max_influence": json_float(self.max_influence),
+            "score": json_float(self.score),
+        }
+
+
+@dataclass(frozen=True)
+class CalibrationResult:
+    """The outcome of a calibration: noise scale and everything that justifies it.
+
+    Attributes
+    ----------
+    epsilon : float
+        Pufferfish privacy parameter.
+    lipschitz : float
+        L, the L1 Lipschitz constant of the query.
+    method : str
+        ``"mqm"`` (Bayesian networks), ``"exact"``/``"approx"`` (MQMExact and
+        MQMApprox for chains), ``"groupdp"``, ``"gk16"``, ``"dp"``, ...
+    sigma_max : float
+        Noise scale per unit Lipschitz constant (max_i sigma_i of Algorithm 2).
+    worst : QuiltChoice or None
+        The active quilt of the worst node (None for baselines without quilts).
+    per_node : tuple of QuiltChoice
+        Every protected node's active quilt (may be empty when not materialised).
+    n_nodes : int
+        Number of nodes (records) in the database.
+    groupdp_sigma : float
+        The group-DP baseline per unit L: size of the largest connected component / epsilon.
+    fingerprint : str
+        Fingerprint of the prior class the calibration used.
+    theorem : str
+        The result relied on for the guarantee.
+    applicable : bool
+        False for baselines that do not apply (then ``sigma_max`` is ``inf``).
+    notes : tuple of str
+        Anything the user should know (renormalised tables, skipped events, ...).
+    details : Mapping
+        Method-specific figures (chain bound l, pi_min, eigengap, ...).
+    """
+
+    epsilon: float
+    lipschitz: float
+    method: str
+    sigma_max: float
+    worst: QuiltChoice | None
+    per_node: tuple
+    n_nodes: int
+    groupdp_sigma: float
+    fingerprint: str
+    theorem: str
+    applicable: bool = True
+    notes: tuple = ()
+    details: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "per_node", tuple(self.per_node))
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale L * sigma_max for an L-Lipschitz query."""
+        return self.lipschitz * self.sigma_max
+
+    @property
+    def worst_node(self):
+        """Name of the node that needs the most noise (None for quilt-free baselines)."""
+        return None if self.worst is None else self.worst.node
+
+    @property
+    def gain(self) -> float:
+        """sigma_groupdp / sigma_max: how much less noise than group DP (>= 1 is a gain)."""
+        if not math.isfinite(self.sigma_max) or self.sigma_max <= 0:
+            return 0.0
+        return self.groupdp_sigma / self.sigma_max
+
+    def to_dict(self, per_node: bool = False) -> dict:
+        """A JSON-ready dict (the ``--json`` output of ``puffgm calibrate``)."""
+        d = {
+            "epsilon": self.epsilon,
+            "lipschitz": self.lipschitz,
+            "method": self.method,
+            "applicable": self.applicable,
+            "sigma_max": json_float(self.sigma_max),
+            "scale": json_float(self.scale),
+            "groupdp_sigma": json_float(self.groupdp_sigma),
+            "gain": json_float(self.gain),
+            "n_nodes": self.n_nodes,
+            "worst_node": self.worst_node,
+            "quilt": None if self.worst is None else self.worst.to_dict(),
+            "fingerprint": self.fingerprint,
+            "theorem": self.theorem,
+            "notes": list(self.notes),
+            "details": {k: (json_float(v) if isinstance(v, float) else v) for k, v in self.details.items()},
+        }
+        if per_node:
+            d["per_node"] = [q.to_dict() for q in self.per_node]
+        return d
+
+    def explain(self) -> str:
+        """A short human summary."""
+        lines = [f"method {self.method}, epsilon {self.epsilon:g}, Lipschitz {self.lipschitz:g}"]
+        if not self.applicable:
+            lines.append("not applicable: " + (self.notes[0] if self.notes else "see details"))
+            return "\n".join(lines)
+        lines.append(f"Laplace scale {self.scale:.6g} (sigma_max {self.sigma_max:.6g} per unit L)")
+        if self.worst is not None:
+            w = self.worst
+            q = "{" + ", ".join(map(str, w.quilt)) + "}"
+            lines.append(
+                f"worst node {w.node}: quilt {q}, {w.n_nearby} nearby, {w.n_remote} remote, "
+                f"max-influence {w.max_influence:.6g}, score {w.score:.6g}"
+            )
+        lines.append(
+            f"group-DP baseline {self.groupdp_sigma * self.lipschitz:.6g}: gain x{self.gain:.4g}"
+            + ("" if self.gain > 1 + 1e-12 else " (no gain over group DP)")
+        )
+        for note in self.notes:
+            lines.append(f"note: {note}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()

@@ -1,0 +1,93 @@
+"""Secrets and discriminative pairs of the Bayesian-network instantiation.
+
+Song, Wang and Chaudhuri, section 4.1: the secrets are s^i_a = "X_i takes value
+a" and the discriminative pairs are (s^i_a, s^i_b) for every node X_i and every
+pair of values a != b.  :class:`SecretSpec` is that default, optionally
+restricted to a subset of protected nodes and, per node, to a subset of value
+pairs.  Pairs are unordered: Pufferfish bounds the log-ratio in both directions.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Mapping
+
+from .exceptions import SecretError
+
+__all__ = ["SecretSpec"]
+
+
+class SecretSpec:
+    """Which nodes are protected and which of their value pairs must be indistinguishable.
+
+    Parameters
+    ----------
+    protected : iterable of str, optional
+        Protected nodes; default every node.
+    pairs : mapping node -> iterable of (value, value), optional
+        Discriminative value pairs of a node; default every pair of its values.
+
+    Examples
+    --------
+    >>> spec = SecretSpec(protected=["smoke"], pairs={"smoke": [("yes", "no")]})
+    """
+
+    __slots__ = ("_protected", "_pairs")
+
+    def __init__(self, protected=None, pairs: Mapping | None = None):
+        object.__setattr__(self, "_protected", None if protected is None else tuple(str(n) for n in protected))
+        norm = {}
+        for node, ps in (pairs or {}).items():
+            lst = []
+            for p in ps:
+                if len(tuple(p)) != 2:
+                    raise SecretError(f"A discriminative pair of node {node!r} must have two values; got {p!r}.")
+                a, b = (str(v) for v in p)
+                if a == b:
+                    raise SecretError(f"The discriminative pair ({a!r}, {b!r}) of node {node!r} repeats a value.")
+                lst.append((a, b))
+            norm[str(node)] = tuple(lst)
+        object.__setattr__(self, "_pairs", norm)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("SecretSpec is immutable")
+
+    def protected_nodes(self, prior_class) -> tuple:
+        """The protected nodes, validated against the class, in the class's node order."""
+        if self._protected is None:
+            return tuple(prior_class.nodes)
+        known = set(prior_class.nodes)
+        for n in self._protected:
+            if n not in known:
+                raise SecretError(f"The protected node {n!r} is not a node of the prior.")
+        if not self._protected:
+            raise SecretError("The set of protected nodes is empty.")
+        chosen = set(self._protected)
+        return tuple(n for n in prior_class.nodes if n in chosen)
+
+    def value_pairs(self, prior_class, node) -> tuple | None:
+        """Index pairs (a, b), a < b, of the node's discriminative pairs; None means all pairs."""
+        for n in self._pairs:
+            if n not in prior_class.states:
+                raise SecretError(f"Discriminative pairs are given for {n!r}, which is not a node of the prior.")
+        if node not in self._pairs:
+            return None
+        states = prior_class.states[node]
+        out = set()
+        for a, b in self._pairs[node]:
+            for v in (a, b):
+                if v not in states:
+                    raise SecretError(f"Node {node!r} has no value {v!r}; its values are {list(states)}.")
+            i, j = states.index(a), states.index(b)
+            out.add((min(i, j), max(i, j)))
+        if len(out) == len(list(combinations(range(len(states)), 2))):
+            return None
+        return tuple(sorted(out))
+
+    def key(self) -> tuple:
+        """A hashable description (used to tell whether two calibrations share quilt sets)."""
+        return (self._protected, tuple(sorted(self._pairs.items())))
+
+    def __repr__(self):
+        prot = "all nodes" if self._protected is None else f"{len(self._protected)} node(s)"
+        return f"SecretSpec({prot}, pairs restricted on {len(self._pairs)} node(s))"

@@ -1,0 +1,201 @@
+"""Translation between epsilon_DP and epsilon_puffer along an a(b)-influence curve.
+
+Theorem 6 of Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish
+privacy", section 6.2): if (Theta, S) satisfies a(b)-influence and (a, b) is a
+point of the curve with a < epsilon_puffer, every per-entry epsilon_DP-DP
+mechanism with
+
+    epsilon_DP <= (epsilon_puffer - a) / b
+
+is epsilon_puffer-Pufferfish.  The theorem holds at *every* point, so
+
+* Pufferfish -> DP: the best (largest) admissible epsilon_DP is
+
+      epsilon_DP = max over points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b;
+
+* DP -> Pufferfish: the best (smallest) guarantee of an epsilon_DP-DP mechanism is
+
+      epsilon_puffer = min over b of  b * epsilon_DP + a(b).
+
+The trivial point (a, b) = (0, |I|) (H = every entry, i.e. group privacy over
+the whole database) is always on the curve; Algorithms 1-2 of the paper use it
+as their fallback ``epsilon_puffer / |I|`` (line 4).
+
+Paper slip: line 8 of Algorithms 1 and 2 (appendix B) updates
+``epsilon_DP <- min(epsilon_DP, epsilon_DP_l)``, which selects the *worst*
+point of the curve (still private, but with the most noise), while the text of
+section 6.4.1 says the maximum over b gives the best utility, and Theorem 6
+licenses any point.  We take the maximum, and report the point used.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._validation import check_positive_finite
+from .exceptions import NotApplicableError, ParameterError
+from .results import json_float
+
+__all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate"]
+
+THEOREM6 = "Bai-He-Gu-Kifer-Maeng Theorem 6 (translation between DP and Pufferfish)"
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The result of a translation along an a(b)-influence curve.
+
+    Attributes
+    ----------
+    direction : str
+        ``"puffer_to_dp"`` or ``"dp_to_puffer"``.
+    epsilon_puffer, epsilon_dp : float
+        The pair satisfying epsilon_puffer = b * epsilon_dp + a at the point used
+        (for ``puffer_to_dp``, epsilon_dp = (epsilon_puffer - a) / b).
+    a, b : float, int
+        The curve point used (the witness of the optimum).
+    witness : tuple or None
+        ``(node, quilt)`` of that point, when the curve knows it.
+    curve_fingerprint : str
+    curve_method : str
+    n_entries : int
+    theorem : str
+    notes : tuple of str
+    """
+
+    direction: str
+    epsilon_puffer: float
+    epsilon_dp: float
+    a: float
+    b: int
+    witness: object
+    curve_fingerprint: str
+    curve_method: str
+    n_entries: int
+    theorem: str = THEOREM6
+    notes: tuple = ()
+
+    @property
+    def point(self) -> tuple:
+        """The curve point (a, b) used."""
+        return (self.a, self.b)
+
+    @property
+    def trivial_point(self) -> bool:
+        """True when the point used is the trivial one (0, |I|): group privacy over everything."""
+        return self.b >= self.n_entries and self.a == 0.0
+
+    def to_dict(self) -> dict:
+        w = self.witness
+        return {
+            "direction": self.direction,
+            "epsilon_puffer": json_float(self.epsilon_puffer),
+            "epsilon_dp": json_float(self.epsilon_dp),
+            "point": {"b": self.b, "a": json_float(self.a)},
+            "witness": None if w is None else {"node": _j(w[0]), "quilt": _j(w[1])},
+            "n_entries": self.n_entries,
+            "curve_method": self.curve_method,
+            "curve_fingerprint": self.curve_fingerprint,
+            "theorem": self.theorem,
+            "notes": list(self.notes),
+        }
+
+    def explain(self) -> str:
+        if self.direction == "puffer_to_dp":
+            head = (f"epsilon_puffer {self.epsilon_puffer:g} -> epsilon_DP {self.epsilon_dp:.6g} "
+                    f"= ({self.epsilon_puffer:g} - {self.a:.6g}) / {self.b}")
+        else:
+            head = (f"epsilon_DP {self.epsilon_dp:g} -> epsilon_puffer {self.epsilon_puffer:.6g} "
+                    f"= {self.b} * {self.epsilon_dp:g} + {self.a:.6g}")
+        lines = [head, f"point used: b = {self.b}, a(b) = {self.a:.6g}"]
+        if self.witness is not None:
+            lines.append(f"witness: node {self.witness[0]}, quilt {self.witness[1]}")
+        lines.append(f"relies on: {self.theorem}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+def _j(x):
+    if isinstance(x, (str, int, float)) or x is None:
+        return x
+    try:
+        return [str(v) if not isinstance(v, (int, str)) else v for v in x]
+    except TypeError:
+        return str(x)
+
+
+def _as_curve(curve):
+    from .curves import InfluenceCurve
+
+    if not isinstance(curve, InfluenceCurve):
+        raise ParameterError(
+            "The 'curve' parameter must be an InfluenceCurve (see puffgm.curves.influence_curve "
+            f"or curve_from_points). Got {type(curve).__name__} instead."
+        )
+    return curve
+
+
+def dp_epsilon(curve, epsilon_puffer: float) -> Translation:
+    """Largest epsilon_DP whose per-entry DP mechanisms are epsilon_puffer-Pufferfish.
+
+    epsilon_DP = max over curve points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b
+    (Theorem 6; the paper's Algorithms 1-2 write ``min`` on line 8, a slip).
+    Ties go to the smallest b.
+
+    Raises
+    ------
+    NotApplicableError
+        If no point (not even the trivial (0, |I|)) has a < epsilon_puffer.
+    """
+    eps = check_positive_finite(epsilon_puffer, "epsilon_puffer", "dp_epsilon")
+    curve = _as_curve(curve)
+    best = None
+    for b, a, w in curve.candidate_points():
+        if a < eps:
+            val = (eps - a) / b
+            if best is None or val > best[0] * (1 + 1e-15):
+                best = (val, b, a, w)
+    if best is None:
+        raise NotApplicableError(
+            f"No point of the a(b)-influence curve has a(b) < epsilon_puffer = {eps:g} "
+            f"(smallest a on the curve: {min(curve.a):.6g}); extend max_b or raise epsilon_puffer."
+        )
+    val, b, a, w = best
+    notes = []
+    if b >= curve.n_entries:
+        notes.append("used the trivial point (0, |I|): no correlation-aware gain over group privacy")
+    return Translation("puffer_to_dp", eps, val, a, b, w, curve.fingerprint, curve.method,
+                       curve.n_entries, notes=tuple(notes))
+
+
+def puffer_epsilon(curve, epsilon_dp: float) -> Translation:
+    """Smallest epsilon_puffer guaranteed by a per-entry epsilon_DP-DP mechanism.
+
+    epsilon_puffer = min over b of b * epsilon_DP + a(b)  (Theorem 6, any point).
+    Ties go to the smallest b.
+    """
+    eps = check_positive_finite(epsilon_dp, "epsilon_dp", "puffer_epsilon")
+    curve = _as_curve(curve)
+    best = None
+    for b, a, w in curve.candidate_points():
+        val = b * eps + a
+        if best is None or val < best[0] * (1 - 1e-15):
+            best = (val, b, a, w)
+    if best is None or not math.isfinite(best[0]):
+        raise NotApplicableError("The a(b)-influence curve has no finite point.")
+    val, b, a, w = best
+    # Theorem 6 needs a < epsilon_puffer: true here because b * epsilon_dp > 0.
+    return Translation("dp_to_puffer", val, eps, a, b, w, curve.fingerprint, curve.method, curve.n_entries)
+
+
+def translate(curve, *, epsilon_puffer: float | None = None, epsilon_dp: float | None = None) -> Translation:
+    """Translate one way or the other: give exactly one of the two epsilons."""
+    if (epsilon_puffer is None) == (epsilon_dp is None):
+        raise ParameterError("translate needs exactly one of 'epsilon_puffer' and 'epsilon_dp'.")
+    if epsilon_puffer is not None:
+        return dp_epsilon(curve, epsilon_puffer)
+    return puffer_epsilon(curve, epsilon_dp)
