@@ -154,6 +154,36 @@ class QuiltSearch:
             witness=infl.witness,
         )
 
+    def refine(self, node, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
+        """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
+
+        Starting from the trivial quilt, repeatedly move into X_Q the nearby node
+        whose addition gives the smallest score (ties: smaller influence), while
+        some addition keeps the influence below epsilon and the quilt within
+        ``max_quilt_states``; the best quilt met on the way competes with the
+        incumbent.
+        """
+        best = incumbent
+        quilt = frozenset()
+        current = make_quilt(self.dag, node, quilt)
+        order = self.prior_class.nodes.index
+        while True:
+            options = []
+            for j in sorted(current.nearby - {node}, key=order):
+                q = quilt | {j}
+                if not self._fits(q):
+                    continue
+                ch = self.choice(make_quilt(self.dag, node, q), epsilon)
+                if math.isfinite(ch.score):
+                    options.append((ch.score, ch.max_influence, order(j), j, ch))
+            if not options:
+                return best
+            score, _, _, j, ch = min(options, key=lambda o: o[:3])
+            if score < best.score:
+                best = ch
+            quilt = quilt | {j}
+            current = make_quilt(self.dag, node, quilt)
+
     def best(self, node, epsilon) -> QuiltChoice:
         """The active quilt of ``node``: the candidate of smallest score."""
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
@@ -238,8 +268,18 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     pc = load_prior_class(prior)
     search = QuiltSearch(pc, secrets, max_quilt_states, exhaustive)
     nodes = secrets.protected_nodes(pc)
-    per_node = tuple(search.best(n, epsilon) for n in nodes)
-    worst = max(per_node, key=lambda c: c.score)  # first of the maxima, in node order
+    best = {n: search.best(n, epsilon) for n in nodes}
+    refined = []
+    if not search.exhaustive:
+        # sigma_max is set by the worst node: refine the worst until the worst is refined
+        while True:
+            node = max(nodes, key=lambda n: best[n].score)  # first of the maxima, in node order
+            if node in refined:
+                break
+            refined.append(node)
+            best[node] = search.refine(node, epsilon, best[node])
+    per_node = tuple(best[n] for n in nodes)
+    worst = max(per_node, key=lambda c: c.score)
     group = pc.largest_component() / epsilon
     notes = list(pc.notes)
     if worst.score >= group * (1 - 1e-12):
@@ -262,5 +302,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "protected": len(nodes),
             "influence_evaluations": search.engine.evaluations,
             "secrets": repr(secrets),
+            "refined_nodes": tuple(refined),
+            # the structured family adapts to epsilon through the refinement
+            "quilt_set": "exhaustive" if search.exhaustive else f"structured+refined@epsilon={epsilon!r}",
         },
     )

@@ -128,6 +128,11 @@ class InfluenceCurve:
 
     # ------------------------------------------------------------ accessors
     @property
+    def composition_key(self) -> str:
+        """Identifies (Theta, S): releases compose by Theorem 7 only along one instantiation."""
+        return self.fingerprint + "|" + str(self.details.get("secrets", "default secrets"))
+
+    @property
     def max_b(self) -> int:
         return len(self.b)
 
@@ -308,19 +313,23 @@ def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_
 
 
 def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:
-    from .calibration import evaluate_quilts
+    from .calibration import QuiltSearch, evaluate_quilts
+    from .secrets import SecretSpec
 
     t0 = time.perf_counter()
     n = len(theta.nodes)
     B = n if max_b is None else max_b
-    kwargs = {"secrets": secrets}
-    if max_quilt_states is not None:
-        kwargs["max_quilt_states"] = max_quilt_states
-    table = np.full((n, B), math.inf)
-    wit = [[None] * B for _ in range(n)]
+    spec = secrets if secrets is not None else SecretSpec()
+    if not isinstance(spec, SecretSpec):
+        spec = SecretSpec(protected=spec)
+    args = (theta, spec) if max_quilt_states is None else (theta, spec, max_quilt_states)
+    search = QuiltSearch(*args)  # validated once, reused for every node
+    nodes = tuple(spec.protected_nodes(theta))
+    table = np.full((len(nodes), B), math.inf)
+    wit = [[None] * B for _ in nodes]
     n_choices = 0
-    for k, node in enumerate(theta.nodes):
-        choices = evaluate_quilts(theta, node, epsilon=None, **kwargs)
+    for k, node in enumerate(nodes):
+        choices = evaluate_quilts(theta, node, epsilon=None, search=search)
         n_choices += len(choices)
         for ch in choices:
             e = float(ch.max_influence)
@@ -335,18 +344,14 @@ def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> Influen
         if B >= n and table[k, n - 1] > 0:  # the trivial split H = all, L = {} (a = 0)
             table[k, n - 1] = 0.0
             wit[k][n - 1] = (node, ())
-        # propagate the min to larger b (a_i(b) is a min over card(X_N) <= b)
-        for b in range(1, B):
-            if table[k, b] > table[k, b - 1] or (table[k, b] == table[k, b - 1] and wit[k][b] is None):
-                table[k, b] = table[k, b - 1]
-                wit[k][b] = wit[k][b - 1]
     worst = np.argmax(table, axis=0)
     a = table[worst, np.arange(B)]
     witnesses = tuple(wit[worst[j]][j] for j in range(B)) if n else ()
-    details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices}
+    details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices,
+               "secrets": repr(spec), "quilt_family": search.family}
     if per_node:
-        details["per_node"] = {node: tuple(table[k].tolist()) for k, node in enumerate(theta.nodes)}
-        details["per_node_witnesses"] = {node: tuple(wit[k]) for k, node in enumerate(theta.nodes)}
+        details["per_node"] = {node: tuple(table[k].tolist()) for k, node in enumerate(nodes)}
+        details["per_node_witnesses"] = {node: tuple(wit[k]) for k, node in enumerate(nodes)}
     notes = list(getattr(theta, "notes", ()))
     if np.isinf(a).any():
         first = int(np.argmax(np.isfinite(a))) + 1 if np.isfinite(a).any() else None

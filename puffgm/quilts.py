@@ -30,7 +30,11 @@ distance in M, the family of node X_i is the union of
    lower the influence);
 
 each filtered by the bound ``max_quilt_states`` on the joint state space of
-X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  Separation in M implies
+X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
+are then refined (:meth:`puffgm.calibration.QuiltSearch.refine`): X_Q is grown
+greedily from the outside in, one nearby node at a time, choosing the
+addition with the smallest score; the worst node is refined until the worst
+node is one already refined.  Separation in M implies
 d-separation, and every candidate's remote set is recomputed exactly by
 d-separation, so every candidate is a valid quilt.
 """

@@ -367,6 +367,7 @@ class Instantiation:
         log_tables: bool = False,
         max_states: int = MAX_DATABASE_STATES,
         prior_names: Sequence[str] | None = None,
+        edges: Sequence | None = None,
     ):
         notes: list[str] = []
         expanded = []
@@ -438,6 +439,17 @@ class Instantiation:
         for t in self.log_priors:
             t.setflags(write=False)
         self.prior_names = tuple(names)
+        # dependency edges (union over Theta) when the priors are networks, for group-DP baselines
+        found = set() if edges is None else {tuple(e) for e in edges}
+        known = edges is not None
+        for p in expanded:
+            if hasattr(p, "get_cpds") and hasattr(p, "edges"):
+                found.update(tuple(e) for e in p.edges())
+                known = True
+            elif hasattr(p, "parents") and isinstance(getattr(p, "parents"), Mapping):
+                found.update((u, v) for v, ps in p.parents.items() for u in ps)
+                known = True
+        self.edges = tuple(sorted(found, key=str)) if known else None
 
         # secrets and pairs
         self.pairs = tuple((_coerce_secret(a), _coerce_secret(b)) for a, b in pairs)
@@ -543,6 +555,22 @@ class Instantiation:
         out = np.full(lp.shape, -math.inf)
         out[m] = lp[m] - self._log_p[(theta, secret_name)]
         return out
+
+    def groups(self) -> list:
+        """Groups of possibly correlated records: connected components of the dependency graph.
+
+        The graph is the union of the networks' edges (or the ``edges`` argument);
+        with explicit joint tables and no edges, every node is in one group (the
+        conservative choice).
+        """
+        if self.edges is None:
+            return [tuple(self.nodes)]
+        import networkx as nx
+
+        g = nx.Graph()
+        g.add_nodes_from(self.nodes)
+        g.add_edges_from(self.edges)
+        return [tuple(n for n in self.nodes if n in c) for c in nx.connected_components(g)]
 
     def describe(self) -> dict:
         return {

@@ -1,0 +1,263 @@
+"""Explicit privacy accounting for sequences of releases on the same data.
+
+Pufferfish privacy does not compose in general (Kifer and Machanavajjhala,
+section 10; Bai et al., section 4 show "privacy collapse").  The accountant
+therefore only adds up releases for which a composition theorem applies, and
+refuses the others:
+
+* **Markov Quilt Mechanism releases that share quilt sets** (Song, Wang and
+  Chaudhuri 2017, Theorem 4.4 and the remark after it): K releases with the
+  same instantiation and the same quilt sets S_{Q,i}, at privacy parameters
+  epsilon_1..epsilon_K, are together (K * max_k epsilon_k)-Pufferfish private.
+* **DP-based releases along an a(b)-influence curve** (Bai, He, Gu, Kifer and
+  Maeng, Theorem 7): releases l = 1..k of per-entry epsilon_DP_l-DP mechanisms
+  translated at curve points (a_l, b_l) of the same (Theta, S), each
+  epsilon_puffer_l-Pufferfish by Theorem 6 (a_l < epsilon_puffer_l), are together
+
+      max_l a_l + sum_l (epsilon_puffer_l - a_l)
+
+  -Pufferfish private: the correlation penalty is paid once.  See
+  :mod:`puffgm.mechanisms.pufferfish`.
+
+Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
+are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
+section 4, give mechanisms with zero leakage alone that reveal the data when run
+twice (privacy collapse).  MQM releases and curve-based releases are not mixed
+in one accountant (no theorem states their joint guarantee).
+
+There is no hidden global accountant: create one and pass it to each release.
+A release that would exceed the budget raises :class:`~puffgm.exceptions.BudgetError`
+before any noise is drawn, so nothing is released.
+
+Examples
+--------
+>>> from puffgm.calibration import calibrate
+>>> from puffgm.mechanisms.laplace import release_laplace
+>>> acc = PrivacyAccountant(budget=2.0)
+>>> cal = calibrate("example:asia", epsilon=1.0)
+>>> _ = release_laplace(1.0, cal, accountant=acc, random_state=0)
+>>> _ = release_laplace(2.0, cal, accountant=acc, random_state=1)
+>>> acc.total
+2.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ._validation import check_positive_finite
+from .exceptions import BudgetError, CompositionError
+
+__all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM", "THEOREM_7"]
+
+THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
+
+THEOREM_7 = "Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an a(b)-influence curve)"
+
+_COLLAPSE = (
+    "it has no curve point (a, b) and epsilon_DP, so no composition theorem applies: Bai et al., "
+    "section 4, show that Pufferfish mechanisms without DP-style constraints can collapse when composed"
+)
+
+_TOL = 1e-12
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One recorded release."""
+
+    kind: str  # "mqm" or "dp" (Theorem 7)
+    epsilon: float
+    key: str
+    label: str | None
+    mechanism: str
+    secure: bool
+    a: float | None = None  # curve point of a "dp" release
+    b: int | None = None
+    epsilon_dp: float | None = None
+
+
+@dataclass(frozen=True)
+class AccountingReport:
+    """The composed guarantee of every recorded release and the theorem it rests on."""
+
+    total: float
+    budget: float | None
+    n_releases: int
+    theorem: str
+    entries: tuple
+
+    @property
+    def remaining(self) -> float:
+        return math.inf if self.budget is None else max(0.0, self.budget - self.total)
+
+    def explain(self) -> str:
+        b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
+        return f"{self.n_releases} release(s): {self.total:g}-Pufferfish private ({b}); by {self.theorem}"
+
+    def __str__(self):
+        return self.explain()
+
+
+class PrivacyAccountant:
+    """Records releases and reports their composed Pufferfish guarantee.
+
+    Parameters
+    ----------
+    budget : float, optional
+        Total privacy budget; releases beyond it are refused (nothing released).
+    """
+
+    def __init__(self, budget: float | None = None):
+        self.budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
+        self._entries: list[LedgerEntry] = []
+
+    # ------------------------------------------------- Theorem 7 (Bai et al.)
+    @staticmethod
+    def _theorem7(points) -> float:
+        """max_l a_l + sum_l (epsilon_puffer_l - a_l) over (epsilon_puffer_l, a_l) pairs."""
+        if not points:
+            return 0.0
+        return max(a for _, a in points) + sum(e - a for e, a in points)
+
+    def _dp_total(self, extra=None, extra_key=None) -> float:
+        entries = [e for e in self._entries if e.kind == "dp"]
+        points = [(e.epsilon, e.a) for e in entries]
+        keys = {e.key for e in entries}
+        if extra is not None:
+            points.append(extra)
+            keys.add(extra_key)
+        if len(keys) > 1:
+            raise CompositionError(
+                "These releases were translated along a(b)-influence curves of different prior classes or "
+                "secrets, so Theorem 7 of Bai et al. does not apply; use curve points of one (Theta, S)."
+            )
+        return self._theorem7(points)
+
+    def check_dp(self, *, epsilon_puffer: float, a: float, b: int, curve_key: str) -> float:
+        """The composed total after one more DP-based release at curve point (a, b).
+
+        Raises CompositionError if it cannot be composed (other kind of releases, other
+        curve, a >= epsilon_puffer) and BudgetError if the total would exceed the budget.
+        """
+        epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", "PrivacyAccountant.check_dp")
+        a = float(a)
+        if not (math.isfinite(a) and 0 <= a < epsilon_puffer):
+            raise CompositionError(
+                f"Theorem 7 needs a curve point with 0 <= a < epsilon_puffer; got a = {a!r} for "
+                f"epsilon_puffer = {epsilon_puffer:g}."
+            )
+        if isinstance(b, bool) or int(b) != b or int(b) < 1:
+            raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
+        if any(e.kind != "dp" for e in self._entries):
+            raise CompositionError(
+                "The accountant already holds Markov Quilt Mechanism releases; no theorem composes them with "
+                "a DP-based release along an a(b)-influence curve (Bai et al., section 4)."
+            )
+        total = self._dp_total((epsilon_puffer, a), curve_key)
+        if self.budget is not None and total > self.budget * (1 + _TOL):
+            raise BudgetError(
+                f"This release would bring the composed guarantee to {total:g} (Theorem 7 of Bai et al.), "
+                f"over the budget of {self.budget:g}; nothing was released."
+            )
+        return total
+
+    def record_dp(self, release, *, label: str | None = None) -> None:
+        """Record a DP-based Pufferfish release (after :meth:`check_dp` passed)."""
+        a = getattr(release, "a", None)
+        b = getattr(release, "b", None)
+        if a is None or b is None or getattr(release, "epsilon_dp", None) is None:
+            self.refuse(release)
+        self.check_dp(epsilon_puffer=release.epsilon_puffer, a=a, b=b, curve_key=release.curve_key)
+        self._entries.append(
+            LedgerEntry("dp", float(release.epsilon_puffer), release.curve_key, label, release.mechanism,
+                        bool(release.secure), a=float(a), b=int(b), epsilon_dp=float(release.epsilon_dp))
+        )
+
+    def refuse(self, release=None, *, mechanism: str | None = None) -> None:
+        """Refuse a bare Pufferfish release (no curve point): always raises CompositionError."""
+        name = mechanism or getattr(release, "mechanism", None) or "this mechanism"
+        raise CompositionError(f"The accountant cannot compose a release of {name}: {_COLLAPSE}.")
+
+    def record(self, release, *, label: str | None = None, quilt_key: str | None = None) -> None:
+        """Record any release: DP-based ones by Theorem 7, MQM ones (with ``quilt_key``) by
+        Song et al. Theorem 4.4; anything else is refused with CompositionError."""
+        if all(getattr(release, k, None) is not None for k in ("a", "b", "epsilon_dp", "curve_key")):
+            self.record_dp(release, label=label)
+        elif quilt_key is not None:
+            self.record_mqm(release, quilt_key=quilt_key, label=label)
+        else:
+            self.refuse(release)
+
+    # ------------------------------------------------------------------ MQM
+    def _mqm_total(self, extra_eps=None, extra_key=None) -> float:
+        entries = [e for e in self._entries if e.kind == "mqm"]
+        eps = [e.epsilon for e in entries]
+        keys = {e.key for e in entries}
+        if extra_eps is not None:
+            eps.append(extra_eps)
+            keys.add(extra_key)
+        if not eps:
+            return 0.0
+        if len(keys) > 1:
+            raise CompositionError(
+                "These Markov Quilt Mechanism releases use different instantiations or quilt sets, "
+                "so Theorem 4.4 of Song et al. does not apply and Pufferfish releases need not compose "
+                "(Bai et al., section 4); use one calibration's quilt sets for every release."
+            )
+        return len(eps) * max(eps)
+
+    def check_mqm(self, *, epsilon: float, quilt_key: str) -> float:
+        """The total after one more MQM release; raises if it cannot be composed or is over budget."""
+        epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_mqm")
+        others = [e for e in self._entries if e.kind != "mqm"]
+        if others:
+            raise CompositionError(
+                "The accountant already holds releases of another kind; no theorem composes them with a "
+                "Markov Quilt Mechanism release (Bai et al., section 4)."
+            )
+        total = self._mqm_total(epsilon, quilt_key)
+        if self.budget is not None and total > self.budget * (1 + _TOL):
+            raise BudgetError(
+                f"This release would bring the composed guarantee to {total:g}, over the budget of "
+                f"{self.budget:g}; nothing was released."
+            )
+        return total
+
+    def record_mqm(self, release, *, quilt_key: str, label: str | None = None) -> None:
+        """Record an MQM release (after :meth:`check_mqm` passed)."""
+        self.check_mqm(epsilon=release.epsilon, quilt_key=quilt_key)
+        self._entries.append(
+            LedgerEntry("mqm", float(release.epsilon), quilt_key, label, release.mechanism, bool(release.secure))
+        )
+
+    # -------------------------------------------------------------- reports
+    @property
+    def entries(self) -> tuple:
+        return tuple(self._entries)
+
+    @property
+    def total(self) -> float:
+        """The composed privacy parameter of everything recorded."""
+        if any(e.kind == "dp" for e in self._entries):
+            return self._dp_total()
+        return self._mqm_total()
+
+    @property
+    def theorem(self) -> str:
+        """The composition theorem the total relies on."""
+        return THEOREM_7 if any(e.kind == "dp" for e in self._entries) else THEOREM_MQM
+
+    @property
+    def remaining(self) -> float:
+        return math.inf if self.budget is None else max(0.0, self.budget - self.total)
+
+    def report(self) -> AccountingReport:
+        return AccountingReport(
+            total=self.total,
+            budget=self.budget,
+            n_releases=len(self._entries),
+            theorem=self.theorem,
+            entries=self.entries,
+        )

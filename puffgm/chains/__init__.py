@@ -1,0 +1,37 @@
+"""Markov-chain priors and the fast Markov Quilt Mechanisms for chains.
+
+Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
+
+* :mod:`.priors` -- chain priors (q, P, T), families, fitting, pgmpy conversion;
+* :mod:`.exact` -- MQMExact (Algorithm 3, equation (5), Lemma 4.6);
+* :mod:`.approx` -- MQMApprox (Algorithm 4, Lemmas 4.8, 4.9, C.4, C.9);
+* :mod:`.baselines` -- GroupDP, plain DP, GK16;
+* :mod:`.curve` -- the a(b) influence curve of a chain class;
+* :mod:`.spec` -- the JSON chain spec of the CLI.
+
+pgmpy is imported lazily (only ``to_pgmpy``/``from_pgmpy`` need it).
+"""
+
+from .priors import ChainPrior, ChainPriorClass, stationary_distribution, smooth_transition  # noqa: F401
+from .exact import MQMExact, mqm_exact  # noqa: F401
+from .approx import MQMApprox, mqm_approx  # noqa: F401
+from .baselines import group_dp, plain_dp, gk16  # noqa: F401
+from .spec import load_chain_spec, chain_class_from_spec  # noqa: F401
+
+__all__ = [
+    "ChainPrior", "ChainPriorClass", "stationary_distribution", "smooth_transition",
+    "MQMExact", "mqm_exact", "MQMApprox", "mqm_approx",
+    "group_dp", "plain_dp", "gk16", "load_chain_spec", "chain_class_from_spec",
+    "release_chain",
+]
+
+
+def release_chain(answer, calibration, *, random_state=None, accountant=None, label=None):
+    """Release ``answer + Lap(calibration.scale)`` with the library's Laplace mechanism.
+
+    Thin wrapper over :func:`puffgm.mechanisms.laplace.release_laplace` (secure
+    OpenDP noise by default; a seed gives reproducible, non-production noise).
+    """
+    from ..mechanisms.laplace import release_laplace
+
+    return release_laplace(answer, calibration, random_state=random_state, accountant=accountant, label=label)

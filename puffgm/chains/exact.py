@@ -1,0 +1,452 @@
+"""MQMExact: the Markov Quilt Mechanism for Markov chains, exact max-influence.
+
+Song, Wang and Chaudhuri, section 4.4.1 and Algorithm 3.  For a chain
+X1 -> ... -> XT, Lemma 4.6 shows that the quilts of X_i worth searching are
+
+    {X_{i-a}, X_{i+b}}  (card(X_N) = a + b - 1),
+    {X_{i-a}}           (card(X_N) = T - i + a),
+    {X_{i+b}}           (card(X_N) = i + b - 1),
+    {}                  (card(X_N) = T, max-influence 0),
+
+and equation (5) splits the max-influence of {X_{i-a}, X_{i+b}} under theta:
+
+    e_theta = max_{x, x'} [ max_{x_{i-a}} log P^a(x_{i-a}, x) / P^a(x_{i-a}, x')
+                            + max_{x_{i+b}} log P^b(x, x_{i+b}) / P^b(x', x_{i+b})
+                            + log P(X_i = x') / P(X_i = x) ].
+
+Zero probabilities are handled exactly (the library's convention, shared with
+the Bayesian-network road :func:`puffgm.calibration.calibrate`): a secret
+value of probability zero is not a secret pair; a quilt value x_Q of
+probability zero under both secrets is skipped (so the left end ranges only
+over states x_{i-a} with P(X_{i-a} = x_{i-a}) > 0); a zero denominator with a
+positive numerator is an infinite influence (the quilt is unusable).  The
+paper's running example counts left-end states of probability zero (13.0219
+instead of the exact 12.9341 for theta1); ``paper_convention=True`` reproduces
+that table.
+
+The class Theta is a finite family of pairs (q, P) with q a vector,
+``"stationary"`` or ``"any"``; the influence of a quilt is the supremum over
+Theta (Definition 4.1).  For ``"any"`` (Theta_P = Delta_k x {P}, appendix C.4)
+the supremum over q is in closed form:
+
+    sup_q P(X_i = x') / P(X_i = x) = max_y P^{i-1}(y, x') / P^{i-1}(y, x),
+
+(+inf if some y has P^{i-1}(y, x) = 0 < P^{i-1}(y, x')), and the left end
+ranges over every state reachable at time i - a.
+
+Speed.  Powers P^a and the tables of equation (5) are computed once per
+member by dynamic programming; each node's search is best-first: a quilt
+{X_{i-a}, X_{i+b}} is evaluated only if its lower bound
+(a + b - 1) / (epsilon - max(e({X_{i-a}}), e({X_{i+b}}))) beats the best
+score found (the two-sided influence dominates both one-sided ones).  The
+maximum quilt length l is chosen adaptively so that the answer is exact: a
+quilt with card(X_N) > l has score > l / epsilon, so once sigma_max <= (l+1)/epsilon
+no longer quilt can matter (Algorithm 3's parameter l, made safe).
+
+Two shortcuts make the cost independent of T:
+
+* stationary start (section 4.4.1, last paragraph): the influences depend on
+  (a, b) only, so the middle node is searched once; if its best quilt is
+  two-sided, the exact analogue of Lemma C.9 gives sigma_max = sigma_middle
+  (shifting the quilt, or dropping the end that falls off the chain, never
+  increases card(X_N) nor the influence);
+* ``"any"`` initial distribution: the laws of (X_{i-a}, X_i, X_{i+b}) reachable
+  from Delta_k shrink as i grows (q P^{i-a-1} ranges over a shrinking set), so
+  the influences are non-increasing in i and the nodes are scanned from the
+  left until the first node whose best quilt is two-sided.
+
+Otherwise (fixed non-stationary q in the class) every node is searched, each
+at a cost bounded by l.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive_finite, check_positive_int
+from ..exceptions import ParameterError
+from ..results import CalibrationResult, QuiltChoice
+from .priors import ChainPriorClass, node_name
+
+__all__ = ["MQMExact", "mqm_exact", "ratio_max", "THEOREM_EXACT"]
+
+THEOREM_EXACT = (
+    "Song-Wang-Chaudhuri Theorem 4.3 with Algorithm 3 (MQMExact), Lemma 4.6 quilt family, equation (5)"
+)
+#: Above this chain length per_node and remote sets are not materialised.
+PER_NODE_LIMIT = 10000
+_NEG = -math.inf
+
+
+def _log(p):
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def ratio_max(logM: np.ndarray, support=None) -> np.ndarray:
+    """out[..., x, x'] = max over y in support with M[y, x] > 0 of log M[y, x] - log M[y, x'].
+
+    +inf when some such y has M[y, x'] = 0 (zero denominator, positive
+    numerator); -inf when no y qualifies.  ``logM`` has shape (..., k, k) with
+    rows y and columns x.  Pairs y with M[y, x] = M[y, x'] = 0 are skipped.
+    """
+    logM = np.asarray(logM, dtype=float)
+    num = logM[..., :, :, None]
+    den = logM[..., :, None, :]
+    ok = np.isfinite(num)
+    if support is not None:
+        ok = ok & np.asarray(support, dtype=bool)[:, None, None]
+    with np.errstate(invalid="ignore"):
+        diff = np.where(np.isfinite(den), num - den, math.inf)
+    diff = np.where(ok, diff, _NEG)
+    return diff.max(axis=-3)
+
+
+def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
+    n, k = logMs.shape[0], logMs.shape[-1]
+    step = max(1, int(2e7 // max(k**3, 1)))
+    if n <= step:
+        return ratio_max(logMs, support)
+    return np.concatenate([ratio_max(logMs[j : j + step], support) for j in range(0, n, step)])
+
+
+class _Member:
+    """Tables of one member theta = (q, P): powers, equation-(5) tables, marginals."""
+
+    def __init__(self, prior, paper_convention: bool):
+        self.prior = prior
+        self.P = np.asarray(prior.transition, dtype=float)
+        self.k = self.P.shape[0]
+        self.kind = prior.initial_kind
+        self.paper = paper_convention
+        k = self.k
+        self.pows = [np.eye(k)]  # P^0 .. P^L
+        self.logpows = [_log(np.eye(k))]
+        self.A_full = np.zeros((1, k, k))  # index 0 unused
+        self.B = np.zeros((1, k, k))
+        self._A_cache = {}
+        if self.kind == "vector":
+            self.mu = [np.asarray(prior.initial, dtype=float)]
+        elif self.kind == "stationary":
+            self.pi = np.asarray(prior.stationary, dtype=float)
+            self.pi_support = self.pi > 0
+            self.logpi = _log(self.pi)
+
+    # -- powers and tables up to L ------------------------------------------
+    def power(self, j: int) -> np.ndarray:
+        while len(self.pows) <= j:
+            nxt = self.pows[-1] @ self.P
+            nxt[nxt < 1e-300] = 0.0  # keep exact zeros exact (structural zeros stay 0 in exact arithmetic)
+            nxt = np.where(self.pows[-1] @ (self.P > 0) > 0, nxt, 0.0)
+            self.pows.append(nxt)
+            self.logpows.append(_log(nxt))
+        return self.pows[j]
+
+    def ensure(self, L: int):
+        have = self.B.shape[0] - 1
+        if L <= have:
+            return
+        self.power(L)
+        lp = np.stack(self.logpows[have + 1 : L + 1])
+        self.A_full = np.concatenate([self.A_full, _ratio_max_chunked(lp)])
+        self.B = np.concatenate([self.B, _ratio_max_chunked(np.swapaxes(lp, -1, -2))])
+
+    def A(self, a: int, support) -> np.ndarray:
+        if support is None or self.paper or support.all():
+            return self.A_full[a]
+        key = (a, support.tobytes())
+        t = self._A_cache.get(key)
+        if t is None:
+            t = ratio_max(self.logpows[a], support)
+            self._A_cache[key] = t
+        return t
+
+    # -- node-level quantities ------------------------------------------------
+    def marginal(self, i: int) -> np.ndarray:
+        while len(self.mu) < i:
+            self.mu.append(self.mu[-1] @ self.P)
+        return self.mu[i - 1]
+
+    def node(self, i: int):
+        """(valid secret values V, C[x, x'], support function a -> mask of X_{i-a})."""
+        k = self.k
+        if self.kind == "stationary":
+            V = self.pi_support
+            C = self.logpi[None, :] - self.logpi[:, None]
+            return V, C, (lambda a: self.pi_support)
+        if self.kind == "vector":
+            mu = self.marginal(i)
+            V = mu > 0
+            lm = _log(mu)
+            with np.errstate(invalid="ignore"):
+                C = lm[None, :] - lm[:, None]
+            return V, C, (lambda a: self.marginal(i - a) > 0)
+        # "any": every initial distribution of the simplex (appendix C.4)
+        M = self.power(i - 1)
+        V = M.sum(axis=0) > 0
+        C = ratio_max(self.logpows[i - 1]).T if i > 1 else np.where(np.eye(k, dtype=bool), 0.0, math.inf)
+        return V, C, (lambda a: self.power(i - a - 1).sum(axis=0) > 0)
+
+
+class _Search:
+    """Best-first quilt search over a chain class (shared tables, many nodes)."""
+
+    def __init__(self, chain_class: ChainPriorClass, epsilon: float, paper_convention: bool):
+        self.cc = chain_class
+        self.T = chain_class.length
+        self.k = chain_class.k
+        self.eps = epsilon
+        self.members = [_Member(m, paper_convention) for m in chain_class.members]
+        self.L = 0
+        self.evaluations = 0
+
+    def ensure(self, l: int):
+        L = min(l, self.T - 1)
+        if L > self.L:
+            for m in self.members:
+                m.ensure(L)
+            self.L = L
+
+    def score(self, card, infl):
+        infl = np.asarray(infl, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s = np.where(infl < self.eps, np.asarray(card, dtype=float) / (self.eps - infl), math.inf)
+        return s
+
+    def node_tables(self, i: int, amax: int, bmax: int):
+        """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta."""
+        Gs, Bs = [], []
+        DL = np.full(amax, _NEG)
+        DR = np.full(bmax, _NEG)
+        for m in self.members:
+            V, C, supp = m.node(i)
+            pair = V[:, None] & V[None, :]
+            if amax:
+                G = np.stack([m.A(a, supp(a)) for a in range(1, amax + 1)]) + C
+                G = np.where(pair, G, _NEG)
+                DL = np.maximum(DL, G.max(axis=(1, 2)))
+            else:
+                G = np.zeros((0, self.k, self.k))
+            if bmax:
+                Bm = np.where(pair, m.B[1 : bmax + 1], _NEG)
+                DR = np.maximum(DR, Bm.max(axis=(1, 2)))
+            else:
+                Bm = np.zeros((0, self.k, self.k))
+            Gs.append(G)
+            Bs.append(Bm)
+        # max-influence is >= 0 (x = x' gives 0); guard nodes without any valid value
+        return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
+
+    def search(self, i: int, l: int):
+        """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
+
+        Returns (score, kind, a, b, influence, card) with kind in
+        {"two", "left", "right", "trivial"}.
+        """
+        T, eps = self.T, self.eps
+        amax = max(0, min(i - 1, l, self.L))
+        bmax = max(0, min(T - i, l, self.L))
+        Gs, Bs, DL, DR = self.node_tables(i, amax, bmax)
+        best = (T / eps, "trivial", 0, 0, 0.0, T)
+        # one-sided quilts with card(X_N) <= l
+        if amax:
+            a = np.arange(1, amax + 1)
+            card = T - i + a
+            s = np.where(card <= l, self.score(card, DL), math.inf)
+            j = int(np.argmin(s))
+            if s[j] < best[0]:
+                best = (float(s[j]), "left", int(a[j]), 0, float(DL[j]), int(card[j]))
+        if bmax:
+            b = np.arange(1, bmax + 1)
+            card = i + b - 1
+            s = np.where(card <= l, self.score(card, DR), math.inf)
+            j = int(np.argmin(s))
+            if s[j] < best[0]:
+                best = (float(s[j]), "right", 0, int(b[j]), float(DR[j]), int(card[j]))
+        if amax and bmax:
+            aa, bb = np.meshgrid(np.arange(1, amax + 1), np.arange(1, bmax + 1), indexing="ij")
+            card = aa + bb - 1
+            lb = self.score(card, np.maximum(DL[:, None], DR[None, :]))
+            lb = np.where(card <= l, lb, math.inf).ravel()
+            cand = np.flatnonzero(lb < best[0])
+            if cand.size:
+                cand = cand[np.argsort(lb[cand], kind="stable")]
+                aa, bb = aa.ravel()[cand], bb.ravel()[cand]
+                lbs = lb[cand]
+                pos, batch = 0, 64
+                while pos < cand.size and lbs[pos] < best[0]:
+                    sl = slice(pos, pos + batch)
+                    ai, bi = aa[sl] - 1, bb[sl] - 1
+                    d2 = np.full(ai.size, _NEG)
+                    for G, Bm in zip(Gs, Bs):
+                        d2 = np.maximum(d2, (G[ai] + Bm[bi]).max(axis=(1, 2)))
+                    d2 = np.maximum(d2, 0.0)
+                    self.evaluations += ai.size
+                    s = self.score(ai + bi + 1, d2)
+                    j = int(np.argmin(s))
+                    if s[j] < best[0]:
+                        best = (float(s[j]), "two", int(ai[j] + 1), int(bi[j] + 1), float(d2[j]), int(ai[j] + bi[j] + 1))
+                    pos += batch
+                    batch = min(batch * 2, 4096)
+        return best
+
+
+def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
+    score, kind, a, b, infl, card = res
+    if kind == "two":
+        quilt = (node_name(i - a), node_name(i + b))
+        lo, hi = i - a + 1, i + b - 1
+    elif kind == "left":
+        quilt = (node_name(i - a),)
+        lo, hi = i - a + 1, T
+    elif kind == "right":
+        quilt = (node_name(i + b),)
+        lo, hi = 1, i + b - 1
+    else:
+        quilt = ()
+        lo, hi = 1, T
+    nearby = tuple(node_name(j) for j in range(lo, hi + 1)) if (materialise or hi - lo < 100000) else ()
+    n_remote = T - (hi - lo + 1) - len(quilt)
+    remote = ()
+    if materialise:
+        remote = tuple(node_name(j) for j in range(1, T + 1) if (j < lo or j > hi) and node_name(j) not in quilt)
+    return QuiltChoice(
+        node=node_name(i), quilt=quilt, nearby=nearby, remote=remote, max_influence=infl, score=score,
+        n_remote=n_remote, witness=None,
+    )
+
+
+class MQMExact:
+    """Algorithm 3 (MQMExact) of Song, Wang and Chaudhuri for a chain class Theta.
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass
+        Theta; members may have vector, ``"stationary"`` or ``"any"`` initial
+        distributions.
+    max_length : int, optional
+        Algorithm 3's l: only quilts with card(X_N) <= l (plus the trivial
+        quilt) are searched.  Default: chosen adaptively so that the result is
+        the exact optimum over the Lemma 4.6 family.
+    paper_convention : bool
+        Count left-end states of probability zero as the paper's running
+        example does (reproduces 13.0219; not the library's exact value).
+    per_node : bool or None
+        Materialise every node's active quilt (default: when T <= 10000).
+
+    Examples
+    --------
+    >>> from puffgm.chains import ChainPriorClass, MQMExact
+    >>> th = ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], initial=[1, 0], length=100)
+    >>> round(MQMExact(th).calibrate(epsilon=1.0).sigma_max, 4)
+    12.9341
+    """
+
+    def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
+                 per_node=None):
+        if not isinstance(chain_class, ChainPriorClass):
+            raise ParameterError(
+                f"MQMExact needs a ChainPriorClass; got {type(chain_class).__name__}."
+            )
+        self.chain_class = chain_class
+        self.max_length = None if max_length is None else check_positive_int(max_length, "max_length", "MQMExact")
+        self.paper_convention = bool(paper_convention)
+        self.per_node = per_node
+
+    def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+        """Noise scale sigma_max (per unit L) and the worst node's active quilt."""
+        eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
+        lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
+        cc = self.chain_class
+        T = cc.length
+        kinds = cc.initial_kinds
+        want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_LIMIT
+        search = _Search(cc, eps, self.paper_convention)
+        notes = list(cc.notes)
+        if self.paper_convention:
+            notes.append("paper convention: left-end states of probability zero are counted (not exact)")
+        if kinds == {"stationary"}:
+            strategy = "stationary shortcut (middle node, Lemma C.9 exact analogue)"
+        elif kinds <= {"stationary", "any"}:
+            strategy = "left scan (influence non-increasing in i for stationary/any initial distributions)"
+        else:
+            strategy = "every node"
+        if want_nodes:
+            strategy = "every node"
+
+        def run(l):
+            search.ensure(l)
+            if strategy == "every node":
+                res = [search.search(i, l) for i in range(1, T + 1)]
+                j = int(np.argmax([r[0] for r in res]))
+                return j + 1, res[j], res
+            if strategy.startswith("stationary"):
+                mid = (T + 1) // 2
+                r = search.search(mid, l)
+                if r[1] == "two" or r[1] == "trivial" and T <= 1:
+                    return mid, r, None
+                res = [search.search(i, l) for i in range(1, T + 1)]
+                j = int(np.argmax([x[0] for x in res]))
+                return j + 1, res[j], None
+            worst_i, worst = 0, None
+            for i in range(1, T + 1):
+                r = search.search(i, l)
+                if worst is None or r[0] > worst[0]:
+                    worst_i, worst = i, r
+                if r[1] == "two":
+                    break
+            return worst_i, worst, None
+
+        if self.max_length is not None:
+            l = min(self.max_length, T)
+            i, r, allres = run(l)
+            exact = r[0] <= (l + 1) / eps or l >= T
+            if not exact:
+                notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
+        else:
+            l = min(T, 64)
+            i, r, allres = run(l)
+            if not (r[0] <= (l + 1) / eps or l >= T):
+                l = min(T, max(2 * l, int(math.ceil(r[0] * eps))))
+                i, r, allres = run(l)
+            exact = True
+        materialise = T <= PER_NODE_LIMIT
+        worst = _choice(T, i, r, materialise)
+        per_node = ()
+        if allres is not None and want_nodes:
+            per_node = tuple(_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
+        sigma = r[0]
+        group = T / eps
+        if sigma >= group * (1 - 1e-12):
+            notes.append("no gain over group DP for the worst node")
+        return CalibrationResult(
+            epsilon=eps,
+            lipschitz=lipschitz,
+            method="exact",
+            sigma_max=sigma,
+            worst=worst,
+            per_node=per_node,
+            n_nodes=T,
+            groupdp_sigma=group,
+            fingerprint=cc.fingerprint,
+            theorem=THEOREM_EXACT,
+            notes=tuple(notes),
+            details={
+                "l": int(l),
+                "exact_optimum": bool(exact),
+                "strategy": strategy,
+                "k": cc.k,
+                "n_chains": len(cc),
+                "initial": ",".join(sorted(kinds)),
+                "paper_convention": self.paper_convention,
+                "influence_evaluations": int(search.evaluations),
+                "worst_quilt_kind": r[1],
+            },
+        )
+
+
+def mqm_exact(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
+    """Shorthand for ``MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)``."""
+    return MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)

@@ -1,0 +1,582 @@
+"""Markov-chain priors: the class Theta of chains X1 -> X2 -> ... -> XT.
+
+Song, Wang and Chaudhuri (section 4.4) model a trace of T records as a
+time-homogeneous Markov chain: each theta in Theta is a pair (q_theta, P_theta)
+of an initial distribution of X1 and a k x k row-stochastic transition matrix.
+A :class:`ChainPriorClass` is a finite family of such pairs sharing the length
+T and the state names; the initial distribution of a member is
+
+* a given probability vector q,
+* ``"stationary"``: the stationary distribution pi of P (the chain is in a
+  steady state; pi must be unique), or
+* ``"any"``: every initial distribution of the simplex Delta_k
+  (Theta = Delta_k x {P}, appendix C.4).
+
+Validation follows the network priors (:mod:`puffgm.priors`): a row of P (or
+an initial vector) whose sum is off 1 by more than ``1e-6`` is rejected,
+smaller slips are renormalised and recorded in :attr:`ChainPriorClass.notes`;
+entries must be finite and non-negative; zero probabilities are legitimate
+and handled exactly by every calibration.
+
+Chains can be built from matrices, from a ``pgmpy.models.MarkovChain``
+(:meth:`ChainPriorClass.from_pgmpy`), or fitted to observed state sequences
+with the additive smoothing of Bai et al., appendix D.2
+(:meth:`ChainPriorClass.fit`).  Every member with a fixed initial
+distribution unrolls to a pgmpy ``DiscreteBayesianNetwork`` X1 -> ... -> XT
+(:meth:`ChainPrior.to_pgmpy`), so the general Bayesian-network machinery
+applies to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import numbers
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..exceptions import PriorError
+
+__all__ = ["ChainPrior", "ChainPriorClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "stationary_distribution"]
+
+#: Largest deviation of a row sum from 1 that is renormalised instead of rejected.
+ROW_TOLERANCE = 1e-6
+#: Deviations below this are floating-point noise and are renormalised silently.
+_SILENT = 1e-12
+#: Additive smoothing of zero transition probabilities (Bai et al., appendix D.2).
+SMOOTHING_TAU = 1e-5
+_INITIAL_KINDS = ("stationary", "any")
+
+
+def node_name(i: int) -> str:
+    """Name of the i-th record of a chain (1-based): ``"X<i>"``."""
+    return f"X{int(i)}"
+
+
+def _check_length(T, where="ChainPrior") -> int:
+    if isinstance(T, bool) or not isinstance(T, numbers.Integral) or int(T) < 1:
+        raise PriorError(f"The chain length T of {where} must be an integer >= 1. Got {T!r} instead.")
+    return int(T)
+
+
+def _validate_stochastic(arr, what: str, notes: list) -> np.ndarray:
+    """Check non-negativity, finiteness and unit row sums of a vector or matrix."""
+    try:
+        arr = np.array(arr, dtype=float, copy=True)
+    except (TypeError, ValueError):
+        raise PriorError(f"The {what} is not a numeric array.") from None
+    if not np.all(np.isfinite(arr)):
+        raise PriorError(f"The {what} has a NaN or infinite entry.")
+    if np.any(arr < 0):
+        raise PriorError(f"The {what} has a negative entry.")
+    sums = arr.sum(axis=-1)
+    dev = np.abs(sums - 1.0)
+    worst = float(np.max(dev))
+    if worst > ROW_TOLERANCE:
+        j = int(np.argmax(dev)) if np.ndim(dev) else 0
+        loc = f"Row {j} of the " if arr.ndim == 2 else "The "
+        raise PriorError(
+            f"{loc}{what} sums to {float(np.ravel(sums)[j]):.10g}, off 1 by more than {ROW_TOLERANCE:g}."
+        )
+    if worst > 0:
+        arr = arr / (sums[..., None] if arr.ndim == 2 else sums)
+        if worst > _SILENT:
+            n = int(np.sum(dev > _SILENT))
+            notes.append(f"renormalised {n} row(s) of the {what} (largest deviation {worst:.3g})")
+    arr.setflags(write=False)
+    return arr
+
+
+def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np.ndarray:
+    """The stationary distribution pi of a row-stochastic matrix (pi P = pi).
+
+    Solved as the null space of (P^T - I) with the constraint sum(pi) = 1 by
+    least squares; tiny negative round-off is clipped.
+
+    Raises
+    ------
+    PriorError
+        If ``require_unique`` and P has several stationary distributions
+        (eigenvalue 1 of multiplicity > 1, i.e. several closed classes).
+    """
+    P = np.asarray(P, dtype=float)
+    k = P.shape[0]
+    if require_unique and k > 1:
+        from scipy.sparse.csgraph import connected_components
+
+        # Closed communicating classes = several stationary distributions.
+        n, lab = connected_components(P > 0, directed=True, connection="strong")
+        closed = 0
+        for c in range(n):
+            members = lab == c
+            if not np.any(P[np.ix_(members, ~members)] > 0):
+                closed += 1
+        if closed > 1:
+            raise PriorError(
+                f"The transition matrix has {closed} closed classes, so its stationary distribution is not "
+                "unique: give the initial distribution explicitly."
+            )
+    A = np.vstack([P.T - np.eye(k), np.ones((1, k))])
+    rhs = np.zeros(k + 1)
+    rhs[-1] = 1.0
+    pi = np.linalg.lstsq(A, rhs, rcond=None)[0]
+    pi = np.clip(pi, 0.0, None)
+    # Transient states have exactly zero stationary mass.
+    pi[pi < 1e-15] = 0.0
+    pi = pi / pi.sum()
+    # One power step cleans residual error while keeping exact zeros of closed-class structure.
+    pi = pi @ P
+    return pi / pi.sum()
+
+
+class ChainPrior:
+    """One Markov chain theta = (q, P) of length T (immutable).
+
+    Parameters
+    ----------
+    transition : array_like, shape (k, k)
+        Row-stochastic: ``transition[x, y] = P(X_{t+1} = y | X_t = x)``.
+    initial : array_like of shape (k,), ``"stationary"`` or ``"any"``
+        Distribution of X1.
+    length : int
+        T >= 1.
+    states : sequence of str, optional
+        State names (default ``"0", "1", ...``).
+    name : str, optional
+        Label used in messages.
+
+    Raises
+    ------
+    PriorError
+        On a non-square matrix, negative/NaN entries, rows off 1 by more than
+        1e-6, an initial vector of the wrong size, a non-unique stationary
+        distribution with ``initial="stationary"``, or T < 1.
+    """
+
+    __slots__ = ("transition", "initial", "length", "states", "name", "notes", "_pi", "_fp", "_frozen")
+
+    def __init__(self, transition, initial="stationary", length: int = 1, states=None, name: str = "chain"):
+        notes: list = []
+        T = _check_length(length, f"chain {name!r}")
+        P = _validate_stochastic(transition, f"transition matrix of chain {name!r}", notes)
+        if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] < 1:
+            raise PriorError(f"The transition matrix of chain {name!r} must be square k x k; got shape {P.shape}.")
+        k = P.shape[0]
+        if states is None:
+            states = tuple(str(j) for j in range(k))
+        states = tuple(str(s) for s in states)
+        if len(states) != k:
+            raise PriorError(f"Chain {name!r} has {k} states but {len(states)} state names.")
+        if len(set(states)) != k:
+            raise PriorError(f"Chain {name!r} has duplicate state names.")
+        pi = None
+        if isinstance(initial, str):
+            if initial not in _INITIAL_KINDS:
+                raise PriorError(
+                    f"The initial distribution of chain {name!r} must be a probability vector, 'stationary' or "
+                    f"'any'. Got {initial!r} instead."
+                )
+            if initial == "stationary":
+                pi = stationary_distribution(P)
+                pi.setflags(write=False)
+        else:
+            q = _validate_stochastic(initial, f"initial distribution of chain {name!r}", notes)
+            if q.ndim != 1 or q.shape[0] != k:
+                raise PriorError(
+                    f"The initial distribution of chain {name!r} has {q.size} entries, expected {k} (one per state)."
+                )
+            initial = q
+        object.__setattr__(self, "transition", P)
+        object.__setattr__(self, "initial", initial)
+        object.__setattr__(self, "length", T)
+        object.__setattr__(self, "states", states)
+        object.__setattr__(self, "name", str(name))
+        object.__setattr__(self, "notes", tuple(notes))
+        object.__setattr__(self, "_pi", pi)
+        object.__setattr__(self, "_fp", None)
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("ChainPrior is immutable")
+
+    def __repr__(self):
+        init = self.initial if isinstance(self.initial, str) else "vector"
+        return f"ChainPrior({self.name!r}, k={self.k}, T={self.length}, initial={init})"
+
+    @property
+    def k(self) -> int:
+        """Number of states."""
+        return self.transition.shape[0]
+
+    @property
+    def initial_kind(self) -> str:
+        """``"vector"``, ``"stationary"`` or ``"any"``."""
+        return self.initial if isinstance(self.initial, str) else "vector"
+
+    @property
+    def stationary(self) -> np.ndarray:
+        """The stationary distribution pi of P (unique one required)."""
+        if self._pi is None:
+            pi = stationary_distribution(self.transition)
+            pi.setflags(write=False)
+            object.__setattr__(self, "_pi", pi)
+        return self._pi
+
+    @property
+    def initial_vector(self):
+        """q as a vector (pi for ``"stationary"``), or None for ``"any"``."""
+        if self.initial_kind == "any":
+            return None
+        if self.initial_kind == "stationary":
+            return self.stationary
+        return self.initial
+
+    @property
+    def fingerprint(self) -> str:
+        """A SHA-256 prefix of (T, states, initial, P)."""
+        if self._fp is None:
+            h = hashlib.sha256()
+            h.update(repr(("chain", self.length, self.states, self.initial_kind)).encode())
+            if self.initial_kind == "vector":
+                h.update(np.ascontiguousarray(self.initial).tobytes())
+            h.update(np.ascontiguousarray(self.transition).tobytes())
+            object.__setattr__(self, "_fp", h.hexdigest()[:16])
+        return self._fp
+
+    def with_length(self, length: int) -> "ChainPrior":
+        """The same chain with another length T."""
+        return ChainPrior(self.transition, self.initial, length, self.states, self.name)
+
+    def to_pgmpy(self):
+        """Unroll to a pgmpy ``DiscreteBayesianNetwork`` X1 -> X2 -> ... -> XT.
+
+        ``"stationary"`` uses pi as the CPD of X1.  ``"any"`` cannot be
+        unrolled to one network (it is an infinite family) and raises.
+        """
+        if self.initial_kind == "any":
+            raise PriorError(
+                f"Chain {self.name!r} has initial='any' (every initial distribution): it is an infinite family and "
+                "cannot be unrolled to one Bayesian network."
+            )
+        if self.length > 5000:
+            raise PriorError(f"Chain {self.name!r} has T={self.length}: too long to unroll (at most 5000 nodes).")
+        from pgmpy.factors.discrete import TabularCPD
+        from pgmpy.models import DiscreteBayesianNetwork
+
+        T, k = self.length, self.k
+        names = [node_name(i) for i in range(1, T + 1)]
+        model = DiscreteBayesianNetwork()
+        model.add_nodes_from(names)
+        model.add_edges_from(zip(names[:-1], names[1:]))
+        sn = list(self.states)
+        q = np.asarray(self.initial_vector, dtype=float)
+        cpds = [TabularCPD(names[0], k, q.reshape(k, 1), state_names={names[0]: sn})]
+        for t in range(1, T):
+            cpds.append(
+                TabularCPD(
+                    names[t],
+                    k,
+                    np.asarray(self.transition).T.copy(),
+                    evidence=[names[t - 1]],
+                    evidence_card=[k],
+                    state_names={names[t]: sn, names[t - 1]: sn},
+                )
+            )
+        model.add_cpds(*cpds)
+        return model
+
+
+class ChainPriorClass:
+    """A finite class Theta of Markov chains sharing the length T and the states.
+
+    Parameters
+    ----------
+    members : iterable of ChainPrior
+        The members theta = (q_theta, P_theta); an ``initial="any"`` member
+        stands for every initial distribution with its P (appendix C.4).
+
+    Attributes
+    ----------
+    members, length (T), k, states, fingerprint, notes.
+
+    Examples
+    --------
+    >>> from puffgm.chains import ChainPriorClass
+    >>> theta = ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], initial=[1, 0], length=100)
+    >>> theta.length, theta.k
+    (100, 2)
+    """
+
+    __slots__ = ("members", "length", "k", "states", "fingerprint", "notes", "_frozen")
+
+    def __init__(self, members: Iterable[ChainPrior]):
+        members = tuple(members)
+        if not members:
+            raise PriorError("The chain prior class is empty: give at least one chain.")
+        for m in members:
+            if not isinstance(m, ChainPrior):
+                raise PriorError(f"A chain prior class holds ChainPrior objects; got {type(m).__name__}.")
+        first = members[0]
+        for j, m in enumerate(members[1:], start=2):
+            if m.length != first.length:
+                raise PriorError(f"Chain {j} has length {m.length} but chain 1 has length {first.length}.")
+            if m.states != first.states:
+                raise PriorError(f"Chain {j} has states {list(m.states)} but chain 1 has {list(first.states)}.")
+        object.__setattr__(self, "members", members)
+        object.__setattr__(self, "length", first.length)
+        object.__setattr__(self, "k", first.k)
+        object.__setattr__(self, "states", first.states)
+        h = hashlib.sha256("|".join(m.fingerprint for m in members).encode())
+        object.__setattr__(self, "fingerprint", "chain-" + h.hexdigest()[:16])
+        notes = []
+        for j, m in enumerate(members, start=1):
+            notes.extend(f"chain {j} ({m.name}): {n}" for n in m.notes)
+        object.__setattr__(self, "notes", tuple(notes))
+        object.__setattr__(self, "_frozen", True)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("ChainPriorClass is immutable")
+
+    def __len__(self):
+        return len(self.members)
+
+    def __iter__(self):
+        return iter(self.members)
+
+    def __repr__(self):
+        return f"ChainPriorClass({len(self.members)} chain(s), k={self.k}, T={self.length}, {self.fingerprint})"
+
+    # ----------------------------------------------------------------- views
+    @property
+    def nodes(self) -> tuple:
+        """Node names X1..XT (materialised; avoid for very long chains)."""
+        return tuple(node_name(i) for i in range(1, self.length + 1))
+
+    @property
+    def initial_kinds(self) -> frozenset:
+        return frozenset(m.initial_kind for m in self.members)
+
+    def with_length(self, length: int) -> "ChainPriorClass":
+        """The same class with another chain length T."""
+        return ChainPriorClass(m.with_length(length) for m in self.members)
+
+    def to_pgmpy(self):
+        """A pgmpy network (one member) or a list of networks (one per member)."""
+        models = [m.to_pgmpy() for m in self.members]
+        return models[0] if len(models) == 1 else models
+
+    # ------------------------------------------------------------ builders
+    @classmethod
+    def from_matrices(cls, transition, initial="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+        """One chain (q, P) of length T: ``initial`` is a vector, ``"stationary"`` or ``"any"``."""
+        return cls([ChainPrior(transition, initial, length, states, name="chain")])
+
+    @classmethod
+    def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+        """A finite family of pairs (q_j, P_j).
+
+        ``initials`` is one value used for every P (a vector, ``"stationary"``
+        or ``"any"``) or a list of the same length as ``transitions``.
+        """
+        transitions = list(transitions)
+        if not transitions:
+            raise PriorError("The family of transition matrices is empty.")
+        if isinstance(initials, str) or (
+            np.ndim(initials) == 1 and not isinstance(initials, (list, tuple)) or _is_vector(initials)
+        ):
+            initials = [initials] * len(transitions)
+        initials = list(initials)
+        if len(initials) != len(transitions):
+            raise PriorError(
+                f"The family has {len(transitions)} transition matrices but {len(initials)} initial distributions."
+            )
+        return cls(
+            ChainPrior(P, q, length, states, name=f"chain {j}")
+            for j, (P, q) in enumerate(zip(transitions, initials), start=1)
+        )
+
+    @classmethod
+    def from_pgmpy(cls, model, length: int, initial=None) -> "ChainPriorClass":
+        """Convert a ``pgmpy.models.MarkovChain`` to a chain prior of length T.
+
+        pgmpy's ``MarkovChain`` holds one transition model per variable; the
+        variables move independently, so the joint chain has the Kronecker
+        product of the per-variable matrices as transition matrix, over joint
+        states named ``"var1=s1,var2=s2"``.  It holds a start *state*, not a
+        distribution: by default the initial distribution is the point mass on
+        that state (this is how ``MarkovChain.sample`` starts), and when no
+        start state is set, the uniform distribution over joint states (pgmpy
+        then draws the start uniformly, ``MarkovChain.random_state``).  Pass
+        ``initial`` (vector, ``"stationary"`` or ``"any"``) to override.  What
+        was assumed is recorded in :attr:`notes`.
+        """
+        variables = list(getattr(model, "variables", []))
+        if not variables:
+            raise PriorError("The pgmpy MarkovChain has no variables.")
+        mats = []
+        names = []
+        for v in variables:
+            tm = model.transition_models.get(v)
+            if tm is None:
+                raise PriorError(f"Variable {v!r} of the pgmpy MarkovChain has no transition model.")
+            card = int(model.cardinalities[v])
+            M = np.zeros((card, card))
+            for s, row in tm.items():
+                for t, p in row.items():
+                    M[int(s), int(t)] = float(p)
+            mats.append(M)
+            names.append([f"{v}={s}" for s in range(card)])
+        P = mats[0]
+        states = names[0]
+        for M, nm in zip(mats[1:], names[1:]):
+            P = np.kron(P, M)
+            states = [f"{a},{b}" for a in states for b in nm]
+        if len(variables) == 1:
+            states = [s.split("=", 1)[1] for s in states]
+        notes = []
+        if initial is None:
+            if model.state is not None:
+                sd = {var: int(st) for var, st in model.state}
+                idx = 0
+                for v in variables:
+                    idx = idx * int(model.cardinalities[v]) + sd[v]
+                initial = np.zeros(P.shape[0])
+                initial[idx] = 1.0
+                notes.append(
+                    f"pgmpy MarkovChain: initial distribution = point mass on the start state {states[idx]!r} "
+                    "(pgmpy holds a start state, not a distribution)"
+                )
+            else:
+                initial = np.full(P.shape[0], 1.0 / P.shape[0])
+                notes.append(
+                    "pgmpy MarkovChain: no start state set, initial distribution = uniform over states "
+                    "(as MarkovChain.sample draws the start)"
+                )
+        else:
+            notes.append("pgmpy MarkovChain: initial distribution given explicitly")
+        if len(variables) > 1:
+            notes.append(
+                f"pgmpy MarkovChain: {len(variables)} variables moving independently, joint transition matrix = "
+                "Kronecker product of their transition models"
+            )
+        member = ChainPrior(P, initial, length, states, name="pgmpy MarkovChain")
+        out = cls([member])
+        object.__setattr__(out, "notes", tuple(notes) + out.notes)
+        return out
+
+    @classmethod
+    def fit(
+        cls,
+        sequences,
+        length: int | None = None,
+        *,
+        states=None,
+        initial="stationary",
+        tau: float = SMOOTHING_TAU,
+    ) -> "ChainPriorClass":
+        """Fit a transition matrix to observed state sequences.
+
+        Parameters
+        ----------
+        sequences : sequence or list of sequences
+            Observed states; ``None`` or NaN entries are gaps: the chain
+            restarts after a gap (no transition is counted across it).
+        length : int, optional
+            T of the prior (default: the length of the longest gap-free run).
+        states : sequence, optional
+            The state space, in order (default: sorted distinct observed values).
+        initial : vector, ``"stationary"`` (default) or ``"any"``
+        tau : float
+            Additive smoothing (Bai et al., appendix D.2): every zero entry of a
+            row becomes ``tau`` and the added mass is subtracted proportionally
+            from the non-zero entries.  Rows of states never left are uniform
+            before smoothing.  ``tau=0`` keeps the empirical zeros.
+        """
+        seqs = _split_sequences(sequences)
+        if not seqs:
+            raise PriorError("No observed states to fit a chain to.")
+        if states is None:
+            try:
+                states = sorted({v for s in seqs for v in s})
+            except TypeError:
+                raise PriorError("The observed states cannot be sorted: give the state list explicitly.") from None
+        states = list(states)
+        index = {s: j for j, s in enumerate(states)}
+        k = len(states)
+        counts = np.zeros((k, k))
+        for s in seqs:
+            try:
+                idx = np.fromiter((index[v] for v in s), dtype=np.int64, count=len(s))
+            except KeyError as e:
+                raise PriorError(f"Observed state {e.args[0]!r} is not in the given state list.") from None
+            if idx.size > 1:
+                np.add.at(counts, (idx[:-1], idx[1:]), 1.0)
+        rows = counts.sum(axis=1, keepdims=True)
+        P = np.where(rows > 0, counts / np.where(rows > 0, rows, 1.0), 1.0 / k)
+        notes = [f"fitted from {sum(len(s) for s in seqs)} observations in {len(seqs)} gap-free run(s)"]
+        unseen = int(np.sum(rows[:, 0] == 0))
+        if unseen:
+            notes.append(f"{unseen} state(s) never left in the data: uniform transition rows")
+        tau = float(tau)
+        if not (math.isfinite(tau) and 0 <= tau < 1.0 / max(k, 1)):
+            raise PriorError(f"The smoothing tau must be in [0, 1/k). Got {tau!r} instead.")
+        if tau > 0:
+            P = smooth_transition(P, tau)
+            notes.append(f"additive smoothing tau={tau:g} of zero transition probabilities (Bai et al., D.2)")
+        T = int(length) if length is not None else max(len(s) for s in seqs)
+        member = ChainPrior(P, initial, T, [str(s) for s in states], name="fitted chain")
+        out = cls([member])
+        object.__setattr__(out, "notes", tuple(notes) + out.notes)
+        return out
+
+
+def smooth_transition(P, tau: float = SMOOTHING_TAU) -> np.ndarray:
+    """Bai et al. appendix D.2: zero entries become tau, non-zero ones shrink proportionally."""
+    P = np.array(P, dtype=float, copy=True)
+    zero = P <= 0
+    nz = zero.sum(axis=1, keepdims=True)
+    scale = (1.0 - nz * tau) / np.where(P.sum(axis=1, keepdims=True) > 0, P.sum(axis=1, keepdims=True), 1.0)
+    return np.where(zero, tau, P * scale)
+
+
+def _is_vector(x) -> bool:
+    if isinstance(x, (list, tuple)) and x and all(isinstance(v, numbers.Real) for v in x):
+        return True
+    return False
+
+
+def _is_gap(v) -> bool:
+    if v is None:
+        return True
+    try:
+        return isinstance(v, float) and math.isnan(v) or (isinstance(v, np.floating) and np.isnan(v))
+    except TypeError:
+        return False
+
+
+def _split_sequences(sequences) -> list:
+    """A list of gap-free runs (lists of hashable states)."""
+    if isinstance(sequences, np.ndarray) and sequences.ndim == 1:
+        sequences = [sequences]
+    elif isinstance(sequences, (list, tuple)) and sequences and not isinstance(
+        sequences[0], (list, tuple, np.ndarray)
+    ):
+        sequences = [sequences]
+    runs = []
+    for seq in sequences:
+        cur = []
+        for v in list(seq):
+            if _is_gap(v):
+                if cur:
+                    runs.append(cur)
+                cur = []
+            else:
+                if isinstance(v, np.generic):
+                    v = v.item()
+                if isinstance(v, float) and v.is_integer():
+                    v = int(v)
+                cur.append(v)
+        if cur:
+            runs.append(cur)
+    return runs

@@ -1,0 +1,373 @@
+"""Composable Pufferfish mechanisms built from differential-privacy mechanisms.
+
+Bai, He, Gu, Kifer and Maeng (section 6.2, Theorem 6; section 6.4; appendix B
+Algorithms 1-2): given the a(b)-influence curve of (Theta, S) and a Pufferfish
+budget epsilon_puffer, any per-entry epsilon_DP-DP mechanism with
+
+    epsilon_DP = max over curve points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b
+
+is epsilon_puffer-Pufferfish, and such releases compose (Theorem 7, see
+:mod:`puffgm.accounting`).  "Per-entry" means neighbouring databases differ in
+one entry (one node's value).  (The paper's Algorithms write ``min`` on line 8,
+which picks the worst point: a slip, see :mod:`puffgm.translation`.)
+
+Mechanisms here:
+
+* :class:`PufferfishLaplace` — F(D) + Lap(L / epsilon_DP) for an L-Lipschitz
+  (in L1, per entry) scalar or vector query (Algorithm 1);
+* :class:`PufferfishExponential` — P(r) proportional to exp(epsilon_DP u(D, r) / (2 Delta_u))
+  (Algorithm 2), sampled as the argmax of u + Gumbel(2 Delta_u / epsilon_DP);
+* :class:`PufferfishTopK` — K rounds of the exponential mechanism without
+  replacement at epsilon_DP / K each (section 7.1.3; basic DP composition makes
+  the K rounds epsilon_DP-DP together);
+* :class:`PufferfishWrapper` — any user-supplied per-entry epsilon_DP-DP
+  mechanism ``mechanism(data, epsilon_dp, noise)``.
+
+Noise is OpenDP's secure sampler by default (:func:`puffgm.noise.resolve_noise`);
+a seed gives reproducible, not-for-production noise and the release says
+``secure=False``.  A mechanism given an accountant asks it first: a release that
+would exceed the budget raises :class:`~puffgm.exceptions.BudgetError` before any
+noise is drawn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from .._validation import check_positive_finite, check_positive_int
+from ..exceptions import ParameterError
+from ..noise import resolve_noise
+from ..translation import THEOREM6, Translation, dp_epsilon
+
+__all__ = [
+    "PufferfishRelease",
+    "PufferfishLaplace",
+    "PufferfishExponential",
+    "PufferfishTopK",
+    "PufferfishWrapper",
+    "pufferfish_laplace",
+    "pufferfish_exponential",
+    "pufferfish_top_k",
+    "exponential_log_probabilities",
+    "top_k_log_probability",
+]
+
+
+@dataclass(frozen=True)
+class PufferfishRelease:
+    """A release of a DP-based Pufferfish mechanism, with what composition needs.
+
+    Attributes
+    ----------
+    value : Any
+        The released output (float, array, index, tuple of indices, ...).
+    mechanism : str
+    epsilon_puffer : float
+        Pufferfish guarantee of this release alone (Theorem 6).
+    epsilon_dp : float
+        Per-entry DP parameter actually used.
+    a, b : float, int
+        The curve point (a_l, b_l) used: epsilon_dp <= (epsilon_puffer - a) / b.
+    secure : bool
+        True for OpenDP's secure sampler; False for seeded noise (not for production).
+    noise : str
+    fingerprint : str
+        Fingerprint of the prior class (the curve's).
+    curve_key : str
+        Identifies (Theta, S): Theorem 7 composes releases along one curve only.
+    theorem : str
+    details : Mapping
+    """
+
+    value: Any
+    mechanism: str
+    epsilon_puffer: float
+    epsilon_dp: float
+    a: float
+    b: int
+    secure: bool
+    noise: str
+    fingerprint: str
+    curve_key: str
+    theorem: str = THEOREM6
+    details: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        v = self.value
+        if isinstance(v, np.ndarray):
+            v = v.copy()
+            v.setflags(write=False)
+            object.__setattr__(self, "value", v)
+        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+
+    @property
+    def epsilon(self) -> float:
+        """The Pufferfish parameter of this release (same as ``epsilon_puffer``)."""
+        return self.epsilon_puffer
+
+    @property
+    def curve_point(self) -> tuple:
+        """(a_l, b_l)."""
+        return (self.a, self.b)
+
+    def explain(self) -> str:
+        s = (f"{self.mechanism}: epsilon_puffer {self.epsilon_puffer:g} via epsilon_DP {self.epsilon_dp:.6g} "
+             f"at curve point (a={self.a:.6g}, b={self.b}); noise: {self.noise}")
+        if not self.secure:
+            s += " [NOT FOR PRODUCTION]"
+        return s
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+class _DPBased:
+    """Shared part: translation of epsilon_puffer along the curve, accountant handshake."""
+
+    name = "DP-based Pufferfish mechanism"
+
+    def __init__(self, curve, epsilon_puffer: float):
+        where = type(self).__name__
+        self.epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", where)
+        self.translation: Translation = dp_epsilon(curve, self.epsilon_puffer)
+        self.curve = curve
+
+    @property
+    def epsilon_dp(self) -> float:
+        return self.translation.epsilon_dp
+
+    @property
+    def point(self) -> tuple:
+        return self.translation.point
+
+    def _check(self, accountant):
+        if accountant is not None:
+            accountant.check_dp(epsilon_puffer=self.epsilon_puffer, a=self.translation.a,
+                                b=self.translation.b, curve_key=self.curve.composition_key)
+
+    def _release(self, value, source, accountant, label, details) -> PufferfishRelease:
+        t = self.translation
+        d = {"label": label, "witness": t.witness, "n_entries": t.n_entries}
+        d.update(details)
+        rel = PufferfishRelease(
+            value=value, mechanism=self.name, epsilon_puffer=self.epsilon_puffer, epsilon_dp=t.epsilon_dp,
+            a=t.a, b=t.b, secure=source.secure, noise=source.description, fingerprint=self.curve.fingerprint,
+            curve_key=self.curve.composition_key, details=d,
+        )
+        if accountant is not None:
+            accountant.record_dp(rel, label=label)
+        return rel
+
+
+# ------------------------------------------------------------------ Laplace
+class PufferfishLaplace(_DPBased):
+    """Pufferfish Laplace mechanism (Algorithm 1): F(D) + Lap(L / epsilon_DP).
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+    epsilon_puffer : float
+    lipschitz : float
+        L: changing one entry moves F(D) by at most L in L1 norm (scalar or vector F).
+
+    Examples
+    --------
+    >>> from puffgm.curves import influence_curve
+    >>> mech = PufferfishLaplace(influence_curve("example:cancer"), epsilon_puffer=2.0)
+    >>> rel = mech.release(10.0, random_state=0)   # seeded: reproducible, not for production
+    """
+
+    name = "Pufferfish Laplace (Bai et al. Algorithm 1)"
+
+    def __init__(self, curve, epsilon_puffer: float, lipschitz: float = 1.0):
+        super().__init__(curve, epsilon_puffer)
+        self.lipschitz = check_positive_finite(lipschitz, "lipschitz", "PufferfishLaplace")
+
+    @property
+    def scale(self) -> float:
+        """Laplace scale L / epsilon_DP."""
+        return self.lipschitz / self.epsilon_dp
+
+    def release(self, answer, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+        arr = np.asarray(answer, dtype=float)
+        if arr.size == 0:
+            raise ParameterError("The query answer to release is empty.")
+        if not np.all(np.isfinite(arr)):
+            raise ParameterError("The query answer contains NaN or infinity.")
+        self._check(accountant)
+        source = resolve_noise(random_state)
+        noisy = source.laplace(arr, self.scale)
+        value = float(noisy) if arr.ndim == 0 else np.asarray(noisy, dtype=float)
+        return self._release(value, source, accountant, label, {"scale": self.scale, "lipschitz": self.lipschitz})
+
+
+def pufferfish_laplace(answer, curve, epsilon_puffer: float, lipschitz: float = 1.0, *, random_state=None,
+                       accountant=None, label: str | None = None) -> PufferfishRelease:
+    """Shorthand for ``PufferfishLaplace(curve, epsilon_puffer, lipschitz).release(answer, ...)``."""
+    return PufferfishLaplace(curve, epsilon_puffer, lipschitz).release(
+        answer, random_state=random_state, accountant=accountant, label=label)
+
+
+# ------------------------------------------------------------------ exponential
+def _utilities(utilities) -> np.ndarray:
+    u = np.asarray(utilities, dtype=float).ravel()
+    if u.size == 0:
+        raise ParameterError("The exponential mechanism needs at least one candidate.")
+    if np.isnan(u).any() or np.isposinf(u).any():
+        raise ParameterError("The utilities contain NaN or +inf.")
+    if not np.isfinite(u).any():
+        raise ParameterError("Every candidate of the exponential mechanism has utility -inf.")
+    return u
+
+
+def exponential_log_probabilities(utilities, epsilon_dp: float, sensitivity: float) -> np.ndarray:
+    """log P(r) = eps u_r / (2 Delta_u) - logsumexp_r'(eps u_r' / (2 Delta_u)), in log space."""
+    from scipy.special import logsumexp
+
+    u = _utilities(utilities)
+    eps = check_positive_finite(epsilon_dp, "epsilon_dp", "exponential_log_probabilities")
+    d = check_positive_finite(sensitivity, "sensitivity", "exponential_log_probabilities")
+    s = eps * u / (2 * d)
+    return s - logsumexp(s)
+
+
+def top_k_log_probability(utilities, selection, epsilon_dp: float, sensitivity: float) -> float:
+    """log P(noisy top-K returns ``selection`` in that order): K exponential rounds at eps/K."""
+    u = _utilities(utilities).copy()
+    k = len(selection)
+    if k == 0:
+        raise ParameterError("The selection is empty.")
+    total = 0.0
+    for r in selection:
+        r = int(r)
+        if not 0 <= r < u.size or not np.isfinite(u[r]):
+            return -math.inf
+        lp = exponential_log_probabilities(u, epsilon_dp / k, sensitivity)
+        total += float(lp[r])
+        u[r] = -math.inf
+    return total
+
+
+class PufferfishExponential(_DPBased):
+    """Pufferfish exponential mechanism (Algorithm 2).
+
+    Samples candidate r with probability proportional to
+    exp(epsilon_DP u(D, r) / (2 Delta_u)), where Delta_u bounds the change of any
+    utility when one entry of the database changes.  Sampling: argmax of
+    u + Gumbel(2 Delta_u / epsilon_DP) (exactly the same law).
+    """
+
+    name = "Pufferfish exponential mechanism (Bai et al. Algorithm 2)"
+
+    def __init__(self, curve, epsilon_puffer: float, sensitivity: float = 1.0):
+        super().__init__(curve, epsilon_puffer)
+        self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishExponential")
+
+    def log_probabilities(self, utilities) -> np.ndarray:
+        """The exact output law (log space): for audits and inspection."""
+        return exponential_log_probabilities(utilities, self.epsilon_dp, self.sensitivity)
+
+    def release(self, utilities, *, candidates=None, random_state=None, accountant=None,
+                label: str | None = None) -> PufferfishRelease:
+        """Select one candidate; the value is its index, or ``candidates[index]`` if given."""
+        u = _utilities(utilities)
+        if candidates is not None and len(candidates) != u.size:
+            raise ParameterError(f"{len(candidates)} candidates for {u.size} utilities.")
+        self._check(accountant)
+        source = resolve_noise(random_state)
+        idx = source.gumbel_argmax(u, 2 * self.sensitivity / self.epsilon_dp)
+        value = idx if candidates is None else candidates[idx]
+        return self._release(value, source, accountant, label,
+                             {"index": idx, "sensitivity": self.sensitivity, "n_candidates": int(u.size)})
+
+
+def pufferfish_exponential(utilities, curve, epsilon_puffer: float, sensitivity: float = 1.0, *, candidates=None,
+                           random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+    """Shorthand for ``PufferfishExponential(curve, epsilon_puffer, sensitivity).release(utilities, ...)``."""
+    return PufferfishExponential(curve, epsilon_puffer, sensitivity).release(
+        utilities, candidates=candidates, random_state=random_state, accountant=accountant, label=label)
+
+
+class PufferfishTopK(_DPBased):
+    """Noisy top-K: K exponential-mechanism draws without replacement at epsilon_DP / K each.
+
+    Bai et al. section 7.1.3 ("Ours-Exp").  The K rounds are epsilon_DP-DP together
+    (basic composition), so the whole selection is epsilon_puffer-Pufferfish by
+    Theorem 6 at the translated point.  The order of the output is the order of selection.
+    """
+
+    name = "Pufferfish noisy top-K (exponential mechanism, Bai et al. section 7.1.3)"
+
+    def __init__(self, curve, epsilon_puffer: float, k: int, sensitivity: float = 1.0):
+        super().__init__(curve, epsilon_puffer)
+        self.k = check_positive_int(k, "k", "PufferfishTopK")
+        self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishTopK")
+
+    def log_probability(self, utilities, selection) -> float:
+        """Exact log-probability of an ordered selection (for audits)."""
+        if len(selection) != self.k:
+            raise ParameterError(f"A selection of noisy top-{self.k} has {self.k} items; got {len(selection)}.")
+        return top_k_log_probability(utilities, selection, self.epsilon_dp, self.sensitivity)
+
+    def release(self, utilities, *, candidates=None, random_state=None, accountant=None,
+                label: str | None = None) -> PufferfishRelease:
+        u = _utilities(utilities).copy()
+        if int(np.isfinite(u).sum()) < self.k:
+            raise ParameterError(f"Noisy top-{self.k} needs at least {self.k} candidates with finite utility; "
+                                 f"got {int(np.isfinite(u).sum())}.")
+        if candidates is not None and len(candidates) != u.size:
+            raise ParameterError(f"{len(candidates)} candidates for {u.size} utilities.")
+        self._check(accountant)
+        source = resolve_noise(random_state)
+        scale = 2 * self.sensitivity * self.k / self.epsilon_dp
+        chosen = []
+        for _ in range(self.k):
+            idx = source.gumbel_argmax(u, scale)
+            chosen.append(int(idx))
+            u[idx] = -math.inf
+        value = tuple(chosen) if candidates is None else tuple(candidates[i] for i in chosen)
+        return self._release(value, source, accountant, label,
+                             {"indices": tuple(chosen), "k": self.k, "sensitivity": self.sensitivity,
+                              "epsilon_dp_per_round": self.epsilon_dp / self.k})
+
+
+def pufferfish_top_k(utilities, k: int, curve, epsilon_puffer: float, sensitivity: float = 1.0, *, candidates=None,
+                     random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+    """Shorthand for ``PufferfishTopK(curve, epsilon_puffer, k, sensitivity).release(utilities, ...)``."""
+    return PufferfishTopK(curve, epsilon_puffer, k, sensitivity).release(
+        utilities, candidates=candidates, random_state=random_state, accountant=accountant, label=label)
+
+
+# ------------------------------------------------------------------ generic wrapper
+class PufferfishWrapper(_DPBased):
+    """Turn any per-entry epsilon_DP-DP mechanism into an epsilon_puffer-Pufferfish one (Theorem 6).
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+    epsilon_puffer : float
+    mechanism : callable ``mechanism(data, epsilon_dp, noise) -> output``
+        Must be epsilon_dp-differentially private with respect to changing one
+        entry of the database, for every epsilon_dp it is given (the user's
+        responsibility: puffgm cannot check it).  ``noise`` is the
+        :class:`~puffgm.noise.NoiseSource` to draw from (secure by default).
+    name : str, optional
+    """
+
+    def __init__(self, curve, epsilon_puffer: float, mechanism: Callable, name: str | None = None):
+        super().__init__(curve, epsilon_puffer)
+        if not callable(mechanism):
+            raise ParameterError("The 'mechanism' parameter of PufferfishWrapper must be callable.")
+        self.mechanism = mechanism
+        self.name = name or f"Pufferfish wrapper of {getattr(mechanism, '__name__', 'a DP mechanism')}"
+
+    def release(self, data, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+        self._check(accountant)
+        source = resolve_noise(random_state)
+        out = self.mechanism(data, self.epsilon_dp, source)
+        return self._release(out, source, accountant, label, {"user_mechanism": True})
