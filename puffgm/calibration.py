@@ -50,6 +50,13 @@ __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, Algorithm 2)"
 
 
+def _better(score: float, incumbent: float) -> bool:
+    """Strictly better beyond rounding: ties (equal up to 1e-12 relative) keep the
+    incumbent, which was met first in the scan by (card(X_N), card(X_Q)), so the
+    active quilt carries no superfluous nodes."""
+    return score < incumbent * (1 - 1e-12)
+
+
 class QuiltSearch:
     """Candidate quilts of every node of one prior class, sharing one influence engine.
 
@@ -179,7 +186,7 @@ class QuiltSearch:
             if not options:
                 return best
             score, _, _, j, ch = min(options, key=lambda o: o[:3])
-            if score < best.score:
+            if _better(score, best.score):
                 best = ch
             quilt = quilt | {j}
             current = make_quilt(self.dag, node, quilt)
@@ -192,7 +199,7 @@ class QuiltSearch:
             if best is not None and len(c.nearby) / epsilon >= best.score:
                 break
             ch = self.choice(c, epsilon)
-            if best is None or ch.score < best.score:
+            if best is None or _better(ch.score, best.score):
                 best = ch
         return best
 

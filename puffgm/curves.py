@@ -119,6 +119,12 @@ class InfluenceCurve:
         wit = tuple(self.witnesses) if self.witnesses is not None else (None,) * len(b)
         if len(wit) != len(b):
             raise ParameterError("An influence curve needs one witness (or None) per point.")
+        n = int(self.n_entries)
+        if n < 1:
+            raise ParameterError(f"An influence curve needs n_entries >= 1. Got {self.n_entries!r} instead.")
+        if len(b) >= n and a[n - 1] > 0:  # the trivial split H = every entry, L empty: a(n) = 0
+            a = a[: n - 1] + (0.0,) * (len(b) - n + 1)
+            wit = wit[: n - 1] + (("*", ()),) * (len(b) - n + 1)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "witnesses", wit)
@@ -383,7 +389,11 @@ def _chain_curve(chain_class, max_b) -> InfluenceCurve:
             norm.append((w.get("node"), tuple(w.get("quilt", ()))))
         else:
             w = tuple(w)
-            norm.append((w[0], tuple(w[1]) if len(w) > 1 and not isinstance(w[1], str) else (w[1] if len(w) > 1 else ())))
+            q = w[1] if len(w) > 1 else ()
+            if q is None:  # no quilt of that size has finite influence
+                norm.append(None)
+                continue
+            norm.append((w[0], tuple(q) if not isinstance(q, str) else q))
     if T and len(avals) >= T:
         avals[T - 1] = 0.0  # trivial split
     fp = getattr(chain_class, "fingerprint", None)

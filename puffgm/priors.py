@@ -318,7 +318,9 @@ _BIF_TABLE = re.compile(r"^\s*table\s+([^;]*);\s*$", re.S)
 
 
 def _fast_bif(text: str, label: str):
-    """Parse the plain BIF subset used by the bnlearn files; None if the text uses anything else.
+    """Parse the plain BIF subset used by the bnlearn files into (nodes, states, parents, cpds).
+
+    Returns None if the text uses anything else.
 
     Rows "(parent values) p1, p2, ...;" and root tables "table p1, p2;" only;
     anything unusual falls back to pgmpy's full BIF reader.  Tests check that
@@ -373,16 +375,16 @@ def _fast_bif(text: str, label: str):
             return None
         cpds[child] = arr
         parents[child] = pa
-    return NetworkPrior(nodes, states, parents, cpds, name=label)
+    return nodes, states, parents, cpds
 
 
 def _read_bif_text(text: str, label: str) -> NetworkPrior:
     try:
         fast = _fast_bif(text, label)
-    except ValueError:
+    except ValueError:  # a number the fast reader cannot parse: let pgmpy judge the file
         fast = None
     if fast is not None:
-        return fast
+        return NetworkPrior(*fast, name=label)  # validation errors are the network's, not the reader's
     return _read_bif_pgmpy(text, label)
 
 
@@ -561,7 +563,8 @@ def load_prior_class(specs) -> PriorClass:
     """
     if isinstance(specs, PriorClass):
         return specs
-    if isinstance(specs, (str, os.PathLike, NetworkPrior)) or not isinstance(specs, Iterable):
+    if isinstance(specs, (str, os.PathLike, NetworkPrior)) or hasattr(specs, "get_cpds") \
+            or not isinstance(specs, Iterable):
         specs = [specs]
     members = []
     for s in specs:

@@ -343,7 +343,7 @@ def test_pgmpy_network_prior_and_default_instantiation():
     p = np.exp(inst.log_priors[0])
     assert p[0, 0, 1] == pytest.approx(0.3 * 0.9 * 0.1)
     assert p.sum() == pytest.approx(1.0)
-    only = Instantiation.bayesian_network_default([m], nodes=["X2"])
+    only = Instantiation.bayesian_network_default([m], protected=["X2"])
     assert [(a.name, b.name) for a, b in only.pairs] == [("X2=0", "X2=1")]
     # correlated chain: Laplace at scale 1 on the sum leaks more than 1 per record
     r = audit_laplace(inst, lambda x: sum(x.values()), 1.0)

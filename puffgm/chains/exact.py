@@ -138,8 +138,6 @@ class _Member:
     def power(self, j: int) -> np.ndarray:
         while len(self.pows) <= j:
             nxt = self.pows[-1] @ self.P
-            nxt[nxt < 1e-300] = 0.0  # keep exact zeros exact (structural zeros stay 0 in exact arithmetic)
-            nxt = np.where(self.pows[-1] @ (self.P > 0) > 0, nxt, 0.0)
             self.pows.append(nxt)
             self.logpows.append(_log(nxt))
         return self.pows[j]
@@ -182,6 +180,7 @@ class _Member:
             lm = _log(mu)
             with np.errstate(invalid="ignore"):
                 C = lm[None, :] - lm[:, None]
+            C = np.where(V[:, None] & V[None, :], C, 0.0)  # invalid pairs are masked later
             return V, C, (lambda a: self.marginal(i - a) > 0)
         # "any": every initial distribution of the simplex (appendix C.4)
         M = self.power(i - 1)
@@ -450,3 +449,29 @@ class MQMExact:
 def mqm_exact(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
     """Shorthand for ``MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)``."""
     return MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)
+
+
+def chain_max_influence(chain_class: ChainPriorClass, node: int, quilt, *, paper_convention: bool = False) -> float:
+    """e_Theta(X_Q | X_i) for a Lemma 4.6 quilt of node i (1-based), by equation (5).
+
+    ``quilt`` is a tuple of node indices: (i-a, i+b), (i-a,), (i+b,) or ().
+    """
+    T = chain_class.length
+    i = int(node)
+    q = tuple(int(v) for v in quilt)
+    if not 1 <= i <= T or any(not 1 <= v <= T or v == i for v in q):
+        raise ParameterError(f"Node {i} or quilt {q} is outside the chain X1..X{T}.")
+    left = [v for v in q if v < i]
+    right = [v for v in q if v > i]
+    if len(left) > 1 or len(right) > 1:
+        raise ParameterError("A Lemma 4.6 quilt has at most one node on each side of X_i.")
+    if not q:
+        return 0.0
+    a = i - left[0] if left else 0
+    b = right[0] - i if right else 0
+    s = _Search(chain_class, 1.0, paper_convention)
+    s.ensure(max(a, b, 1))
+    Gs, Bs, DL, DR = s.node_tables(i, a, b)
+    if a and b:
+        return float(max(0.0, max(float((G[a - 1] + Bm[b - 1]).max()) for G, Bm in zip(Gs, Bs))))
+    return float(DL[a - 1]) if a else float(DR[b - 1])

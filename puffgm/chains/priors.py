@@ -382,8 +382,8 @@ class ChainPriorClass:
         transitions = list(transitions)
         if not transitions:
             raise PriorError("The family of transition matrices is empty.")
-        if isinstance(initials, str) or (
-            np.ndim(initials) == 1 and not isinstance(initials, (list, tuple)) or _is_vector(initials)
+        if isinstance(initials, str) or _is_vector(initials) or (
+            isinstance(initials, np.ndarray) and initials.ndim == 1
         ):
             initials = [initials] * len(transitions)
         initials = list(initials)

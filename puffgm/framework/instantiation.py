@@ -148,7 +148,8 @@ class Secret:
                 raise SecretError(
                     f"The region secret {self.name!r} needs numeric states on node {self.node!r}."
                 ) from None
-            accept = (nums >= low) & (nums < high)
+            # half-open [low, high); a 1e-9 slack absorbs rounding of grid values
+            accept = (nums >= low - 1e-9) & (nums < high - 1e-9)
         else:  # pragma: no cover - guarded by constructors
             raise SecretError(f"Unknown secret kind {self.kind!r}.")
         shape = [1] * len(inst.shape)
@@ -484,14 +485,15 @@ class Instantiation:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def bayesian_network_default(cls, priors, nodes: Sequence | None = None, **kwargs) -> "Instantiation":
+    def bayesian_network_default(cls, priors, protected: Sequence | None = None, **kwargs) -> "Instantiation":
         """The Bayesian-network instantiation of Song et al. (section 4.1).
 
-        S = {X_i = a}, Q = {(X_i = a, X_i = b) : a != b} for every node ``i`` (or
-        only the nodes in ``nodes``), Theta = ``priors``.
+        S = {X_i = a}, Q = {(X_i = a, X_i = b) : a < b in state order} for every
+        node ``i`` (or only the nodes in ``protected``), Theta = ``priors``.  Other
+        keyword arguments (``nodes``, ``states``, ...) go to the constructor.
         """
         inst_nodes, inst_states = _peek_nodes_states(priors, kwargs)
-        chosen = inst_nodes if nodes is None else tuple(nodes)
+        chosen = inst_nodes if protected is None else tuple(protected)
         pairs = []
         for n in chosen:
             if n not in inst_states:

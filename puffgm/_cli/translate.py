@@ -1,0 +1,49 @@
+"""``puffgm translate``: epsilon_puffer <-> epsilon_DP along the a(b)-influence curve (Bai et al. Theorem 6).
+
+``--epsilon-puffer E`` prints the largest epsilon_DP such that every per-entry
+epsilon_DP-DP mechanism is E-Pufferfish (max over curve points of (E - a)/b), and
+the point used; ``--epsilon-dp E`` prints the best Pufferfish guarantee of an
+E-DP mechanism (min over b of b E + a(b)).  PRIOR arguments as for ``puffgm curve``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .curve import add_prior_arguments, compute_curves
+
+
+def _number(text: str) -> float:
+    import argparse
+
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def register(p) -> None:
+    add_prior_arguments(p)
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--epsilon-puffer", type=_number, default=None, help="Pufferfish budget to translate to epsilon_DP")
+    g.add_argument("--epsilon-dp", type=_number, default=None, help="DP parameter to translate to epsilon_puffer")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args) -> str:
+    from .._validation import check_positive_finite
+    from ..translation import dp_epsilon, puffer_epsilon
+
+    if args.epsilon_puffer is not None:
+        eps = check_positive_finite(args.epsilon_puffer, "epsilon-puffer", "puffgm translate")
+    else:
+        eps = check_positive_finite(args.epsilon_dp, "epsilon-dp", "puffgm translate")
+    out = []
+    for label, curve in compute_curves(args):
+        t = dp_epsilon(curve, eps) if args.epsilon_puffer is not None else puffer_epsilon(curve, eps)
+        out.append((label, t))
+    if args.json:
+        if len(out) == 1:
+            return json.dumps(dict(out[0][1].to_dict(), prior=out[0][0]), allow_nan=False)
+        return json.dumps({"translations": [dict(t.to_dict(), prior=label) for label, t in out]}, allow_nan=False)
+    return "\n\n".join(f"{label}:\n{t.explain()}" for label, t in out)

@@ -1,0 +1,115 @@
+"""Baselines the chain mechanisms are compared with (Song et al., section 5.1).
+
+* GroupDP: every record of a connected chain may be completely correlated, so
+  the Laplace scale is L * (length of the longest chain) / epsilon.
+* Plain DP for aggregates over independent people: each person's whole trace
+  is one record; the Laplace scale is L / epsilon where L is the Lipschitz
+  constant with respect to one person's entire trace.
+* GK16 (Ghosh and Kleinberg 2016), binary chains: with M = [[1-q, q], [1-p, p]]
+  (rows: current state 0, 1), gamma = max_j |log f_j| / 2 over
+
+      f1 = (p^2 + p(1-q)) / (p^2 + q(1-p)),
+      f2 = (p/q) ((1-q)^2 + q(1-p)) / ((1-p)(1-q) + p(1-p)),
+      f3 = ((1-p)/(1-q)) ((1-q)q + qp) / ((1-p)q + p^2),
+      f4 = ((1-q)^2 + p(1-q)) / ((1-q)^2 + q(1-p)),
+
+  Gamma = the T x T tridiagonal matrix with gamma off the diagonal; the
+  mechanism applies only when ||Gamma||_2 = 2 gamma cos(pi/(T+1)) < 1, and then
+  epsilon_DP = epsilon / max_row(2 rowsum((I - Gamma)^{-1})), noise L / epsilon_DP.
+  For a family, gamma is the maximum over its members.
+
+"Not applicable" is a result (``applicable=False``, ``sigma_max=inf``), not an
+exception.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive_finite
+from ..results import CalibrationResult
+from .priors import ChainPriorClass
+
+__all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma"]
+
+
+def _result(method, eps, lip, sigma, T, fp, theorem, notes=(), details=None, applicable=True):
+    return CalibrationResult(
+        epsilon=eps, lipschitz=lip, method=method, sigma_max=sigma, worst=None, per_node=(), n_nodes=T,
+        groupdp_sigma=T / eps, fingerprint=fp, theorem=theorem, applicable=applicable, notes=tuple(notes),
+        details=details or {},
+    )
+
+
+def group_dp(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    """GroupDP: sigma_max = T / epsilon (the whole chain is one group)."""
+    eps = check_positive_finite(epsilon, "epsilon", "group_dp")
+    lip = check_positive_finite(lipschitz, "lipschitz", "group_dp")
+    T = chain_class.length
+    return _result("groupdp", eps, lip, T / eps, T, chain_class.fingerprint,
+                   "group differential privacy over the longest chain (T records)",
+                   details={"group_size": T})
+
+
+def plain_dp(epsilon: float, lipschitz: float = 1.0, *, n_records: int = 1) -> CalibrationResult:
+    """Plain DP for an aggregate over independent people: sigma_max = 1 / epsilon.
+
+    ``lipschitz`` must be the Lipschitz constant with respect to one person's
+    entire record (all of their trace); people are assumed independent.
+    """
+    eps = check_positive_finite(epsilon, "epsilon", "plain_dp")
+    lip = check_positive_finite(lipschitz, "lipschitz", "plain_dp")
+    return _result("dp", eps, lip, 1.0 / eps, int(n_records), "independent-people",
+                   "Laplace mechanism (Dwork et al. 2006), independent records",
+                   notes=("valid only if people are independent and L is per whole person",))
+
+
+def gk16_gamma(P) -> float:
+    """gamma of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
+    P = np.asarray(P, dtype=float)
+    q, p = float(P[0, 1]), float(P[1, 1])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f = [
+            (p * p + p * (1 - q)) / (p * p + q * (1 - p)),
+            (p / q) * ((1 - q) ** 2 + q * (1 - p)) / ((1 - p) * (1 - q) + p * (1 - p)),
+            ((1 - p) / (1 - q)) * ((1 - q) * q + q * p) / ((1 - p) * q + p * p),
+            ((1 - q) ** 2 + p * (1 - q)) / ((1 - q) ** 2 + q * (1 - p)),
+        ]
+    vals = []
+    for v in f:
+        v = float(v)
+        if not math.isfinite(v) or v <= 0:
+            return math.inf
+        vals.append(abs(math.log(v)) / 2.0)
+    return max(vals)
+
+
+def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1)."""
+    from scipy.linalg import solve_banded
+
+    eps = check_positive_finite(epsilon, "epsilon", "gk16")
+    lip = check_positive_finite(lipschitz, "lipschitz", "gk16")
+    T = chain_class.length
+    fp = chain_class.fingerprint
+    theorem = "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)"
+    if chain_class.k != 2:
+        return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False,
+                       notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))
+    gamma = max(gk16_gamma(m.transition) for m in chain_class.members)
+    norm = 2.0 * gamma * math.cos(math.pi / (T + 1)) if T > 1 else 0.0
+    details = {"gamma": gamma, "spectral_norm": norm}
+    if not math.isfinite(gamma) or norm >= 1.0:
+        return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False, details=details,
+                       notes=(f"GK16 does not apply: the spectral norm of its influence matrix is {norm:.6g} >= 1",))
+    # rowsum((I - Gamma)^{-1}) = (I - Gamma)^{-1} 1 (Gamma symmetric), a tridiagonal solve.
+    ab = np.zeros((3, T))
+    ab[0, 1:] = -gamma
+    ab[1, :] = 1.0
+    ab[2, :-1] = -gamma
+    rows = solve_banded((1, 1), ab, np.ones(T)) if T > 1 else np.ones(1)
+    factor = float(np.max(2.0 * rows))
+    details.update({"epsilon_dp": eps / factor, "max_row_factor": factor})
+    return _result("gk16", eps, lip, factor / eps, T, fp, theorem, details=details)

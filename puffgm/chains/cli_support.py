@@ -1,0 +1,44 @@
+"""Support for ``puffgm calibrate CHAIN.json``: calibrate chain specs by name of method."""
+
+from __future__ import annotations
+
+from ..exceptions import ParameterError, PriorError
+from .approx import MQMApprox
+from .baselines import gk16, group_dp
+from .exact import MQMExact
+from .priors import ChainPriorClass
+from .spec import load_chain_spec
+
+__all__ = ["calibrate_chain_specs", "METHODS"]
+
+METHODS = ("exact", "approx", "groupdp", "gk16")
+
+
+def calibrate_chain_specs(paths: list[str], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
+                          paper_convention: bool = False):
+    """Calibrate the chain class formed by one or more JSON chain specs.
+
+    Several paths form one class Theta (their members are pooled; they must
+    share the length and the states).  ``method`` is ``"exact"`` (MQMExact),
+    ``"approx"`` (MQMApprox), ``"groupdp"`` or ``"gk16"``; nodes are named
+    X1..XT.  ``paper_convention`` (exact only) counts left-end states of
+    probability zero as the paper's running example does.
+    """
+    if method not in METHODS:
+        raise ParameterError(f"The 'method' parameter must be one of {list(METHODS)}. Got {method!r} instead.")
+    if isinstance(paths, str):
+        paths = [paths]
+    if not paths:
+        raise PriorError("No chain spec given.")
+    classes = [load_chain_spec(p) for p in paths]
+    members = [m for c in classes for m in c.members]
+    cc = classes[0] if len(classes) == 1 else ChainPriorClass(members)
+    if paper_convention and method != "exact":
+        raise ParameterError("The paper convention applies only to the 'exact' method.")
+    if method == "exact":
+        return MQMExact(cc, paper_convention=paper_convention).calibrate(epsilon, lipschitz)
+    if method == "approx":
+        return MQMApprox(cc).calibrate(epsilon, lipschitz)
+    if method == "groupdp":
+        return group_dp(cc, epsilon, lipschitz)
+    return gk16(cc, epsilon, lipschitz)

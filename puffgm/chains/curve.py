@@ -1,0 +1,146 @@
+"""The a(b) influence curve of a chain class.
+
+a(b) = max over nodes X_i of min over quilts X_Q of X_i with card(X_N) <= b of
+e_Theta(X_Q | X_i), over the Lemma 4.6 family ({X_{i-a}, X_{i+b}}, {X_{i-a}},
+{X_{i+b}}) plus the trivial quilt (card(X_N) = T, influence 0).  The curve is
+non-increasing in b and a(b) = 0 for b >= T.
+
+With a stationary start and T > 2 max_b + 1 the influences depend only on the
+quilt offsets, and the middle node is the worst node for every budget b (the
+exact analogue of Lemma C.9: an interior quilt shifted to a node near an end,
+with the end that falls off the chain dropped, keeps card(X_N) and does not
+increase the influence), so the cost depends on max_b and k, not on T.  The
+minimum over two-sided quilts of budget b is attained with a + b' - 1 = b (the
+influence is non-increasing in both offsets), and each anti-diagonal is
+searched best-first with the one-sided influences as lower bounds.  Other
+classes are computed node by node (cost grows with T).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..exceptions import ParameterError
+from .exact import _Search
+from .priors import ChainPriorClass, node_name
+
+__all__ = ["chain_influence_curve"]
+
+_WORK_LIMIT = 3e8
+
+
+def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_convention: bool = False):
+    """Return (b, a, witnesses) for b = 1..max_b.
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass
+    max_b : int
+        Largest budget card(X_N).
+
+    Returns
+    -------
+    b : ndarray of int
+    a : ndarray of float
+        a[b-1] (``inf`` when no quilt of that size has finite influence).
+    witnesses : list of (node name, quilt tuple)
+    """
+    if not isinstance(chain_class, ChainPriorClass):
+        raise ParameterError(f"chain_influence_curve needs a ChainPriorClass; got {type(chain_class).__name__}.")
+    B = check_positive_int(max_b, "max_b", "chain_influence_curve")
+    T = chain_class.length
+    bs = np.arange(1, B + 1)
+    a = np.full(B, math.inf)
+    wit: list = [None] * B
+    Bq = min(B, T - 1)  # budgets below T need quilts; b >= T uses the trivial quilt
+    search = _Search(chain_class, 1.0, paper_convention)
+    if Bq >= 1:
+        search.ensure(Bq)
+        if chain_class.initial_kinds == {"stationary"} and T > 2 * Bq + 1:
+            _stationary_curve(search, T, Bq, a, wit)
+        else:
+            work = T * Bq * Bq * chain_class.k ** 2
+            if work > _WORK_LIMIT:
+                raise ParameterError(
+                    f"The influence curve of this chain class needs a node-by-node search (T={T}, max_b={B}); "
+                    "reduce max_b or T, or use a stationary start."
+                )
+            _nodewise_curve(search, T, Bq, a, wit)
+    for c in range(T, B + 1):
+        a[c - 1] = 0.0
+        wit[c - 1] = (node_name(1), ())
+    # enforce the definition's monotonicity exactly (a larger budget allows every smaller quilt)
+    for c in range(1, B):
+        if a[c] > a[c - 1]:
+            a[c], wit[c] = a[c - 1], wit[c - 1]
+    return bs, a, wit
+
+
+def _stationary_curve(search: _Search, T: int, Bq: int, a, wit):
+    mid = (T + 1) // 2
+    Gs, Bs, DL, DR = search.node_tables(mid, Bq, Bq)
+    best, best_w = math.inf, None
+    for c in range(1, Bq + 1):
+        # two-sided quilts with a + b' - 1 = c: a = 1..c, b' = c + 1 - a
+        aa = np.arange(1, c + 1)
+        bb = c + 1 - aa
+        lb = np.maximum(DL[aa - 1], DR[bb - 1])
+        order = np.argsort(lb, kind="stable")
+        lbs = lb[order]
+        pos, batch = 0, 32
+        while pos < order.size and lbs[pos] < best:
+            idx = order[pos : pos + batch]
+            ai, bi = aa[idx] - 1, bb[idx] - 1
+            d2 = np.full(idx.size, -math.inf)
+            for G, Bm in zip(Gs, Bs):
+                d2 = np.maximum(d2, (G[ai] + Bm[bi]).max(axis=(1, 2)))
+            d2 = np.maximum(d2, 0.0)
+            j = int(np.argmin(d2))
+            if d2[j] < best:
+                best = float(d2[j])
+                best_w = (node_name(mid), (node_name(mid - ai[j] - 1), node_name(mid + bi[j] + 1)))
+            pos += batch
+            batch *= 2
+        a[c - 1] = best
+        wit[c - 1] = best_w
+
+
+def _nodewise_curve(search: _Search, T: int, Bq: int, a, wit):
+    worst = np.full(Bq, -math.inf)
+    worst_w: list = [None] * Bq
+    for i in range(1, T + 1):
+        amax, bmax = min(i - 1, Bq), min(T - i, Bq)
+        Gs, Bs, DL, DR = search.node_tables(i, amax, bmax)
+        h = np.full(Bq, math.inf)
+        hw: list = [None] * Bq
+
+        def offer(card, val, w):
+            if card <= Bq and val < h[card - 1]:
+                h[card - 1] = val
+                hw[card - 1] = w
+
+        for j in range(amax):
+            offer(T - i + j + 1, DL[j], (node_name(i), (node_name(i - j - 1),)))
+        for j in range(bmax):
+            offer(i + j, DR[j], (node_name(i), (node_name(i + j + 1),)))
+        if amax and bmax:
+            D2 = np.full((amax, bmax), -math.inf)
+            for G, Bm in zip(Gs, Bs):
+                D2 = np.maximum(D2, (G[:, None] + Bm[None, :]).max(axis=(2, 3)))
+            D2 = np.maximum(D2, 0.0)
+            for ai in range(amax):
+                for bi in range(min(bmax, Bq - ai)):
+                    offer(ai + bi + 1, D2[ai, bi], (node_name(i), (node_name(i - ai - 1), node_name(i + bi + 1))))
+        # min over quilts with card <= c: running minimum
+        for c in range(1, Bq):
+            if h[c - 1] <= h[c]:
+                h[c], hw[c] = h[c - 1], hw[c - 1]
+        for c in range(Bq):
+            if h[c] > worst[c]:
+                worst[c] = h[c]
+                worst_w[c] = hw[c] if hw[c] is not None else (node_name(i), None)
+    a[:Bq] = worst
+    wit[:Bq] = worst_w

@@ -1,0 +1,85 @@
+"""`puffgm calibrate` for networks: JSON fields, human summary, and one test per bad input."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from puffgm.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_json_fields(capsys):
+    code, out, err = run(capsys, "calibrate", "example:asia", "--epsilon", "2", "--lipschitz", "3", "--json")
+    assert code == 0 and err == ""
+    d = json.loads(out)
+    for key in ("epsilon", "lipschitz", "method", "sigma_max", "scale", "groupdp_sigma", "worst_node", "quilt"):
+        assert key in d
+    assert d["scale"] == pytest.approx(3 * d["sigma_max"])
+    assert d["method"] == "exact" and d["epsilon"] == 2.0
+    assert set(d["quilt"]) >= {"node", "quilt", "nearby", "max_influence"}
+    assert d["quilt"]["node"] == d["worst_node"]
+    assert "per_node" not in d
+
+
+def test_per_node_and_summary(capsys):
+    code, out, _ = run(capsys, "calibrate", "example:asia", "--epsilon", "2", "--json", "--per-node")
+    assert code == 0 and len(json.loads(out)["per_node"]) == 8
+    code, out, _ = run(capsys, "calibrate", "example:asia", "--epsilon", "2")
+    assert code == 0 and "worst node" in out and "Laplace scale" in out
+
+
+def test_protect_and_theta(capsys, tmp_path):
+    code, out, _ = run(capsys, "calibrate", "example:asia", "example:asia", "--epsilon", "1",
+                       "--protect", "smoke", "--json", "--per-node")
+    d = json.loads(out)
+    assert code == 0 and [q["node"] for q in d["per_node"]] == ["smoke"]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["calibrate", "missing.bif", "--epsilon", "1"], "There is no network file 'missing.bif'."),
+    (["calibrate", "example:asia", "--epsilon", "0"], "'epsilon' parameter of puffgm calibrate must be a finite number > 0"),
+    (["calibrate", "example:asia", "--epsilon", "inf"], "must be a finite number > 0. Got inf"),
+    (["calibrate", "example:asia", "--epsilon", "abc"], "'abc' is not a number"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--lipschitz", "-2"], "'lipschitz' parameter"),
+    (["calibrate", "example:asia", "example:cancer", "--epsilon", "1"], "does not share the graph"),
+    (["calibrate", "example:nosuch", "--epsilon", "1"], "no bundled network named 'nosuch'"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--method", "approx"], "applies to Markov-chain specs"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--protect", "nosuch"], "protected node 'nosuch' is not a node"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--max-quilt-states", "0"], "'max-quilt-states' parameter"),
+    (["calibrate", "example:asia"], "the following arguments are required: --epsilon"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message):
+    proc = subprocess.run([sys.executable, "-m", "puffgm", *argv], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("puffgm: error: ")
+    assert message in lines[0]
+
+
+def test_unparseable_file(tmp_path, capsys):
+    bad = tmp_path / "net.bif"
+    bad.write_text("network x { } variable A { type discrete [ 2 ] { a, b }; } probability ( A ) { table 0.5, 0.6; }")
+    code, out, err = run(capsys, "calibrate", str(bad), "--epsilon", "1")
+    assert code == 2 and "off 1 by more than 1e-06" in err and len(err.strip().splitlines()) == 1
+
+
+def test_help_does_not_import_pgmpy():
+    code = ("import sys; from puffgm.cli import build_parser; build_parser(); "
+            "print('pgmpy' in sys.modules, 'opendp' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False False"
+
+
+def test_bundled_network_calibration_does_not_need_pgmpy():
+    code = ("import sys; from puffgm.calibration import calibrate; calibrate('example:asia', 1.0); "
+            "print('pgmpy' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.stdout.strip() == "False"

@@ -1,0 +1,112 @@
+"""Theorem 7 accounting (Bai et al.) in the PrivacyAccountant, next to the lead's MQM accounting."""
+
+import pytest
+
+from puffgm.accounting import THEOREM_7, THEOREM_MQM, PrivacyAccountant
+from puffgm.curves import curve_from_points, influence_curve
+from puffgm.exceptions import BudgetError, CompositionError
+from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishLaplace, PufferfishTopK
+from puffgm.noise import NoiseSource, SeededNoise
+
+CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
+
+
+class CountingNoise(NoiseSource):
+    """Seeded noise that counts draws (to prove nothing is drawn on refusal)."""
+
+    secure = False
+    description = "counting test noise"
+
+    def __init__(self):
+        self.inner = SeededNoise(0)
+        self.draws = 0
+
+    def laplace(self, values, scale):
+        self.draws += 1
+        return self.inner.laplace(values, scale)
+
+    def gumbel_argmax(self, scores, scale):
+        self.draws += 1
+        return self.inner.gumbel_argmax(scores, scale)
+
+
+def test_theorem7_total_and_report():
+    acc = PrivacyAccountant()
+    rels = [PufferfishLaplace(CURVE, 1.0).release(3.0, random_state=0, accountant=acc),
+            PufferfishExponential(CURVE, 2.0).release([1, 2, 3], random_state=0, accountant=acc),
+            PufferfishTopK(CURVE, 0.5, k=2).release([1, 2, 3], random_state=0, accountant=acc)]
+    pts = [(r.epsilon_puffer, r.a) for r in rels]
+    expected = max(a for _, a in pts) + sum(e - a for e, a in pts)
+    assert acc.total == pytest.approx(expected)
+    assert acc.total < sum(e for e, _ in pts) or all(a == 0 for _, a in pts)
+    rep = acc.report()
+    assert rep.theorem == THEOREM_7 and "Theorem 7" in rep.explain() and rep.n_releases == 3
+    assert [e.kind for e in rep.entries] == ["dp"] * 3 and rep.entries[0].a == rels[0].a
+
+
+def test_budget_refusal_draws_no_noise():
+    acc = PrivacyAccountant(budget=2.0)
+    noise = CountingNoise()
+    PufferfishLaplace(CURVE, 1.5).release(1.0, random_state=noise, accountant=acc)
+    assert noise.draws == 1
+    before = acc.total
+    with pytest.raises(BudgetError, match="nothing was released"):
+        PufferfishExponential(CURVE, 1.5).release([1, 2], random_state=noise, accountant=acc)
+    assert noise.draws == 1 and acc.total == before and len(acc.entries) == 1
+
+
+def test_bare_pufferfish_release_is_refused_with_reason():
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class Bare:
+        value: float
+        epsilon: float
+        mechanism: str = "Wasserstein mechanism"
+        secure: bool = True
+
+    acc = PrivacyAccountant(budget=5.0)
+    with pytest.raises(CompositionError, match="section 4"):
+        acc.record(Bare(1.0, 0.5))
+    with pytest.raises(CompositionError, match="Wasserstein mechanism"):
+        acc.refuse(mechanism="Wasserstein mechanism")
+    assert acc.entries == ()
+
+
+def test_different_curves_and_mixing_with_mqm_refused():
+    from puffgm.calibration import calibrate
+    from puffgm.mechanisms.laplace import release_laplace
+
+    other = curve_from_points({1: 2.0}, n_entries=30, fingerprint="other")
+    acc = PrivacyAccountant()
+    PufferfishLaplace(CURVE, 1.0).release(1.0, random_state=0, accountant=acc)
+    with pytest.raises(CompositionError, match="different prior classes"):
+        PufferfishLaplace(other, 1.0).release(1.0, random_state=0, accountant=acc)
+    cal = calibrate("example:cancer", 1.0)
+    with pytest.raises(CompositionError):
+        release_laplace(1.0, cal, accountant=acc, random_state=0)
+    assert len(acc.entries) == 1
+    # and the lead's MQM path is untouched on a fresh accountant
+    acc2 = PrivacyAccountant(budget=2.0)
+    release_laplace(1.0, cal, accountant=acc2, random_state=0)
+    release_laplace(2.0, cal, accountant=acc2, random_state=1)
+    assert acc2.total == pytest.approx(2.0) and acc2.report().theorem == THEOREM_MQM
+    with pytest.raises(CompositionError):
+        PufferfishLaplace(CURVE, 0.5).release(1.0, random_state=0, accountant=acc2)
+
+
+def test_check_dp_validates_the_point():
+    acc = PrivacyAccountant()
+    with pytest.raises(CompositionError, match="a < epsilon_puffer"):
+        acc.check_dp(epsilon_puffer=1.0, a=1.0, b=2, curve_key="k")
+    with pytest.raises(CompositionError, match="integer >= 1"):
+        acc.check_dp(epsilon_puffer=1.0, a=0.5, b=0, curve_key="k")
+    assert acc.check_dp(epsilon_puffer=1.0, a=0.5, b=2, curve_key="k") == pytest.approx(1.0)
+
+
+def test_real_network_curve_composes():
+    c = influence_curve("example:cancer")
+    acc = PrivacyAccountant(budget=3.0)
+    PufferfishLaplace(c, 1.0).release(10.0, random_state=0, accountant=acc)
+    PufferfishTopK(c, 1.5, k=2).release([4, 1, 3], random_state=0, accountant=acc)
+    assert acc.total <= 2.5 + 1e-12
