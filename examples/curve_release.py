@@ -53,6 +53,6 @@ print(acc.report().explain())
 for e in acc.report().entries:
     print(f"  {e.label}: epsilon_puffer {e.epsilon:g} at curve point a={e.a:.4g}, b={e.b} (epsilon_DP {e.epsilon_dp:.4g})")
 try:
-    PufferfishLaplace(chain, epsilon_puffer=2.0).release(counts[1], accountant=acc)
+    PufferfishLaplace(chain, epsilon_puffer=3.0).release(counts[1], accountant=acc)
 except Exception as exc:  # BudgetError: nothing released
     print(f"third release refused: {exc}")

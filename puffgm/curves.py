@@ -115,10 +115,14 @@ class InfluenceCurve:
             raise ParameterError("An influence curve's a values must be numbers >= 0 (inf allowed), not NaN.")
         # Definition 7: a(b) is an upper bound of an infimum over |H| <= b, hence
         # non-increasing; enforce it (a larger b may always use a smaller split).
-        a = tuple(np.minimum.accumulate(np.asarray(a)).tolist())
-        wit = tuple(self.witnesses) if self.witnesses is not None else (None,) * len(b)
+        wit = list(self.witnesses) if self.witnesses is not None else [None] * len(b)
         if len(wit) != len(b):
             raise ParameterError("An influence curve needs one witness (or None) per point.")
+        a = list(a)
+        for k in range(1, len(a)):
+            if a[k] > a[k - 1]:
+                a[k], wit[k] = a[k - 1], wit[k - 1]
+        a, wit = tuple(a), tuple(wit)
         n = int(self.n_entries)
         if n < 1:
             raise ParameterError(f"An influence curve needs n_entries >= 1. Got {self.n_entries!r} instead.")

@@ -374,3 +374,15 @@ def test_network_prior_and_prior_class_duck_types():
     ref = Instantiation([t1, t2], inst.pairs, nodes=["A", "B"], states=states)
     q = np.arange(6.0).reshape(2, 3)
     assert audit_laplace(inst, q, 1.0).loss == pytest.approx(audit_laplace(ref, q, 1.0).loss, rel=1e-13)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import puffgm.framework.adversaries as adv
+    import puffgm.framework.audit as aud
+    import puffgm.framework.instantiation as ins
+    import puffgm.framework.wasserstein as was
+
+    for mod in (adv, aud, ins, was):
+        assert doctest.testmod(mod).failed == 0

@@ -40,7 +40,7 @@ def max_divergence(log_p, log_q) -> float:
     The example of Song et al. section 2.3:
 
     >>> import numpy as np
-    >>> round(max_divergence(np.log([1/3, 1/2, 1/6]), np.log([1/2, 1/4, 1/4])) - np.log(2), 12)
+    >>> round(max_divergence(np.log([1/3, 1/2, 1/6]), np.log([1/2, 1/4, 1/4])) - float(np.log(2)), 12)
     0.0
     """
     lp, lq = np.asarray(log_p, dtype=float).ravel(), np.asarray(log_q, dtype=float).ravel()
