@@ -1,3 +1,51 @@
-"""puffgm: Pufferfish privacy for correlated data with graphical-model priors."""
+"""puffgm: Pufferfish privacy for correlated data with graphical-model priors.
+
+The package mirrors the data flow, one stage per module::
+
+    priors -> quilts -> influence -> calibration -> curves -> translation
+           -> mechanisms -> accounting          (chains: puffgm.chains; audits: puffgm.framework)
+
+The most used names are available here and imported on first use, so
+``import puffgm`` stays fast and never imports pgmpy:
+
+>>> import puffgm
+>>> res = puffgm.calibrate("example:asia", epsilon=4.0)
+>>> round(res.sigma_max, 4)
+1.7873
+"""
+
+from importlib import import_module
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "load_prior_class": "puffgm.priors",
+    "PriorClass": "puffgm.priors",
+    "NetworkPrior": "puffgm.priors",
+    "SecretSpec": "puffgm.secrets",
+    "calibrate": "puffgm.calibration",
+    "evaluate_quilts": "puffgm.calibration",
+    "InfluenceEngine": "puffgm.influence",
+    "influence_curve": "puffgm.curves",
+    "InfluenceCurve": "puffgm.curves",
+    "translate": "puffgm.translation",
+    "release_laplace": "puffgm.mechanisms.laplace",
+    "MarkovQuiltLaplace": "puffgm.mechanisms.laplace",
+    "PrivacyAccountant": "puffgm.accounting",
+    "CalibrationResult": "puffgm.results",
+}
+
+__all__ = sorted(_LAZY) + ["__version__"]
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'puffgm' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

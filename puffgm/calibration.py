@@ -32,7 +32,7 @@ from typing import Iterable
 from ._validation import check_positive_finite, check_positive_int
 from .exceptions import ParameterError
 from .influence import InfluenceEngine
-from .priors import PriorClass, load_prior_class
+from .priors import load_prior_class
 from .quilts import (
     DEFAULT_MAX_QUILT_STATES,
     MarkovQuilt,

@@ -13,7 +13,23 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping
 
-__all__ = ["QuiltChoice", "CalibrationResult", "json_float"]
+import numpy as np
+
+__all__ = ["QuiltChoice", "CalibrationResult", "json_float", "freeze_record"]
+
+
+def freeze_record(record) -> None:
+    """In a frozen dataclass's ``__post_init__``: make ``value`` and ``details`` read-only.
+
+    A numpy ``value`` is copied and marked non-writable; ``details`` becomes a
+    read-only mapping.  Shared by every release record.
+    """
+    v = getattr(record, "value", None)
+    if isinstance(v, np.ndarray):
+        v = v.copy()
+        v.setflags(write=False)
+        object.__setattr__(record, "value", v)
+    object.__setattr__(record, "details", MappingProxyType(dict(record.details)))
 
 
 def json_float(x: float):

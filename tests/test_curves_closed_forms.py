@@ -149,3 +149,26 @@ def test_gaussian_network_curve_matches_joint_gaussian():
 def test_gp_covariance_kernel():
     S = gp_covariance(4, 2.0)
     assert S[0, 2] == pytest.approx(math.exp(-4 / 2.0))
+
+
+def test_safe_gaussian_curve_never_drops_below_the_certified_bound():
+    """For b >= 2 only the full-conditioning range is certified (lead's review of Theorem 9)."""
+    import numpy as np
+
+    from puffgm.closed_forms import gaussian_region_curve, gaussian_region_influence, gp_covariance
+
+    n = 6
+    cov = gp_covariance(n, 1.0)
+    lo, hi = -2.0 * np.ones(n), 2.0 * np.ones(n)
+    safe = gaussian_region_curve(cov, lo, hi, 0.25)
+    th9 = gaussian_region_curve(cov, lo, hi, 0.25, value="theorem9")
+    certified = max(
+        gaussian_region_influence(cov, lo, hi, 0.25, i, [j for j in range(n) if j != i])["range"] for i in range(n)
+    )
+    a_safe = [p[1] for p in safe.points] if hasattr(safe, "points") else list(safe.a)
+    a_th9 = [p[1] for p in th9.points] if hasattr(th9, "points") else list(th9.a)
+    for b in range(1, n):
+        assert a_safe[b - 1] >= certified - 1e-12
+        assert a_safe[b - 1] >= a_th9[b - 1] - 1e-12
+    assert a_safe[n - 1] == 0.0
+    assert any("not certified" in note or "uncertified" in note for note in th9.notes)

@@ -1,6 +1,5 @@
 """Wasserstein mechanism (Song et al. section 3) and close adversaries (Theorem 2.4)."""
 
-import itertools
 import math
 
 import numpy as np
@@ -8,7 +7,7 @@ import pytest
 from scipy.optimize import linprog
 
 from puffgm.exceptions import ParameterError
-from puffgm.framework import Instantiation, Secret, audit_finite, audit_laplace
+from puffgm.framework import Instantiation, audit_finite
 from puffgm.framework.adversaries import close_adversary, max_divergence, section_2_3_example
 from puffgm.framework.cautionary import flu_clique
 from puffgm.framework.wasserstein import (

@@ -1,6 +1,5 @@
 """Theorem 6 translation (Bai et al.) and its reduction to MQM on Markov chains (section 6.2)."""
 
-import math
 
 import numpy as np
 import pytest

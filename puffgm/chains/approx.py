@@ -204,19 +204,45 @@ class MQMApprox:
             if s[j] < best[0]:
                 best = (float(s[j]), "right", 0, int(b[j]), float(self.bound_right(b[j])), int(card[j]))
         if amax > 0 and bmax > 0:
-            pa = 2.0 * self.phi(np.arange(1, amax + 1))
-            pb = self.phi(np.arange(1, bmax + 1))
-            ia = np.flatnonzero(np.isfinite(pa) & (pa < eps))
-            ib = np.flatnonzero(np.isfinite(pb) & (pb < eps))
-            if ia.size and ib.size:
-                A = ia[:, None] + 1
-                B = ib[None, :] + 1
-                card = A + B - 1
-                infl = pa[ia][:, None] + pb[ib][None, :]
-                s = np.where(card <= l, score(card, infl), math.inf)
-                j = np.unravel_index(int(np.argmin(s)), s.shape)
-                if s[j] < best[0]:
-                    best = (float(s[j]), "two", int(A[j[0], 0]), int(B[0, j[1]]), float(infl[j]), int(card[j]))
+            best = self._two_sided(amax, bmax, l, eps, best)
+        return best
+
+    def _two_sided(self, amax, bmax, l, eps, best):
+        """min over a + b - 1 <= l of (a+b-1) / (eps - 2 phi(a) - phi(b)).
+
+        phi is convex and decreasing, so for a fixed s = a + b the influence
+        h(a) = 2 phi(a) + phi(s - a) is convex in a: its integer minimum is
+        found by a bisection on the sign of h(a+1) - h(a), for every s at once
+        (cost O(l log l) instead of O(l^2)).
+        """
+        lo_t = max(1, int(math.ceil(self.t0)))
+        s = np.arange(2 * lo_t, min(amax + bmax, l + 1) + 1)
+        if s.size == 0:
+            return best
+        lo = np.maximum(lo_t, s - bmax)
+        hi = np.minimum(amax, s - lo_t)
+        ok = lo <= hi
+        s, lo, hi = s[ok], lo[ok], hi[ok]
+        if s.size == 0:
+            return best
+
+        def h(a):
+            return 2.0 * self.phi(a) + self.phi(s - a)
+
+        L, H = lo.copy(), hi.copy()
+        while np.any(L < H):
+            mid = (L + H) // 2
+            inc = h(mid + 1) - h(mid) >= 0  # minimum at or left of mid
+            act = L < H
+            H = np.where(act & inc, mid, H)
+            L = np.where(act & ~inc, mid + 1, L)
+        infl = h(L)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            sc = np.where(infl < eps, (s - 1) / (eps - infl), math.inf)
+        j = int(np.argmin(sc))
+        if sc[j] < best[0]:
+            a, b = int(L[j]), int(s[j] - L[j])
+            best = (float(sc[j]), "two", a, b, float(infl[j]), int(s[j] - 1))
         return best
 
     def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:

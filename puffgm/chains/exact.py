@@ -167,13 +167,15 @@ class _Member:
             self.mu.append(self.mu[-1] @ self.P)
         return self.mu[i - 1]
 
-    def node(self, i: int):
-        """(valid secret values V, C[x, x'], support function a -> mask of X_{i-a})."""
+    def node(self, i: int, amax: int):
+        """(valid secret values V, C[x, x'], supports (amax, k) of X_{i-a} for a = 1..amax, or None if all full)."""
         k = self.k
         if self.kind == "stationary":
             V = self.pi_support
             C = self.logpi[None, :] - self.logpi[:, None]
-            return V, C, (lambda a: self.pi_support)
+            C = np.where(V[:, None] & V[None, :], C, 0.0)
+            full = bool(V.all())
+            return V, C, None if full else np.broadcast_to(V, (amax, k))
         if self.kind == "vector":
             mu = self.marginal(i)
             V = mu > 0
@@ -181,12 +183,32 @@ class _Member:
             with np.errstate(invalid="ignore"):
                 C = lm[None, :] - lm[:, None]
             C = np.where(V[:, None] & V[None, :], C, 0.0)  # invalid pairs are masked later
-            return V, C, (lambda a: self.marginal(i - a) > 0)
+            if amax == 0:
+                return V, C, None
+            sup = np.asarray(self.mu[i - amax - 1 : i - 1][::-1]) > 0  # mu_{i-1}, ..., mu_{i-amax}
+            return V, C, None if sup.all() else sup
         # "any": every initial distribution of the simplex (appendix C.4)
         M = self.power(i - 1)
         V = M.sum(axis=0) > 0
         C = ratio_max(self.logpows[i - 1]).T if i > 1 else np.where(np.eye(k, dtype=bool), 0.0, math.inf)
-        return V, C, (lambda a: self.power(i - a - 1).sum(axis=0) > 0)
+        C = np.where(V[:, None] & V[None, :], C, 0.0)
+        if amax == 0:
+            return V, C, None
+        sup = np.asarray([self.pows[i - a - 1].sum(axis=0) > 0 for a in range(1, amax + 1)]) if not self._any_full(
+            i - amax - 1) else None
+        return V, C, sup
+
+    def _any_full(self, j: int) -> bool:
+        """True if every state is reachable at every time >= j + 1 (P^j has no zero column)."""
+        if not hasattr(self, "_full_from"):
+            self._full_from = None
+            for t in range(1, self.k * self.k + 2):
+                if (self.power(t).sum(axis=0) > 0).all():
+                    # for t >= 1 a full P^t means P has no zero column, so every later power is full
+                    self._full_from = t
+                    break
+        f = self._full_from
+        return f is not None and (j >= f or (j == 0 and f <= 1))
 
 
 class _Search:
@@ -220,10 +242,13 @@ class _Search:
         DL = np.full(amax, _NEG)
         DR = np.full(bmax, _NEG)
         for m in self.members:
-            V, C, supp = m.node(i)
+            V, C, sup = m.node(i, amax)
             pair = V[:, None] & V[None, :]
             if amax:
-                G = np.stack([m.A(a, supp(a)) for a in range(1, amax + 1)]) + C
+                if sup is None or m.paper:
+                    G = m.A_full[1 : amax + 1] + C
+                else:
+                    G = np.stack([m.A(a, sup[a - 1]) for a in range(1, amax + 1)]) + C
                 G = np.where(pair, G, _NEG)
                 DL = np.maximum(DL, G.max(axis=(1, 2)))
             else:
@@ -405,7 +430,7 @@ class MQMExact:
             if not exact:
                 notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
         else:
-            l = min(T, 64)
+            l = min(T, 16)
             i, r, allres = run(l)
             if not (r[0] <= (l + 1) / eps or l >= T):
                 l = min(T, max(2 * l, int(math.ceil(r[0] * eps))))

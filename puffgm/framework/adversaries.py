@@ -21,7 +21,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validation import check_nonnegative_finite
 from ..exceptions import ParameterError

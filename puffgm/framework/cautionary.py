@@ -20,15 +20,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy.special import logsumexp
 
 from .._validation import check_positive_finite, check_positive_int
 from ..exceptions import AuditError, ParameterError
-from ..noise import resolve_noise
 from .audit import FiniteMechanism
 from .instantiation import Instantiation, Secret
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 

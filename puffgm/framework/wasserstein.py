@@ -23,9 +23,8 @@ values of the two cumulative distribution functions (:func:`w_inf`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 

@@ -2,6 +2,10 @@
 
 * :mod:`puffgm.mechanisms.laplace` — the Markov Quilt Mechanism's Laplace
   release (Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3).
+* :mod:`puffgm.mechanisms.pufferfish` — composable Pufferfish versions of DP
+  mechanisms calibrated from an a(b)-influence curve (Bai et al., Theorems 6
+  and 7): Laplace, the exponential mechanism, noisy top-K, and a wrapper for
+  any per-entry epsilon_DP-DP mechanism.
 
 Every mechanism draws its noise from :mod:`puffgm.noise` (OpenDP's secure,
 floating-point-safe samplers by default; a seeded generator only on request,

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Mapping
 
 import numpy as np
 
 from ..exceptions import NotApplicableError, ParameterError
 from ..noise import resolve_noise
-from ..results import CalibrationResult
+from ..results import CalibrationResult, freeze_record
 
 __all__ = ["Release", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
 
@@ -61,12 +60,7 @@ class Release:
     details: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        v = self.value
-        if isinstance(v, np.ndarray):
-            v = v.copy()
-            v.setflags(write=False)
-            object.__setattr__(self, "value", v)
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)
 
     def explain(self) -> str:
         s = (

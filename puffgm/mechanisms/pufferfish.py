@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import numpy as np
+
+from ..results import freeze_record
 
 from .._validation import check_positive_finite, check_positive_int
 from ..exceptions import ParameterError
@@ -98,12 +99,7 @@ class PufferfishRelease:
     details: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        v = self.value
-        if isinstance(v, np.ndarray):
-            v = v.copy()
-            v.setflags(write=False)
-            object.__setattr__(self, "value", v)
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)
 
     @property
     def epsilon(self) -> float:
