@@ -16,6 +16,13 @@ epsilon compose to K * epsilon (Theorem 4.4), which
 Group differential privacy, the baseline, treats every connected component
 of the DAG as one group: noise L * (size of the largest component) / epsilon.
 
+For a finite class Theta, puffgm takes sigma_max = max over theta of each
+theta's own optimum, each node with an active quilt per theta.  Pufferfish
+privacy is a condition for each theta separately, and the proofs of Theorems
+4.3 and 4.4 (appendix C.1) fix theta first and use only theta's conditionals,
+so this is valid; it is never above min over quilts of the score with the
+sup-over-Theta influence of Definition 4.1, and equal to it for one prior.
+
 The quilt search is described in :mod:`puffgm.quilts`: exhaustive on small
 networks (so sigma_max is optimal over all quilts), a structured family
 bounded by ``max_quilt_states`` on larger ones.  Within a node the candidates
@@ -27,12 +34,13 @@ epsilon), so the pruning never changes the result.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Iterable
 
 from ._validation import check_positive_finite, check_positive_int
 from .exceptions import ParameterError
 from .influence import InfluenceEngine
-from .priors import load_prior_class
+from .priors import PriorClass, load_prior_class
 from .quilts import (
     DEFAULT_MAX_QUILT_STATES,
     MarkovQuilt,
@@ -231,6 +239,28 @@ def evaluate_quilts(prior, node, *, epsilon=None, secrets=None, max_quilt_states
     return [search.choice(c, epsilon) for c in search.candidates(node)]
 
 
+def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int) -> dict:
+    """Active quilt of every node under one prior (refining the worst on large networks)."""
+    best = {n: search.best(n, epsilon) for n in nodes}
+    if not search.exhaustive:
+        # sigma_max is set by the worst node: refine the worst until the worst is refined
+        done = set()
+        while True:
+            node = max(nodes, key=lambda n: best[n].score)  # first of the maxima, in node order
+            if node in done:
+                break
+            done.add(node)
+            refined.append((prior_index, node) if prior_index else node)
+            best[node] = search.refine(node, epsilon, best[node])
+    out = {}
+    for n, c in best.items():
+        w = c.witness
+        if w is not None and prior_index:
+            c = replace(c, witness=(prior_index,) + tuple(w[1:]))
+        out[n] = c
+    return out
+
+
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
               exhaustive=None) -> CalibrationResult:
@@ -273,20 +303,23 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         secrets = SecretSpec(protected=protected)
     secrets = secrets or SecretSpec()
     pc = load_prior_class(prior)
-    search = QuiltSearch(pc, secrets, max_quilt_states, exhaustive)
     nodes = secrets.protected_nodes(pc)
-    best = {n: search.best(n, epsilon) for n in nodes}
-    refined = []
-    if not search.exhaustive:
-        # sigma_max is set by the worst node: refine the worst until the worst is refined
-        while True:
-            node = max(nodes, key=lambda n: best[n].score)  # first of the maxima, in node order
-            if node in refined:
-                break
-            refined.append(node)
-            best[node] = search.refine(node, epsilon, best[node])
+    # Pufferfish privacy is a condition per prior, and so is the proof of Theorem 4.3:
+    # for a finite class, sigma_max = max over theta of each theta's own optimum, with an
+    # active quilt per (node, theta).  This is never above the min over quilts of the
+    # sup-over-Theta score, and equal to it for a single prior.
+    best, refined, evaluations, family, per_prior = {}, [], 0, None, []
+    for t, theta in enumerate(pc.priors):
+        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive)
+        family = search.family
+        mine = _node_optima(search, nodes, epsilon, refined, t)
+        evaluations += search.engine.evaluations
+        per_prior.append(max(c.score for c in mine.values()))
+        for n in nodes:
+            if n not in best or mine[n].score > best[n].score:  # ties keep the earlier prior
+                best[n] = mine[n]
     per_node = tuple(best[n] for n in nodes)
-    worst = max(per_node, key=lambda c: c.score)
+    worst = max(per_node, key=lambda c: c.score)  # first of the maxima, in node order
     group = pc.largest_component() / epsilon
     notes = list(pc.notes)
     if worst.score >= group * (1 - 1e-12):
@@ -304,13 +337,14 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         theorem=THEOREM,
         notes=tuple(notes),
         details={
-            "quilt_family": search.family,
+            "quilt_family": family,
             "n_priors": len(pc.priors),
+            "per_prior_sigma": tuple(per_prior),
             "protected": len(nodes),
-            "influence_evaluations": search.engine.evaluations,
+            "influence_evaluations": evaluations,
             "secrets": repr(secrets),
             "refined_nodes": tuple(refined),
             # the structured family adapts to epsilon through the refinement
-            "quilt_set": "exhaustive" if search.exhaustive else f"structured+refined@epsilon={epsilon!r}",
+            "quilt_set": "exhaustive" if family == "exhaustive" else f"structured+refined@epsilon={epsilon!r}",
         },
     )

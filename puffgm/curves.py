@@ -313,13 +313,39 @@ def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_
         from .chains.spec import load_chain_spec
 
         prior = load_chain_spec(prior)
+    # A finite class gets the pointwise max of its members' curves: Pufferfish privacy and
+    # Theorem 6 hold prior by prior, so each prior may use its own best split (never above
+    # the curve of the sup-over-Theta influence, and equal to it for one prior).
     if _is_chain_class(prior):
         if secrets is not None:
             raise ParameterError("Custom secrets are not supported on the chain road of influence_curve.")
-        return _chain_curve(prior, max_b)
-    from .priors import load_prior_class
+        if len(prior.members) > 1:
+            from .chains.priors import ChainPriorClass
 
-    return _network_curve(load_prior_class(prior), max_b, secrets, max_quilt_states, per_node)
+            return _pointwise_max([_chain_curve(ChainPriorClass([m]), max_b) for m in prior.members],
+                                  prior.fingerprint, prior.notes)
+        return _chain_curve(prior, max_b)
+    from .priors import PriorClass, load_prior_class
+
+    theta = load_prior_class(prior)
+    if len(theta.priors) > 1:
+        return _pointwise_max([_network_curve(PriorClass([p]), max_b, secrets, max_quilt_states, False)
+                               for p in theta.priors], theta.fingerprint, theta.notes)
+    return _network_curve(theta, max_b, secrets, max_quilt_states, per_node)
+
+
+def _pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
+    """a(b) = max over the members' curves, with the witness of the member attaining it."""
+    a = np.array([list(c.a) for c in curves], dtype=float)
+    top = np.argmax(a, axis=0)  # first of the maxima
+    B = a.shape[1]
+    first = curves[0]
+    details = {"per_member": tuple(tuple(c.a) for c in curves), "worst_member": tuple(int(t) for t in top),
+               "seconds": float(sum(c.details.get("seconds", 0.0) for c in curves))}
+    return InfluenceCurve(b=range(1, B + 1), a=a[top, np.arange(B)].tolist(),
+                          witnesses=tuple(curves[top[j]].witnesses[j] for j in range(B)),
+                          n_entries=first.n_entries, method=first.method, fingerprint=fingerprint,
+                          notes=tuple(notes), details=details)
 
 
 def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:

@@ -148,6 +148,11 @@ class CalibrationResult:
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "per_node", tuple(self.per_node))
 
+    def __reduce__(self):  # picklable (details is a read-only mappingproxy)
+        state = {f: getattr(self, f) for f in self.__dataclass_fields__}
+        state["details"] = dict(self.details)
+        return (_rebuild_calibration, (state,))
+
     @property
     def scale(self) -> float:
         """Laplace scale L * sigma_max for an L-Lipschitz query."""
@@ -212,3 +217,7 @@ class CalibrationResult:
 
     def __str__(self) -> str:
         return self.explain()
+
+
+def _rebuild_calibration(state: dict) -> CalibrationResult:
+    return CalibrationResult(**state)

@@ -1,7 +1,6 @@
 """chain_influence_curve: definition by brute force, monotone, T-independent for stationary chains."""
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -57,11 +56,13 @@ def test_stationary_fast_path_equals_nodewise():
     assert np.allclose(a, a2, atol=1e-12)
 
 
-def test_long_stationary_chain_curve_is_fast():
+def test_long_stationary_chain_curve_uses_the_middle_node_and_does_not_depend_on_T():
     rng = np.random.default_rng(3)
     P = rng.dirichlet(np.ones(8), size=8)
     cc = ChainPriorClass.from_matrices(P, "stationary", 10**6)
-    t = time.perf_counter()
     b, a, w = chain_influence_curve(cc, 200)
-    assert time.perf_counter() - t < 3.0
     assert np.all(np.diff(a) <= 0) and w[0][0] == "X500000"
+    # stationary start: the curve (for b well below T) does not depend on T, so its cost need not either
+    # (timings are in bench/curve_bench.py, not in tests)
+    _, a_short, _ = chain_influence_curve(ChainPriorClass.from_matrices(P, "stationary", 10**4), 200)
+    assert np.allclose(a, a_short, rtol=1e-12, atol=1e-15)

@@ -1,7 +1,6 @@
 """Chain priors: validation, fitting with gaps and smoothing, pgmpy conversion, JSON spec, CLI support."""
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -39,6 +39,16 @@ def brute_influence(priors, node, quilt, pairs=None):
 
 
 def brute_sigma(priors, epsilon, protected=None):
+    """max over theta of the exhaustive per-theta optimum (Pufferfish is a per-prior condition)."""
+    return max(_brute_sigma_one([p], epsilon, protected) for p in priors)
+
+
+def brute_sigma_sup(priors, epsilon):
+    """min over quilts with the sup-over-Theta influence (Definition 4.1 applied to the class)."""
+    return _brute_sigma_one(priors, epsilon, None)
+
+
+def _brute_sigma_one(priors, epsilon, protected=None):
     dag = PriorClass(priors).dag
     nodes = list(dag.nodes)
     sig = []
@@ -180,6 +190,7 @@ def test_weakly_correlated_networks_use_nontrivial_quilts_optimally():
         for eps in (0.3, 1.0):
             res = calibrate([net, other], eps)
             assert res.sigma_max == pytest.approx(brute_sigma([net, other], eps), rel=1e-9)
+            assert res.sigma_max <= brute_sigma_sup([net, other], eps) * (1 + 1e-12)
             nontrivial += sum(1 for c in res.per_node if c.quilt)
     assert nontrivial > 10  # the comparison exercises real quilts, not only the trivial one
 
@@ -189,7 +200,8 @@ def test_class_calibration_dominates_each_member_and_influence_is_the_max():
     net, dag = random_network(rng, n=5, zero_prob=0.1)
     other, _ = random_network(rng, dag=dag, n=5, zero_prob=0.1)
     both = calibrate([net, other], 1.0)
-    assert both.sigma_max >= max(calibrate(net, 1.0).sigma_max, calibrate(other, 1.0).sigma_max) - 1e-12
+    assert both.sigma_max == max(calibrate(net, 1.0).sigma_max, calibrate(other, 1.0).sigma_max)
+    assert both.details["per_prior_sigma"] == (calibrate(net, 1.0).sigma_max, calibrate(other, 1.0).sigma_max)
     eng_all = InfluenceEngine(PriorClass([net, other]))
     eng_a, eng_b = InfluenceEngine(PriorClass([net])), InfluenceEngine(PriorClass([other]))
     for node in net.nodes:

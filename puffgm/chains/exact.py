@@ -62,6 +62,7 @@ at a cost bounded by l.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,8 +82,9 @@ _NEG = -math.inf
 
 
 def _log(p):
-    with np.errstate(divide="ignore"):
-        return np.log(p)
+    """log with exact zeros mapped to -inf (masked ufunc: no warnings, no errstate switch)."""
+    p = np.asarray(p, dtype=float)
+    return np.log(p, out=np.full(p.shape, -math.inf), where=p > 0)
 
 
 def ratio_max(logM: np.ndarray, support=None) -> np.ndarray:
@@ -98,8 +100,8 @@ def ratio_max(logM: np.ndarray, support=None) -> np.ndarray:
     ok = np.isfinite(num)
     if support is not None:
         ok = ok & np.asarray(support, dtype=bool)[:, None, None]
-    with np.errstate(invalid="ignore"):
-        diff = np.where(np.isfinite(den), num - den, math.inf)
+    shape = np.broadcast_shapes(num.shape, den.shape)
+    diff = np.subtract(num, den, out=np.full(shape, math.inf), where=np.isfinite(den) & ok)
     diff = np.where(ok, diff, _NEG)
     return diff.max(axis=-3)
 
@@ -136,17 +138,24 @@ class _Member:
 
     # -- powers and tables up to L ------------------------------------------
     def power(self, j: int) -> np.ndarray:
-        while len(self.pows) <= j:
-            nxt = self.pows[-1] @ self.P
-            self.pows.append(nxt)
-            self.logpows.append(_log(nxt))
-        return self.pows[j]
+        P, pows = self.P, self.pows
+        while len(pows) <= j:
+            pows.append(pows[-1] @ P)
+        return pows[j]
+
+    def logpow(self, j: int) -> np.ndarray:
+        """log P^j (logs taken in one batch for every missing power)."""
+        have = len(self.logpows)
+        if have <= j:
+            self.power(j)
+            self.logpows.extend(_log(np.stack(self.pows[have : j + 1])))
+        return self.logpows[j]
 
     def ensure(self, L: int):
         have = self.B.shape[0] - 1
         if L <= have:
             return
-        self.power(L)
+        self.logpow(L)
         lp = np.stack(self.logpows[have + 1 : L + 1])
         self.A_full = np.concatenate([self.A_full, _ratio_max_chunked(lp)])
         self.B = np.concatenate([self.B, _ratio_max_chunked(np.swapaxes(lp, -1, -2))])
@@ -157,7 +166,7 @@ class _Member:
         key = (a, support.tobytes())
         t = self._A_cache.get(key)
         if t is None:
-            t = ratio_max(self.logpows[a], support)
+            t = ratio_max(self.logpow(a), support)
             self._A_cache[key] = t
         return t
 
@@ -180,9 +189,8 @@ class _Member:
             mu = self.marginal(i)
             V = mu > 0
             lm = _log(mu)
-            with np.errstate(invalid="ignore"):
-                C = lm[None, :] - lm[:, None]
-            C = np.where(V[:, None] & V[None, :], C, 0.0)  # invalid pairs are masked later
+            pair = V[:, None] & V[None, :]
+            C = np.subtract(lm[None, :], lm[:, None], out=np.zeros((k, k)), where=pair)  # invalid pairs masked later
             if amax == 0:
                 return V, C, None
             sup = np.asarray(self.mu[i - amax - 1 : i - 1][::-1]) > 0  # mu_{i-1}, ..., mu_{i-amax}
@@ -190,7 +198,12 @@ class _Member:
         # "any": every initial distribution of the simplex (appendix C.4)
         M = self.power(i - 1)
         V = M.sum(axis=0) > 0
-        C = ratio_max(self.logpows[i - 1]).T if i > 1 else np.where(np.eye(k, dtype=bool), 0.0, math.inf)
+        if i == 1:
+            C = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
+        elif i - 1 < self.A_full.shape[0]:
+            C = self.A_full[i - 1].T  # ratio_max(log P^(i-1)), already tabulated by ensure()
+        else:
+            C = ratio_max(self.logpow(i - 1)).T
         C = np.where(V[:, None] & V[None, :], C, 0.0)
         if amax == 0:
             return V, C, None
@@ -232,9 +245,9 @@ class _Search:
 
     def score(self, card, infl):
         infl = np.asarray(infl, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(infl < self.eps, np.asarray(card, dtype=float) / (self.eps - infl), math.inf)
-        return s
+        card = np.asarray(card, dtype=float)
+        shape = np.broadcast_shapes(card.shape, infl.shape)
+        return np.divide(card, self.eps - infl, out=np.full(shape, math.inf), where=infl < self.eps)
 
     def node_tables(self, i: int, amax: int, bmax: int):
         """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta."""
@@ -290,7 +303,8 @@ class _Search:
             if s[j] < best[0]:
                 best = (float(s[j]), "right", 0, int(b[j]), float(DR[j]), int(card[j]))
         if amax and bmax:
-            aa, bb = np.meshgrid(np.arange(1, amax + 1), np.arange(1, bmax + 1), indexing="ij")
+            aa = np.broadcast_to(np.arange(1, amax + 1)[:, None], (amax, bmax))
+            bb = np.broadcast_to(np.arange(1, bmax + 1)[None, :], (amax, bmax))
             card = aa + bb - 1
             lb = self.score(card, np.maximum(DL[:, None], DR[None, :]))
             lb = np.where(card <= l, lb, math.inf).ravel()
@@ -317,6 +331,12 @@ class _Search:
         return best
 
 
+@lru_cache(maxsize=8)
+def _names(T: int) -> tuple:
+    """("X1", ..., "XT"), built once per length."""
+    return tuple(node_name(j) for j in range(1, T + 1))
+
+
 def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     score, kind, a, b, infl, card = res
     if kind == "two":
@@ -331,11 +351,13 @@ def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     else:
         quilt = ()
         lo, hi = 1, T
-    nearby = tuple(node_name(j) for j in range(lo, hi + 1)) if (materialise or hi - lo < 100000) else ()
+    names = _names(T) if (materialise or hi - lo < 100000) else None
+    nearby = names[lo - 1 : hi] if names is not None else ()
     n_remote = T - (hi - lo + 1) - len(quilt)
     remote = ()
     if materialise:
-        remote = tuple(node_name(j) for j in range(1, T + 1) if (j < lo or j > hi) and node_name(j) not in quilt)
+        q = {i - a, i + b} if kind == "two" else ({i - a} if kind == "left" else ({i + b} if kind == "right" else set()))
+        remote = tuple(names[j - 1] for j in (*range(1, lo), *range(hi + 1, T + 1)) if j not in q)
     return QuiltChoice(
         node=node_name(i), quilt=quilt, nearby=nearby, remote=remote, max_influence=infl, score=score,
         n_remote=n_remote, witness=None,
@@ -384,6 +406,8 @@ class MQMExact:
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
+        if len(cc) > 1:
+            return self._calibrate_family(eps, lipschitz)
         T = cc.length
         kinds = cc.initial_kinds
         want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_LIMIT
@@ -400,7 +424,7 @@ class MQMExact:
         if want_nodes:
             strategy = "every node"
 
-        def run(l):
+        def run(l, final=False):
             search.ensure(l)
             if strategy == "every node":
                 res = [search.search(i, l) for i in range(1, T + 1)]
@@ -409,8 +433,11 @@ class MQMExact:
             if strategy.startswith("stationary"):
                 mid = (T + 1) // 2
                 r = search.search(mid, l)
-                if r[1] == "two" or r[1] == "trivial" and T <= 1:
+                if r[1] == "two" or T <= 1:
                     return mid, r, None
+                if l < T and not final:
+                    # Lemma C.9 needs a two-sided optimum: look further before searching every node
+                    return mid, (math.inf,) + tuple(r[1:]), None
                 res = [search.search(i, l) for i in range(1, T + 1)]
                 j = int(np.argmax([x[0] for x in res]))
                 return j + 1, res[j], None
@@ -425,15 +452,16 @@ class MQMExact:
 
         if self.max_length is not None:
             l = min(self.max_length, T)
-            i, r, allres = run(l)
+            i, r, allres = run(l, final=True)
             exact = r[0] <= (l + 1) / eps or l >= T
             if not exact:
                 notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
         else:
             l = min(T, 16)
             i, r, allres = run(l)
-            if not (r[0] <= (l + 1) / eps or l >= T):
-                l = min(T, max(2 * l, int(math.ceil(r[0] * eps))))
+            # double l until no longer quilt can beat the optimum (sigma_max <= (l+1)/epsilon)
+            while not (r[0] <= (l + 1) / eps or l >= T):
+                l = min(T, 2 * l)
                 i, r, allres = run(l)
             exact = True
         materialise = T <= PER_NODE_LIMIT
@@ -468,6 +496,36 @@ class MQMExact:
                 "influence_evaluations": int(search.evaluations),
                 "worst_quilt_kind": r[1],
             },
+        )
+
+
+    def _calibrate_family(self, eps: float, lipschitz: float) -> CalibrationResult:
+        """A finite family: max over members of each member's own optimum.
+
+        Pufferfish privacy is a condition per prior and the proofs of Theorems
+        4.3/4.4 fix theta first, so each member may use its own active quilts
+        (as Algorithm 3 does); an ``initial="any"`` member is itself a class and
+        keeps the sup over its initial distributions per quilt (appendix C.4).
+        """
+        cc = self.chain_class
+        results = [
+            MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
+                     per_node=self.per_node).calibrate(eps, lipschitz)
+            for m in cc.members
+        ]
+        k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
+        top = results[k]
+        per_node = ()
+        if all(r.per_node for r in results):
+            per_node = tuple(max(cs, key=lambda c: c.score) for cs in zip(*(r.per_node for r in results)))
+        notes = list(cc.notes) + [n for n in top.notes if n not in cc.notes]
+        details = dict(top.details)
+        details.update({"n_chains": len(cc), "worst_member": k, "per_member_sigma": tuple(r.sigma_max for r in results),
+                        "influence_evaluations": int(sum(r.details["influence_evaluations"] for r in results))})
+        return CalibrationResult(
+            epsilon=eps, lipschitz=lipschitz, method="exact", sigma_max=top.sigma_max, worst=top.worst,
+            per_node=per_node, n_nodes=cc.length, groupdp_sigma=top.groupdp_sigma, fingerprint=cc.fingerprint,
+            theorem=top.theorem, notes=tuple(notes), details=details,
         )
 
 
