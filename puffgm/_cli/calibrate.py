@@ -57,7 +57,7 @@ def run(args) -> str:
 
         result = calibrate_chain_specs(
             list(args.priors), epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method,
-            paper_convention=args.paper_convention,
+            paper_convention=args.paper_convention, per_node=True if args.per_node else None,
         )
     else:
         if args.method not in NETWORK_METHODS:

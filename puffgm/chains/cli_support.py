@@ -15,7 +15,7 @@ METHODS = ("exact", "approx", "groupdp", "gk16")
 
 
 def calibrate_chain_specs(paths: list[str], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
-                          paper_convention: bool = False):
+                          paper_convention: bool = False, per_node: bool | None = None):
     """Calibrate the chain class formed by one or more JSON chain specs.
 
     Several paths form one class Theta (their members are pooled; they must
@@ -36,7 +36,7 @@ def calibrate_chain_specs(paths: list[str], *, epsilon: float, lipschitz: float 
     if paper_convention and method != "exact":
         raise ParameterError("The paper convention applies only to the 'exact' method.")
     if method == "exact":
-        return MQMExact(cc, paper_convention=paper_convention).calibrate(epsilon, lipschitz)
+        return MQMExact(cc, paper_convention=paper_convention, per_node=per_node).calibrate(epsilon, lipschitz)
     if method == "approx":
         return MQMApprox(cc).calibrate(epsilon, lipschitz)
     if method == "groupdp":

@@ -78,6 +78,9 @@ THEOREM_EXACT = (
 )
 #: Above this chain length per_node and remote sets are not materialised.
 PER_NODE_LIMIT = 10000
+#: By default every node's active quilt is searched only for chains this short: the
+#: every-node search costs O(T) node searches, where the shortcuts cost O(1) or O(l).
+PER_NODE_DEFAULT_LIMIT = 200
 _NEG = -math.inf
 
 
@@ -380,7 +383,8 @@ class MQMExact:
         Count left-end states of probability zero as the paper's running
         example does (reproduces 13.0219; not the library's exact value).
     per_node : bool or None
-        Materialise every node's active quilt (default: when T <= 10000).
+        Search and report every node's active quilt (default: when T <= 200; it costs
+        one search per node, where the shortcuts search O(1) or O(l) nodes).
 
     Examples
     --------
@@ -410,7 +414,7 @@ class MQMExact:
             return self._calibrate_family(eps, lipschitz)
         T = cc.length
         kinds = cc.initial_kinds
-        want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_LIMIT
+        want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_DEFAULT_LIMIT
         search = _Search(cc, eps, self.paper_convention)
         notes = list(cc.notes)
         if self.paper_convention:
