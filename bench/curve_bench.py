@@ -5,9 +5,21 @@ Run: /tmp/venv/bin/python bench/curve_bench.py [--max-b B]   (prints JSON)
 
 import argparse
 import json
+import math
 import time
 
 import numpy as np
+
+
+def _strict(x):
+    """Strict JSON: infinite values (a(b) = inf where no quilt fits) become null."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _strict(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_strict(v) for v in x]
+    return x
 
 
 def main():
@@ -34,7 +46,7 @@ def main():
     out["chain"] = {"states": k, "length": args.length, "max_b": args.max_b,
                     "seconds": time.perf_counter() - t,
                     "points": [[b, a] for b, a in curve.points][:60] + [[curve.max_b, curve.a[-1]]]}
-    print(json.dumps(out))
+    print(json.dumps(_strict(out), allow_nan=False))
 
 
 if __name__ == "__main__":
