@@ -19,24 +19,12 @@ import time
 import numpy as np
 
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, calibrate_many
-
-
-def real_series():
-    try:
-        from pmdarima.datasets import load_taylor
-
-        return np.asarray(load_taylor(), dtype=float), "pmdarima Taylor electricity demand (half-hourly)"
-    except Exception:
-        import statsmodels.api as sm
-
-        d = sm.datasets.elnino.load_pandas().data
-        return d.drop(columns="YEAR").to_numpy(float).ravel(), "statsmodels El Nino sea-surface temperatures (monthly)"
+from puffgm.chains.data import discretise, load_real_series
 
 
 def fitted_chain(n_states=51, length=10**6, initial="stationary"):
-    x, source = real_series()
-    edges = np.linspace(x.min(), x.max(), n_states + 1)
-    s = np.clip(np.digitize(x, edges[1:-1]), 0, n_states - 1)
+    x, source = load_real_series()
+    s = discretise(x, n_states)
     cc = ChainPriorClass.fit(list(s), length=length, states=list(range(n_states)), initial=initial)
     return cc, source
 

@@ -14,24 +14,12 @@ Run: python examples/chain_histogram.py
 import numpy as np
 
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, group_dp, release_chain
-
-
-def load_series():
-    try:
-        from pmdarima.datasets import load_taylor
-
-        return np.asarray(load_taylor(), dtype=float), "Taylor electricity demand (pmdarima)"
-    except Exception:
-        import statsmodels.api as sm
-
-        d = sm.datasets.elnino.load_pandas().data
-        return d.drop(columns="YEAR").to_numpy(float).ravel(), "El Nino sea-surface temperatures (statsmodels)"
+from puffgm.chains.data import discretise, load_real_series
 
 
 def main(k=51, epsilon=1.0, draws=20):
-    x, source = load_series()
-    edges = np.linspace(x.min(), x.max(), k + 1)
-    s = np.clip(np.digitize(x, edges[1:-1]), 0, k - 1)
+    x, source = load_real_series()
+    s = discretise(x, k)
     T = len(s)
     cc = ChainPriorClass.fit(list(s), length=T, states=list(range(k)), initial="stationary")
     hist = np.bincount(s, minlength=k) / T

@@ -136,3 +136,15 @@ def test_spec_file_errors(tmp_path):
     p.write_text("{not json")
     with pytest.raises(PriorError, match="not valid JSON"):
         load_chain_spec(p)
+
+
+def test_real_series_and_discretise():
+    import numpy as np
+
+    from puffgm.chains.data import discretise, load_real_series
+
+    x, source = load_real_series()  # pmdarima's electricity series if installed, else El Nino
+    assert len(x) > 500 and np.all(np.isfinite(x)) and source
+    s = discretise(x, 51)
+    assert s.min() == 0 and s.max() == 50 and len(s) == len(x)
+    assert list(discretise([0.0, 0.5, 1.0], 2)) == [0, 1, 1]
