@@ -342,7 +342,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "per_prior_sigma": tuple(per_prior),
             "protected": len(nodes),
             "influence_evaluations": evaluations,
-            "secrets": repr(secrets),
+            "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
+            "secrets_description": repr(secrets),
             "refined_nodes": tuple(refined),
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else f"structured+refined@epsilon={epsilon!r}",

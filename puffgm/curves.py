@@ -342,6 +342,9 @@ def _pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
     first = curves[0]
     details = {"per_member": tuple(tuple(c.a) for c in curves), "worst_member": tuple(int(t) for t in top),
                "seconds": float(sum(c.details.get("seconds", 0.0) for c in curves))}
+    for key in ("secrets", "secrets_description", "quilt_family"):  # members share nodes and secrets
+        if key in first.details:
+            details[key] = first.details[key]
     return InfluenceCurve(b=range(1, B + 1), a=a[top, np.arange(B)].tolist(),
                           witnesses=tuple(curves[top[j]].witnesses[j] for j in range(B)),
                           n_entries=first.n_entries, method=first.method, fingerprint=fingerprint,
@@ -384,7 +387,8 @@ def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> Influen
     a = table[worst, np.arange(B)]
     witnesses = tuple(wit[worst[j]][j] for j in range(B)) if n else ()
     details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices,
-               "secrets": repr(spec), "quilt_family": search.family}
+               "secrets": spec.canonical(theta), "secrets_description": repr(spec),
+               "quilt_family": search.family}
     if per_node:
         details["per_node"] = {node: tuple(table[k].tolist()) for k, node in enumerate(nodes)}
         details["per_node_witnesses"] = {node: tuple(wit[k]) for k, node in enumerate(nodes)}

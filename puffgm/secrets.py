@@ -84,6 +84,27 @@ class SecretSpec:
             return None
         return tuple(sorted(out))
 
+    def canonical(self, prior_class) -> str:
+        """A canonical identifier of the resolved secrets (protected nodes and their pairs).
+
+        Two specs that protect the same nodes with the same discriminative pairs
+        (for example ``SecretSpec()`` and ``SecretSpec(protected=<every node>)``)
+        get the same identifier; any difference in nodes or pairs changes it.
+        The accountant composes releases only within one identifier, because a
+        release calibrated for some secrets guarantees nothing for others.
+        """
+        import hashlib
+
+        parts = []
+        for n in self.protected_nodes(prior_class):
+            pairs = self.value_pairs(prior_class, n)
+            if pairs is None:
+                parts.append(f"{n}:all")
+            else:
+                st = prior_class.states[n]
+                parts.append(f"{n}:" + ",".join(f"{st[a]}/{st[b]}" for a, b in pairs))
+        return "S-" + hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+
     def key(self) -> tuple:
         """A hashable description (used to tell whether two calibrations share quilt sets)."""
         return (self._protected, tuple(sorted(self._pairs.items())))
