@@ -16,6 +16,7 @@ __all__ = [
     "CompositionError",
     "NotApplicableError",
     "AuditError",
+    "NumericalError",
 ]
 
 
@@ -53,3 +54,8 @@ class NotApplicableError(PuffgmError, ValueError):
 
 class AuditError(PuffgmError, ValueError):
     """An exact audit cannot be carried out (for example, the database is too large)."""
+
+
+class NumericalError(PuffgmError, ArithmeticError):
+    """A probability that is positive falls below the floating-point range, so an exact
+    result cannot be certified (raised instead of treating it as an impossible event)."""

@@ -271,3 +271,39 @@ def test_calibrate_many_matches_one_by_one_in_order():
         assert [r.worst.quilt for r in got] == [r.worst.quilt for r in serial]
     with pytest.raises(ParameterError, match="'method' parameter of calibrate_many"):
         calibrate_many(grid, 1.0, method="nope")
+
+
+@pytest.mark.parametrize("initial", ["any", "stationary", [0.7, 0.3, 0.0]])
+def test_quilt_nearby_and_remote_partition_the_chain_in_order(initial):
+    # every reported choice (left, right, two-sided and trivial quilts occur) splits X1..XT exactly
+    rng = np.random.default_rng(5)
+    kinds = set()
+    for T in (1, 2, 7, 30):
+        for eps in (0.2, 1.0, 4.0):
+            P = rng.dirichlet(np.ones(3), size=3)
+            r = MQMExact(chain(P, initial, T), per_node=True).calibrate(eps)
+            for c in (r.worst, *r.per_node):
+                i = int(c.node[1:])
+                q = sorted(int(v[1:]) for v in c.quilt)
+                kinds.add(("left" if q and q[0] < i else "") + ("right" if q and q[-1] > i else ""))
+                names = [f"X{j}" for j in range(1, T + 1)]
+                parts = list(c.nearby) + list(c.quilt) + list(c.remote)
+                assert sorted(parts, key=lambda v: int(v[1:])) == names
+                assert list(c.remote) == [v for v in names if v not in c.nearby and v not in c.quilt]
+                assert c.n_remote == len(c.remote) and c.node in c.nearby
+    assert {"", "left", "right", "leftright"} <= kinds or initial != "any"
+
+
+def test_underflowing_probabilities_are_refused_not_treated_as_impossible():
+    """State 1 is reachable only through its own tiny self-loop: P^t[1, 1] = (1.6e-5)^t
+    underflows for t > 65.  Treating it as impossible could understate influence, so the
+    calibration refuses with a NumericalError; exact zeros elsewhere stay legitimate."""
+    from puffgm.exceptions import NumericalError
+
+    P = [[1.0, 0.0], [1 - 1.6e-5, 1.6e-5]]
+    with pytest.raises(NumericalError, match="below 1e-280"):
+        MQMExact(ChainPriorClass.from_matrices(P, "any", 200)).calibrate(1.0)
+    with pytest.raises(NumericalError, match="marginal"):
+        MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 200)).calibrate(1.0)
+    # exact structural zeros are fine: the same chain, short enough not to underflow
+    MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 20)).calibrate(1.0)

@@ -67,7 +67,7 @@ from functools import lru_cache
 import numpy as np
 
 from .._validation import check_positive_finite, check_positive_int
-from ..exceptions import ParameterError
+from ..exceptions import NumericalError, ParameterError
 from ..results import CalibrationResult, QuiltChoice
 from .priors import ChainPriorClass, node_name
 
@@ -82,6 +82,9 @@ PER_NODE_LIMIT = 10000
 #: every-node search costs O(T) node searches, where the shortcuts cost O(1) or O(l).
 PER_NODE_DEFAULT_LIMIT = 200
 _NEG = -math.inf
+#: Positive probabilities below this are refused (NumericalError) rather than risk an
+#: underflow to a false zero; exact zeros are legitimate.
+_TINY = 1e-280
 
 
 def _log(p):
@@ -109,6 +112,52 @@ def ratio_max(logM: np.ndarray, support=None) -> np.ndarray:
     return diff.max(axis=-3)
 
 
+def _max_kk(X: np.ndarray) -> np.ndarray:
+    """out[j] = X[j].max() for a stack X of shape (n, k, k) (one ufunc reduction, no wrapper overhead)."""
+    n, k, k2 = X.shape
+    return np.maximum.reduce(X.reshape(n, k * k2), axis=1)
+
+
+def _score(card, infl, eps: float) -> np.ndarray:
+    """card / (eps - infl), +inf where infl >= eps (or infl is NaN); float arrays of one shape."""
+    return np.divide(card, eps - infl, out=np.full(infl.shape, math.inf), where=infl < eps)
+
+
+def _first_min(card0: int, infl: list, eps: float):
+    """(j, score, infl[j]) minimising score(card0 + j, infl[j]) over j, first index on ties (as np.argmin).
+
+    Python-float twin of ``_score`` + ``np.argmin`` for the short one-sided scans:
+    the same IEEE divisions, so the same values.
+    """
+    bj, bs = 0, math.inf
+    for j, d in enumerate(infl):
+        if d < eps:
+            s = (card0 + j) / (eps - d)
+            if s < bs:
+                bj, bs = j, s
+    return bj, bs, infl[bj]
+
+
+@lru_cache(maxsize=64)
+def _first_node_C(k: int) -> np.ndarray:
+    """C of node 1 under ``"any"`` (read-only): 0 on the diagonal, +inf elsewhere (q may be a point mass)."""
+    C = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
+    C.flags.writeable = False
+    return C
+
+
+@lru_cache(maxsize=256)
+def _pairs(amax: int, bmax: int, l: int):
+    """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only)."""
+    aa, bb = np.divmod(np.arange(amax * bmax), bmax)
+    card = aa + bb + 1
+    ok = card <= l
+    t = (aa[ok], bb[ok], card[ok].astype(float))
+    for x in t:
+        x.flags.writeable = False
+    return t
+
+
 def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
     n, k = logMs.shape[0], logMs.shape[-1]
     step = max(1, int(2e7 // max(k**3, 1)))
@@ -131,7 +180,9 @@ class _Member:
         self.logpows = [_log(np.eye(k))]
         self.A_full = np.zeros((1, k, k))  # index 0 unused
         self.B = np.zeros((1, k, k))
+        self.Bmax = np.zeros(1)  # Bmax[b] = max over (x, x') of B[b] (index 0 unused)
         self._A_cache = {}
+        self._any_nodes = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
         if self.kind == "vector":
             self.mu = [np.asarray(prior.initial, dtype=float)]
         elif self.kind == "stationary":
@@ -143,8 +194,43 @@ class _Member:
     def power(self, j: int) -> np.ndarray:
         P, pows = self.P, self.pows
         while len(pows) <= j:
-            pows.append(pows[-1] @ P)
+            nxt = pows[-1] @ P
+            if nxt.min() < _TINY:  # rare: tell exact zeros from underflow before trusting a zero
+                self._check_underflow(nxt, len(pows), "P^")
+            pows.append(nxt)
         return pows[j]
+
+    def _check_underflow(self, values, j: int, what: str):
+        """Raise if an entry is structurally positive (reachable) but numerically below _TINY.
+
+        Exact zeros are legitimate and handled exactly; a positive probability that
+        underflows would be silently treated as impossible, which could understate
+        an influence, so it is refused.
+        """
+        reach = self._reach_power(j) if what == "P^" else self._reach_marginal(j)
+        bad = reach & (np.asarray(values) < _TINY)
+        if bad.any():
+            raise NumericalError(
+                f"{what}{j} of chain {self.prior.name!r} has a positive entry below {_TINY:g} "
+                "(floating-point underflow), so its influence cannot be computed exactly; "
+                "smooth or merge the nearly unreachable states."
+            )
+
+    def _reach_power(self, j: int) -> np.ndarray:
+        """Boolean P^j > 0 by structure (which states are reachable in exactly j steps)."""
+        step = (self.P > 0).astype(np.int64)
+        r = np.eye(self.k, dtype=np.int64)
+        for _ in range(j):
+            r = np.minimum(r @ step, 1)
+        return r > 0
+
+    def _reach_marginal(self, i: int) -> np.ndarray:
+        """Boolean P(X_i = x) > 0 by structure for a vector initial distribution."""
+        r = (np.asarray(self.prior.initial, dtype=float) > 0).astype(np.int64)
+        step = (self.P > 0).astype(np.int64)
+        for _ in range(i - 1):
+            r = np.minimum(r @ step, 1)
+        return r > 0
 
     def logpow(self, j: int) -> np.ndarray:
         """log P^j (logs taken in one batch for every missing power)."""
@@ -158,10 +244,15 @@ class _Member:
         have = self.B.shape[0] - 1
         if L <= have:
             return
-        self.logpow(L)
-        lp = np.stack(self.logpows[have + 1 : L + 1])
-        self.A_full = np.concatenate([self.A_full, _ratio_max_chunked(lp)])
-        self.B = np.concatenate([self.B, _ratio_max_chunked(np.swapaxes(lp, -1, -2))])
+        self.power(L)
+        lp = _log(np.stack(self.pows[have + 1 : L + 1]))  # log P^(have+1) .. log P^L
+        if len(self.logpows) <= L:
+            self.logpows.extend(lp[len(self.logpows) - have - 1 :])
+        n = L - have
+        AB = _ratio_max_chunked(np.concatenate([lp, np.swapaxes(lp, -1, -2)]))  # A and B in one pass
+        self.A_full = np.concatenate([self.A_full, AB[:n]])
+        self.B = np.concatenate([self.B, AB[n:]])
+        self.Bmax = np.concatenate([self.Bmax, _max_kk(AB[n:])])
 
     def A(self, a: int, support) -> np.ndarray:
         if support is None or self.paper or support.all():
@@ -176,18 +267,27 @@ class _Member:
     # -- node-level quantities ------------------------------------------------
     def marginal(self, i: int) -> np.ndarray:
         while len(self.mu) < i:
-            self.mu.append(self.mu[-1] @ self.P)
+            nxt = self.mu[-1] @ self.P
+            if nxt.min() < _TINY:
+                self._check_underflow(nxt, len(self.mu) + 1, "the marginal of X")
+            self.mu.append(nxt)
         return self.mu[i - 1]
 
     def node(self, i: int, amax: int):
-        """(valid secret values V, C[x, x'], supports (amax, k) of X_{i-a} for a = 1..amax, or None if all full)."""
+        """Secret values and supports of node i.
+
+        Returns (V, C, sup, full): the valid secret values V (bool, k), C[x, x']
+        = sup over the member's initial distributions of log P(X_i = x') / P(X_i = x)
+        (0 on invalid pairs), the supports (amax, k) of X_{i-a} for a = 1..amax
+        (None if all full) and ``full = V.all()``.
+        """
         k = self.k
         if self.kind == "stationary":
             V = self.pi_support
             C = self.logpi[None, :] - self.logpi[:, None]
             C = np.where(V[:, None] & V[None, :], C, 0.0)
             full = bool(V.all())
-            return V, C, None if full else np.broadcast_to(V, (amax, k))
+            return V, C, None if full else np.broadcast_to(V, (amax, k)), full
         if self.kind == "vector":
             mu = self.marginal(i)
             V = mu > 0
@@ -195,24 +295,33 @@ class _Member:
             pair = V[:, None] & V[None, :]
             C = np.subtract(lm[None, :], lm[:, None], out=np.zeros((k, k)), where=pair)  # invalid pairs masked later
             if amax == 0:
-                return V, C, None
+                return V, C, None, bool(V.all())
             sup = np.asarray(self.mu[i - amax - 1 : i - 1][::-1]) > 0  # mu_{i-1}, ..., mu_{i-amax}
-            return V, C, None if sup.all() else sup
+            return V, C, None if sup.all() else sup, bool(V.all())
         # "any": every initial distribution of the simplex (appendix C.4)
-        M = self.power(i - 1)
-        V = M.sum(axis=0) > 0
+        node = self._any_nodes.get(i)
+        if node is None:
+            node = self._any_nodes[i] = self._any_node(i)
+        V, C, full = node
+        if amax == 0 or self._any_full(i - amax - 1):
+            return V, C, None, full
+        sup = np.asarray([self.pows[i - a - 1].sum(axis=0) > 0 for a in range(1, amax + 1)])
+        return V, C, sup, full
+
+    def _any_node(self, i: int):
+        """(V, C, V.all()) of node i for an ``"any"`` initial distribution."""
+        # from the computed power, not from _any_full: a column of P^(i-1) may underflow to zero
+        V = self.power(i - 1).sum(axis=0) > 0
+        full = bool(V.all())
         if i == 1:
-            C = np.where(np.eye(k, dtype=bool), 0.0, math.inf)
+            C = _first_node_C(self.k)
         elif i - 1 < self.A_full.shape[0]:
             C = self.A_full[i - 1].T  # ratio_max(log P^(i-1)), already tabulated by ensure()
         else:
             C = ratio_max(self.logpow(i - 1)).T
-        C = np.where(V[:, None] & V[None, :], C, 0.0)
-        if amax == 0:
-            return V, C, None
-        sup = np.asarray([self.pows[i - a - 1].sum(axis=0) > 0 for a in range(1, amax + 1)]) if not self._any_full(
-            i - amax - 1) else None
-        return V, C, sup
+        if not full:
+            C = np.where(V[:, None] & V[None, :], C, 0.0)
+        return V, C, full
 
     def _any_full(self, j: int) -> bool:
         """True if every state is reachable at every time >= j + 1 (P^j has no zero column)."""
@@ -246,34 +355,36 @@ class _Search:
                 m.ensure(L)
             self.L = L
 
-    def score(self, card, infl):
-        infl = np.asarray(infl, dtype=float)
-        card = np.asarray(card, dtype=float)
-        shape = np.broadcast_shapes(card.shape, infl.shape)
-        return np.divide(card, self.eps - infl, out=np.full(shape, math.inf), where=infl < self.eps)
-
     def node_tables(self, i: int, amax: int, bmax: int):
-        """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta."""
-        Gs, Bs = [], []
-        DL = np.full(amax, _NEG)
-        DR = np.full(bmax, _NEG)
+        """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta.
+
+        Unmasked tables (every secret value valid, full left supports) are
+        views of the member's tables, not copies; callers must not write to them.
+        """
+        k = self.k
+        Gs, Bs, DL, DR = [], [], None, None
         for m in self.members:
-            V, C, sup = m.node(i, amax)
-            pair = V[:, None] & V[None, :]
-            if amax:
-                if sup is None or m.paper:
-                    G = m.A_full[1 : amax + 1] + C
+            V, C, sup, full = m.node(i, amax)
+            if full and (sup is None or m.paper):
+                # every pair (x, x') is a secret pair: nothing to mask
+                G = m.A_full[1 : amax + 1] + C if amax else np.zeros((0, k, k))
+                Bm = m.B[1 : bmax + 1]
+                dl = _max_kk(G)
+                dr = m.Bmax[1 : bmax + 1]
+            else:
+                pair = V[:, None] & V[None, :]
+                if amax:
+                    if sup is None or m.paper:
+                        G = m.A_full[1 : amax + 1] + C
+                    else:
+                        G = np.stack([m.A(a, sup[a - 1]) for a in range(1, amax + 1)]) + C
+                    G = np.where(pair, G, _NEG)
                 else:
-                    G = np.stack([m.A(a, sup[a - 1]) for a in range(1, amax + 1)]) + C
-                G = np.where(pair, G, _NEG)
-                DL = np.maximum(DL, G.max(axis=(1, 2)))
-            else:
-                G = np.zeros((0, self.k, self.k))
-            if bmax:
-                Bm = np.where(pair, m.B[1 : bmax + 1], _NEG)
-                DR = np.maximum(DR, Bm.max(axis=(1, 2)))
-            else:
-                Bm = np.zeros((0, self.k, self.k))
+                    G = np.zeros((0, k, k))
+                Bm = np.where(pair, m.B[1 : bmax + 1], _NEG) if bmax else np.zeros((0, k, k))
+                dl, dr = _max_kk(G), _max_kk(Bm)
+            DL = dl if DL is None else np.maximum(DL, dl)
+            DR = dr if DR is None else np.maximum(DR, dr)
             Gs.append(G)
             Bs.append(Bm)
         # max-influence is >= 0 (x = x' gives 0); guard nodes without any valid value
@@ -283,52 +394,48 @@ class _Search:
         """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
 
         Returns (score, kind, a, b, influence, card) with kind in
-        {"two", "left", "right", "trivial"}.
+        {"two", "left", "right", "trivial"}; the first best in the order
+        trivial, left (a ascending), right (b ascending), two-sided (lower
+        bound ascending, then a, b) wins ties.
         """
         T, eps = self.T, self.eps
         amax = max(0, min(i - 1, l, self.L))
         bmax = max(0, min(T - i, l, self.L))
         Gs, Bs, DL, DR = self.node_tables(i, amax, bmax)
         best = (T / eps, "trivial", 0, 0, 0.0, T)
-        # one-sided quilts with card(X_N) <= l
-        if amax:
-            a = np.arange(1, amax + 1)
-            card = T - i + a
-            s = np.where(card <= l, self.score(card, DL), math.inf)
-            j = int(np.argmin(s))
-            if s[j] < best[0]:
-                best = (float(s[j]), "left", int(a[j]), 0, float(DL[j]), int(card[j]))
-        if bmax:
-            b = np.arange(1, bmax + 1)
-            card = i + b - 1
-            s = np.where(card <= l, self.score(card, DR), math.inf)
-            j = int(np.argmin(s))
-            if s[j] < best[0]:
-                best = (float(s[j]), "right", 0, int(b[j]), float(DR[j]), int(card[j]))
+        # one-sided quilts with card(X_N) <= l: card grows with a (with b), so they are a prefix
+        n = min(amax, l - (T - i))  # card = T - i + a
+        if n > 0:
+            j, s, d = _first_min(T - i + 1, DL[:n].tolist(), eps)
+            if s < best[0]:
+                best = (s, "left", j + 1, 0, d, T - i + 1 + j)
+        n = min(bmax, l - i + 1)  # card = i + b - 1
+        if n > 0:
+            j, s, d = _first_min(i, DR[:n].tolist(), eps)
+            if s < best[0]:
+                best = (s, "right", 0, j + 1, d, i + j)
         if amax and bmax:
-            aa = np.broadcast_to(np.arange(1, amax + 1)[:, None], (amax, bmax))
-            bb = np.broadcast_to(np.arange(1, bmax + 1)[None, :], (amax, bmax))
-            card = aa + bb - 1
-            lb = self.score(card, np.maximum(DL[:, None], DR[None, :]))
-            lb = np.where(card <= l, lb, math.inf).ravel()
+            ai0, bi0, card = _pairs(amax, bmax, l)
+            lb = _score(card, np.maximum(DL[ai0], DR[bi0]), eps)
             cand = np.flatnonzero(lb < best[0])
             if cand.size:
                 cand = cand[np.argsort(lb[cand], kind="stable")]
-                aa, bb = aa.ravel()[cand], bb.ravel()[cand]
-                lbs = lb[cand]
+                aa, bb, cards = ai0[cand], bi0[cand], card[cand]
+                lbs = lb[cand].tolist()
                 pos, batch = 0, 64
                 while pos < cand.size and lbs[pos] < best[0]:
-                    sl = slice(pos, pos + batch)
-                    ai, bi = aa[sl] - 1, bb[sl] - 1
-                    d2 = np.full(ai.size, _NEG)
+                    ai, bi = aa[pos : pos + batch], bb[pos : pos + batch]
+                    d2 = None
                     for G, Bm in zip(Gs, Bs):
-                        d2 = np.maximum(d2, (G[ai] + Bm[bi]).max(axis=(1, 2)))
+                        dm = _max_kk(G[ai] + Bm[bi])
+                        d2 = dm if d2 is None else np.maximum(d2, dm)
                     d2 = np.maximum(d2, 0.0)
                     self.evaluations += ai.size
-                    s = self.score(ai + bi + 1, d2)
+                    s = _score(cards[pos : pos + batch], d2, eps)
                     j = int(np.argmin(s))
                     if s[j] < best[0]:
-                        best = (float(s[j]), "two", int(ai[j] + 1), int(bi[j] + 1), float(d2[j]), int(ai[j] + bi[j] + 1))
+                        a, b = int(ai[j]) + 1, int(bi[j]) + 1
+                        best = (float(s[j]), "two", a, b, float(d2[j]), a + b - 1)
                     pos += batch
                     batch = min(batch * 2, 4096)
         return best
@@ -359,8 +466,10 @@ def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     n_remote = T - (hi - lo + 1) - len(quilt)
     remote = ()
     if materialise:
-        q = {i - a, i + b} if kind == "two" else ({i - a} if kind == "left" else ({i + b} if kind == "right" else set()))
-        remote = tuple(names[j - 1] for j in (*range(1, lo), *range(hi + 1, T + 1)) if j not in q)
+        # X1..X_{lo-1} and X_{hi+1}..XT without the quilt, whose nodes are X_{lo-1} (left end) and X_{hi+1} (right end)
+        head = names[: lo - 2] if kind in ("two", "left") else names[: lo - 1]
+        tail = names[hi + 1 :] if kind in ("two", "right") else names[hi:]
+        remote = head + tail
     return QuiltChoice(
         node=node_name(i), quilt=quilt, nearby=nearby, remote=remote, max_influence=infl, score=score,
         n_remote=n_remote, witness=None,
