@@ -4,7 +4,6 @@ Each chain calibration's Laplace release (scalar count, or the vector histogram 
 must keep every secret pair X_i = a vs X_i = b within e^epsilon under every prior of the class.
 """
 
-import numpy as np
 import pytest
 
 from puffgm.chains import ChainPrior, ChainPriorClass, MQMApprox, MQMExact, gk16, group_dp
