@@ -307,3 +307,15 @@ def test_underflowing_probabilities_are_refused_not_treated_as_impossible():
         MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 200)).calibrate(1.0)
     # exact structural zeros are fine: the same chain, short enough not to underflow
     MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 20)).calibrate(1.0)
+
+
+def test_stationary_law_with_zeros_raises_no_floating_point_warning():
+    import warnings
+
+    P = [[0.5, 0.4, 0.1], [0.3, 0.6, 0.1], [0.3, 0.3, 0.4]]
+    P0 = [[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.3, 0.3, 0.4]]  # state 2 is transient: pi_2 = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for M in (P, P0):
+            res = MQMExact(ChainPriorClass.from_matrices(M, "stationary", 30)).calibrate(1.0)
+            assert np.isfinite(res.sigma_max)

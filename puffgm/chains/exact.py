@@ -284,8 +284,8 @@ class _Member:
         k = self.k
         if self.kind == "stationary":
             V = self.pi_support
-            C = self.logpi[None, :] - self.logpi[:, None]
-            C = np.where(V[:, None] & V[None, :], C, 0.0)
+            pair = V[:, None] & V[None, :]  # invalid pairs (a value of probability 0) are masked later
+            C = np.subtract(self.logpi[None, :], self.logpi[:, None], out=np.zeros((self.k, self.k)), where=pair)
             full = bool(V.all())
             return V, C, None if full else np.broadcast_to(V, (amax, k)), full
         if self.kind == "vector":
