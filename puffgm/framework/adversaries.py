@@ -140,11 +140,16 @@ def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None =
         for s in names:
             m = inst.mask(s).ravel()
             ps, pt = inst.log_prob_secret(t, s), tilde.log_prob_secret(0, s)
-            if ps == -np.inf or pt == -np.inf:
+            if pt == -np.inf:  # the adversary rules s out: Theorem 2.4 says nothing about it
                 skipped.add(s)
                 continue
-            cp, ct = lp[m] - ps, lt[m] - pt
-            d = max(max_divergence(ct, cp), max_divergence(cp, ct))
+            if ps == -np.inf:
+                # theta cannot produce s but the adversary can: theta's guarantee covers no pair
+                # involving s, so theta cannot vouch for this adversary (infinite divergence)
+                d = np.inf
+            else:
+                cp, ct = lp[m] - ps, lt[m] - pt
+                d = max(max_divergence(ct, cp), max_divergence(cp, ct))
             if worst_s is None or d > worst:
                 worst, worst_s = d, s
         per_prior.append(worst)

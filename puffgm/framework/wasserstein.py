@@ -23,6 +23,8 @@ values of the two cumulative distribution functions (:func:`w_inf`).
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from fractions import Fraction
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -43,12 +45,27 @@ __all__ = [
     "group_dp_sensitivity",
 ]
 
-#: CDF values closer than this are treated as equal (floating-point noise in cumulative sums).
+def _exact_cdf(p) -> list:
+    """Cumulative sums of the given probabilities as exact rationals, normalised to end at 1."""
+    fr = [Fraction(float(x)) for x in p]
+    total = sum(fr)
+    out, acc = [], Fraction(0)
+    for x in fr:
+        acc += x
+        out.append(acc / total)
+    return out
+
+
+#: A quantile interval shorter than this whose two ends come from *different* CDFs is a rounding
+#: artefact between breakpoints that coincide in exact arithmetic (see :func:`w_inf`).
 CDF_TOL = 1e-12
 
 
 def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> float:
     """Infinity-Wasserstein distance between two finitely supported laws on the real line.
+
+    W_inf(mu, nu) = ess sup over u in (0, 1) of |F_mu^{-1}(u) - F_nu^{-1}(u)|, the largest
+    gap between the quantile functions (Song et al., section 3.1).
 
     Parameters
     ----------
@@ -57,14 +74,27 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
     values_b, probs_b : array_like
         The same for nu.
     tol : float
-        Breakpoints of the two CDFs closer than ``tol`` are merged (cumulative sums
-        computed in floating point); intervals of quantile levels shorter than
-        ``tol`` are measure-zero artefacts and are ignored.
+        See Notes.
 
     Returns
     -------
     float
-        max over u in (0, 1) (up to measure zero) of |F_a^{-1}(u) - F_b^{-1}(u)|.
+
+    Notes
+    -----
+    The cumulative sums are exact rationals of the given floating-point
+    probabilities, so the breakpoints of both CDFs are exact.  On each interval
+    between consecutive breakpoints both quantile functions are constant.
+
+    * An interval bounded by two breakpoints of the *same* CDF is an atom of that
+      law and always counts, however small its probability (an essential
+      supremum ignores only sets of measure zero; dropping a 1e-13 atom would
+      understate W and the noise).
+    * An interval shorter than ``tol`` whose ends come from *different* CDFs
+      is rounding between breakpoints that coincide in exact arithmetic
+      (conditional laws computed in floating point); it is skipped.  Counting
+      it would pair an atom of one law with a neighbouring atom of the other and
+      overstate W beyond the group-DP sensitivity (Theorem 3.3).
 
     Examples
     --------
@@ -72,27 +102,24 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
 
     >>> w_inf(range(5), [0.2, 0.225, 0.5, 0.075, 0.0], range(5), [0.0, 0.075, 0.5, 0.225, 0.2])
     2.0
+    >>> w_inf([0, 10], [1 - 1e-13, 1e-13], [0], [1.0])   # a tiny atom still counts
+    10.0
     """
     va, pa = _clean(values_a, probs_a)
     vb, pb = _clean(values_b, probs_b)
-    ca, cb = np.cumsum(pa), np.cumsum(pb)
-    ca[-1] = cb[-1] = 1.0
-    cuts = np.union1d(ca, cb)
-    cuts = cuts[cuts < 1.0 - tol]
-    # merge breakpoints that coincide up to rounding
-    merged = []
-    for c in cuts:
-        if not merged or c - merged[-1] > tol:
-            merged.append(float(c))
-    bounds = np.array([0.0] + merged + [1.0])
-    best = 0.0
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        if hi - lo <= tol:
-            continue
-        u = 0.5 * (lo + hi)
-        qa = va[min(int(np.searchsorted(ca, u, side="left")), va.size - 1)]
-        qb = vb[min(int(np.searchsorted(cb, u, side="left")), vb.size - 1)]
-        best = max(best, abs(float(qa) - float(qb)))
+    ca, cb = _exact_cdf(pa), _exact_cdf(pb)
+    zero = Fraction(0)
+    ends_a, ends_b = set(ca) | {zero}, set(cb) | {zero}
+    tol = Fraction(tol)
+    best, lo = 0.0, zero
+    for hi in sorted(ends_a | ends_b):
+        if hi > lo:  # on (lo, hi] both quantile functions are constant
+            same_law = (lo in ends_a and hi in ends_a) or (lo in ends_b and hi in ends_b)
+            if same_law or hi - lo > tol:
+                qa = va[bisect_left(ca, hi)]
+                qb = vb[bisect_left(cb, hi)]
+                best = max(best, abs(float(qa) - float(qb)))
+        lo = hi
     return best
 
 
@@ -261,6 +288,11 @@ def calibrate_wasserstein(inst: Instantiation, query, epsilon: float, *, groups=
             result = audit_laplace(inst, q, scale)
         else:
             notes.append("W = 0: the query's law does not depend on any secret; it is released without noise.")
+    if result is not None and result.loss > epsilon * (1 + 1e-9):
+        raise AuditError(
+            f"The exact audit of the calibrated Wasserstein release gives loss {result.loss:.6g} > epsilon "
+            f"{epsilon:g}; refusing to calibrate (Theorem 3.2 should prevent this: please report it)."
+        )
     if best > gs + 1e-12:  # would contradict Theorem 3.3
         notes.append(f"W = {best} exceeds the group-DP sensitivity {gs} (groups do not cover all correlations).")
     return WassersteinCalibration(
