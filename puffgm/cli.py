@@ -64,6 +64,15 @@ def main(argv=None) -> int:
             msg = f"unknown key {msg}"
         sys.stderr.write(f"puffgm: error: {msg}\n")
         return 2
+    except (TypeError, AttributeError, IndexError) as exc:  # malformed input that slipped past validation
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        sys.stderr.write(f"puffgm: error: malformed input ({type(exc).__name__}: {detail[:200]})\n")
+        return 2
+    except (ArithmeticError, MemoryError) as exc:  # overflow, division by zero, out of memory
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        sys.stderr.write(f"puffgm: error: the computation cannot be carried out for these parameters "
+                         f"({type(exc).__name__}{': ' + detail[:200] if detail else ''})\n")
+        return 2
     except KeyboardInterrupt:  # pragma: no cover
         sys.stderr.write("puffgm: error: interrupted\n")
         return 2

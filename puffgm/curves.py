@@ -357,7 +357,7 @@ def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> Influen
 
     t0 = time.perf_counter()
     n = len(theta.nodes)
-    B = n if max_b is None else max_b
+    B = n if max_b is None else min(max_b, n)  # a(n) = 0: points beyond n add nothing
     spec = secrets if secrets is not None else SecretSpec()
     if not isinstance(spec, SecretSpec):
         spec = SecretSpec(protected=spec)
@@ -409,6 +409,8 @@ def _chain_curve(chain_class, max_b) -> InfluenceCurve:
     t0 = time.perf_counter()
     T = _chain_length(chain_class)
     B = max_b if max_b is not None else (min(T, DEFAULT_CHAIN_MAX_B) if T else DEFAULT_CHAIN_MAX_B)
+    if T:
+        B = min(B, T)  # a(T) = 0: points beyond T add nothing
     bs, avals, wits = chain_influence_curve(chain_class, B)
     bs = [int(v) for v in bs]
     avals = [float(v) for v in avals]

@@ -76,6 +76,11 @@ def run(args) -> str:
             protected = [s.strip() for s in args.protect.split(",") if s.strip()]
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
                            max_quilt_states=bound)
+    if result.applicable and not math.isfinite(result.scale):
+        raise ParameterError(
+            f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
+            "use a smaller Lipschitz constant or a larger epsilon."
+        )
     if args.json:
         return json.dumps(result.to_dict(per_node=args.per_node), indent=2, allow_nan=False)
     text = result.explain()

@@ -69,7 +69,7 @@ def plain_dp(epsilon: float, lipschitz: float = 1.0, *, n_records: int = 1) -> C
 def gk16_gamma(P) -> float:
     """gamma of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
     P = np.asarray(P, dtype=float)
-    q, p = float(P[0, 1]), float(P[1, 1])
+    q, p = np.float64(P[0, 1]), np.float64(P[1, 1])  # numpy floats: a zero denominator gives inf/nan, not an exception
     with np.errstate(divide="ignore", invalid="ignore"):
         f = [
             (p * p + p * (1 - q)) / (p * p + q * (1 - p)),

@@ -461,8 +461,12 @@ def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     else:
         quilt = ()
         lo, hi = 1, T
-    names = _names(T) if (materialise or hi - lo < 100000) else None
-    nearby = names[lo - 1 : hi] if names is not None else ()
+    if materialise:  # T <= PER_NODE_LIMIT
+        names = _names(T)
+        nearby = names[lo - 1 : hi]
+    else:  # never build all T names of a long chain; only the nearby ones, when few
+        names = None
+        nearby = tuple(node_name(j) for j in range(lo, hi + 1)) if hi - lo < 100000 else ()
     n_remote = T - (hi - lo + 1) - len(quilt)
     remote = ()
     if materialise:

@@ -407,7 +407,10 @@ def audit_exponential(inst: Instantiation, utility, *, epsilon: float | None = N
         raise AuditError("The utility of the exponential mechanism has a NaN or +inf score.")
     if np.any(np.all(u == -np.inf, axis=1)):
         raise AuditError("Some database gives every candidate of the exponential mechanism score -inf.")
-    z = u / scale
+    # shift each row by its max before dividing: exponents stay <= 0 (no overflow for tiny
+    # scales) and the softmax is unchanged
+    with np.errstate(invalid="ignore", over="ignore"):
+        z = (u - u.max(axis=1, keepdims=True)) / scale
     logm = z - logsumexp(z, axis=1, keepdims=True)
     mech = FiniteMechanism(logm, log=True, outputs=candidates, name=f"exponential mechanism (scale {scale:g})")
     return _audit_log_table(inst, mech.log_table(inst), mech.label, mech.name, details={"scale": scale})
@@ -416,21 +419,33 @@ def audit_exponential(inst: Instantiation, utility, *, epsilon: float | None = N
 # --------------------------------------------------------------------------- Laplace
 
 
-def _laplace_mixture_log(log_w: np.ndarray, vals: np.ndarray, points: np.ndarray, scale: float) -> np.ndarray:
+def _laplace_mixture_log(log_w: np.ndarray, vals: np.ndarray, points: np.ndarray, scale: float,
+                         center: float = 0.0) -> np.ndarray:
     """log sum_k w_k exp(-|p - v_k| / scale) at each point p (up to the common 1/(2 scale)).
 
-    At p = +inf / -inf the common factor exp(-|p|/scale) is dropped: the value is
-    log sum_k w_k exp(+-v_k / scale), which is what the limit of a ratio needs.
+    At p = +inf / -inf the common factor exp(-|p - center|/scale) is dropped: the
+    value is log sum_k w_k exp(+-(v_k - center) / scale), which is what the limit of
+    a ratio needs.  Both laws of a ratio must use the same ``center`` (it cancels);
+    centring the values keeps the exponents from overflowing.
     """
     out = np.empty(points.shape)
     fin = np.isfinite(points)
-    if fin.any():
-        out[fin] = logsumexp(log_w[None, :] - np.abs(points[fin, None] - vals[None, :]) / scale, axis=1)
-    if (points == np.inf).any():
-        out[points == np.inf] = logsumexp(log_w + vals / scale)
-    if (points == -np.inf).any():
-        out[points == -np.inf] = logsumexp(log_w - vals / scale)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if fin.any():
+            out[fin] = logsumexp(log_w[None, :] - np.abs(points[fin, None] - vals[None, :]) / scale, axis=1)
+        if (points == np.inf).any():
+            out[points == np.inf] = logsumexp(log_w + (vals - center) / scale)
+        if (points == -np.inf).any():
+            out[points == -np.inf] = logsumexp(log_w - (vals - center) / scale)
     return out
+
+
+def _abs_log_ratio(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
+    """|la - lb| with an undefined difference (inf - inf after an overflow) reported as +inf,
+    so an audit can over-report but never silently drop a (prior, pair)."""
+    with np.errstate(invalid="ignore"):
+        d = np.abs(la - lb)
+    return np.where(np.isnan(d), np.inf, d)
 
 
 def _grouped_law(cond: np.ndarray, q: np.ndarray):
@@ -500,7 +515,10 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
         (va, wa), (vb, wb) = laws[(t, a.name)], laws[(t, b.name)]
         points = np.concatenate([np.union1d(va, vb), [-np.inf, np.inf]])
         n_points = max(n_points, points.size)
-        d = np.abs(_laplace_mixture_log(wa, va, points, scale) - _laplace_mixture_log(wb, vb, points, scale))
+        both = np.concatenate([va, vb])
+        center = 0.5 * (float(both.min()) + float(both.max()))
+        d = _abs_log_ratio(_laplace_mixture_log(wa, va, points, scale, center),
+                           _laplace_mixture_log(wb, vb, points, scale, center))
         k = int(np.argmax(d))
         val = float(d[k])
         per_prior[t] = max(per_prior[t], val)
@@ -564,15 +582,18 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
         n_points = max(n_points, size)
         grid = np.array(list(itertools.product(*axes)))  # (P, d)
 
+        both = np.concatenate([va, vb])
+        center = 0.5 * (both.min(axis=0) + both.max(axis=0))  # per coordinate, common to both laws
+
         def logf(vals, lw):
-            # per coordinate: finite -> -|w_d - v_d|/b_d ; +inf -> +v_d/b_d ; -inf -> -v_d/b_d
+            # per coordinate: finite -> -|w_d - v_d|/b_d ; +-inf -> +-(v_d - c_d)/b_d (c_d cancels)
             g = grid[:, None, :]
             v = vals[None, :, :]
-            with np.errstate(invalid="ignore"):
-                e = np.where(np.isfinite(g), -np.abs(g - v), np.sign(g) * v) / scales
-            return logsumexp(lw[None, :] + e.sum(axis=2), axis=1)
+            with np.errstate(invalid="ignore", over="ignore"):
+                e = np.where(np.isfinite(g), -np.abs(g - v), np.sign(g) * (v - center)) / scales
+                return logsumexp(lw[None, :] + e.sum(axis=2), axis=1)
 
-        d = np.abs(logf(va, wa) - logf(vb, wb))
+        d = _abs_log_ratio(logf(va, wa), logf(vb, wb))
         k = int(np.argmax(d))
         val = float(d[k])
         per_prior[t] = max(per_prior[t], val)
