@@ -113,3 +113,10 @@ def test_accountant_uses_k_times_max_epsilon_and_refuses_other_quilt_sets():
     assert len(acc.entries) == 2
     with pytest.raises(ParameterError, match="budget"):
         PrivacyAccountant(budget=0)
+
+
+def test_release_refuses_non_numeric_answers():
+    cal = calibrate(chain_network([0.5, 0.5], [[0.8, 0.2], [0.3, 0.7]], 4), 1.0)
+    for bad in ("3", [1.0, "2"], 1 + 2j, True):
+        with pytest.raises(ParameterError, match="must be real numbers"):
+            release_laplace(bad, cal, random_state=0)

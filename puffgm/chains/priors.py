@@ -63,9 +63,12 @@ def _check_length(T, where="ChainPrior") -> int:
 def _validate_stochastic(arr, what: str, notes: list) -> np.ndarray:
     """Check non-negativity, finiteness and unit row sums of a vector or matrix."""
     try:
-        arr = np.array(arr, dtype=float, copy=True)
+        raw = np.asarray(arr)
     except (TypeError, ValueError):
         raise PriorError(f"The {what} is not a numeric array.") from None
+    if raw.dtype.kind not in "iuf":  # no booleans, strings, objects or complex numbers
+        raise PriorError(f"The {what} must hold real numbers (got entries of type {raw.dtype}).")
+    arr = np.array(raw, dtype=float, copy=True)
     if not np.all(np.isfinite(arr)):
         raise PriorError(f"The {what} has a NaN or infinite entry.")
     if np.any(arr < 0):

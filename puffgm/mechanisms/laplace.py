@@ -141,7 +141,10 @@ class MarkovQuiltLaplace:
         key = quilt_set_key(cal)
         if accountant is not None:
             accountant.check_mqm(epsilon=cal.epsilon, quilt_key=key)
-        arr = np.asarray(answer, dtype=float)
+        raw = np.asarray(answer)
+        if raw.dtype.kind not in "iuf":
+            raise ParameterError(f"The query answer to release must be real numbers; got {type(answer).__name__}.")
+        arr = raw.astype(float)
         if arr.size == 0:
             raise ParameterError("The query answer to release is empty.")
         source = resolve_noise(random_state)
