@@ -231,7 +231,9 @@ def _audit(inst, mech: dict):
             raise ParameterError("A laplace mechanism needs 'scale'.")
         return audit_laplace(inst, _query(mech.get("query"), inst), mech["scale"]).to_dict()
     if kind == "finite":
-        runs = int(mech.get("runs", 1))
+        runs = mech.get("runs", 1)
+        if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 64:
+            raise ParameterError(f"The mechanism's 'runs' must be an integer from 1 to 64; got {runs!r}.")
         import numpy as np
 
         table = np.asarray(mech["table"], dtype=float)
@@ -268,7 +270,10 @@ def _run_spec(args) -> str:
         kw["states"] = {k: tuple(v) for k, v in st.items()} if isinstance(st, dict) else st
     pairs = spec.get("pairs", "default")
     if pairs == "default":
-        inst = Instantiation.bayesian_network_default(priors, protected=spec.get("protect"), **kw)
+        protect = spec.get("protect")
+        if isinstance(protect, str):  # one node name, not a sequence of characters
+            protect = [protect]
+        inst = Instantiation.bayesian_network_default(priors, protected=protect, **kw)
     else:
         inst = Instantiation(priors, [(_secret(a), _secret(b)) for a, b in pairs], **kw)
     out = _audit(inst, spec["mechanism"])
