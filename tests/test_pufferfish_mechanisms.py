@@ -183,3 +183,16 @@ def test_strong_correlation_negative_control():
         top = PufferfishTopK(curve, eps, k=2)
         outs = [(0, 1), (1, 0)]
         assert audit_finite(inst, lambda a: [top.log_probability(u(a), s) for s in outs]).loss <= eps + 1e-9
+
+
+def test_top_k_log_probability_rejects_invalid_selections_and_zeroes_repeats():
+    import math as _math
+
+    from puffgm.exceptions import ParameterError as _PE
+    from puffgm.mechanisms.pufferfish import top_k_log_probability
+
+    u = [1.0, 2.0, 3.0]
+    for bad in ([3], [-1], [0.5]):
+        with pytest.raises(_PE, match="outside 0..2"):
+            top_k_log_probability(u, bad, 1.0, 1.0)
+    assert top_k_log_probability(u, [1, 1], 1.0, 1.0) == -_math.inf

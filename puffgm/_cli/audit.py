@@ -86,6 +86,8 @@ def run(args) -> str:
     if not args.spec:
         raise ParameterError("Give a JSON spec, a network (BIF file or example:NAME), or --case.")
     if args.spec.lower().endswith(".json"):
+        if args.scale is not None:
+            raise ParameterError("--scale applies to a network; a JSON spec gives its mechanism's own scale.")
         return _run_spec(args)
     return _run_network(args)
 

@@ -238,10 +238,13 @@ def top_k_log_probability(utilities, selection, epsilon_dp: float, sensitivity: 
     k = len(selection)
     if k == 0:
         raise ParameterError("The selection is empty.")
+    for r in selection:
+        if isinstance(r, bool) or int(r) != r or not 0 <= int(r) < u.size:
+            raise ParameterError(f"The selection {list(selection)!r} names a candidate outside 0..{u.size - 1}.")
     total = 0.0
     for r in selection:
         r = int(r)
-        if not 0 <= r < u.size or not np.isfinite(u[r]):
+        if not np.isfinite(u[r]):  # a repeated or impossible candidate: probability 0
             return -math.inf
         lp = exponential_log_probabilities(u, epsilon_dp / k, sensitivity)
         total += float(lp[r])
