@@ -251,19 +251,14 @@ def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: st
     """Core: conditional output laws by logsumexp over databases, then the sup of log-ratios."""
     best, witness = 0.0, None
     per_prior = [0.0] * inst.n_priors
-    cache = {}
+    def output_law(cond):
+        idx = np.flatnonzero(cond > -np.inf)
+        return logsumexp(cond[idx, None] + logm[idx], axis=0)
+
     any_active = False
-    for t, a, b in inst.active():
+    for t, a, b, law_a, law_b in _pair_laws(inst, output_law):
         any_active = True
-        laws = []
-        for s in (a, b):
-            key = (t, s.name)
-            if key not in cache:
-                cond = inst.conditional(t, s.name)
-                idx = np.flatnonzero(cond > -np.inf)
-                cache[key] = logsumexp(cond[idx, None] + logm[idx], axis=0)
-            laws.append(cache[key])
-        val, k = _log_ratio_max(laws[0], laws[1])
+        val, k = _log_ratio_max(law_a, law_b)
         if val > per_prior[t]:
             per_prior[t] = val
         if witness is None or val > best:
@@ -449,13 +444,32 @@ def _abs_log_ratio(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
 
 
 def _grouped_law(cond: np.ndarray, q: np.ndarray):
-    """Law of q(Data) given a secret: (distinct values, log-probabilities)."""
+    """Law of q(Data) given a secret: (distinct values, log-probabilities).
+
+    ``q`` has one row per database: scalars (shape (n,)) or vectors (shape (n, d)).
+    """
     idx = np.flatnonzero(cond > -np.inf)
-    vals, inv = np.unique(q[idx], return_inverse=True)
-    logw = np.full(vals.shape, -np.inf)
-    for j in range(vals.size):
-        logw[j] = logsumexp(cond[idx][inv == j])
+    vals, inv = np.unique(q[idx], axis=0, return_inverse=True)
+    inv = np.asarray(inv).ravel()
+    logw = np.array([logsumexp(cond[idx][inv == j]) for j in range(vals.shape[0])])
     return vals, logw
+
+
+def _pair_laws(inst: Instantiation, law_of):
+    """Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
+
+    ``law_of(cond)`` maps log P(Data = x | s, theta) over the databases to the law the
+    auditor needs; each (theta, secret) law is computed once and shared by every pair.
+    """
+    cache = {}
+    for t, a, b in inst.active():
+        laws = []
+        for s in (a, b):
+            key = (t, s.name)
+            if key not in cache:
+                cache[key] = law_of(inst.conditional(t, s.name))
+            laws.append(cache[key])
+        yield t, a, b, laws[0], laws[1]
 
 
 def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
@@ -506,13 +520,8 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
         raise AuditError("The query takes a NaN or infinite value on some database.")
     best, witness = 0.0, None
     per_prior = [0.0] * inst.n_priors
-    laws = {}
     n_points = 0
-    for t, a, b in inst.active():
-        for s in (a, b):
-            if (t, s.name) not in laws:
-                laws[(t, s.name)] = _grouped_law(inst.conditional(t, s.name), q)
-        (va, wa), (vb, wb) = laws[(t, a.name)], laws[(t, b.name)]
+    for t, a, b, (va, wa), (vb, wb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
         points = np.concatenate([np.union1d(va, vb), [-np.inf, np.inf]])
         n_points = max(n_points, points.size)
         both = np.concatenate([va, vb])
@@ -563,18 +572,8 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
         check_positive_finite(float(s), "scale", "audit_vector_laplace")
     best, witness = 0.0, None
     per_prior = [0.0] * inst.n_priors
-    laws = {}
     n_points = 0
-    for t, a, b in inst.active():
-        for s in (a, b):
-            if (t, s.name) not in laws:
-                cond = inst.conditional(t, s.name)
-                idx = np.flatnonzero(cond > -np.inf)
-                vals, inv = np.unique(q[idx], axis=0, return_inverse=True)
-                inv = np.asarray(inv).ravel()
-                lw = np.array([logsumexp(cond[idx][inv == j]) for j in range(vals.shape[0])])
-                laws[(t, s.name)] = (vals, lw)
-        (va, wa), (vb, wb) = laws[(t, a.name)], laws[(t, b.name)]
+    for t, a, b, (va, wa), (vb, wb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
         axes = [np.concatenate([np.union1d(va[:, d], vb[:, d]), [-np.inf, np.inf]]) for d in range(dim)]
         size = math.prod(ax.size for ax in axes)
         if size > max_points:

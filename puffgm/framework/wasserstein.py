@@ -33,7 +33,7 @@ import numpy as np
 from .._validation import check_positive_finite
 from ..exceptions import AuditError, ParameterError
 from ..noise import resolve_noise
-from .audit import AuditResult, _grouped_law, audit_laplace
+from .audit import AuditResult, _grouped_law, _pair_laws, audit_laplace
 from .instantiation import Instantiation
 
 __all__ = [
@@ -269,12 +269,7 @@ def calibrate_wasserstein(inst: Instantiation, query, epsilon: float, *, groups=
     if q.ndim != 1 or not np.all(np.isfinite(q)):
         raise AuditError("The Wasserstein mechanism needs a finite scalar query.")
     per_pair, best, witness = [], 0.0, None
-    laws = {}
-    for t, a, b in inst.active():
-        for s in (a, b):
-            if (t, s.name) not in laws:
-                laws[(t, s.name)] = _grouped_law(inst.conditional(t, s.name), q)
-        (va, la), (vb, lb) = laws[(t, a.name)], laws[(t, b.name)]
+    for t, a, b, (va, la), (vb, lb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
         w = w_inf(va, np.exp(la), vb, np.exp(lb))
         per_pair.append((t, (a.name, b.name), w))
         if witness is None or w > best:
