@@ -145,7 +145,7 @@ class QuiltSearch:
         for v in sorted(quilt, key=self.prior_class.nodes.index, reverse=True):
             trial = q - {v}
             cand = make_quilt(self.dag, node, trial)
-            if target | {v} <= cand.remote | {v} and v not in cand.nearby:
+            if v in cand.remote and target <= cand.remote:  # v is screened off and nothing moves nearby
                 q = trial
         return frozenset(q)
 

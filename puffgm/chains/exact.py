@@ -196,22 +196,21 @@ class _Member:
         while len(pows) <= j:
             nxt = pows[-1] @ P
             if nxt.min() < _TINY:  # rare: tell exact zeros from underflow before trusting a zero
-                self._check_underflow(nxt, len(pows), "P^")
+                self._check_underflow(nxt, self._reach_power(len(pows)), f"P^{len(pows)}")
             pows.append(nxt)
         return pows[j]
 
-    def _check_underflow(self, values, j: int, what: str):
-        """Raise if an entry is structurally positive (reachable) but numerically below _TINY.
+    def _check_underflow(self, values, reach: np.ndarray, what: str):
+        """Raise if an entry is structurally positive (``reach``) but numerically below _TINY.
 
         Exact zeros are legitimate and handled exactly; a positive probability that
         underflows would be silently treated as impossible, which could understate
         an influence, so it is refused.
         """
-        reach = self._reach_power(j) if what == "P^" else self._reach_marginal(j)
         bad = reach & (np.asarray(values) < _TINY)
         if bad.any():
             raise NumericalError(
-                f"{what}{j} of chain {self.prior.name!r} has a positive entry below {_TINY:g} "
+                f"{what} of chain {self.prior.name!r} has a positive entry below {_TINY:g} "
                 "(floating-point underflow), so its influence cannot be computed exactly; "
                 "smooth or merge the nearly unreachable states."
             )
@@ -269,7 +268,8 @@ class _Member:
         while len(self.mu) < i:
             nxt = self.mu[-1] @ self.P
             if nxt.min() < _TINY:
-                self._check_underflow(nxt, len(self.mu) + 1, "the marginal of X")
+                step = len(self.mu) + 1
+                self._check_underflow(nxt, self._reach_marginal(step), f"the marginal of X{step}")
             self.mu.append(nxt)
         return self.mu[i - 1]
 

@@ -104,15 +104,21 @@ def _values(values):
     return v
 
 
-def release_sum_absolute_error(values, k: float, epsilon: float, random_state=None) -> ContinuousRelease:
-    """sum(values) + Lap(4k/epsilon): no value can be inferred to within +-k (Lemma 7.1)."""
+def _release_sum(values, scale: float, epsilon: float, guarantee: str, theorem: str,
+                 random_state) -> ContinuousRelease:
+    """sum(values) + Lap(scale) with the record of what it protects."""
     v = _values(values)
-    scale = absolute_error_scale(k, epsilon)
     noise = resolve_noise(random_state)
     s = float(v.sum())
     return ContinuousRelease(float(noise.laplace(s, scale)), s, "sum", scale, float(epsilon),
-                             f"each value to within absolute error {k:g}", "Kifer-Machanavajjhala Lemma 7.1",
-                             noise.secure)
+                             guarantee, theorem, noise.secure)
+
+
+def release_sum_absolute_error(values, k: float, epsilon: float, random_state=None) -> ContinuousRelease:
+    """sum(values) + Lap(4k/epsilon): no value can be inferred to within +-k (Lemma 7.1)."""
+    return _release_sum(values, absolute_error_scale(k, epsilon), epsilon,
+                        f"each value to within absolute error {k:g}", "Kifer-Machanavajjhala Lemma 7.1",
+                        random_state)
 
 
 def release_relative_error(values, c: float, epsilon: float, statistic: str = "geometric_mean",
@@ -142,14 +148,10 @@ def release_relative_error(values, c: float, epsilon: float, statistic: str = "g
 
 def release_aggregate_sum(values, delta: float, epsilon: float, random_state=None) -> ContinuousRelease:
     """sum + Lap(3 delta / epsilon): the sum cannot be placed within +-delta versus (delta, 2 delta] (section 7.2)."""
-    v = _values(values)
-    scale = aggregate_sum_scale(delta, epsilon)
-    noise = resolve_noise(random_state)
-    s = float(v.sum())
-    return ContinuousRelease(float(noise.laplace(s, scale)), s, "sum", scale, float(epsilon),
-                             f"the sum to within {delta:g} (metric ball vs its 2-delta shell)",
-                             "Kifer-Machanavajjhala section 7.2 (scale 3 delta / epsilon derived in puffgm)",
-                             noise.secure)
+    return _release_sum(values, aggregate_sum_scale(delta, epsilon), epsilon,
+                        f"the sum to within {delta:g} (metric ball vs its 2-delta shell)",
+                        "Kifer-Machanavajjhala section 7.2 (scale 3 delta / epsilon derived in puffgm)",
+                        random_state)
 
 
 # --------------------------------------------------------------------------- secrets for audits
