@@ -56,6 +56,7 @@ __all__ = [
     "ordered_plan",
     "ordered_hierarchical_plan",
     "hierarchical_plan",
+    "best_plan",
     "laplace_histogram_plan",
     "ordered_mechanism",
     "ordered_hierarchical_mechanism",
@@ -359,6 +360,20 @@ def hierarchical_plan(k: int, epsilon: float, *, fanout: int | None = None) -> C
     return ordered_hierarchical_plan(k, _check_k(k), epsilon, fanout=fanout)
 
 
+def best_plan(k: int, theta: int, epsilon: float, objective: str = "range") -> CumulativePlan:
+    """The smallest-error plan among the ordered hierarchical mechanism (Theorem 7.2), the ordered
+    mechanism at S = theta and the hierarchical mechanism of DP (valid under every policy, Lemma 5.2).
+
+    The choice depends only on (k, theta, epsilon), not on the data, so it costs no privacy.
+    Our reconstruction of Theorem 7.2's structure is not always below the hierarchical
+    mechanism (e.g. theta close to k, see docs/blowfish.md); this restores the paper's claim.
+    """
+    cands = [ordered_hierarchical_plan(k, theta, epsilon, objective=objective),
+             ordered_plan(k, epsilon, float(min(theta, k - 1))), hierarchical_plan(k, epsilon)]
+    key = (lambda p: p.range_mse()) if objective == "range" else (lambda p: p.cumulative_mse())
+    return min(cands, key=key)
+
+
 def range_query(cumulative, low: int, high: int) -> float:
     """r[low, high] = c_high - c_{low-1} (Definition 7.2; inclusive ranks, c_{-1} = 0)."""
     c = np.asarray(cumulative, dtype=float)
@@ -432,18 +447,21 @@ def ordered_mechanism(data, policy: Policy, epsilon: float, *, inference: bool =
 
 
 def ordered_hierarchical_mechanism(data, policy: Policy, epsilon: float, *, fanout: int | None = None,
-                                   epsilon_s: float | None = None, inference: bool = False, random_state=None,
-                                   accountant=None, label: str | None = None) -> BlowfishRelease:
+                                   epsilon_s: float | None = None, inference: bool = False, best: bool = False,
+                                   random_state=None, accountant=None, label: str | None = None) -> BlowfishRelease:
     """Release the cumulative histogram by the ordered hierarchical mechanism (section 7.2).
 
     The policy's graph must be a distance-threshold (or line) graph on an ordered
     domain; theta is taken from it.  ``inference`` applies isotonic regression
-    to the estimates (post-processing).
+    to the estimates (post-processing).  ``best`` uses :func:`best_plan` instead.
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_hierarchical_mechanism")
     g = policy.graph
     if g.kind not in ("distance", "line") or policy.domain.kind != "ordered":
         raise PolicyError("The ordered hierarchical mechanism needs a distance-threshold graph on an ordered domain.")
     theta = int(math.floor(g.params["theta"]))
-    plan = ordered_hierarchical_plan(policy.domain.size, theta, epsilon, fanout=fanout, epsilon_s=epsilon_s)
+    if best:
+        plan = best_plan(policy.domain.size, theta, epsilon)
+    else:
+        plan = ordered_hierarchical_plan(policy.domain.size, theta, epsilon, fanout=fanout, epsilon_s=epsilon_s)
     return _cumulative_release(plan, data, policy, epsilon, inference, random_state, accountant, label, THEOREM_7_2)

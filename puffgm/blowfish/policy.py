@@ -383,7 +383,8 @@ class SecretGraph:
         if self.kind == "attribute":
             return float(np.count_nonzero(a != c))
         if self.kind in ("distance", "line"):
-            return float(math.ceil(np.abs(a - c).sum() / self.params["theta"] - 1e-12))
+            step = math.floor(self.params["theta"])  # ranks are integers: an edge spans at most floor(theta)
+            return math.inf if step < 1 else float(-(-int(np.abs(a - c).sum()) // step))
         import networkx as nx
 
         try:
