@@ -413,7 +413,7 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
         value = np.clip(isotonic_regression(raw[:-1]).x, 0.0, n)
         value = np.append(value, n)
     rel = BlowfishRelease(np.asarray(value, dtype=float), plan.name, epsilon, float(plan.scales.max()),
-                          float(plan.details.get("sensitivity", np.nan)) if "sensitivity" in plan.details else float("nan"),
+                          float(cumulative_sensitivity(policy).value),
                           bool(noise.secure), noise.description, policy.key, False, None, theorem,
                           {"raw": raw, "inference": inference, "range_mse_no_inference": plan.range_mse(),
                            **dict(plan.details)})
