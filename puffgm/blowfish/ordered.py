@@ -435,7 +435,7 @@ def ordered_mechanism(data, policy: Policy, epsilon: float, *, inference: bool =
     >>> from puffgm.blowfish import Domain, Policy, line_graph
     >>> p = Policy(line_graph(Domain.ordered(5)))
     >>> r = ordered_mechanism([0, 1, 1, 3, 4, 4], p, 1.0, random_state=0)
-    >>> bool(np.all(np.diff(r.value) >= 0)), r.value[-1]
+    >>> bool(np.all(np.diff(r.value) >= 0)), float(r.value[-1])
     (True, 6.0)
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_mechanism")
