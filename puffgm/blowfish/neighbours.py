@@ -94,14 +94,22 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
     m, nn = dbs.shape
     adj = policy.graph.adjacency()
     if policy.unconstrained:
-        diff = dbs[:, None, :] != dbs[None, :, :] if m * m * nn <= 50_000_000 else None
-        if diff is None:
-            raise PolicyError(f"{m} databases are too many to pair up; use a smaller domain or n.")
-        one = diff.sum(axis=2) == 1
-        j1, j2 = np.nonzero(one)
-        pos = np.argmax(diff[j1, j2], axis=1)
-        ok = adj[dbs[j1, pos], dbs[j2, pos]]
-        return dbs, np.stack([j1[ok], j2[ok]], axis=1)
+        # dbs is the full product in lexicographic order: row = sum_i x_i k^(n-1-i); move one tuple along an edge
+        k = policy.domain.size
+        u, v = policy.graph.edge_arrays()
+        src = np.concatenate([u, v])
+        dst = np.concatenate([v, u])
+        rows = np.arange(m)
+        j1s, j2s = [], []
+        for pos in range(nn):
+            weight = k ** (nn - 1 - pos)
+            for a, b in zip(src.tolist(), dst.tolist()):
+                sel = rows[dbs[:, pos] == a]
+                j1s.append(sel)
+                j2s.append(sel + (b - a) * weight)
+        if not j1s:
+            return dbs, np.zeros((0, 2), dtype=np.int64)
+        return dbs, np.stack([np.concatenate(j1s), np.concatenate(j2s)], axis=1)
     out = []
     for j1 in range(m):
         x1 = dbs[j1]
