@@ -114,6 +114,9 @@ def test_sequential_and_parallel_composition_in_the_accountant():
     assert acc.total == pytest.approx(1.25)
     laplace_mechanism(1.0, p, 0.25, 1.0, random_state=0, accountant=acc, subset={1})
     assert acc.total == pytest.approx(1.5)
+    other = PrivacyAccountant()
+    other.record(laplace_mechanism(1.0, p, 0.25, 1.0, random_state=0))  # the generic entry point routes Blowfish
+    assert other.total == pytest.approx(0.25) and other.theorem == THEOREM_BLOWFISH
     with pytest.raises(BudgetError):
         laplace_mechanism(1.0, p, 0.6, 1.0, random_state=0, accountant=acc)
     assert acc.total == pytest.approx(1.5) and len(acc.entries) == 5  # nothing recorded

@@ -105,6 +105,7 @@ def test_distance_guarantee_is_attained_by_a_linear_sum_on_the_line():
     (lambda: Domain.categorical([]), "empty"),
     (lambda: Domain.grid({}), "empty"),
     (lambda: Domain.categorical(["a", "a"]), "twice"),
+    (lambda: Domain.grid((256, 256, 256)), "more coarsely"),
     (lambda: partition_graph(Domain.ordered(3), [[0, 7]]), "not in the domain"),
     (lambda: partition_graph(Domain.ordered(3), [[0, 1], [1, 2]]), "two blocks"),
     (lambda: graph_from_networkx(Domain.ordered(3), nx.path_graph(5)), "not a domain value"),

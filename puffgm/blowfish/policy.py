@@ -157,8 +157,9 @@ class Domain:
             else:
                 levels.append(cls._values(k, f"attribute {name!r}"))
         size = math.prod(len(lv) for lv in levels)
-        if size > 50_000_000:
-            raise PolicyError(f"The grid domain has {size} values, more than the 5e7 puffgm handles.")
+        if size > 2_000_000:
+            raise PolicyError(f"The grid domain has {size} values, more than the 2000000 puffgm handles; "
+                              "discretise the attributes more coarsely.")
         vals = tuple(itertools.product(*levels))
         return cls("grid", vals, tuple(str(n) for n, _ in items), tuple(levels))
 
