@@ -118,7 +118,7 @@ def test_lp_value_matches_brute_force_on_random_mechanisms(seed):
     assert r.dp_value == pytest.approx(dp, abs=1e-12)
 
 
-def setup(seed, n=4, card=3):
+def setup(seed, n=3, card=3):
     model = random_network(seed, n=n, card=card, extra_edges=1)
     theta = PriorClass.from_pgmpy([model])
     inst = Instantiation.bayesian_network_default(list(theta.priors))

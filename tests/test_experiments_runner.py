@@ -42,6 +42,13 @@ def test_only_and_unknown_name(tmp_path):
     page = runner.run_all(tmp_path, quick=True, only="composition_conditions", show_progress=False)
     text = page.read_text()
     assert "necessary conditions" in text and "noisy top-K" not in text
+    # on a page that already holds the section, --only replaces just that section
+    page.write_text(text.replace("## Bai et al. Theorems 4-5", "## Other\n\nkept\n\n## Bai et al. Theorems 4-5")
+                    + "\n## Later\n\nalso kept\n")
+    runner.run_all(tmp_path, quick=True, only="composition_conditions", show_progress=False)
+    new = page.read_text()
+    assert "kept" in new and "also kept" in new and new.count("## Bai et al. Theorems 4-5") == 1
+    assert "regenerated alone" in new and new.index("## Other") < new.index("## Bai") < new.index("## Later")
     with pytest.raises(SystemExit, match="Unknown experiment"):
         runner.run_all(tmp_path, quick=True, only="nope", show_progress=False)
 

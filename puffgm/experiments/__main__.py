@@ -9,7 +9,9 @@ Each module named in :data:`EXPERIMENTS` (under :mod:`puffgm.experiments`) defin
   ``progress`` is None or a callable ``progress(done, total)``.
 
 The runner writes ``DIR/results.md``: a header (how to regenerate, machine, date, total
-time) and the sections in the order of :data:`EXPERIMENTS`.  Adding an experiment is one
+time) and the sections in the order of :data:`EXPERIMENTS`.  With ``--only NAME`` and an
+existing page holding that section, only the section is replaced (and a dated line is added
+to the header); otherwise a page with that one section is written.  Adding an experiment is one
 line: append its module name to :data:`EXPERIMENTS`.
 """
 
@@ -95,8 +97,28 @@ def run_all(out: pathlib.Path, *, quick: bool = False, only: str | None = None, 
         "",
     ]
     page = out / "results.md"
+    if only is not None and page.exists():
+        old = page.read_text(encoding="utf-8")
+        replaced = _replace_section(old, _load(only).TITLE, sections[0])
+        if replaced is not None:
+            stamp = (f"* `{only}` regenerated alone with `{cmd}` on "
+                     f"{datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} ({total:.1f} s)")
+            head, sep, rest = replaced.partition("\n## ")
+            page.write_text(head.rstrip("\n") + "\n" + stamp + "\n\n" + sep.lstrip("\n") + rest, encoding="utf-8")
+            return page
     page.write_text("\n".join(header) + "\n" + "\n".join(sections), encoding="utf-8")
     return page
+
+
+def _replace_section(page: str, title: str, section: str):
+    """``page`` with its ``## title`` section (up to the next ``## `` heading) replaced, or None if absent."""
+    marker = f"## {title}\n"
+    start = page.find(marker)
+    if start < 0 or (start > 0 and page[start - 1] != "\n"):
+        return None
+    nxt = page.find("\n## ", start + len(marker))
+    end = len(page) if nxt < 0 else nxt + 1
+    return page[:start] + section.rstrip("\n") + "\n" + ("\n" if nxt >= 0 else "") + page[end:]
 
 
 def main(argv=None) -> int:
