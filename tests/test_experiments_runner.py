@@ -73,3 +73,28 @@ def test_ranking_metrics_by_hand():
     assert m["l1"] == pytest.approx(3 + 3 + 4)
     disc = 1 / np.log2([2, 3, 4])
     assert m["ndcg"] == pytest.approx((7 * disc[0] + 10 * disc[1] + 3 * disc[2]) / (10 * disc[0] + 7 * disc[1] + 7 * disc[2]))
+
+
+def test_bad_option_exits_2():
+    proc = subprocess.run([sys.executable, "-m", "puffgm.experiments", "--only", "nope"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_paper_tables_transcribed():
+    """Golden values of Bai et al. Tables 2-5 and 7-8 (spot checks and shapes)."""
+    from puffgm.experiments.bai_topk import EPSILONS, PAPER_ACC, PAPER_RANK
+
+    assert PAPER_ACC["foursquare-3"][0][0] == [79.01, 63.10, 58.47]          # Table 2, eps 0.5, Ours-Exp
+    assert PAPER_ACC["capture24-3"][5][1] == [77.8, 64.5, 46.2]              # Table 4, eps 5, MQM
+    assert PAPER_ACC["foursquare-5"][2][3] == [8.90, 4.31, 3.25, 2.54, 2.12]  # Table 7, eps 2, GroupDP-Lap
+    assert PAPER_RANK["foursquare-3"][0][3] == (5.4, 0.527, 88317)            # Table 3, eps 0.5, GroupDP-Lap
+    assert PAPER_RANK["capture24-3"][4][0] == (87.93, 0.980, 18.6)            # Table 5, eps 4, Ours-Exp
+    assert PAPER_RANK["foursquare-5"][5][1] == (82.8, 0.959, 706)             # Table 8, eps 5, MQM
+    for key, rows in PAPER_ACC.items():
+        k = 5 if key.endswith("5") else 3
+        assert len(rows) == len(EPSILONS) and all(len(r) == 4 and all(len(c) == k for c in r) for r in rows)
+        # the paper's Ours-Exp column rises with epsilon
+        assert all(rows[i][0][0] < rows[i + 1][0][0] for i in range(len(rows) - 1))
+    for rows in PAPER_RANK.values():
+        assert len(rows) == len(EPSILONS) and all(len(r) == 4 for r in rows)

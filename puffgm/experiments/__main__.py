@@ -127,7 +127,7 @@ def main(argv=None) -> int:
     parser.add_argument("--quick", action="store_true", help="seconds-long smoke run (fewer trials and settings)")
     parser.add_argument("--out", type=pathlib.Path, default=DEFAULT_OUT,
                         help="directory for results.md and results/*.png (default: ./docs, i.e. run from the repository root)")
-    parser.add_argument("--only", metavar="NAME", help="run one experiment: " + ", ".join(EXPERIMENTS))
+    parser.add_argument("--only", metavar="NAME", choices=EXPERIMENTS, help="run one experiment: " + ", ".join(EXPERIMENTS))
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     page = run_all(args.out, quick=args.quick, only=args.only, show_progress=not args.no_progress)
