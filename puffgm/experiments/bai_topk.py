@@ -386,13 +386,16 @@ def _plot(all_res, path: pathlib.Path):
     import matplotlib.pyplot as plt
 
     n = len(all_res)
-    fig, axes = plt.subplots(2, n, figsize=(4.2 * n, 7), squeeze=False)
+    ncols = min(n, 3)
+    nblocks = -(-n // ncols)
+    fig, axes = plt.subplots(2 * nblocks, ncols, figsize=(4.6 * ncols, 3.5 * 2 * nblocks), squeeze=False)
     colors = {"Ours-Exp": "C0", "MQM": "C1", "GroupDP-Exp": "C2", "GroupDP-Lap": "C3"}
-    for col, res in enumerate(all_res):
+    for idx, res in enumerate(all_res):
+        col, block = idx % ncols, idx // ncols
         key = PAPER_KEY.get((res["name"], res["k"]))
         eps = [e for e in res["results"] if e != "majority"]
         for row, (metric, label) in enumerate((("acc", "Acc@1 (%)"), ("ndcg", f"NDCG@{res['k']}"))):
-            ax = axes[row][col]
+            ax = axes[2 * block + row][col]
             for mi, mm in enumerate(MECHANISMS):
                 ys = [res["results"][e][mm][metric][0] if metric == "acc" else res["results"][e][mm][metric]
                       for e in eps]
@@ -508,14 +511,14 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             paper = (f" (paper {PAPER_TABLES[key].split(' (')[0]}: Ours-Exp {row[0][0]:.1f}%, "
                      f"{best} {row[MECHANISMS.index(best)][0]:.1f}%)")
         if res["points"][eps_hi][0][1] >= res["T"]:
-            verdict = "the same mechanism as GroupDP-Exp here (trivial curve point), so no gain is possible"
+            verdict = "Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): the curve brings no gain here"
         elif r["Ours-Exp"]["acc"][0] > others[best]:
-            verdict = "ahead, as in the paper"
+            verdict = "Ours-Exp ahead, as in the paper"
         else:
-            verdict = "not ahead, unlike the paper"
+            verdict = "Ours-Exp not ahead, unlike the paper"
         lines.append(f"* Headline, {res['name']} top-{res['k']} at eps {eps_hi:g}: Ours-Exp Acc@1 "
                      f"{r['Ours-Exp']['acc'][0]:.1f}%, NDCG {r['Ours-Exp']['ndcg']:.3f}; best other {best} "
-                     f"{others[best]:.1f}%, NDCG {r[best]['ndcg']:.3f}{paper}: Ours-Exp {verdict}.")
+                     f"{others[best]:.1f}%, NDCG {r[best]['ndcg']:.3f}{paper}: {verdict}.")
     lines.append(f"* Run time of this section: {elapsed:.1f} s ({'quick mode' if quick else 'full'}).")
     lines.append("")
     return "\n".join(lines)
