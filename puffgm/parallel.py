@@ -46,7 +46,8 @@ CHAIN_METHODS = ("exact", "approx", "groupdp", "gk16")
 #: Methods for Bayesian-network classes (``puffgm.calibration.calibrate``).
 NETWORK_METHODS = ("exact",)
 #: Options understood by the chain road (MQMExact / MQMApprox constructors).
-_CHAIN_OPTIONS = {"exact": ("max_length", "paper_convention", "per_node"), "approx": ("use_reversible",),
+_CHAIN_OPTIONS = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
+                  "approx": ("use_reversible",),
                   "groupdp": (), "gk16": ()}
 #: Chunks per worker: small enough to balance uneven classes, large enough to amortise shipping.
 _CHUNKS_PER_WORKER = 4
@@ -169,8 +170,8 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
         Classes per task (default: about four tasks per worker).  Does not
         change the results.
     **options
-        Passed on: ``max_length``, ``paper_convention``, ``per_node`` (chains,
-        exact), ``use_reversible`` (chains, approx); the keyword options of
+        Passed on: ``max_length``, ``paper_convention``, ``per_node``, ``mixing``,
+        ``mixing_rtol`` (chains, exact), ``use_reversible`` (chains, approx); the keyword options of
         :func:`puffgm.calibration.calibrate` (``protected``, ``secrets``,
         ``max_quilt_states``, ...) for networks.
 

@@ -132,10 +132,14 @@ def test_families_and_paper_convention_keep_their_meaning():
     mixed = MQMExact(fam, per_node=False).calibrate(1.0)
     exact = MQMExact(fam, per_node=False, mixing=False).calibrate(1.0)
     assert exact.sigma_max <= mixed.sigma_max <= exact.sigma_max * (1 + 2e-6)
+    assert exact.details["strategy"] == "every node" and "mixing_node" in mixed.details
+    assert mixed.sigma_max == max(MQMExact(ChainPriorClass([m]), per_node=False).calibrate(1.0).sigma_max
+                                  for m in fam.members)
     for paper in (False, True):
         cc = ChainPriorClass.from_matrices(P1, [1, 0], 150)
         a = MQMExact(cc, per_node=False, paper_convention=paper).calibrate(1.0)
         b = MQMExact(cc, per_node=False, paper_convention=paper, mixing=False).calibrate(1.0)
         assert b.sigma_max <= a.sigma_max <= b.sigma_max * (1 + 2e-6)
+        assert "mixing_node" in a.details and a.details["paper_convention"] == paper
     with pytest.raises(Exception, match="mixing_rtol"):
         MQMExact(fam, mixing_rtol=0.0)

@@ -50,9 +50,9 @@ def _direct(items, eps, **kw):
     out = []
     for p in items:
         if isinstance(p, ChainPriorClass):
-            out.append(MQMExact(p, **{k: v for k, v in kw.items() if k == "per_node"}).calibrate(eps))
+            out.append(MQMExact(p, **{k: v for k, v in kw.items() if k in ("per_node", "mixing")}).calibrate(eps))
         else:
-            out.append(puffgm.calibrate(p, eps, **{k: v for k, v in kw.items() if k != "per_node"}))
+            out.append(puffgm.calibrate(p, eps, **{k: v for k, v in kw.items() if k not in ("per_node", "mixing")}))
     return out
 
 

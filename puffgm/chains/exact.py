@@ -866,7 +866,7 @@ class MQMExact:
         cc = self.chain_class
         results = [
             MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
-                     per_node=self.per_node).calibrate(eps, lipschitz)
+                     per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol).calibrate(eps, lipschitz)
             for m in cc.members
         ]
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
