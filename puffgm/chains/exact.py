@@ -730,8 +730,10 @@ class MQMExact:
             pi = np.asarray(prior.stationary, dtype=float)
         except PriorError:
             return None
-        if not (pi > 0).all():
-            return None  # transient states: their marginals vanish, influences need not converge
+        if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
+            # transient states: their marginals vanish, influences need not converge; and a zero
+            # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
+            return None
         twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
         stat = _Search(ChainPriorClass([twin]), eps, self.paper_convention)
         m = stat.members[0]
