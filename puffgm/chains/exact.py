@@ -819,39 +819,38 @@ class MQMExact:
         rise = 0
         for i in range(1, T + 1):
             cap = s0 if worst is None else max(worst[0], s0)
-            new_max = False
             if i in ahead:
                 r = ahead.pop(i)
             else:
                 # cheap certificate: the previous node's quilt, then the stationary optimum's, at node i
                 r, seed = candidates(i, cap)
+                j = i + min(2 ** rise, 64)
+                if r is None and worst is not None and j < T and j not in ahead:
+                    # node optima rising: search a node further on first (1, 2, 4, ... 64 ahead), so
+                    # that a higher max certifies the nodes in between with one quilt evaluation each
+                    _, seed_j = candidates(j, -math.inf)
+                    rj = search.search(j, l, seed=seed_j)
+                    ahead[j] = rj
+                    m_exact = max(m_exact, rj[0])
+                    if rj[0] > worst[0]:
+                        rise += 1
+                        worst_i, worst = j, rj
+                        if worst[0] > (l + 1) / eps and l < T:
+                            return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
+                    else:
+                        rise = 0  # past the peak: back to one node at a time
+                    cap = max(worst[0], s0)
+                    r, seed = candidates(i, cap)
                 if r is None:
                     r = search.search(i, l, cap=cap, seed=seed)
                     if r[0] > cap:
                         m_exact = max(m_exact, r[0])
-                        new_max = True
             if r[1] != "trivial":
                 prev = (r[2], r[3])
             if worst is None or r[0] > worst[0]:
                 worst_i, worst = i, r
                 if worst[0] > (l + 1) / eps and l < T:
                     return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
-            # while the node optima rise, search a node further on first (1, 2, 4, ... 64 ahead):
-            # a higher max lets the nodes in between be certified by one quilt evaluation each
-            if new_max:
-                rise += 1
-            j = i + min(2 ** rise, 64)
-            if new_max and j < T and j not in ahead:
-                _, seed = candidates(j, -math.inf)
-                rj = search.search(j, l, seed=seed)
-                ahead[j] = rj
-                m_exact = max(m_exact, rj[0])
-                if rj[0] <= worst[0]:
-                    rise = 0  # past the peak: back to one node at a time
-                else:
-                    worst_i, worst = j, rj
-                    if worst[0] > (l + 1) / eps and l < T:
-                        return worst_i, worst, {}
             mu = m.marginal(i)
             if not (mu > 0).all() or i == T:
                 continue
