@@ -67,6 +67,15 @@ def main():
         "exact": d.get("exact"), "sigma_lower_bound": d.get("sigma_lower_bound"),
         "early_nodes_searched": d.get("early_nodes_searched"), "mixing_error": d.get("mixing_error"),
         "l": d["l"]}
+    pi = cc.members[0].stationary
+    for name, q in (("uniform", np.ones(k) / k), ("near_stationary", 0.99 * pi + 0.01 * np.eye(k)[k - 1])):
+        t, rq = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P, q, 10**6, states=list(range(k))))
+                      .calibrate(1.0), repeat=1)
+        dq = rq.details
+        res[f"k51_T1e6_fixed_start_{name}_exact"] = {
+            "seconds": t, "ratio_to_stationary": t / t_stat, "sigma_max": rq.sigma_max,
+            "exact": dq.get("exact"), "sigma_lower_bound": dq.get("sigma_lower_bound"),
+            "early_nodes_searched": dq.get("early_nodes_searched"), "worst_node": rq.worst.node}
     # binary running example (theta1, start X1 = 0): the old every-node search grows with T,
     # the mixing bound does not
     P2 = [[0.9, 0.1], [0.4, 0.6]]

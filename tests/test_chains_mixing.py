@@ -143,3 +143,25 @@ def test_families_and_paper_convention_keep_their_meaning():
         assert "mixing_node" in a.details and a.details["paper_convention"] == paper
     with pytest.raises(Exception, match="mixing_rtol"):
         MQMExact(fam, mixing_rtol=0.0)
+
+
+def test_single_quilt_evaluation_matches_equation_5():
+    """The certificate path (one quilt at a time) computes the same influence as the node tables."""
+    from puffgm.chains.exact import _Search
+
+    rng = np.random.default_rng(12)
+    for trial in range(5):
+        k = int(rng.integers(2, 5))
+        P = _random_P(rng, k, zero=0.4)
+        q = np.eye(k)[0] if trial % 2 else rng.dirichlet(np.ones(k))
+        for paper in (False, True):
+            cc = ChainPriorClass.from_matrices(P, q, 25)
+            s = _Search(cc, 1.0, paper)
+            s.ensure(24)
+            for i in range(1, 26):
+                for a, b in [(1, 1), (i - 1, 2), (3, 0), (0, 4), (2, 25 - i)]:
+                    if (a or b) and 0 <= a < i and i + b <= 25:
+                        quilt = tuple(v for v in ((i - a) if a else None, (i + b) if b else None) if v)
+                        _, d = s.quilt_score(i, a, b)
+                        assert d == pytest.approx(chain_max_influence(cc, i, quilt, paper_convention=paper),
+                                                  abs=1e-12)

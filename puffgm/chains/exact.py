@@ -55,8 +55,15 @@ Two shortcuts make the cost independent of T:
   the influences are non-increasing in i and the nodes are scanned from the
   left until the first node whose best quilt is two-sided.
 
-Otherwise (fixed non-stationary q in the class) every node is searched, each
-at a cost bounded by l.
+A fixed non-stationary start q (a vector) uses a third one: the early nodes
+are searched exactly and every later node is bounded by the stationary chain
+with the same P at epsilon - Omega, where Omega is a certified bound on the
+Hilbert projective distance between q P^(i-1) and pi, which a stochastic matrix
+never expands (:meth:`MQMExact._mixing_run`; docs/chains.md).  The scan stops
+once the bound is below the early maximum (exact result) or within
+``mixing_rtol`` of the stationary value, so the cost stops growing with T.
+Periodic chains, transient states or ``mixing=False``: every node is searched,
+each at a cost bounded by l.
 """
 
 from __future__ import annotations
@@ -457,14 +464,21 @@ class _Search:
         T, eps = self.T, self.eps
         d = 0.0
         for m in self.members:
-            V, C, sup, full = m.node(i, a)
+            if m.kind == "vector":  # only the left end's support, not the whole (a, k) stack
+                V, C, _, full = m.node(i, 0)
+                left = m.marginal(i - a) > 0 if a else None
+                sup_a = None if (left is None or left.all()) else left
+            else:
+                V, C, sup, full = m.node(i, a)
+                sup_a = None if sup is None else sup[a - 1]
             tot = 0.0
-            if a:
-                A = m.A_full[a] if (sup is None or m.paper) else m.A(a, sup[a - 1])
-                tot = A + C
-            if b:
-                tot = tot + m.B[b]
-            tot = np.where(V[:, None] & V[None, :], tot, _NEG)
+            with np.errstate(invalid="ignore"):  # inf - inf: treated as +inf below (never understated)
+                if a:
+                    A = m.A_full[a] if (sup_a is None or m.paper) else m.A(a, sup_a)
+                    tot = A + C
+                if b:
+                    tot = tot + m.B[b]
+            tot = np.where(V[:, None] & V[None, :], np.where(np.isnan(tot), math.inf, tot), _NEG)
             d = max(d, float(tot.max()))
         card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
         return (card / (eps - d) if d < eps else math.inf), d
