@@ -304,6 +304,7 @@ class GaussianRegionModel:
             def E_cond(ua, ub):
                 return _bonferroni(ua, ub, *args_c)
         ok = np.array(others, dtype=int)
+        tau0 = np.zeros(0)
         if ok.size:
             tau0 = self._tau0[ok, i].copy()
             tau0[tau0 <= 1e-13 * self._sd[ok]] = 0.0
@@ -314,42 +315,39 @@ class GaussianRegionModel:
 
         def maximise(terms, efun):
             """Certified max over r in [lo_i, hi_i - delta] of
-            F(r) - log(1 - efun(r)),  F(r) = sum_t s_t log N([r, r + delta]; mu_t, sig_t).
+            F(r) + efun(r),  F(r) = sum_t s_t log N([r, r + delta]; mu_t, sig_t),
+            efun a correction term (e.g. -log(1 - E) for a Bonferroni sum E, inf when E >= 1).
 
-            Each log N([r, r + delta]; mu, sig) is concave in r (a log-concave density
-            convolved with an indicator), so on a cell [ra, rb] its derivative lies between
-            its values at rb and ra: F(r) <= F(rc) + (h / 2) max(F'_max, -F'_min, 0).  The
-            Bonferroni sum is bounded on the cell by its value on the union [ra, rb + delta].
-            Returns (certified upper bound, best value met at a cell centre)."""
+            k(r) = log N([r, r + delta]; mu, sig) has k'' in [-1 / sig^2, 0] (the variance of a
+            truncated normal lies in [0, sig^2]), so F'' >= -C with C = sum_{s_t > 0} s_t / sig_t^2;
+            F minus its chord on a cell [ra, rb] of width h then has second derivative >= -C and
+            vanishes at both ends, so it is at most C h^2 / 8: F <= max(F(ra), F(rb)) + C h^2 / 8.  The Bonferroni sum is
+            bounded on the cell by its value on the union [ra, rb + delta].
+            Returns (certified upper bound, best value met at a cell end)."""
             a0, b0 = lo_i, hi_i - delta
-            m = max(16, int(math.ceil(4 * (b0 - a0) / delta)))
+            m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
             edges = np.linspace(a0, b0, m + 1)
             ra, rb = edges[:-1], edges[1:]
+            C = sum(s / sg ** 2 for s, _, sg in terms if s > 0)
+
+            def F(r):
+                out = np.zeros_like(r)
+                for s, mu, sg in terms:
+                    out += s * log_interval_prob(r, r + delta, mu, sg)
+                return out
+
             best_val = -math.inf
             certified = math.inf
             for _ in range(80):
-                rc = (ra + rb) / 2
-                pt = np.zeros_like(ra)
-                dmax = np.zeros_like(ra)
-                dmin = np.zeros_like(ra)
-                for s, mu, sg in terms:
-                    pt += s * log_interval_prob(rc, rc + delta, mu, sg)
-                    da = _dlog_interval(ra, delta, mu, sg)
-                    db = _dlog_interval(rb, delta, mu, sg)
-                    if s > 0:
-                        dmax += s * da
-                        dmin += s * db
-                    else:
-                        dmax += s * db
-                        dmin += s * da
-                slope = np.maximum(np.maximum(dmax, -dmin), 0.0)
-                up = pt + (rb - ra) / 2 * slope
+                fa, fb = F(ra), F(rb)
+                fmax = np.maximum(fa, fb)
+                up = fmax + C * (rb - ra) ** 2 / 8
                 if efun is not None:
-                    eu = efun(ra, rb + delta)
-                    ep = efun(rc, rc + delta)
-                    with np.errstate(divide="ignore", invalid="ignore"):
-                        up = np.where(eu < 1, up - np.log1p(-np.minimum(eu, 1.0)), np.inf)
-                        pt = np.where(ep < 1, pt - np.log1p(-np.minimum(ep, 1.0)), -np.inf)
+                    # efun(u, v): additive correction, an upper bound for every region inside [u, v]
+                    up = up + efun(ra, rb + delta)
+                    pt = np.maximum(fa + efun(ra, ra + delta), fb + efun(rb, rb + delta))
+                else:
+                    pt = fmax
                 up = np.where(np.isnan(up), np.inf, up)
                 pt = np.where(np.isnan(pt), -np.inf, pt)
                 best_val = max(best_val, float(np.max(pt)))
@@ -367,13 +365,40 @@ class GaussianRegionModel:
                     break
             return certified, best_val
 
-        # bound 1 (Bonferroni on H' and on the marginal), both orientations of the pair
-        e_c = E_cond if high else None
+        def _neglog1m(E):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
+
+        def U_marg(ua, ub):
+            """log of an upper bound of P(x_-i in box | x_i in [ua, ub]): 1 - max_k inf tail_k."""
+            if not ok.size:
+                return np.zeros_like(ua)
+            s = self._beta0[ok, i][:, None]
+            e1 = self.mean[ok][:, None] + s * (ua[None, :] - m_i)
+            e2 = self.mean[ok][:, None] + s * (ub[None, :] - m_i)
+            mid = ((self.lower[ok] + self.upper[ok]) / 2)[:, None]
+            closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
+            inf_tail = _tails(self.lower[ok], self.upper[ok], closest, tau0)
+            with np.errstate(divide="ignore"):
+                return np.log1p(-np.max(inf_tail, axis=0))
+
+        def corr_num_marg(ua, ub):  # numerator region of the marginal: -log(1 - E0)
+            return _neglog1m(E_marg(ua, ub)) if ok.size else np.zeros_like(ua)
+
+        def corr_den(ua, ub):  # denominator region: Bonferroni on H' and the marginal's upper bound
+            out = U_marg(ua, ub)
+            return out + _neglog1m(E_cond(ua, ub)) if high else out
+
+        def corr_range(ua, ub):
+            return _neglog1m(E_cond(ua, ub))
+
+        # bound 1 (Bonferroni on H' and on the marginal)
+        e_c = corr_range if high else None
         # (the sup over mu of a pair's log ratio is at mu_lo or mu_hi: max over both orientations)
         bonf, gap = -math.inf, 0.0
         for mu_o in ((mu_hi, mu_lo) if mu_hi > mu_lo else (mu_hi,)):
-            u1, v1 = maximise([(1, mu_o, sig), (-1, m_i, s0)], E_marg if others else None)
-            u2, v2 = maximise([(-1, mu_o, sig), (1, m_i, s0)], e_c)
+            u1, v1 = maximise([(1, mu_o, sig), (-1, m_i, s0)], corr_num_marg)
+            u2, v2 = maximise([(-1, mu_o, sig), (1, m_i, s0)], corr_den)
             if u1 + u2 > bonf:
                 bonf, gap = u1 + u2, (u1 - v1) + (u2 - v2)
         # bound 2 (range over mu; the marginal ratio is at least the smallest conditional ratio)
