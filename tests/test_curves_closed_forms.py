@@ -163,8 +163,8 @@ def test_safe_gaussian_curve_is_the_certified_bound():
     n = 6
     cov = gp_covariance(n, 1.0)
     lo, hi = -2.0 * np.ones(n), 2.0 * np.ones(n)
-    safe = gaussian_region_curve(cov, lo, hi, 0.25)
-    th9 = gaussian_region_curve(cov, lo, hi, 0.25, value="theorem9")
+    safe = gaussian_region_curve(cov, lo, hi, 0.25, search="farthest")
+    th9 = gaussian_region_curve(cov, lo, hi, 0.25, value="theorem9", search="farthest")
     rng = max(
         gaussian_region_influence(cov, lo, hi, 0.25, i, [j for j in range(n) if j != i])["range"] for i in range(n)
     )

@@ -103,7 +103,7 @@ def test_two_dimensional_case_b2_unpinned():
     """n = 3, H = {x_0, x_1} (x_1 truncated and integrated), L = {x_2}: at or above, within 20%."""
     cov = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.5], [0.3, 0.5, 1.0]])
     g, delta = 2.5, 0.25
-    ref = reference_leakage(cov, -g, g, delta, [1], [2], n_r=11, n_x=21)
+    ref = reference_leakage(cov, -g, g, delta, [1], [2], n_r=9, n_x=13)
     res = region_leakage(cov, -g, g, delta, 0, [2])
     assert res.value >= ref
     # the Bonferroni terms are bounded uniformly over x_L (not at the maximiser): stated tolerance 20%
@@ -115,7 +115,7 @@ def test_two_dimensional_case_pinned_is_still_an_upper_bound():
     The certified value may be inf for that split; any finite value must be at or above the truth."""
     cov = np.array([[1.0, 0.9, 0.8], [0.9, 1.0, 0.9], [0.8, 0.9, 1.0]])
     g, delta = 1.0, 0.2
-    ref = reference_leakage(cov, -g, g, delta, [1], [2], n_r=9, n_x=15)
+    ref = reference_leakage(cov, -g, g, delta, [1], [2], n_r=7, n_x=9)
     res = region_leakage(cov, -g, g, delta, 0, [2])
     assert res.value >= ref
     full = region_leakage(cov, -g, g, delta, 0, [1, 2])  # b = 1 split: always finite

@@ -191,3 +191,20 @@ def test_cli_calibrate_curve_translate(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "variance of node 'B'" in out.stderr
     out = run("calibrate", str(f), "--epsilon", "1", "--method", "approx")
     assert out.returncode == 2 and "Traceback" not in out.stderr
+
+
+def test_pgmpy_models_and_classes_through_the_public_api():
+    import puffgm
+
+    p = load_linear_gaussian(CHAIN)
+    model = p.to_pgmpy()
+    with pytest.raises(ParameterError, match="needs 'bounds' and 'delta'"):
+        puffgm.calibrate(model, 30.0)
+    wrapped = LinearGaussianPrior.from_pgmpy(model, (-3.0, 3.0), 0.5)
+    a = puffgm.calibrate(wrapped, 30.0)
+    b = puffgm.calibrate(p, 30.0)
+    assert a.sigma_max == pytest.approx(b.sigma_max, rel=1e-9)
+    d2 = json.loads(json.dumps(CHAIN))
+    d2["nodes"]["C"]["coefficients"] = [0.9]
+    cls = puffgm.calibrate([CHAIN, d2], 30.0)
+    assert cls.details["n_priors"] == 2 and cls.sigma_max >= b.sigma_max

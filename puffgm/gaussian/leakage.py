@@ -171,11 +171,13 @@ class GaussianRegionModel:
     lower, upper : float or (n,) arrays, upper > lower (finite)
     delta : float, > 0, with 2 delta <= upper_i - lower_i for every secret coordinate
     mean : (n,) array, optional (default 0)
-    tol : float
-        Branch-and-bound tolerance (absolute, and relative to the value).
+    tol, atol : float
+        Branch-and-bound tolerance: each maximisation stops within max(atol, tol |value|) of a
+        value met (the returned value is still an upper bound; the tolerance bounds its excess
+        over the bound function).
     """
 
-    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5):
+    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -200,6 +202,7 @@ class GaussianRegionModel:
             raise ParameterError(f"The 'delta' parameter must be a finite number > 0. Got {delta!r} instead.")
         self.delta = float(delta)
         self.tol = float(tol)
+        self.atol = float(atol)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
@@ -354,7 +357,7 @@ class GaussianRegionModel:
                 certified = float(np.max(up))
                 if not math.isfinite(certified):
                     return math.inf, best_val
-                slack = self.tol * max(1.0, abs(best_val))
+                slack = max(self.atol, self.tol * abs(best_val))
                 if certified - best_val <= slack:
                     break
                 keep = up > best_val + 0.25 * slack
@@ -409,14 +412,39 @@ class GaussianRegionModel:
         else:
             u1, _ = maximise([], e_c)
             rng = 2 * u1
-        value = max(0.0, min(bonf, rng))
+        # bound 3 (precision-Lipschitz): t -> log P(x_H' in T | x_i = t, x_C) has derivative
+        # gamma . (E_T[y] - nu), gamma = S'^-1 beta_i (= -Q_{H', i} for the precision Q of (x_i, x_H', x_C)),
+        # E_T[y] in the box T and nu = E[x_H' | x_i = t, x_C] in its range, so it moves by at most
+        # L_T |x - x'| between x in R and x' in R' (|x - x'| <= hi_i - lo_i): finite even when x_H' is pinned.
+        lip = math.inf
+        if high:
+            cp = cond_k
+            Sfull = self.cov[np.ix_(high, high)] - self.cov[np.ix_(high, cp)] @ np.linalg.solve(
+                self.cov[np.ix_(cp, cp)], self.cov[np.ix_(cp, high)])
+            Sfull = (Sfull + Sfull.T) / 2
+            try:
+                gamma = np.linalg.solve(Sfull, slope_k)
+                e1, e2 = slope_k * (lo_i - m_i), slope_k * (hi_i - m_i)
+                nu_lo = base_k[:, 0] + np.minimum(e1, e2)
+                nu_hi = base_k[:, 1] + np.maximum(e1, e2)
+                D = np.maximum(self.upper[high] - nu_lo, nu_hi - self.lower[high])
+                LT = float(np.sum(np.abs(gamma) * np.maximum(D, 0.0)))
+                b3 = -math.inf
+                for mu_o in ((mu_hi, mu_lo) if mu_hi > mu_lo else (mu_hi,)):
+                    u1, _ = maximise([(1, mu_o, sig), (-1, m_i, s0)], corr_num_marg)
+                    u2, _ = maximise([(-1, mu_o, sig), (1, m_i, s0)], U_marg)
+                    b3 = max(b3, u1 + u2)
+                lip = b3 + LT * (hi_i - lo_i)
+            except np.linalg.LinAlgError:
+                lip = math.inf
+        value = max(0.0, min(bonf, rng, lip))
         if math.isfinite(value):
             rel = 64 * EPS * max(self.cond, cond_a, cond_b) + 1e-12
             value = value * (1 + rel) + 1e-12
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
-                             {"bonferroni": bonf, "range": rng, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                             {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
@@ -433,6 +461,6 @@ class GaussianRegionModel:
         return max(best, 0.0)
 
 
-def region_leakage(cov, lower, upper, delta, i, cond, high=None, *, mean=None, tol=1e-5) -> RegionLeakage:
+def region_leakage(cov, lower, upper, delta, i, cond, high=None, *, mean=None, tol=1e-5, atol=1e-4) -> RegionLeakage:
     """One-shot :meth:`GaussianRegionModel.leakage` (see the module docstring)."""
-    return GaussianRegionModel(cov, lower, upper, delta, mean, tol=tol).leakage(i, cond, high)
+    return GaussianRegionModel(cov, lower, upper, delta, mean, tol=tol, atol=atol).leakage(i, cond, high)
