@@ -341,6 +341,7 @@ class GaussianRegionModel:
 
             best_val = -math.inf
             certified = math.inf
+            dropped = -math.inf
             for _ in range(80):
                 fa, fb = F(ra), F(rb)
                 fmax = np.maximum(fa, fb)
@@ -354,13 +355,15 @@ class GaussianRegionModel:
                 up = np.where(np.isnan(up), np.inf, up)
                 pt = np.where(np.isnan(pt), -np.inf, pt)
                 best_val = max(best_val, float(np.max(pt)))
-                certified = float(np.max(up))
+                certified = max(float(np.max(up)), dropped)
                 if not math.isfinite(certified):
                     return math.inf, best_val
                 slack = max(self.atol, self.tol * abs(best_val))
                 if certified - best_val <= slack:
                     break
                 keep = up > best_val + 0.25 * slack
+                if not np.all(keep):  # pruned cells still count for the certified maximum
+                    dropped = max(dropped, float(np.max(up[~keep])))
                 ra, rb = ra[keep], rb[keep]
                 mid = (ra + rb) / 2
                 ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
