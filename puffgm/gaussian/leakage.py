@@ -441,13 +441,23 @@ class GaussianRegionModel:
             except np.linalg.LinAlgError:
                 lip = math.inf
         value = max(0.0, min(bonf, rng, lip))
+        Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
+        pinned, lower_b2 = math.inf, -math.inf
+        if len(high) == 1 and Emax > 0.2:
+            # b = 2 with the other coordinate possibly pinned: certified bivariate computation
+            from .bivariate import pinned_pair_leakage
+
+            pinned, pinfo = pinned_pair_leakage(self, i, high[0], cond, corr_num_marg, U_marg,
+                                                tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
+            lower_b2 = pinfo.get("lower", -math.inf)
+            value = max(0.0, min(value, pinned))
         if math.isfinite(value):
             rel = 64 * EPS * max(self.cond, cond_a, cond_b) + 1e-12
             value = value * (1 + rel) + 1e-12
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
-        Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
-                             {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                             {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
+                              "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
