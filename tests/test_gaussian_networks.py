@@ -208,3 +208,17 @@ def test_pgmpy_models_and_classes_through_the_public_api():
     d2["nodes"]["C"]["coefficients"] = [0.9]
     cls = puffgm.calibrate([CHAIN, d2], 30.0)
     assert cls.details["n_priors"] == 2 and cls.sigma_max >= b.sigma_max
+
+
+def test_secret_spec_selects_protected_nodes():
+    import puffgm
+    from puffgm.exceptions import SecretError
+    from puffgm.secrets import SecretSpec
+
+    p = load_linear_gaussian(CHAIN)
+    res = puffgm.calibrate(p, 30.0, secrets=SecretSpec(protected=["A"]))
+    assert res.details["protected"] == 1 and res.worst_node == "A"
+    with pytest.raises(ParameterError, match="Value pairs do not apply"):
+        puffgm.calibrate(p, 30.0, secrets=SecretSpec(pairs={"A": [("0", "1")]}))
+    with pytest.raises(SecretError, match="'Z'"):
+        gaussian_influence_curve(p, secrets=SecretSpec(protected=["Z"]))

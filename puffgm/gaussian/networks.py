@@ -453,6 +453,17 @@ class _Engine:
         return self.cache[key]
 
 
+def _resolve(pc, protected, secrets):
+    """Protected nodes from ``protected`` or a :class:`puffgm.secrets.SecretSpec` (nodes only)."""
+    if secrets is None:
+        return _protected(pc, protected)
+    if protected is not None:
+        raise ParameterError("Give either 'secrets' or 'protected', not both.")
+    if getattr(secrets, "_pairs", None):
+        raise ParameterError("Value pairs do not apply to Gaussian region secrets; give protected nodes only.")
+    return list(secrets.protected_nodes(pc))
+
+
 def _protected(pc, protected):
     if protected is None:
         return list(pc.nodes)
@@ -489,13 +500,8 @@ def gaussian_calibrate(prior, epsilon, lipschitz=1.0, *, protected=None, secrets
 
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
-    if secrets is not None:
-        prot = getattr(secrets, "protected", None)
-        if protected is not None:
-            raise ParameterError("Give either 'secrets' or 'protected' to calibrate, not both.")
-        protected = prot
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
-    nodes = _protected(pc, protected)
+    nodes = _resolve(pc, protected, secrets)
     t0 = time.perf_counter()
     best, per_prior, evaluations = {}, [], 0
     for t, theta in enumerate(pc.priors):
@@ -551,14 +557,10 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
     from .._validation import check_positive_int
     from ..curves import InfluenceCurve
 
-    if secrets is not None:
-        if protected is not None:
-            raise ParameterError("Give either 'secrets' or 'protected', not both.")
-        protected = getattr(secrets, "protected", None)
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
     n = len(pc.nodes)
     B = n if max_b is None else min(check_positive_int(max_b, "max_b", "influence_curve"), n)
-    nodes = _protected(pc, protected)
+    nodes = _resolve(pc, protected, secrets)
     t0 = time.perf_counter()
     a = np.full(B, -math.inf)
     wit = [None] * B
