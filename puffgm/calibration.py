@@ -295,6 +295,10 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     >>> res.scale <= res.groupdp_sigma
     True
     """
+    from .gaussian.networks import gaussian_calibrate, is_gaussian_prior
+
+    if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
+        return gaussian_calibrate(prior, epsilon, lipschitz, protected=protected, secrets=secrets)
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     if secrets is not None and protected is not None:

@@ -309,6 +309,10 @@ def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_
     """
     if max_b is not None:
         max_b = check_positive_int(max_b, "max_b", "influence_curve")
+    from .gaussian.networks import gaussian_influence_curve, is_gaussian_prior
+
+    if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
+        return gaussian_influence_curve(prior, max_b, secrets=secrets)
     if isinstance(prior, str) and prior.lower().endswith(".json"):
         from .chains.spec import load_chain_spec
 

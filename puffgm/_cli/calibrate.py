@@ -47,10 +47,15 @@ def run(args) -> str:
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
-    chains = [p for p in args.priors if p.lower().endswith(".json")]
+    from ..gaussian.cli_support import calibrate_gaussian_specs, gaussian_specs
+
+    gauss = gaussian_specs(args.priors)
+    chains = [p for p in args.priors if p.lower().endswith(".json") and p not in gauss]
     if chains and len(chains) != len(args.priors):
         raise ParameterError("PRIOR arguments mix chain JSON specs and networks; give one kind.")
-    if chains:
+    if gauss:
+        result = calibrate_gaussian_specs(args)
+    elif chains:
         if args.protect or args.max_quilt_states is not None:
             raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs

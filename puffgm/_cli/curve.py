@@ -70,7 +70,11 @@ def compute_curves(args, *, members: bool = False) -> list:
 
         secrets = SecretSpec(protected=[s.strip() for s in args.protect.split(",") if s.strip()])
 
+    from ..gaussian.cli_support import gaussian_curve, gaussian_specs
+
     def one(spec_list):
+        if gaussian_specs(spec_list):
+            return gaussian_curve(spec_list, args)
         if spec_list[0].lower().endswith(".json"):
             if secrets is not None or args.max_quilt_states is not None:
                 raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")

@@ -1,0 +1,11 @@
+"""Gaussian priors with region secrets: certified leakage, linear-Gaussian networks, MQM and curves.
+
+* :mod:`puffgm.gaussian.leakage` -- certified upper bounds of the leakage of region secrets
+  under truncated multivariate Gaussians (any high-influence set size b);
+* :mod:`puffgm.gaussian.networks` -- linear-Gaussian Bayesian networks (JSON format, pgmpy
+  ``LinearGaussianBayesianNetwork``), Markov-quilt calibration, a(b) curves.
+
+See docs/gaussian.md.
+"""
+
+__all__ = ["leakage", "networks"]
