@@ -266,9 +266,10 @@ def _plot(path, t1, t3, epsilons):
     axes[0].set_ylabel("mean L1 error of the aggregate histogram")
     axes[0].set_title(f"Table 1 analogue: 4 states, aggregate task, epsilon = {eps:g}", fontsize=9)
     axes[0].legend(fontsize=7)
-    for name, r in t3.items():
-        for m, ls in (("MQMApprox", "--"), ("MQMExact", "-")):
-            axes[1].plot(epsilons, [r["err"][e][m] for e in epsilons], ls, marker="o", label=f"{m}: {name}")
+    for j, (name, r) in enumerate(t3.items()):
+        for m, ls, mk in (("MQMApprox", "--", "^"), ("MQMExact", "-", "o")):
+            axes[1].plot(epsilons, [r["err"][e][m] for e in epsilons], ls, marker=mk, color=f"C{j + 2}",
+                         label=f"{m}: {name}")
     axes[1].plot(epsilons, [next(iter(t3.values()))["err"][e]["GroupDP"] for e in epsilons], ":", color="0.5",
                  marker="s", label="GroupDP (any series)")
     axes[1].set_xscale("log")
