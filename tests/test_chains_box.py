@@ -29,18 +29,19 @@ def test_enclosures_contain_the_exact_tables(seed):
     w = rng.uniform(0.0, 0.08, size=(6, 2))
     cells = np.column_stack([lo[:, 0], lo[:, 0] + w[:, 0], lo[:, 1], lo[:, 1] + w[:, 1]])
     tab = box_influence_bounds(cells, nmax)
+    pairs = ((0, 1), (1, 0))
     for c, cell in enumerate(cells):
         for _ in range(4):
             p0, p1 = rng.uniform(cell[0], cell[1]), rng.uniform(cell[2], cell[3])
             A, B = exact_tables(p0, p1, nmax)
+            logpi = np.log([1 - p1, 1 - p0])  # pi proportional to (r, q)
             for n in range(1, nmax + 1):
-                assert A[n][0, 1] <= tab["A"][c, n, 0] + 1e-12 and A[n][1, 0] <= tab["A"][c, n, 1] + 1e-12
-                assert B[n][0, 1] <= tab["B"][c, n, 0] + 1e-12 and B[n][1, 0] <= tab["B"][c, n, 1] + 1e-12
-                # "any": C of node n + 1 is A_n transposed
-                assert A[n][1, 0] <= tab["C_any"][c, n, 0] + 1e-12
-            pi1_over_pi0 = (1 - p0) / (1 - p1)
-            assert math.log(pi1_over_pi0) <= tab["C_stat"][c, 0] + 1e-12
-            assert -math.log(pi1_over_pi0) <= tab["C_stat"][c, 1] + 1e-12
+                for j, (x, y) in enumerate(pairs):
+                    assert B[n][x, y] <= tab["B"][c, n, j] + 1e-12
+                    for m in range(1, nmax + 1):  # "any": marginal term of node m + 1 is A_m with the pair swapped
+                        assert A[n][x, y] + A[m][y, x] <= tab["A"][c, n, j] + tab["C_any"][c, m, j] + 1e-12
+                    # stationary: A + log pi(x') / pi(x); the l terms cancel, so C is 0 in the tables
+                    assert A[n][x, y] + logpi[y] - logpi[x] <= tab["A"][c, n, j] + 1e-12
 
 
 def test_point_cell_upper_bound_is_the_exact_sigma():

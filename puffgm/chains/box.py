@@ -311,6 +311,20 @@ def _log_lo(x):
 def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
     """Interval enclosures of the equation-(5) tables over cells of a binary parameter box.
 
+    With q = 1 - p0, r = 1 - p1, rho = q / r and u = lambda^n, the closed form of P^n gives,
+    for the secret pair (x, x') = (0, 1),
+
+        log P^n(0, 0) / P^n(0, 1) = l + h0(n),   log P^n(1, 0) / P^n(1, 1) = l + h1(n),
+        log P^n(0, 0) / P^n(1, 0) = h0(n),       log P^n(0, 1) / P^n(1, 1) = h1(n),
+        h0 = log(1 + rho u) - log(1 - u),        h1 = log(1 - u) - log(1 + u / rho),
+
+    with l = log(r / q) = log pi(0) / pi(1).  So A_n(0, 1) = l + max(h0, h1),
+    A_n(1, 0) = -l + max(-h0, -h1), B_n = A_n without l, and the marginal term of node i
+    (C = A_{i-1} with the pair swapped for ``"any"``, C = log pi(x') / pi(x) for
+    ``"stationary"``) carries -l for (0, 1) and +l for (1, 0): in the sum A + C of
+    equation (5) l cancels *exactly*.  Enclosing the l-free parts (whose widths do not
+    blow up with 1/r or 1/q) is what makes small influences certifiable on wide cells.
+
     Parameters
     ----------
     cells : array (m, 4)
@@ -320,52 +334,37 @@ def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
 
     Returns
     -------
-    dict of arrays of shape (m, nmax + 1, 2), index n (0 = empty side, value 0),
-    last axis the secret pair (x, x') in ((0, 1), (1, 0)):
-    ``A`` (upper bound of max_y log P^n(y, x) / P^n(y, x')), ``B`` (upper bound
-    of max_z log P^n(x, z) / P^n(x', z)), ``C_any`` (upper bound of
-    sup_q log P(X_{n+1} = x') / P(X_{n+1} = x) = A with the pair swapped) and
-    ``C_stat`` of shape (m, 2) (log pi(x') / pi(x)).  A degenerate cell (a
-    point) gives the exact values.
+    dict of arrays of shape (m, nmax + 1, 2), index n (0 = empty side, value 0), last axis
+    the pair (x, x') in ((0, 1), (1, 0)): ``A`` (upper bound of A_n minus its l term),
+    ``B`` (upper bound of B_n), ``C_any`` (upper bound of the ``"any"`` marginal term of
+    node n + 1 minus its l term); valid as A + C (left end present) and B.  A degenerate
+    cell (a point) gives the exact values.
     """
     cells = np.asarray(cells, dtype=float)
     p0lo, p0hi, p1lo, p1hi = cells.T
-    q = (1.0 - p0hi, 1.0 - p0lo)
-    r = (1.0 - p1hi, 1.0 - p1lo)
+    q_lo, q_hi = 1.0 - p0hi, 1.0 - p0lo
+    r_lo, r_hi = 1.0 - p1hi, 1.0 - p1lo
     n = np.arange(1, nmax + 1)
     ulo, uhi = _power_interval(p0lo + p1lo - 1.0, p0hi + p1hi - 1.0, n)
-    ql, qh, rl, rh = (x[:, None] for x in (*q, *r))
-    one_u = (1.0 - uhi, 1.0 - ulo)  # positive: |lambda| < 1
+    rho = ((q_lo / r_hi)[:, None], (q_hi / r_lo)[:, None])
+    irho = ((r_lo / q_hi)[:, None], (r_hi / q_lo)[:, None])
 
-    def plus(c_lo, c_hi, d_lo, d_hi):  # c + d * u, c, d > 0
-        return c_lo + np.minimum(d_lo * ulo, d_hi * ulo), c_hi + np.maximum(d_lo * uhi, d_hi * uhi)
+    def one_plus(c):  # enclosure of log(1 + c u), c > 0
+        lo = 1.0 + np.minimum(c[0] * ulo, c[1] * ulo)
+        hi = 1.0 + np.maximum(c[0] * uhi, c[1] * uhi)
+        return _log_lo(lo), np.log(np.maximum(hi, 1e-300))
 
-    a00 = plus(rl, rh, ql, qh)  # s P^n(0, 0) = r + q u
-    a11 = plus(ql, qh, rl, rh)  # s P^n(1, 1) = q + r u
-    a01 = (ql * one_u[0], qh * one_u[1])  # s P^n(0, 1)
-    a10 = (rl * one_u[0], rh * one_u[1])  # s P^n(1, 0)
-    L = {key: (_log_lo(v[0]), np.log(v[1])) for key, v in (("00", a00), ("11", a11), ("01", a01), ("10", a10))}
-
-    def diff(x, y):  # enclosure of log x - log y
-        return L[x][0] - L[y][1], L[x][1] - L[y][0]
-
-    f0, f1 = diff("00", "01"), diff("10", "11")  # row ratios (x, x') = (0, 1), y = 0 and y = 1
-    g0, g1 = diff("00", "10"), diff("01", "11")  # column ratios (x, x') = (0, 1), z = 0 and z = 1
+    l1u = (np.log(1.0 - uhi), np.log(1.0 - ulo))  # log(1 - u); 1 - u > 0 since |lambda| < 1
+    lp = one_plus(rho)
+    lq = one_plus(irho)
+    h0 = (lp[0] - l1u[1], lp[1] - l1u[0])
+    h1 = (l1u[0] - lq[1], l1u[1] - lq[0])
     m = cells.shape[0]
-    A = np.zeros((m, nmax + 1, 2))
-    B = np.zeros((m, nmax + 1, 2))
-    A[:, 1:, 0] = np.maximum(f0[1], f1[1])
-    A[:, 1:, 1] = np.maximum(-f0[0], -f1[0])
-    B[:, 1:, 0] = np.maximum(g0[1], g1[1])
-    B[:, 1:, 1] = np.maximum(-g0[0], -g1[0])
-    A = np.nan_to_num(A, nan=math.inf)
-    B = np.nan_to_num(B, nan=math.inf)
-    C_any = A[:, :, ::-1]
-    # stationary: log pi(1)/pi(0) = log q - log r
-    c01 = np.log(q[1]) - np.log(r[0])
-    c10 = np.log(r[1]) - np.log(q[0])
-    C_stat = np.stack([c01, c10], axis=1)
-    return {"A": A, "B": B, "C_any": C_any, "C_stat": C_stat}
+    H = np.zeros((m, nmax + 1, 2))
+    H[:, 1:, 0] = np.maximum(h0[1], h1[1])  # upper of max(h0, h1)
+    H[:, 1:, 1] = np.maximum(-h0[0], -h1[0])  # upper of max(-h0, -h1)
+    H = np.nan_to_num(H, nan=math.inf, neginf=math.inf)
+    return {"A": H, "B": H, "C_any": H[:, :, ::-1]}
 
 
 def _quilt_table(result, T: int) -> np.ndarray:
@@ -382,21 +381,18 @@ def _quilt_table(result, T: int) -> np.ndarray:
     return out
 
 
-def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
-    """Certified upper bound of sigma over each cell, using per-node quilts ``quilts`` (m, T, 2)."""
+def _scores(box, tab, a, b, eps: float) -> np.ndarray:
+    """Upper bounds of card / (eps - e) for quilts (a, b) per cell and node (arrays (m, T)); inf if e >= eps."""
     T = box.length
-    m = cells.shape[0]
-    nmax = max(1, T - 1)
-    tab = box_influence_bounds(cells, nmax)
+    m = a.shape[0]
     rows = np.arange(m)[:, None]
-    a, b = quilts[:, :, 0], quilts[:, :, 1]
     nodes = np.arange(1, T + 1)[None, :]
     A = tab["A"][rows, a]  # (m, T, 2)
     B = tab["B"][rows, b]
     if box.initial_kind == "any":
         C = tab["C_any"][rows, np.broadcast_to(nodes - 1, a.shape)]
-    else:
-        C = np.broadcast_to(tab["C_stat"][:, None, :], A.shape)
+    else:  # stationary: log pi(x')/pi(x) is exactly the l term, which cancels with A's
+        C = np.zeros(A.shape)
     C = np.where((a > 0)[:, :, None], C, 0.0)  # the marginal of X_i enters only with a left end (Bayes)
     with np.errstate(over="ignore", invalid="ignore"):
         e = np.maximum((A + B + C).max(axis=2), 0.0) + ROUNDING_SLACK
@@ -404,8 +400,26 @@ def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
     card = np.where(a > 0, np.where(b > 0, a + b - 1, T - nodes + a), np.where(b > 0, nodes + b - 1, T))
     e = np.where((a == 0) & (b == 0), 0.0, e)
     with np.errstate(divide="ignore", invalid="ignore"):
-        score = np.where(e < eps, card / (eps - e), math.inf)
-    score = np.minimum(score, T / eps)  # the trivial quilt is always available
+        return np.where(e < eps, card / (eps - e), math.inf)
+
+
+def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
+    """Certified upper bound of sigma over each cell, using per-node quilts ``quilts`` (m, T, 2).
+
+    Each node may use any quilt, so besides the given quilt (optimal at a point near the
+    cell) we also try it widened 2, 4 and 8 times on each side (clipped to the chain): a wider
+    quilt has a smaller influence, so it tolerates the enclosure's slack on wide cells.  The
+    node's bound is the smallest score; the trivial quilt caps it at T / epsilon.
+    """
+    T = box.length
+    tab = box_influence_bounds(cells, max(1, T - 1))
+    a, b = quilts[:, :, 0], quilts[:, :, 1]
+    nodes = np.arange(1, T + 1)[None, :]
+    score = np.full(a.shape, T / eps)  # the trivial quilt is always available
+    for f in (1, 2, 4, 8):
+        aa = np.where(a > 0, np.minimum(a * f, nodes - 1), 0)
+        bb = np.where(b > 0, np.minimum(b * f, T - nodes), 0)
+        score = np.minimum(score, _scores(box, tab, aa, bb, eps))
     return score.max(axis=1)
 
 

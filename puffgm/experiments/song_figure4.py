@@ -75,10 +75,10 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if quick:
-        T, alphas, epsilons, trials, rtol, budget = 30, (0.3, 0.4), (1.0, 5.0), 20, 1e-2, 200
+        T, alphas, epsilons, trials, rtol, budget = 30, (0.2, 0.4), (1.0, 5.0), 20, 1e-3, 400
     else:
-        T, alphas, epsilons, trials, rtol, budget = 100, tuple(np.round(np.arange(0.1, 0.4001, 0.05), 3)), \
-            (0.2, 1.0, 5.0), 500, 1e-2, 1500
+        T, alphas, epsilons, trials, rtol, budget = 100, tuple(np.round(np.arange(0.1, 0.4001, 0.025), 3)), \
+            (0.2, 1.0, 5.0), 500, 1e-3, 4000
     total = len(alphas) * len(epsilons) + 1
     done = 0
     t_start = time.perf_counter()
