@@ -170,3 +170,15 @@ def test_cli_calibrates_a_box(tmp_path, capsys):
     assert out["sigma_max"] >= out["details"]["lower_bound"]
     assert main(["calibrate", str(path), str(path), "--epsilon", "1"]) == 2
     assert "cannot be pooled" in capsys.readouterr().err
+
+
+def test_figure4_box_certificate_against_a_fine_grid():
+    # the class of Song et al.'s Figure 4 at alpha = 0.3, T = 100: no chain of a 25 x 25 grid
+    # (nor random chains) needs more noise than the certified sigma, which is within rtol of the best
+    box = ChainParameterBox((0.3, 0.7), (0.3, 0.7), initial="any", length=100)
+    res = MQMExact(box).calibrate(1.0)
+    grid = np.linspace(0.3, 0.7, 25)
+    rng = np.random.default_rng(11)
+    pts = [(a, b) for a in grid for b in grid] + [tuple(x) for x in rng.uniform(0.3, 0.7, size=(50, 2))]
+    best = max(MQMExact(box.member(a, b), per_node=False).calibrate(1.0).sigma_max for a, b in pts)
+    assert best <= res.sigma_max <= best * (1 + 1e-3)
