@@ -33,6 +33,7 @@ _LAZY = {
     "MarkovQuiltLaplace": "puffgm.mechanisms.laplace",
     "PrivacyAccountant": "puffgm.accounting",
     "CalibrationResult": "puffgm.results",
+    "calibrate_many": "puffgm.parallel",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -18,6 +18,10 @@ refuses the others:
 
   -Pufferfish private: the correlation penalty is paid once.  See
   :mod:`puffgm.mechanisms.pufferfish`.
+* **Blowfish releases under one policy** (He, Machanavajjhala and Ding 2014,
+  Theorems 4.1, 4.2): epsilons add up (sequential); releases on disjoint subsets
+  of individuals of an unconstrained policy take the max (parallel).  Releases
+  under different policies are refused.  See :mod:`puffgm.blowfish.mechanisms`.
 
 Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
 are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
@@ -49,11 +53,16 @@ from dataclasses import dataclass
 from ._validation import check_positive_finite
 from .exceptions import BudgetError, CompositionError
 
-__all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM", "THEOREM_7"]
+__all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
 
 THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
 
 THEOREM_7 = "Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an a(b)-influence curve)"
+
+THEOREM_BLOWFISH = (
+    "He, Machanavajjhala and Ding 2014, Theorems 4.1 and 4.2 (sequential composition, and parallel composition "
+    "with a cardinality constraint, of releases under one Blowfish policy)"
+)
 
 _COLLAPSE = (
     "it has no curve point (a, b) and epsilon_DP, so no composition theorem applies: Bai et al., "
@@ -76,6 +85,7 @@ class LedgerEntry:
     a: float | None = None  # curve point of a "dp" release
     b: int | None = None
     epsilon_dp: float | None = None
+    subset: frozenset | None = None  # individuals a "blowfish" release reads (None: all)
 
 
 @dataclass(frozen=True)
@@ -185,6 +195,8 @@ class PrivacyAccountant:
         Song et al. Theorem 4.4; anything else is refused with CompositionError."""
         if all(getattr(release, k, None) is not None for k in ("a", "b", "epsilon_dp", "curve_key")):
             self.record_dp(release, label=label)
+        elif getattr(release, "policy_key", None) is not None:
+            self.record_blowfish(release, label=label)
         elif quilt_key is not None:
             self.record_mqm(release, quilt_key=quilt_key, label=label)
         else:
@@ -232,6 +244,62 @@ class PrivacyAccountant:
             LedgerEntry("mqm", float(release.epsilon), quilt_key, label, release.mechanism, bool(release.secure))
         )
 
+    # ------------------------------------------------------------ Blowfish
+    def _blowfish_total(self, extra=None) -> float:
+        """Sequential (Thm 4.1) and parallel (Thm 4.2) composition: the largest, over individuals,
+        sum of the epsilons of the releases that read that individual."""
+        items = [(e.epsilon, e.key, e.subset) for e in self._entries if e.kind == "blowfish"]
+        if extra is not None:
+            items.append(extra)
+        if len({k for _, k, _ in items}) > 1:
+            raise CompositionError(
+                "These Blowfish releases use different policies; Theorems 4.1 and 4.2 of He et al. compose "
+                "releases under one policy only, so the accountant refuses to add them up."
+            )
+        everyone = sum(eps for eps, _, sub in items if sub is None)
+        ids = set().union(*[sub for _, _, sub in items if sub is not None])
+        return everyone + max((sum(eps for eps, _, sub in items if sub is not None and i in sub) for i in ids), default=0.0)
+
+    def check_blowfish(self, *, epsilon: float, policy_key: str, subset=None, constrained: bool = False) -> float:
+        """The total after one more (epsilon, P)-Blowfish release; raises if it cannot be composed or is over budget.
+
+        ``subset`` (a set of individual ids) marks a release computed on those individuals only
+        (parallel composition with a cardinality constraint, He et al. Theorem 4.2); refused for
+        policies with count constraints (Theorem 4.3 needs the critical pairs of each constraint).
+        """
+        epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_blowfish")
+        if any(e.kind != "blowfish" for e in self._entries):
+            raise CompositionError(
+                "The accountant already holds Pufferfish releases of another kind; no theorem composes them "
+                "with a Blowfish release."
+            )
+        if subset is not None:
+            if constrained:
+                raise CompositionError(
+                    "Parallel composition over subsets of individuals needs a policy without count constraints "
+                    "(He et al. Theorem 4.2); constraints can correlate individuals across subsets (Theorem 4.3)."
+                )
+            subset = frozenset(subset)
+            if not subset:
+                raise CompositionError("The subset of individuals of a parallel release is empty.")
+        total = self._blowfish_total((epsilon, policy_key, subset))
+        if self.budget is not None and total > self.budget * (1 + _TOL):
+            raise BudgetError(
+                f"This release would bring the composed Blowfish guarantee to {total:g}, over the budget of "
+                f"{self.budget:g}; nothing was released."
+            )
+        return total
+
+    def record_blowfish(self, release, *, subset=None, label: str | None = None) -> None:
+        """Record a Blowfish release (``release.policy_key``, ``.epsilon``; after :meth:`check_blowfish`)."""
+        subset = getattr(release, "subset", None) if subset is None else subset
+        self.check_blowfish(epsilon=release.epsilon, policy_key=release.policy_key, subset=subset,
+                            constrained=bool(getattr(release, "constrained", False)))
+        self._entries.append(
+            LedgerEntry("blowfish", float(release.epsilon), release.policy_key, label, release.mechanism,
+                        bool(release.secure), subset=None if subset is None else frozenset(subset))
+        )
+
     # -------------------------------------------------------------- reports
     @property
     def entries(self) -> tuple:
@@ -242,11 +310,15 @@ class PrivacyAccountant:
         """The composed privacy parameter of everything recorded."""
         if any(e.kind == "dp" for e in self._entries):
             return self._dp_total()
+        if any(e.kind == "blowfish" for e in self._entries):
+            return self._blowfish_total()
         return self._mqm_total()
 
     @property
     def theorem(self) -> str:
         """The composition theorem the total relies on."""
+        if any(e.kind == "blowfish" for e in self._entries):
+            return THEOREM_BLOWFISH
         return THEOREM_7 if any(e.kind == "dp" for e in self._entries) else THEOREM_MQM
 
     @property

@@ -19,6 +19,7 @@ COMMANDS = (
     ("curve", "curve", "derive the a(b)-influence curve of a prior class"),
     ("translate", "translate", "translate between epsilon_puffer and epsilon_DP along a curve"),
     ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
+    ("blowfish", "blowfish", "Blowfish policies: policy-specific sensitivity and releases"),
 )
 
 

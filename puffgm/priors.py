@@ -53,6 +53,17 @@ CPD_TOLERANCE = 1e-6
 _SILENT = 1e-12
 
 
+def _restore_network_prior(fields):
+    """Unpickle a NetworkPrior field by field (CPD arrays read-only again)."""
+    obj = NetworkPrior.__new__(NetworkPrior)
+    for name, value in fields:
+        if name == "cpts":
+            for arr in value.values():
+                arr.setflags(write=False)
+        object.__setattr__(obj, name, value)
+    return obj
+
+
 class NetworkPrior:
     """One validated discrete Bayesian network theta (immutable).
 
@@ -156,6 +167,10 @@ class NetworkPrior:
         if hasattr(self, "_fingerprint") and key != "_fingerprint":
             raise AttributeError("NetworkPrior is immutable")
         object.__setattr__(self, key, value)
+
+    def __reduce__(self):
+        # pickling (worker processes, Dask): restore the validated fields as they are, not re-validated
+        return _restore_network_prior, (tuple((s, getattr(self, s)) for s in self.__slots__),)
 
     def __repr__(self):
         return f"NetworkPrior({self.name!r}, {len(self.nodes)} nodes)"

@@ -1,11 +1,18 @@
-"""``puffgm curve``: derive the a(b)-influence curve of prior classes (Bai et al. Definition 7).
+"""``puffgm curve``: derive the a(b)-influence curve of a prior class (Bai et al. Definition 7).
 
-Each PRIOR (BIF/XMLBIF path, ``example:NAME``, or chain JSON spec ``*.json``)
-gives its own curve; ``--theta`` pools them into one prior class Theta instead
-(as ``puffgm calibrate`` does).  ``--json`` prints one object with ``points``
-(``[{"b": int, "a": float}]``, ``a`` null when infinite) and ``witnesses``
-(or ``{"curves": [...]}`` for several curves).  ``--plot FILE.png`` draws the
-curves with matplotlib (the ``plot`` extra: ``pip install puffgm[plot]``).
+PRIOR arguments (BIF/XMLBIF path, ``example:NAME``, or chain JSON spec
+``*.json``) follow the convention of ``puffgm calibrate``: several PRIORs form
+ONE prior class Theta, and the curve is that class's curve (the pointwise max of
+the members' own curves, docs/curves.md).  ``--each`` gives one curve per PRIOR
+instead.  The old ``--theta`` flag (which used to ask for pooling) is still
+accepted and does nothing: pooling is the default.
+
+``--json`` prints one object with ``points`` (``[{"b": int, "a": float}]``,
+``a`` null when infinite), ``witnesses`` and ``priors`` (the PRIORs of the
+class), or ``{"curves": [...]}`` for ``--each`` with several PRIORs.
+``--plot FILE.png`` draws the curve(s) with matplotlib (the ``plot`` extra:
+``pip install puffgm[plot]``); a pooled class of several PRIORs is drawn as
+one bold curve, with each member's own curve dashed beneath it.
 """
 
 from __future__ import annotations
@@ -16,8 +23,10 @@ import json
 def add_prior_arguments(p) -> None:
     p.add_argument("priors", nargs="+", metavar="PRIOR",
                    help="BIF/XMLBIF file, example:NAME (bundled bnlearn network), or chain JSON spec")
+    p.add_argument("--each", action="store_true",
+                   help="one curve per PRIOR (default: several PRIORs form one prior class Theta, as in calibrate)")
     p.add_argument("--theta", action="store_true",
-                   help="pool every PRIOR into one prior class Theta (default: one curve per PRIOR)")
+                   help="accepted for compatibility and ignored: pooling into one class is the default")
     p.add_argument("--max-b", type=int, default=None,
                    help="largest b (default: the number of nodes; min(T, 200) for chains)")
     p.add_argument("--protect", default=None, help="comma-separated protected nodes (networks; default all)")
@@ -31,8 +40,13 @@ def register(p) -> None:
     p.add_argument("--plot", metavar="FILE.png", default=None, help="save a plot of the curve(s)")
 
 
-def compute_curves(args) -> list:
-    """[(label, InfluenceCurve)] for the PRIOR arguments of ``args``."""
+def compute_curves(args, *, members: bool = False) -> list:
+    """[(label, InfluenceCurve)] for the PRIOR arguments of ``args``.
+
+    One pair for the pooled class Theta (the default, as ``puffgm calibrate``),
+    or one per PRIOR with ``args.each``.  ``members=True`` (pooled mode, several
+    PRIORs) appends each member's own curve after the class curve, for plots.
+    """
     from .._validation import check_positive_int
     from ..curves import influence_curve
     from ..exceptions import ParameterError
@@ -41,9 +55,15 @@ def compute_curves(args) -> list:
         check_positive_int(args.max_b, "max-b", "puffgm " + getattr(args, "command", "curve"))
     if args.max_quilt_states is not None:
         check_positive_int(args.max_quilt_states, "max-quilt-states", "puffgm " + getattr(args, "command", "curve"))
+    each = bool(getattr(args, "each", False))
+    if each and getattr(args, "theta", False):
+        raise ParameterError("--each (one curve per PRIOR) contradicts --theta (one pooled class); give one.")
     chains = [p for p in args.priors if p.lower().endswith(".json")]
-    if chains and len(chains) != len(args.priors) and args.theta:
-        raise ParameterError("--theta cannot pool chain JSON specs with networks; give one kind.")
+    if chains and len(chains) != len(args.priors) and not each:
+        raise ParameterError(
+            "PRIOR arguments mix chain JSON specs and networks, which cannot form one class; "
+            "give one kind, or --each for one curve per PRIOR."
+        )
     secrets = None
     if args.protect is not None:
         from ..secrets import SecretSpec
@@ -68,13 +88,20 @@ def compute_curves(args) -> list:
         theta = load_prior_class(list(spec_list))
         return influence_curve(theta, args.max_b, secrets=secrets, max_quilt_states=args.max_quilt_states)
 
-    if args.theta:
-        return [(" + ".join(args.priors), one(list(args.priors)))]
-    return [(p, one([p])) for p in args.priors]
+    if each:
+        return [(p, one([p])) for p in args.priors]
+    pooled = [(" + ".join(args.priors), one(list(args.priors)))]
+    if members and len(args.priors) > 1:
+        pooled += [(p, one([p])) for p in args.priors]
+    return pooled
 
 
-def plot_curves(curves, path: str) -> None:
-    """Save the curves (one line per prior) to ``path`` with matplotlib."""
+def plot_curves(curves, path: str, *, pooled: bool = False) -> None:
+    """Save the curves to ``path`` with matplotlib.
+
+    ``pooled``: ``curves[0]`` is the class curve (drawn bold) and the rest are its
+    members' own curves (drawn dashed); otherwise one line per prior.
+    """
     from ..exceptions import ParameterError
 
     try:
@@ -87,10 +114,16 @@ def plot_curves(curves, path: str) -> None:
     import math
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for label, c in curves:
+    for j, (label, c) in enumerate(curves):
         pts = [(b, a) for b, a in c.points if math.isfinite(a)]
-        if pts:
-            ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", marker="o", markersize=3, label=label)
+        if not pts:
+            continue
+        style = dict(marker="o", markersize=3, label=label)
+        if pooled and j == 0:
+            style.update(linewidth=2.5, color="black", label=f"class Theta = {label}")
+        elif pooled:
+            style.update(linestyle="--", linewidth=1, alpha=0.7, label=f"member {label}")
+        ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", **style)
     ax.set_xlabel("b: number of high-influence entries (card(H))")
     ax.set_ylabel("a(b): leakage through the low-influence entries")
     ax.set_title("a(b)-influence curves (Bai et al. Definition 7)")
@@ -106,15 +139,20 @@ def plot_curves(curves, path: str) -> None:
 
 
 def run(args) -> str:
-    curves = compute_curves(args)
+    pooled = not args.each and len(args.priors) > 1
+    curves = compute_curves(args, members=pooled and bool(args.plot))
     if args.plot:
-        plot_curves(curves, args.plot)
+        plot_curves(curves, args.plot, pooled=pooled)
+    if pooled:
+        curves = curves[:1]  # the class curve; members only serve the plot
     if args.json:
         if len(curves) == 1:
             d = curves[0][1].to_dict()
             d["prior"] = curves[0][0]
+            d["priors"] = list(args.priors) if not args.each else [curves[0][0]]
             return json.dumps(d, allow_nan=False)
-        return json.dumps({"curves": [dict(c.to_dict(), prior=label) for label, c in curves]}, allow_nan=False)
+        return json.dumps({"curves": [dict(c.to_dict(), prior=label, priors=[label]) for label, c in curves]},
+                          allow_nan=False)
     parts = []
     for label, c in curves:
         parts.append(f"{label}:\n{c.explain(max_rows=40)}")

@@ -3,7 +3,10 @@
 ``--epsilon-puffer E`` prints the largest epsilon_DP such that every per-entry
 epsilon_DP-DP mechanism is E-Pufferfish (max over curve points of (E - a)/b), and
 the point used; ``--epsilon-dp E`` prints the best Pufferfish guarantee of an
-E-DP mechanism (min over b of b E + a(b)).  PRIOR arguments as for ``puffgm curve``.
+E-DP mechanism (min over b of b E + a(b)).  PRIOR arguments as for ``puffgm curve``
+and ``puffgm calibrate``: several PRIORs form one prior class Theta and give one
+translation along the class curve; ``--each`` translates along each PRIOR's own
+curve instead (``--theta`` is an accepted, ignored alias of the default).
 """
 
 from __future__ import annotations
@@ -44,6 +47,8 @@ def run(args) -> str:
         out.append((label, t))
     if args.json:
         if len(out) == 1:
-            return json.dumps(dict(out[0][1].to_dict(), prior=out[0][0]), allow_nan=False)
-        return json.dumps({"translations": [dict(t.to_dict(), prior=label) for label, t in out]}, allow_nan=False)
+            priors = [out[0][0]] if args.each else list(args.priors)
+            return json.dumps(dict(out[0][1].to_dict(), prior=out[0][0], priors=priors), allow_nan=False)
+        return json.dumps({"translations": [dict(t.to_dict(), prior=label, priors=[label]) for label, t in out]},
+                          allow_nan=False)
     return "\n\n".join(f"{label}:\n{t.explain()}" for label, t in out)

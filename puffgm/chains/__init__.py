@@ -9,7 +9,7 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 * :mod:`.curve` -- the a(b) influence curve of a chain class;
 * :mod:`.box` -- infinite classes: a box of binary chains with certified suprema;
 * :mod:`.spec` -- the JSON chain spec of the CLI;
-* :mod:`.batch` -- calibrating parameter grids in parallel.
+* :mod:`.batch` -- calibrating parameter grids in parallel (joblib or Dask, via :mod:`puffgm.parallel`).
 
 pgmpy is imported lazily (only ``to_pgmpy``/``from_pgmpy`` need it).
 """

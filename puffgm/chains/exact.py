@@ -55,8 +55,15 @@ Two shortcuts make the cost independent of T:
   the influences are non-increasing in i and the nodes are scanned from the
   left until the first node whose best quilt is two-sided.
 
-Otherwise (fixed non-stationary q in the class) every node is searched, each
-at a cost bounded by l.
+A fixed non-stationary start q (a vector) uses a third one: the early nodes
+are searched exactly and every later node is bounded by the stationary chain
+with the same P at epsilon - Omega, where Omega is a certified bound on the
+Hilbert projective distance between q P^(i-1) and pi, which a stochastic matrix
+never expands (:meth:`MQMExact._mixing_run`; docs/chains.md).  The scan stops
+once the bound is below the early maximum (exact result) or within
+``mixing_rtol`` of the stationary value, so the cost stops growing with T.
+Periodic chains, transient states or ``mixing=False``: every node is searched,
+each at a cost bounded by l.
 """
 
 from __future__ import annotations
@@ -390,19 +397,26 @@ class _Search:
         # max-influence is >= 0 (x = x' gives 0); guard nodes without any valid value
         return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
 
-    def search(self, i: int, l: int):
+    def search(self, i: int, l: int, cap: float = -math.inf, seed=None):
         """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
 
         Returns (score, kind, a, b, influence, card) with kind in
         {"two", "left", "right", "trivial"}; the first best in the order
         trivial, left (a ascending), right (b ascending), two-sided (lower
-        bound ascending, then a, b) wins ties.
+        bound ascending, then a, b) wins ties.  With ``cap``, the search may
+        stop at the first quilt scoring <= cap (then the score is an upper
+        bound on the node's optimum, itself <= cap); without, it is the optimum.
+        ``seed``: a result tuple of a quilt of node i with card <= l, the best
+        known so far (prunes the search; the optimum's score is unchanged, a tie
+        may be reported with the seed's quilt).
         """
         T, eps = self.T, self.eps
         amax = max(0, min(i - 1, l, self.L))
         bmax = max(0, min(T - i, l, self.L))
         Gs, Bs, DL, DR = self.node_tables(i, amax, bmax)
         best = (T / eps, "trivial", 0, 0, 0.0, T)
+        if seed is not None and seed[0] < best[0]:
+            best = seed
         # one-sided quilts with card(X_N) <= l: card grows with a (with b), so they are a prefix
         n = min(amax, l - (T - i))  # card = T - i + a
         if n > 0:
@@ -423,7 +437,7 @@ class _Search:
                 aa, bb, cards = ai0[cand], bi0[cand], card[cand]
                 lbs = lb[cand].tolist()
                 pos, batch = 0, 64
-                while pos < cand.size and lbs[pos] < best[0]:
+                while pos < cand.size and lbs[pos] < best[0] and best[0] > cap:
                     ai, bi = aa[pos : pos + batch], bb[pos : pos + batch]
                     d2 = None
                     for G, Bm in zip(Gs, Bs):
@@ -439,6 +453,67 @@ class _Search:
                     pos += batch
                     batch = min(batch * 2, 4096)
         return best
+
+
+    def quilt_score(self, i: int, a: int, b: int):
+        """(score, influence) of one Lemma 4.6 quilt of node i: left end X_{i-a} (a = 0: none), right X_{i+b}.
+
+        Equation (5) for the one quilt, as :meth:`search` evaluates it (same masking
+        of invalid secret values and left-end supports); needs a, b <= self.L.
+        """
+        T, eps = self.T, self.eps
+        d = 0.0
+        for m in self.members:
+            if m.kind == "vector":  # only the left end's support, not the whole (a, k) stack
+                V, C, _, full = m.node(i, 0)
+                left = m.marginal(i - a) > 0 if a else None
+                sup_a = None if (left is None or left.all()) else left
+            else:
+                V, C, sup, full = m.node(i, a)
+                sup_a = None if sup is None else sup[a - 1]
+            tot = 0.0
+            with np.errstate(invalid="ignore"):  # inf - inf: treated as +inf below (never understated)
+                if a:
+                    A = m.A_full[a] if (sup_a is None or m.paper) else m.A(a, sup_a)
+                    tot = A + C
+                if b:
+                    tot = tot + m.B[b]
+            tot = np.where(V[:, None] & V[None, :], np.where(np.isnan(tot), math.inf, tot), _NEG)
+            d = max(d, float(tot.max()))
+        card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
+        return (card / (eps - d) if d < eps else math.inf), d
+
+    def share_tables(self, other: "_Search"):
+        """Use the power and equation-(5) tables of ``other`` (same transition matrix P, one member each)."""
+        src, dst = other.members[0], self.members[0]
+        for name in ("pows", "logpows", "A_full", "B", "Bmax"):
+            setattr(dst, name, getattr(src, name))
+        self.L = other.L
+
+
+def _osc(log_u: np.ndarray, log_v: np.ndarray) -> float:
+    """Hilbert's projective distance max(log u - log v) - min(log u - log v) of two positive vectors."""
+    r = log_u - log_v
+    return float(r.max() - r.min())
+
+
+#: Unit roundoff of float64.
+_U = 2.0**-53
+
+
+def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
+    """Bound on |computed - exact| of a log-ratio oscillation after ``n_products`` vector-matrix products.
+
+    Each product of non-negative numbers has relative error <= gamma_k = k u / (1 - k u)
+    per step, so the computed vector is within (1 + gamma_k)^n of the exact one entrywise;
+    a log of a relative error theta is within 1.01 |theta|; two logs enter an
+    oscillation (max minus min), and each log evaluation and subtraction adds a few ulps
+    of the largest magnitude.
+    """
+    g = k * _U / (1 - k * _U)
+    rel = math.expm1(n_products * math.log1p(g))
+    mag = float(np.max(np.abs(logs[np.isfinite(logs)]))) if logs.size else 0.0
+    return 2 * 1.01 * rel + 8 * _U * (mag + 1.0)
 
 
 @lru_cache(maxsize=8)
@@ -499,6 +574,14 @@ class MQMExact:
     per_node : bool or None
         Search and report every node's active quilt (default: when T <= 200; it costs
         one search per node, where the shortcuts search O(1) or O(l) nodes).
+    mixing : bool
+        Fixed (vector) start, not ``per_node``: search the early nodes exactly and bound
+        every later node by the stationary chain at epsilon - Omega, where Omega is a
+        certified bound on the Hilbert distance between the marginals and pi (see
+        :meth:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
+    mixing_rtol : float
+        Stop the early scan once the bound is within this relative distance of the
+        stationary value (default 1e-6), unless it is already exact before.
 
     Examples
     --------
@@ -509,7 +592,7 @@ class MQMExact:
     """
 
     def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
-                 per_node=None):
+                 per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6):
         from .box import ChainParameterBox  # infinite class: certified supremum (puffgm.chains.box)
 
         self._box = isinstance(chain_class, ChainParameterBox)
@@ -525,6 +608,8 @@ class MQMExact:
         self.max_length = None if max_length is None else check_positive_int(max_length, "max_length", "MQMExact")
         self.paper_convention = bool(paper_convention)
         self.per_node = per_node
+        self.mixing = bool(mixing)
+        self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
 
     def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
         """Noise scale sigma_max (per unit L) and the worst node's active quilt."""
@@ -552,9 +637,26 @@ class MQMExact:
             strategy = "every node"
         if want_nodes:
             strategy = "every node"
+        stat, mix_info = None, {}
+        if strategy == "every node" and not want_nodes and self.mixing and kinds == {"vector"} and T > 2:
+            stat = self._stationary_twin(search, eps)
+            if stat is not None:
+                strategy = "fixed start: exact early nodes + certified mixing bound"
 
         def run(l, final=False):
             search.ensure(l)
+            if stat is not None:
+                out = self._mixing_run(search, stat, l, eps)
+                if out is not None:
+                    i, r, info = out
+                    mix_info.clear()
+                    mix_info.update(info)
+                    return i, r, None
+                mix_info.clear()
+                mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
+                res = [search.search(i, l) for i in range(1, T + 1)]
+                j = int(np.argmax([x[0] for x in res]))
+                return j + 1, res[j], None
             if strategy == "every node":
                 res = [search.search(i, l) for i in range(1, T + 1)]
                 j = int(np.argmax([r[0] for r in res]))
@@ -587,12 +689,27 @@ class MQMExact:
                 notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
         else:
             l = min(T, 16)
+            if stat is not None:  # the answer is at least the stationary twin's: start at its l
+                mid = (T + 1) // 2
+                while l < T:
+                    search.ensure(l)
+                    stat.share_tables(search)
+                    r0 = stat.search(mid, l)
+                    if r0[1] == "two" and r0[0] <= (l + 1) / eps:
+                        break
+                    l = min(T, 2 * l)
             i, r, allres = run(l)
             # double l until no longer quilt can beat the optimum (sigma_max <= (l+1)/epsilon)
             while not (r[0] <= (l + 1) / eps or l >= T):
                 l = min(T, 2 * l)
                 i, r, allres = run(l)
             exact = True
+        if mix_info.get("exact") is False:
+            exact = False
+            notes.append(
+                "fixed start: nodes after X{} bounded by the stationary chain at epsilon - {:.3g} "
+                "(certified mixing bound): valid, within {:.3g} of the exact optimum".format(
+                    mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
         materialise = T <= PER_NODE_LIMIT
         worst = _choice(T, i, r, materialise)
         per_node = ()
@@ -624,8 +741,173 @@ class MQMExact:
                 "paper_convention": self.paper_convention,
                 "influence_evaluations": int(search.evaluations),
                 "worst_quilt_kind": r[1],
+                **mix_info,
             },
         )
+
+    # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
+    def _stationary_twin(self, search: "_Search", eps: float):
+        """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
+        from ..exceptions import PriorError
+        from .priors import ChainPrior
+
+        prior = search.members[0].prior
+        try:
+            pi = np.asarray(prior.stationary, dtype=float)
+        except PriorError:
+            return None
+        if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
+            # transient states: their marginals vanish, influences need not converge; and a zero
+            # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
+            return None
+        twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
+        stat = _Search(ChainPriorClass([twin]), eps, self.paper_convention)
+        m = stat.members[0]
+        # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi)
+        m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
+        return stat
+
+    def _mixing_run(self, search: "_Search", stat: "_Search", l: int, eps: float):
+        """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
+
+        Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
+        one-sided (Lemma C.9's analogue does not apply; the caller searches every node).
+
+        Derivation (fixed start q, P with a unique positive stationary pi).  The marginal of X_i
+        is mu_i = q P^(i-1).  In equation (5) the node enters only through
+        C_i(x, x') = log mu_i(x') / mu_i(x) (the left-end support can only shrink the max).
+        With r_i = log mu_i - log pi and Omega_i = max r_i - min r_i (Hilbert's projective
+        distance d_H(mu_i, pi)), C_i(x, x') <= C_pi(x, x') + Omega_i, hence for every quilt
+
+            e_i(X_Q | X_i) <= e_pi(X_Q | X_i) + Omega_i,
+            score_i(Q, epsilon) <= score_pi(Q, epsilon - Omega_i),
+
+        so sigma_i <= sigma_max^stationary(epsilon - Omega_i) (the stationary twin, same P
+        and T, whose max over nodes the Lemma C.9 analogue gives from the middle node).
+        A stochastic matrix never expands d_H (if a v <= u <= b v then a vP <= uP <= b vP),
+        and pi P = pi, so Omega_j <= Omega_i for every j >= i: one bound covers all later
+        nodes.  For the computed pi, d_H(pi P, pi) = eta may be positive; then
+        Omega_j <= Omega_i + (j - i) eta, and floating-point error in mu_i is bounded by
+        :func:`_log_error`.  Every term over-estimates, so the bound is safe.  Symmetrically
+        e_i >= e_pi - Omega_i when every left end is past the first positive marginal, which
+        gives the lower bound ``sigma_lower_bound`` from the middle node.
+
+        The scan stops at the first checked node i with stationary(epsilon - Omega_i) <= the
+        max over earlier nodes (then the result is exact), or with Omega_i small enough that the
+        bound is within ``mixing_rtol`` of stationary(epsilon).  Early nodes are first tested
+        with the previous node's and the stationary optimum's quilts: a node whose such quilt
+        already scores below max(current max, stationary(epsilon)) cannot raise the result.
+        """
+        T, k = search.T, search.k
+        stat.share_tables(search)
+        sm, m = stat.members[0], search.members[0]
+        mid = (T + 1) // 2
+
+        def stat_bound(e, any_kind=False):
+            stat.eps = e
+            try:
+                r = stat.search(mid, l)
+            finally:
+                stat.eps = eps
+            return r if (any_kind or r[1] == "two") else None
+
+        r0 = stat_bound(eps)
+        if r0 is None:
+            if l < T:  # as the stationary shortcut does: look at longer quilts first
+                return mid, (math.inf, "trivial", 0, 0, 0.0, T), {}
+            return None
+        s0, e_star = r0[0], r0[4]
+        rtol = self.mixing_rtol
+        target = rtol * (eps - e_star) / (1 + rtol) if math.isfinite(s0) else 0.0
+        worst_i, worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
+        m_exact = -math.inf  # largest exact node optimum
+        prev = None
+        stop, bound, omega = None, None, math.inf
+        kinds = {(True, True): "two", (True, False): "left", (False, True): "right"}
+
+        def candidates(i, cap):
+            """(certificate <= cap or None, best seed) from the previous and the twin's quilts at node i."""
+            seed = None
+            for a, b in ((prev, (r0[2], r0[3])) if prev else ((r0[2], r0[3]),)):
+                if (a or b) and a < i and i + b <= T and max(a, b) <= search.L:
+                    card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
+                    if card > l:
+                        continue
+                    sc, d = search.quilt_score(i, a, b)
+                    cand = (sc, kinds[(a > 0, b > 0)], a, b, d, card)
+                    if seed is None or sc < seed[0]:
+                        seed = cand
+                    if sc <= cap:
+                        return cand, seed
+            return None, seed
+
+        ahead = {}  # node -> exact result found by looking ahead
+        rise = 0
+        for i in range(1, T + 1):
+            cap = s0 if worst is None else max(worst[0], s0)
+            if i in ahead:
+                r = ahead.pop(i)
+            else:
+                # cheap certificate: the previous node's quilt, then the stationary optimum's, at node i
+                r, seed = candidates(i, cap)
+                j = i + min(2 ** rise, 64)
+                if r is None and worst is not None and j < T and j not in ahead:
+                    # node optima rising: search a node further on first (1, 2, 4, ... 64 ahead), so
+                    # that a higher max certifies the nodes in between with one quilt evaluation each
+                    _, seed_j = candidates(j, -math.inf)
+                    rj = search.search(j, l, seed=seed_j)
+                    ahead[j] = rj
+                    m_exact = max(m_exact, rj[0])
+                    if rj[0] > worst[0]:
+                        rise += 1
+                        worst_i, worst = j, rj
+                        if worst[0] > (l + 1) / eps and l < T:
+                            return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
+                    else:
+                        rise = 0  # past the peak: back to one node at a time
+                    cap = max(worst[0], s0)
+                    r, seed = candidates(i, cap)
+                if r is None:
+                    r = search.search(i, l, cap=cap, seed=seed)
+                    if r[0] > cap:
+                        m_exact = max(m_exact, r[0])
+            if r[1] != "trivial":
+                prev = (r[2], r[3])
+            if worst is None or r[0] > worst[0]:
+                worst_i, worst = i, r
+                if worst[0] > (l + 1) / eps and l < T:
+                    return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
+            mu = m.marginal(i)
+            if not (mu > 0).all() or i == T:
+                continue
+            lm = _log(mu)
+            omega = _osc(lm, sm.logpi) + _log_error(i - 1, k, lm) + (T - i) * sm.eta
+            if omega >= eps - e_star:
+                continue
+            # the twin's optimum quilt (a*, b*), two-sided, shifted to every node (Lemma C.9's
+            # analogue) bounds every node of the twin at epsilon - omega without a new search
+            bound = (r0[5] / (eps - omega - e_star), "two", r0[2], r0[3], e_star, r0[5])
+            if bound[0] <= worst[0] or omega <= target:
+                stop = i
+                break
+        info = {"early_nodes_searched": int(i if stop else T)}
+        if stop is None:  # every node searched
+            exact = m_exact >= worst[0]
+            info.update({"mixing_node": int(T), "mixing_error": 0.0, "exact": bool(exact),
+                         "sigma_lower_bound": float(m_exact), "certified_gap": float(worst[0] - m_exact)})
+            return worst_i, worst, info
+        if bound[0] > worst[0]:  # a later node may be the worst: report the certified stationary quilt
+            sc, kind, a, b, d, card = bound
+            worst_i, worst = mid, (sc, kind, a, b, d + omega, card)
+        # lower bound: the exact early nodes, and the middle node (e_mid >= e_pi - Omega)
+        lower = m_exact
+        if m_exact < worst[0] and mid - l > stop and mid > stop:
+            lo = stat_bound(eps + omega, any_kind=True)
+            lower = max(lower, min(lo[0], (l + 1) / eps))
+        info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound[0]),
+                     "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
+                     "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
+        return worst_i, worst, info
 
 
     def _calibrate_family(self, eps: float, lipschitz: float) -> CalibrationResult:
@@ -639,7 +921,7 @@ class MQMExact:
         cc = self.chain_class
         results = [
             MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
-                     per_node=self.per_node).calibrate(eps, lipschitz)
+                     per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol).calibrate(eps, lipschitz)
             for m in cc.members
         ]
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima

@@ -133,6 +133,16 @@ def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np
     return pi / pi.sum()
 
 
+def _restore_frozen(cls, fields):
+    """Unpickle an immutable ChainPrior / ChainPriorClass field by field (arrays read-only again)."""
+    obj = cls.__new__(cls)
+    for name, value in fields:
+        if isinstance(value, np.ndarray):
+            value.setflags(write=False)
+        object.__setattr__(obj, name, value)
+    return obj
+
+
 class ChainPrior:
     """One Markov chain theta = (q, P) of length T (immutable).
 
@@ -202,6 +212,10 @@ class ChainPrior:
 
     def __setattr__(self, key, value):
         raise AttributeError("ChainPrior is immutable")
+
+    def __reduce__(self):
+        # pickling (worker processes, Dask): restore the validated fields as they are, not re-validated
+        return _restore_frozen, (ChainPrior, tuple((s, getattr(self, s)) for s in self.__slots__))
 
     def __repr__(self):
         init = self.initial if isinstance(self.initial, str) else "vector"
@@ -340,6 +354,9 @@ class ChainPriorClass:
 
     def __setattr__(self, key, value):
         raise AttributeError("ChainPriorClass is immutable")
+
+    def __reduce__(self):
+        return _restore_frozen, (ChainPriorClass, tuple((s, getattr(self, s)) for s in self.__slots__))
 
     def __len__(self):
         return len(self.members)

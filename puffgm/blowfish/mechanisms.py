@@ -1,0 +1,186 @@
+"""The Laplace mechanism under Blowfish (He, Machanavajjhala and Ding, Theorem 5.1).
+
+    M(D) = f(D) + (Lap(S(f, P) / epsilon))^d  is  (epsilon, P)-Blowfish private,
+
+with S(f, P) the policy-specific global sensitivity (Definition 5.1,
+:mod:`puffgm.blowfish.sensitivity`).  When S(f, P) = 0 (e.g. a histogram over
+the blocks of a partitioned secret graph) the answer is released exactly.
+
+Noise comes from :mod:`puffgm.noise` (OpenDP's secure sampler unless a seed is
+given; results then say ``secure=False``).  With an accountant the release is
+checked before any noise is drawn and recorded after (Theorems 4.1, 4.2;
+releases under different policies are refused).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+
+from .._validation import check_nonnegative_finite, check_positive_finite
+from ..noise import resolve_noise
+from ..results import freeze_record
+from .policy import Policy, PolicyError
+from .sensitivity import (
+    Sensitivity,
+    cumulative_sensitivity,
+    histogram_sensitivity,
+    linear_sum_sensitivity,
+)
+
+__all__ = ["BlowfishRelease", "laplace_mechanism", "release_histogram", "release_cumulative", "release_linear_sum",
+           "THEOREM_5_1"]
+
+THEOREM_5_1 = "He, Machanavajjhala and Ding 2014, Theorem 5.1 (Laplace mechanism at the policy-specific sensitivity)"
+
+
+@dataclass(frozen=True)
+class BlowfishRelease:
+    """A noisy answer released under a Blowfish policy.
+
+    Attributes
+    ----------
+    value : float or ndarray
+    mechanism : str
+    epsilon : float
+    scale : float
+        Laplace scale S / epsilon on each coordinate (0: released exactly).
+    sensitivity : float
+    secure : bool
+    noise : str
+    policy_key : str
+        Fingerprint of the policy; the accountant composes equal keys only.
+    constrained : bool
+        True if the policy has count constraints (no parallel composition).
+    subset : frozenset or None
+        Individuals the answer was computed from (parallel composition), None for all.
+    theorem : str
+    details : Mapping
+    """
+
+    value: Any
+    mechanism: str
+    epsilon: float
+    scale: float
+    sensitivity: float
+    secure: bool
+    noise: str
+    policy_key: str
+    constrained: bool
+    subset: Any
+    theorem: str
+    details: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        freeze_record(self)
+
+    def explain(self) -> str:
+        s = (f"{self.mechanism}: ({self.epsilon:g}, P)-Blowfish private, S(f, P) = {self.sensitivity:g}, "
+             f"Laplace scale {self.scale:.6g} ({self.theorem}); noise: {self.noise}")
+        if not self.secure:
+            s += " [NOT FOR PRODUCTION]"
+        return s
+
+    def to_dict(self) -> dict:
+        v = self.value
+        return {"value": v.tolist() if isinstance(v, np.ndarray) else float(v), "mechanism": self.mechanism,
+                "epsilon": self.epsilon, "scale": self.scale, "sensitivity": self.sensitivity, "secure": self.secure,
+                "noise": self.noise, "policy_key": self.policy_key, "theorem": self.theorem}
+
+    def __str__(self):
+        return self.explain()
+
+
+def laplace_mechanism(answer, policy: Policy, epsilon: float, sensitivity, *, random_state=None, accountant=None,
+                      label: str | None = None, subset=None, mechanism: str = "Blowfish Laplace") -> BlowfishRelease:
+    """Release ``answer + Lap(sensitivity / epsilon)`` coordinate-wise (Theorem 5.1).
+
+    Parameters
+    ----------
+    answer : float or array
+        The true answer f(D).
+    policy : Policy
+    epsilon : float
+    sensitivity : float or Sensitivity
+        S(f, P) of the query under ``policy`` (a :class:`Sensitivity` must carry this policy's key).
+    random_state : None, int or numpy Generator
+        None for OpenDP's secure sampler; a seed for reproducible, non-secure noise.
+    accountant : PrivacyAccountant, optional
+    subset : iterable, optional
+        Ids of the individuals the answer was computed from (parallel composition).
+
+    Examples
+    --------
+    >>> from puffgm.blowfish import Domain, Policy, line_graph
+    >>> p = Policy(line_graph(Domain.ordered(10)))
+    >>> r = laplace_mechanism(3.0, p, 1.0, 1.0, random_state=0)
+    >>> r.scale, r.secure
+    (1.0, False)
+    """
+    if not isinstance(policy, Policy):
+        raise PolicyError(f"Expected a Blowfish Policy; got {type(policy).__name__}.")
+    epsilon = check_positive_finite(epsilon, "epsilon", "laplace_mechanism")
+    if isinstance(sensitivity, Sensitivity):
+        if sensitivity.policy_key != policy.key:
+            raise PolicyError("The sensitivity was computed under another policy than the release's.")
+        sens = float(sensitivity.value)
+    else:
+        sens = check_nonnegative_finite(sensitivity, "sensitivity", "laplace_mechanism")
+    arr = np.asarray(answer, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise PolicyError("The query answer contains NaN or infinity.")
+    if accountant is not None:
+        accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key, subset=subset,
+                                  constrained=not policy.unconstrained)
+    scale = sens / epsilon
+    noise = resolve_noise(random_state)
+    value = noise.laplace(arr, scale) if scale > 0 else arr.copy()
+    value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
+    rel = BlowfishRelease(value, mechanism, epsilon, scale, sens, bool(noise.secure), noise.description, policy.key,
+                          not policy.unconstrained, None if subset is None else frozenset(subset), THEOREM_5_1,
+                          {"policy": policy.explain()})
+    if accountant is not None:
+        accountant.record_blowfish(rel, label=label)
+    return rel
+
+
+def _data_indices(policy: Policy, data):
+    try:
+        idx = policy.domain.indices(list(data))
+    except TypeError:
+        raise PolicyError("The data must be a sequence of domain values.") from None
+    if idx.size == 0:
+        raise PolicyError("The data set is empty.")
+    return idx
+
+
+def release_histogram(data, policy: Policy, epsilon: float, partition=None, **kwargs) -> BlowfishRelease:
+    """The histogram h_P of ``data`` (a sequence of domain values) with Laplace noise at S(h_P, P)."""
+    sens = histogram_sensitivity(policy, partition)
+    from .sensitivity import _cells
+
+    cell = _cells(policy, partition)
+    c = cell[_data_indices(policy, data)]
+    ans = np.bincount(c[c >= 0], minlength=int(cell.max()) + 1).astype(float)
+    return laplace_mechanism(ans, policy, epsilon, sens, mechanism="Blowfish Laplace histogram", **kwargs)
+
+
+def release_cumulative(data, policy: Policy, epsilon: float, **kwargs) -> BlowfishRelease:
+    """The cumulative histogram (Definition 7.1) with Laplace noise at S(c, P) (no inference; see
+    :func:`puffgm.blowfish.ordered.ordered_mechanism` for the ordered mechanism)."""
+    sens = cumulative_sensitivity(policy)
+    ans = np.cumsum(np.bincount(_data_indices(policy, data), minlength=policy.domain.size)).astype(float)
+    return laplace_mechanism(ans, policy, epsilon, sens, mechanism="Blowfish Laplace cumulative histogram", **kwargs)
+
+
+def release_linear_sum(data, policy: Policy, epsilon: float, values=None, **kwargs) -> BlowfishRelease:
+    """sum_i g(x_i) (default g = rank coordinates) with Laplace noise at S(f, P)."""
+    from .sensitivity import _values_matrix
+
+    sens = linear_sum_sensitivity(policy, values)
+    g = _values_matrix(policy, values)
+    ans = g[_data_indices(policy, data)].sum(axis=0)
+    return laplace_mechanism(ans if ans.size > 1 else float(ans[0]), policy, epsilon, sens,
+                             mechanism="Blowfish Laplace linear sum", **kwargs)
