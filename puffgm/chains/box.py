@@ -29,7 +29,8 @@ least the supremum over the box of the per-prior value:
   A *lower* bound is the exact sigma of the chain at sample points (cell
   centres and the box corners, by :class:`~puffgm.chains.MQMExact`).  An
   *upper* bound over a cell C of the parameter box: for every node i take the
-  quilt Q_i that is optimal at the cell's centre, and enclose its
+  quilt Q_i that is optimal at a point in or near the cell (and Q_i widened 2, 4
+  and 8 times), and enclose its
   max-influence over the whole cell by interval arithmetic on the closed form
   of the matrix powers of a binary chain,
 
@@ -38,7 +39,9 @@ least the supremum over the box of the per-prior value:
       s = q + r,  u = lambda^n,
 
   (equation (5) only takes ratios within a row or within a column, so s
-  cancels).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q | X_i))
+  cancels; moreover the term log pi(0)/pi(1) common to the row ratios cancels
+  exactly against the marginal term of X_i, so only the remaining parts are
+  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q | X_i))
   and any quilt bounds the minimum, sup over C of sigma <= max_i min(T / epsilon,
   card(Q_i) / (epsilon - e_up(Q_i | X_i))).  Cells whose upper bound exceeds
   (1 + rtol) times the best lower bound are split in four until none is left;
