@@ -82,6 +82,9 @@ def compute_curves(args, *, members: bool = False) -> list:
             from ..chains.spec import load_chain_spec
 
             classes = [load_chain_spec(p) for p in spec_list]
+            if any(not isinstance(c, ChainPriorClass) for c in classes):
+                raise ParameterError("Influence curves of a parameter box (an infinite class) are not available; "
+                                     "calibrate it with 'puffgm calibrate' instead.")
             cc = classes[0] if len(classes) == 1 else ChainPriorClass(m for c in classes for m in c.members)
             return influence_curve(cc, args.max_b)
         from ..priors import load_prior_class

@@ -7,6 +7,7 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 * :mod:`.approx` -- MQMApprox (Algorithm 4, Lemmas 4.8, 4.9, C.4, C.9);
 * :mod:`.baselines` -- GroupDP, plain DP, GK16;
 * :mod:`.curve` -- the a(b) influence curve of a chain class;
+* :mod:`.box` -- infinite classes: a box of binary chains with certified suprema;
 * :mod:`.spec` -- the JSON chain spec of the CLI;
 * :mod:`.batch` -- calibrating parameter grids in parallel (joblib or Dask, via :mod:`puffgm.parallel`).
 
@@ -19,12 +20,13 @@ from .approx import MQMApprox, mqm_approx  # noqa: F401
 from .baselines import group_dp, plain_dp, gk16  # noqa: F401
 from .spec import load_chain_spec, chain_class_from_spec  # noqa: F401
 from .batch import calibrate_many  # noqa: F401
+from .box import ChainParameterBox  # noqa: F401
 
 __all__ = [
     "ChainPrior", "ChainPriorClass", "stationary_distribution", "smooth_transition",
     "MQMExact", "mqm_exact", "MQMApprox", "mqm_approx",
     "group_dp", "plain_dp", "gk16", "load_chain_spec", "chain_class_from_spec",
-    "release_chain", "calibrate_many",
+    "release_chain", "calibrate_many", "ChainParameterBox",
 ]
 
 

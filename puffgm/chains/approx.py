@@ -116,7 +116,9 @@ class MQMApprox:
 
     Parameters
     ----------
-    chain_class : ChainPriorClass
+    chain_class : ChainPriorClass or ChainParameterBox
+        A box uses the closed-form inf of pi_min and of the eigengap over the
+        box (:meth:`~puffgm.chains.ChainParameterBox.mixing_bounds`).
     use_reversible : bool
         Use the tighter Lemma C.4 gap when every member is reversible (default True).
 
@@ -135,11 +137,18 @@ class MQMApprox:
     """
 
     def __init__(self, chain_class: ChainPriorClass, *, use_reversible: bool = True):
-        if not isinstance(chain_class, ChainPriorClass):
+        from .box import ChainParameterBox
+
+        if not isinstance(chain_class, (ChainPriorClass, ChainParameterBox)):
             raise ParameterError(f"MQMApprox needs a ChainPriorClass; got {type(chain_class).__name__}.")
         self.chain_class = chain_class
         self.use_reversible = bool(use_reversible)
-        params = [chain_mixing_parameters(m.transition) for m in chain_class.members]
+        if isinstance(chain_class, ChainParameterBox):  # closed-form extremes over the box
+            params = [chain_class.mixing_bounds()]
+            self._n_chains = "box"
+        else:
+            params = [chain_mixing_parameters(m.transition) for m in chain_class.members]
+            self._n_chains = len(chain_class)
         self.pi_min = min(p["pi_min"] for p in params)
         self.eigengap = min(p["gap_ppstar"] for p in params)
         self.reversible = all(p["reversible"] for p in params)
@@ -294,7 +303,7 @@ class MQMApprox:
                 "l": int(l),
                 "strategy": strategy,
                 "k": cc.k,
-                "n_chains": len(cc),
+                "n_chains": self._n_chains,
             },
         )
 

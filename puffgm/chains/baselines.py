@@ -16,7 +16,9 @@
   Gamma = the T x T tridiagonal matrix with gamma off the diagonal; the
   mechanism applies only when ||Gamma||_2 = 2 gamma cos(pi/(T+1)) < 1, and then
   epsilon_DP = epsilon / max_row(2 rowsum((I - Gamma)^{-1})), noise L / epsilon_DP.
-  For a family, gamma is the maximum over its members.
+  For a family, gamma is the maximum over its members; for a
+  :class:`~puffgm.chains.ChainParameterBox`, a certified upper bound of the
+  supremum over the box (interval arithmetic, :func:`puffgm.chains.box.gk16_gamma_bounds`).
 
 "Not applicable" is a result (``applicable=False``, ``sigma_max=inf``), not an
 exception.
@@ -98,9 +100,17 @@ def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -
     if chain_class.k != 2:
         return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False,
                        notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))
-    gamma = max(gk16_gamma(m.transition) for m in chain_class.members)
+    from .box import ChainParameterBox
+
+    if isinstance(chain_class, ChainParameterBox):
+        # certified bracket of the sup over the box; the noise grows with gamma, so use the upper end
+        gamma_lo, gamma = chain_class.gk16_gamma_bounds()
+    else:
+        gamma = gamma_lo = max(gk16_gamma(m.transition) for m in chain_class.members)
     norm = 2.0 * gamma * math.cos(math.pi / (T + 1)) if T > 1 else 0.0
     details = {"gamma": gamma, "spectral_norm": norm}
+    if gamma_lo != gamma:
+        details["gamma_lower"] = gamma_lo
     if not math.isfinite(gamma) or norm >= 1.0:
         return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False, details=details,
                        notes=(f"GK16 does not apply: the spectral norm of its influence matrix is {norm:.6g} >= 1",))

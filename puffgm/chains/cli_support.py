@@ -31,8 +31,9 @@ def calibrate_chain_specs(paths: list[str], *, epsilon: float, lipschitz: float 
     if not paths:
         raise PriorError("No chain spec given.")
     classes = [load_chain_spec(p) for p in paths]
-    members = [m for c in classes for m in c.members]
-    cc = classes[0] if len(classes) == 1 else ChainPriorClass(members)
+    if len(classes) > 1 and any(not isinstance(c, ChainPriorClass) for c in classes):
+        raise PriorError("A parameter box cannot be pooled with other chain specs; give it alone.")
+    cc = classes[0] if len(classes) == 1 else ChainPriorClass(m for c in classes for m in c.members)
     if paper_convention and method != "exact":
         raise ParameterError("The paper convention applies only to the 'exact' method.")
     if method == "exact":

@@ -562,7 +562,8 @@ class MQMExact:
     ----------
     chain_class : ChainPriorClass
         Theta; members may have vector, ``"stationary"`` or ``"any"`` initial
-        distributions.
+        distributions.  A :class:`~puffgm.chains.ChainParameterBox` (infinite
+        class) is calibrated by :func:`puffgm.chains.box.certified_mqm_exact`.
     max_length : int, optional
         Algorithm 3's l: only quilts with card(X_N) <= l (plus the trivial
         quilt) are searched.  Default: chosen adaptively so that the result is
@@ -592,7 +593,14 @@ class MQMExact:
 
     def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
                  per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6):
-        if not isinstance(chain_class, ChainPriorClass):
+        from .box import ChainParameterBox  # infinite class: certified supremum (puffgm.chains.box)
+
+        self._box = isinstance(chain_class, ChainParameterBox)
+        if self._box and (paper_convention or max_length is not None):
+            raise ParameterError(
+                "paper_convention and max_length apply to finite chain classes, not to a parameter box."
+            )
+        if not isinstance(chain_class, (ChainPriorClass, ChainParameterBox)):
             raise ParameterError(
                 f"MQMExact needs a ChainPriorClass; got {type(chain_class).__name__}."
             )
@@ -608,6 +616,10 @@ class MQMExact:
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
+        if self._box:
+            from .box import certified_mqm_exact
+
+            return certified_mqm_exact(cc, eps, lipschitz)
         if len(cc) > 1:
             return self._calibrate_family(eps, lipschitz)
         T = cc.length
