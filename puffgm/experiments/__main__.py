@@ -27,6 +27,8 @@ import sys
 import time
 
 EXPERIMENTS = [
+    "song_figure4",
+    "song_tables",
     "bai_topk",
     "composition_conditions",
 ]
