@@ -60,6 +60,7 @@ __all__ = [
     "DEFAULT_SEARCH_BUDGET",
     "NodeCertificate",
     "branch_and_bound",
+    "far_side_dive",
     "improve_and_certify",
     "check_search_budget",
 ]
@@ -68,6 +69,8 @@ __all__ = [
 DEFAULT_SEARCH_BUDGET = 300
 #: At most this many nodes are processed per prior (the worst ones).
 MAX_PROCESSED_NODES = 8
+#: Nodes tried per step of the greedy dive run when the bound does not meet the incumbent.
+DEFAULT_DIVE_WIDTH = 8
 
 
 def check_search_budget(value, where: str) -> int:
@@ -111,7 +114,8 @@ class NodeCertificate:
     root_bound: float
 
 
-def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFAULT_SEARCH_BUDGET) -> NodeCertificate:
+def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFAULT_SEARCH_BUDGET,
+                     dive_width: int = DEFAULT_DIVE_WIDTH) -> NodeCertificate:
     """Best-first branch and bound over the far sets of ``node`` (module docstring).
 
     Parameters
@@ -124,6 +128,10 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
         A valid quilt of ``node`` scored at ``epsilon`` (the search starts from it).
     budget : int
         Maximum number of far sets expanded; 0 gives the single-node bound only.
+    dive_width : int
+        When the budget runs out before the bound meets the incumbent, a greedy
+        dive (:func:`far_side_dive`) trying this many nodes per step looks for a
+        better quilt (0: no dive).
 
     Returns
     -------
@@ -144,9 +152,9 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
     expansions = 0
     exact_cache = {}
 
-    def exact_influence(far):
+    def exact_influence(far, names=False):
         """e(A) exactly through Q*(A), or None when Q*(A) is too large."""
-        q = far_set_quilt(dag, node, [universe[k] for k in far])
+        q = far_set_quilt(dag, node, far if names else [universe[k] for k in far])
         if q in exact_cache:
             return exact_cache[q]
         if engine.quilt_states(q) > limit:
@@ -198,8 +206,50 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
         certified = not heap or not _better(min(h[0] for h in heap), best.score)
     else:
         certified = True
+    if not certified and dive_width:
+        # the bound did not meet the incumbent: look for a better quilt by a greedy dive
+        best = far_side_dive(search, node, epsilon, best, singles, dive_width, exact_influence_of=exact_influence)
+        lower = min(lower, best.score)
     return NodeCertificate(node=node, lower_bound=float(lower), best=best, certified=certified,
                            expansions=expansions, root_bound=float(root))
+
+
+def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width: int = 8,
+                  exact_influence_of=None):
+    """Greedy far-set growth: the best quilt met while adding, one at a time, the node of least joint influence.
+
+    Starting from A = {}, each step tries the ``width`` nodes outside A of
+    smallest single-node influence, computes e(A ∪ {v}) exactly (through
+    Q*(A ∪ {v}), skipped if it has more than ``max_quilt_states`` states) and
+    adds the one of least influence, until every trial reaches epsilon.  Every
+    far set met gives the quilt Q*(A) with its remote set recomputed by
+    d-separation; the best of them competes with ``incumbent`` (ties keep the
+    incumbent).  Cost: at most ``width`` influence queries per step.
+    """
+    dag = search.dag
+    order = search.prior_class.nodes.index
+    if exact_influence_of is None:
+        def exact_influence_of(far, names=True):
+            q = far_set_quilt(dag, node, far)
+            if search.engine.quilt_states(q) > search.max_quilt_states:
+                return None
+            return q, search.engine.max_influence(node, q).value
+    best = incumbent
+    far = set()
+    ranked = sorted(singles, key=lambda v: (singles[v], order(v)))
+    while True:
+        trials = []
+        for v in [u for u in ranked if u not in far][:width]:
+            got = exact_influence_of(tuple(sorted(far | {v}, key=order)), names=True)
+            if got is not None and got[1] < epsilon:
+                trials.append((got[1], order(v), v, got[0]))
+        if not trials:
+            return best
+        _, _, v, q = min(trials)
+        far.add(v)
+        ch = search.choice(make_quilt(dag, node, q), epsilon)
+        if _better(ch.score, best.score):
+            best = ch
 
 
 def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
