@@ -309,7 +309,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         if len(certs) >= max_nodes or best[v].score <= lower:
             break
         if v not in certs:
-            certs[v] = branch_and_bound(search, v, epsilon, best[v], 0)
+            certs[v] = branch_and_bound(search, v, epsilon, best[v], 0, dive_width=0)
             lower = max(lower, certs[v].lower_bound)
     top = max(best[v].score for v in nodes)
     return best, min(lower, top), certs

@@ -15,7 +15,8 @@ from puffgm.exceptions import ParameterError
 from puffgm.influence import InfluenceEngine
 from puffgm.priors import PriorClass, load_prior_class
 from puffgm.quilt_bounds import far_set_quilt, single_node_bound
-from puffgm.quilt_search import branch_and_bound
+from puffgm.quilt_bounds import single_influences
+from puffgm.quilt_search import branch_and_bound, far_side_dive
 from puffgm.quilts import make_quilt
 
 
@@ -110,6 +111,25 @@ def test_truncated_search_gives_a_sound_bound_that_grows_with_the_budget():
             assert_valid_quilt(search.dag, cert.best)
             previous = cert.lower_bound
         assert cert.certified and cert.lower_bound == pytest.approx(opt, rel=1e-9)
+        for width in (1, 3, 20):
+            dive = far_side_dive(search, node, 1.0, start, single_influences(search.engine, node), width)
+            assert opt <= dive.score * (1 + 1e-9) and dive.score <= start.score
+            assert_valid_quilt(search.dag, dive)
+
+
+def test_search_is_never_worse_than_the_structured_family_and_keeps_quilts_valid():
+    rng = np.random.default_rng(44)
+    for trial in range(3):
+        net, dag = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
+        other = random_network(rng, dag=dag, n=13, zero_prob=0.05, concentration=20.0)[0]
+        for eps in (0.5, 1.5):
+            before = calibrate([net, other], eps, search_budget=0)
+            after = calibrate([net, other], eps, search_budget=50)
+            assert after.sigma_max <= before.sigma_max
+            assert after.sigma_lower_bound <= after.sigma_max and before.sigma_lower_bound <= before.sigma_max
+            assert after.sigma_lower_bound == max(after.details["per_prior_lower_bound"])
+            for c in after.per_node:
+                assert_valid_quilt(PriorClass([net]).dag, c)
 
 
 def test_calibration_bound_equals_the_brute_force_optimum_without_exhaustive_search():
