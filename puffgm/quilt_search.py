@@ -71,6 +71,8 @@ DEFAULT_SEARCH_BUDGET = 300
 MAX_PROCESSED_NODES = 8
 #: Nodes tried per step of the greedy dive run when the bound does not meet the incumbent.
 DEFAULT_DIVE_WIDTH = 8
+#: The dive stops after this many steps (DIVE_MAX_STEPS * width influence queries at most).
+DIVE_MAX_STEPS = 40
 
 
 def check_search_budget(value, where: str) -> int:
@@ -224,7 +226,10 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
     adds the one of least influence, until every trial reaches epsilon.  Every
     far set met gives the quilt Q*(A) with its remote set recomputed by
     d-separation; the best of them competes with ``incumbent`` (ties keep the
-    incumbent).  Cost: at most ``width`` influence queries per step.
+    incumbent).  The dive stops when no extension of the current far set can
+    beat the incumbent (the bound of :func:`puffgm.quilt_bounds.far_set_bound`)
+    or after :data:`DIVE_MAX_STEPS` steps; cost: at most ``width`` influence
+    queries per step.
     """
     dag = search.dag
     order = search.prior_class.nodes.index
@@ -237,19 +242,29 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
     best = incumbent
     far = set()
     ranked = sorted(singles, key=lambda v: (singles[v], order(v)))
-    while True:
+    n = len(search.prior_class.nodes)
+    queries = 0
+    e_far = 0.0
+    while queries < DIVE_MAX_STEPS * width:
+        rest = [u for u in ranked if u not in far]
+        # no extension of the current far set can beat the incumbent: stop
+        tail = np.array([singles[u] for u in rest], dtype=float)
+        if not _better(far_set_bound(n, epsilon, len(far), max(0.0, e_far - INFLUENCE_SLACK), tail), best.score):
+            return best
         trials = []
-        for v in [u for u in ranked if u not in far][:width]:
+        for v in rest[:width]:
+            queries += 1
             got = exact_influence_of(tuple(sorted(far | {v}, key=order)), names=True)
             if got is not None and got[1] < epsilon:
                 trials.append((got[1], order(v), v, got[0]))
         if not trials:
             return best
-        _, _, v, q = min(trials)
+        e_far, _, v, q = min(trials)
         far.add(v)
         ch = search.choice(make_quilt(dag, node, q), epsilon)
         if _better(ch.score, best.score):
             best = ch
+    return best
 
 
 def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
