@@ -86,6 +86,7 @@ __all__ = [
     "single_influences",
     "single_node_bound",
     "far_set_bound",
+    "network_lower_bound",
 ]
 
 #: Every influence entering a lower bound is lowered by this much (rounding safety).
@@ -228,3 +229,65 @@ def single_node_bound(engine, node, epsilon: float) -> float:
     """
     s = np.sort(np.fromiter(single_influences(engine, node).values(), float))
     return far_set_bound(len(engine.prior_class.nodes), float(epsilon), 0, 0.0, s)
+
+
+def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nodes=None):
+    """A certified lower bound on the best sigma_max any Markov quilts can give, without calibrating.
+
+    The max, over priors of the class and over protected nodes, of the
+    single-node bound (module docstring, Corollary): every node's bound is
+    below its optimum sigma_i*, so the max is below max_i sigma_i* (and, for a
+    class, below the max over priors, as puffgm's calibration is).  Any subset
+    of the nodes gives a valid, possibly weaker, bound: ``max_nodes`` takes the
+    nodes of highest degree in the moral graph first (hubs need the most noise).
+    Useful on networks whose calibration is slow: a bound close to the group-DP
+    baseline shows that no Markov quilt can do much better than group DP.
+
+    Parameters
+    ----------
+    prior : anything :func:`puffgm.priors.load_prior_class` accepts
+    epsilon : float
+    secrets : SecretSpec, optional
+    protected : iterable of str, optional
+    max_nodes : int or None
+        Bound at most this many nodes (None: every protected node).
+
+    Returns
+    -------
+    (float, str)
+        The bound and the node that attains it.
+
+    Examples
+    --------
+    >>> bound, node = network_lower_bound("example:asia", 4.0)
+    >>> from puffgm.calibration import calibrate
+    >>> bound <= calibrate("example:asia", 4.0).sigma_max
+    True
+    """
+    from ._validation import check_positive_finite, check_positive_int
+    from .exceptions import ParameterError
+    from .influence import InfluenceEngine
+    from .priors import PriorClass, load_prior_class
+    from .quilts import moral_graph
+    from .secrets import SecretSpec
+
+    epsilon = check_positive_finite(epsilon, "epsilon", "network_lower_bound")
+    if secrets is not None and protected is not None:
+        raise ParameterError("Give either 'secrets' or 'protected' to network_lower_bound, not both.")
+    if protected is not None:
+        secrets = SecretSpec(protected=protected)
+    secrets = secrets or SecretSpec()
+    pc = load_prior_class(prior)
+    nodes = list(secrets.protected_nodes(pc))
+    if max_nodes is not None:
+        max_nodes = check_positive_int(max_nodes, "max_nodes", "network_lower_bound")
+        moral = moral_graph(pc.dag)
+        nodes = sorted(nodes, key=lambda v: (-moral.degree(v), pc.nodes.index(v)))[:max_nodes]
+    best, arg = -math.inf, None
+    for theta in pc.priors:
+        engine = InfluenceEngine(PriorClass([theta]), secrets)
+        for v in nodes:
+            b = single_node_bound(engine, v, epsilon)
+            if b > best:
+                best, arg = b, v
+    return float(best), arg

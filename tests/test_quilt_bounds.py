@@ -226,3 +226,22 @@ def test_lemmas_quilt_as_influential_as_its_far_set_and_separator_reduction():
                     assert e_star == pytest.approx(e_a, rel=1e-9, abs=1e-12) or e_star == e_a == math.inf
                     checked += bool(set(far) - star)
     assert checked > 20  # the reduction drops nodes in many cases
+
+
+def test_network_lower_bound_is_below_the_brute_force_optimum():
+    from puffgm.quilt_bounds import network_lower_bound
+
+    rng = np.random.default_rng(23)
+    for trial in range(4):
+        n = int(rng.integers(3, 6))
+        net, dag = random_network(rng, n=n, zero_prob=0.2, concentration=5.0)
+        other = random_network(rng, dag=dag, n=n, zero_prob=0.2, concentration=5.0)[0]
+        for eps in (0.5, 2.0):
+            bound, node = network_lower_bound([net, other], eps)
+            assert bound <= brute_sigma([net, other], eps) * (1 + 1e-9)
+            assert network_lower_bound([net, other], eps, max_nodes=1)[0] <= bound
+            assert node in net.nodes
+    with pytest.raises(ParameterError, match="'max_nodes' parameter of network_lower_bound"):
+        network_lower_bound(net, 1.0, max_nodes=0)
+    with pytest.raises(ParameterError, match="'epsilon' parameter of network_lower_bound"):
+        network_lower_bound(net, math.inf)
