@@ -338,6 +338,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     notes = list(pc.notes)
     if worst.score >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
+        if max(lower) >= group * (1 - 1e-9):
+            notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
     return CalibrationResult(
         epsilon=epsilon,
         lipschitz=lipschitz,
