@@ -281,7 +281,8 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         The protected nodes.
     epsilon : float
     budget : int
-        Branch-and-bound expansions per processed node (0: single-node bounds only).
+        Branch-and-bound expansions per processed node (0: single-node bounds only,
+        no dive: the quilts are the structured search's).
     prior_index : int
         Index of the prior in its class (recorded in the witnesses of new quilts).
     max_nodes : int
@@ -312,7 +313,8 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         top = best[worst].score
         if worst in certs or top <= lower or len(certs) >= max_nodes:
             break
-        cert = branch_and_bound(search, worst, epsilon, best[worst], budget)
+        cert = branch_and_bound(search, worst, epsilon, best[worst], budget,
+                                dive_width=DEFAULT_DIVE_WIDTH if budget else 0)
         certs[worst] = cert
         ch = cert.best
         if ch is not best[worst] and ch.witness is not None and prior_index:

@@ -245,3 +245,15 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
         network_lower_bound(net, 1.0, max_nodes=0)
     with pytest.raises(ParameterError, match="'epsilon' parameter of network_lower_bound"):
         network_lower_bound(net, math.inf)
+
+
+def test_zero_budget_keeps_the_structured_search():
+    rng = np.random.default_rng(3)
+    net, _ = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
+    from puffgm.calibration import _node_optima
+
+    search = QuiltSearch(PriorClass([net]))
+    structured = _node_optima(search, list(net.nodes), 1.0, [], 0)
+    res = calibrate(net, 1.0, search_budget=0)
+    assert [c.score for c in res.per_node] == [structured[v].score for v in net.nodes]
+    assert res.details["quilt_set"].startswith("structured+refined@")
