@@ -257,3 +257,13 @@ def test_zero_budget_keeps_the_structured_search():
     res = calibrate(net, 1.0, search_budget=0)
     assert [c.score for c in res.per_node] == [structured[v].score for v in net.nodes]
     assert res.details["quilt_set"].startswith("structured+refined@")
+
+
+def test_cli_refuses_search_budget_for_chain_specs(tmp_path, capsys):
+    from puffgm.cli import main
+
+    spec = tmp_path / "chain.json"
+    spec.write_text(json.dumps({"transition": [[0.9, 0.1], [0.4, 0.6]], "initial": "stationary", "length": 10}))
+    assert main(["calibrate", str(spec), "--epsilon", "1", "--search-budget", "5"]) == 2
+    err = capsys.readouterr().err
+    assert "--search-budget apply to networks, not chain specs" in err and len(err.strip().splitlines()) == 1
