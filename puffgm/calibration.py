@@ -52,6 +52,7 @@ from .quilts import (
 )
 from .results import CalibrationResult, QuiltChoice
 from .secrets import SecretSpec
+from .quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
 
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 
@@ -263,7 +264,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
 
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-              exhaustive=None) -> CalibrationResult:
+              exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -282,12 +283,19 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         Bound on the joint state space of candidate quilts (structured family).
     exhaustive : bool or None
         Force or forbid the exhaustive quilt search (default: by network size).
+    search_budget : int
+        Branch-and-bound expansions per processed node on large networks
+        (:mod:`puffgm.quilt_search`, default 300): the worst nodes' quilts are
+        improved and ``sigma_lower_bound`` is certified; 0 keeps the structured
+        search alone and gives the single-node bound (:mod:`puffgm.quilt_bounds`).
 
     Returns
     -------
     CalibrationResult
         ``sigma_max`` and ``scale = lipschitz * sigma_max``, the worst node and
-        every protected node's active quilt, the group-DP baseline and the gain.
+        every protected node's active quilt, the group-DP baseline and the gain,
+        ``sigma_lower_bound`` (no Markov quilt can give less than this) and
+        ``optimality_gap`` = sigma_max / sigma_lower_bound - 1.
 
     Examples
     --------
@@ -301,6 +309,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         return gaussian_calibrate(prior, epsilon, lipschitz, protected=protected, secrets=secrets)
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
+    search_budget = check_search_budget(search_budget, "calibrate")
     if secrets is not None and protected is not None:
         raise ParameterError("Give either 'secrets' or 'protected' to calibrate, not both.")
     if protected is not None:
@@ -313,10 +322,15 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # active quilt per (node, theta).  This is never above the min over quilts of the
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
+    lower, searched = [], []
     for t, theta in enumerate(pc.priors):
         search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive)
         family = search.family
         mine = _node_optima(search, nodes, epsilon, refined, t)
+        # certified lower bound and branch-and-bound improvement of the worst nodes (puffgm.quilt_search)
+        mine, lower_t, certs = improve_and_certify(search, mine, nodes, epsilon, search_budget, prior_index=t)
+        lower.append(lower_t)
+        searched.extend(((t, v) if t else v) for v in certs)
         evaluations += search.engine.evaluations
         per_prior.append(max(c.score for c in mine.values()))
         for n in nodes:
@@ -328,6 +342,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     notes = list(pc.notes)
     if worst.score >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
+        if max(lower) >= group * (1 - 1e-9):
+            notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
     return CalibrationResult(
         epsilon=epsilon,
         lipschitz=lipschitz,
@@ -337,6 +353,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         per_node=per_node,
         n_nodes=len(pc.nodes),
         groupdp_sigma=group,
+        sigma_lower_bound=max(lower),  # max over theta of each theta's bound, like sigma_max
         fingerprint=pc.fingerprint,
         theorem=THEOREM,
         notes=tuple(notes),
@@ -349,7 +366,12 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
             "secrets_description": repr(secrets),
             "refined_nodes": tuple(refined),
+            "per_prior_lower_bound": tuple(lower),
+            "search_budget": search_budget,
+            "branch_and_bound_nodes": tuple(searched),
             # the structured family adapts to epsilon through the refinement
-            "quilt_set": "exhaustive" if family == "exhaustive" else f"structured+refined@epsilon={epsilon!r}",
+            "quilt_set": "exhaustive" if family == "exhaustive" else (
+                f"structured+refined@epsilon={epsilon!r}" if not search_budget
+                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}"),
         },
     )

@@ -127,6 +127,11 @@ class CalibrationResult:
         Anything the user should know (renormalised tables, skipped events, ...).
     details : Mapping
         Method-specific figures (chain bound l, pi_min, eigengap, ...).
+    sigma_lower_bound : float
+        A certified lower bound on the best sigma_max any choice of Markov
+        quilts could give (max over protected nodes, and over the priors of a
+        finite class, of each one's bound; :mod:`puffgm.quilt_bounds`), ``nan``
+        when the calibration road does not compute one.
     """
 
     epsilon: float
@@ -142,9 +147,11 @@ class CalibrationResult:
     applicable: bool = True
     notes: tuple = ()
     details: Mapping = field(default_factory=dict)
+    sigma_lower_bound: float = math.nan
 
     def __post_init__(self):
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        object.__setattr__(self, "sigma_lower_bound", float(self.sigma_lower_bound))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "per_node", tuple(self.per_node))
 
@@ -170,6 +177,18 @@ class CalibrationResult:
             return 0.0
         return self.groupdp_sigma / self.sigma_max
 
+    @property
+    def optimality_gap(self) -> float:
+        """sigma_max / sigma_lower_bound - 1: 0 means sigma_max is optimal over all Markov quilts.
+
+        ``nan`` when no lower bound was computed.  A gap g means no choice of
+        quilts can lower the noise by more than a factor 1 + g.
+        """
+        lb = self.sigma_lower_bound
+        if not (math.isfinite(lb) and lb > 0 and math.isfinite(self.sigma_max)):
+            return math.nan
+        return max(0.0, self.sigma_max / lb - 1.0)
+
     def to_dict(self, per_node: bool = False) -> dict:
         """A JSON-ready dict (the ``--json`` output of ``puffgm calibrate``)."""
         d = {
@@ -181,6 +200,8 @@ class CalibrationResult:
             "scale": json_float(self.scale),
             "groupdp_sigma": json_float(self.groupdp_sigma),
             "gain": json_float(self.gain),
+            "sigma_lower_bound": json_float(self.sigma_lower_bound),
+            "optimality_gap": json_float(self.optimality_gap),
             "n_nodes": self.n_nodes,
             "worst_node": self.worst_node,
             "quilt": None if self.worst is None else self.worst.to_dict(),
@@ -206,6 +227,12 @@ class CalibrationResult:
             lines.append(
                 f"worst node {w.node}: quilt {q}, {w.n_nearby} nearby, {w.n_remote} remote, "
                 f"max-influence {w.max_influence:.6g}, score {w.score:.6g}"
+            )
+        if math.isfinite(self.optimality_gap):
+            gap = self.optimality_gap
+            lines.append(
+                f"lower bound on sigma_max over all Markov quilts: {self.sigma_lower_bound:.6g} "
+                + ("(optimal, gap 0)" if gap <= 1e-9 else f"(optimality gap {100 * gap:.3g}% = sigma_max / bound - 1)")
             )
         lines.append(
             f"group-DP baseline {self.groupdp_sigma * self.lipschitz:.6g}: gain x{self.gain:.4g}"

@@ -33,6 +33,10 @@ def register(p) -> None:
                    help="exact (networks and chains), approx, groupdp or gk16 (chains)")
     p.add_argument("--max-quilt-states", type=int, default=None,
                    help="bound on the joint state space of candidate quilts (networks)")
+    p.add_argument("--search-budget", type=int, default=None,
+                   help="networks: branch-and-bound expansions per worst node, which improve the quilts and "
+                        "certify the lower bound on sigma_max (default 300; 0: structured search and "
+                        "single-node bound only)")
     p.add_argument("--protect", default=None,
                    help="comma-separated protected nodes (default: every node)")
     p.add_argument("--paper-convention", action="store_true",
@@ -56,8 +60,9 @@ def run(args) -> str:
     if gauss:
         result = calibrate_gaussian_specs(args)
     elif chains:
-        if args.protect or args.max_quilt_states is not None:
-            raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")
+        if args.protect or args.max_quilt_states is not None or args.search_budget is not None:
+            raise ParameterError("--protect, --max-quilt-states and --search-budget apply to networks, "
+                                 "not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
@@ -79,8 +84,12 @@ def run(args) -> str:
         protected = None
         if args.protect is not None:
             protected = [s.strip() for s in args.protect.split(",") if s.strip()]
+        from ..quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget
+
+        budget = DEFAULT_SEARCH_BUDGET if args.search_budget is None else check_search_budget(
+            args.search_budget, "puffgm calibrate")
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
-                           max_quilt_states=bound)
+                           max_quilt_states=bound, search_budget=budget)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "

@@ -38,6 +38,8 @@ def calibrate_gaussian_specs(args):
         raise ParameterError("--paper-convention applies to Markov-chain specs, not Gaussian networks.")
     if args.max_quilt_states is not None:
         raise ParameterError("--max-quilt-states applies to discrete networks, not Gaussian networks.")
+    if getattr(args, "search_budget", None) is not None:
+        raise ParameterError("--search-budget applies to discrete networks, not Gaussian networks.")
     return gaussian_calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=_protected(args))
 
 
