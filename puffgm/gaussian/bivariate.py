@@ -118,9 +118,10 @@ def _maximise_r(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=25):
     m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
     edges = np.linspace(a0, b0, m + 1)
     ra, rb = edges[:-1], edges[1:]
+    fe = fun_up(edges)
+    fa, fb = fe[:-1], fe[1:]
     best, dropped, cert = -math.inf, -math.inf, math.inf
     for _ in range(iters):
-        fa, fb = fun_up(ra), fun_up(rb)
         up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8 + corr(ra, rb + delta)
         pt = np.maximum(fa + corr(ra, ra + delta), fb + corr(rb, rb + delta))
         up = np.where(np.isnan(up), np.inf, up)
@@ -134,9 +135,11 @@ def _maximise_r(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=25):
         keep = up > best + 0.25 * slack
         if not np.all(keep):
             dropped = max(dropped, float(np.max(up[~keep])))
-        ra, rb = ra[keep], rb[keep]
+        ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
         mid = (ra + rb) / 2
+        fm = fun_up(mid)  # endpoint values are cached: only the new midpoints are evaluated
         ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
+        fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
         if ra.size > 20000:
             break
     return cert, best

@@ -342,8 +342,9 @@ class GaussianRegionModel:
             best_val = -math.inf
             certified = math.inf
             dropped = -math.inf
+            fe = F(edges)
+            fa, fb = fe[:-1], fe[1:]
             for _ in range(80):
-                fa, fb = F(ra), F(rb)
                 fmax = np.maximum(fa, fb)
                 up = fmax + C * (rb - ra) ** 2 / 8
                 if efun is not None:
@@ -364,9 +365,11 @@ class GaussianRegionModel:
                 keep = up > best_val + 0.25 * slack
                 if not np.all(keep):  # pruned cells still count for the certified maximum
                     dropped = max(dropped, float(np.max(up[~keep])))
-                ra, rb = ra[keep], rb[keep]
+                ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
                 mid = (ra + rb) / 2
+                fm = F(mid)  # endpoint values are cached: only the new midpoints are evaluated
                 ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
+                fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
                 if ra.size > 200000:
                     break
             return certified, best_val
