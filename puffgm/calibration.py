@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from itertools import combinations
 from typing import Iterable
 
 from ._validation import check_positive_finite, check_positive_int
@@ -43,6 +44,7 @@ from .influence import InfluenceEngine
 from .priors import PriorClass, load_prior_class
 from .quilts import (
     DEFAULT_MAX_QUILT_STATES,
+    DSeparationIndex,
     MarkovQuilt,
     distance_layers,
     exhaustive_quilts,
@@ -56,6 +58,18 @@ from .secrets import SecretSpec
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 
 THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, Algorithm 2)"
+
+
+#: Absolute slack on computed log-influences when a lower bound is used to skip a
+#: quilt (rounding of exact inference is ~1e-14): a quilt is skipped only if its
+#: score with influence ``bound - _BOUND_SLACK`` still cannot win.
+_BOUND_SLACK = 1e-9
+
+
+def _score_floor(n_nearby: int, bound: float, epsilon: float) -> float:
+    """A lower bound on the computed score of a quilt whose influence is at least ``bound``."""
+    lo = bound - _BOUND_SLACK
+    return n_nearby / (epsilon - lo) if lo < epsilon else math.inf
 
 
 def _better(score: float, incumbent: float) -> bool:
@@ -87,6 +101,27 @@ class QuiltSearch:
         self.engine = InfluenceEngine(prior_class, self.secrets)
         self.dag = prior_class.dag
         self._moral = None
+        self._dsep = DSeparationIndex(self.dag)
+        self._order = {n: k for k, n in enumerate(prior_class.nodes)}
+        self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
+
+    def _make(self, node, quilt) -> MarkovQuilt:
+        """make_quilt(dag, node, quilt), on the compiled DAG and memoised."""
+        key = (node, quilt if isinstance(quilt, frozenset) else frozenset(quilt))
+        mq = self._quilts.get(key)
+        if mq is None:
+            mq = self._dsep.make_quilt(node, key[1])
+            self._quilts[key] = mq
+        return mq
+
+    def _single(self, node, j) -> float:
+        """e({X_j} | X_i): max-influence is monotone in the quilt (a marginal of a
+        conditional law is no more distinguishable), so e(Q) >= max_j in Q of this."""
+        return self.engine.max_influence(node, (j,)).value
+
+    def influence_floor(self, node, quilt) -> float:
+        """A lower bound on e(quilt | node): the largest single-node influence in the quilt."""
+        return max((self._single(node, j) for j in quilt), default=0.0)
 
     @property
     def family(self) -> str:
@@ -95,7 +130,10 @@ class QuiltSearch:
     def candidates(self, node) -> list:
         """Candidate quilts of ``node``, trivial quilt first, deduplicated."""
         if self.exhaustive:
-            return list(exhaustive_quilts(self.dag, node))
+            if node not in self._dsep.index:
+                return list(exhaustive_quilts(self.dag, node))  # raises the QuiltError
+            others = [v for v in self.dag.nodes if v != node]
+            return [self._make(node, q) for r in range(len(others) + 1) for q in combinations(others, r)]
         return self._structured(node)
 
     # -------------------------------------------------------------- structured
@@ -105,6 +143,7 @@ class QuiltSearch:
     def _structured(self, node) -> list:
         if self._moral is None:
             self._moral = moral_graph(self.dag)
+            self._moral_bits = {v: self._dsep.bits(self._moral.neighbors(v)) for v in self._moral}
         moral = self._moral
         seen = {}
 
@@ -112,7 +151,7 @@ class QuiltSearch:
             q = frozenset(q)
             if q in seen or (q and not self._fits(q)):
                 return
-            seen[q] = make_quilt(self.dag, node, q)
+            seen[q] = self._make(node, q)
 
         add(())
         for layer in distance_layers(moral, node):
@@ -125,34 +164,40 @@ class QuiltSearch:
                 single[j] = self.engine.max_influence(node, (j,)).value
             return single[j]
 
-        region = {node}
+        dsep, mbits = self._dsep, self._moral_bits
+        region = dsep.bits([node])
+        near = mbits[node]  # moral neighbours of the region (region included after growth)
         while True:
-            boundary = {v for u in region for v in moral.neighbors(u)} - region
-            if not boundary:
+            bb = near & ~region
+            if not bb:
                 break
+            boundary = dsep.names(bb)
             add(boundary)
             minimal = self._minimal(node, boundary)
             if minimal != boundary:
                 add(minimal)
             nxt = max(sorted(boundary), key=strength)
-            region.add(nxt)
+            region |= 1 << dsep.index[nxt]
+            near |= mbits[nxt]
         return list(seen.values())
 
     def _minimal(self, node, quilt) -> frozenset:
         """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set."""
-        q = set(quilt)
-        target = make_quilt(self.dag, node, q).remote
-        for v in sorted(quilt, key=self.prior_class.nodes.index, reverse=True):
-            trial = q - {v}
-            cand = make_quilt(self.dag, node, trial)
-            if v in cand.remote and target <= cand.remote:  # v is screened off and nothing moves nearby
+        dsep = self._dsep
+        q = dsep.bits(quilt)
+        target = dsep.remote_bits(node, q)
+        for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
+            vb = 1 << dsep.index[v]
+            trial = q & ~vb
+            remote = dsep.remote_bits(node, trial)
+            if remote & vb and not target & ~remote:  # v is screened off and nothing moves nearby
                 q = trial
-        return frozenset(q)
+        return dsep.names(q)
 
     # ----------------------------------------------------------------- scoring
     def choice(self, quilt: MarkovQuilt, epsilon=None) -> QuiltChoice:
         infl = self.engine.max_influence(quilt.node, quilt.quilt)
-        order = self.prior_class.nodes.index
+        order = self._order.__getitem__
         if epsilon is None:
             score = math.nan
         elif infl.value < epsilon:
@@ -180,24 +225,36 @@ class QuiltSearch:
         """
         best = incumbent
         quilt = frozenset()
-        current = make_quilt(self.dag, node, quilt)
-        order = self.prior_class.nodes.index
+        current = self._make(node, quilt)
+        order = self._order.__getitem__
+        e_quilt = 0.0  # e(quilt | node): a lower bound for every extension (monotonicity)
         while True:
-            options = []
+            # each addition's score has a floor from max(e(quilt), e({j})); options are
+            # scored in order of that floor, and once a floor exceeds the smallest score
+            # found no later option can be the minimum, so the choice is unchanged
+            cands = []
             for j in sorted(current.nearby - {node}, key=order):
                 q = quilt | {j}
                 if not self._fits(q):
                     continue
-                ch = self.choice(make_quilt(self.dag, node, q), epsilon)
+                mq = self._make(node, q)
+                floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j)), epsilon)
+                cands.append((floor, order(j), j, mq))
+            cands.sort(key=lambda c: c[:2])
+            options = []
+            for floor, _, j, mq in cands:
+                if floor == math.inf or (options and floor > min(o[0] for o in options) * (1 + 1e-9)):
+                    break
+                ch = self.choice(mq, epsilon)
                 if math.isfinite(ch.score):
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:
                 return best
-            score, _, _, j, ch = min(options, key=lambda o: o[:3])
+            score, e_quilt, _, j, ch = min(options, key=lambda o: o[:3])
             if _better(score, best.score):
                 best = ch
             quilt = quilt | {j}
-            current = make_quilt(self.dag, node, quilt)
+            current = self._make(node, quilt)
 
     def best(self, node, epsilon) -> QuiltChoice:
         """The active quilt of ``node``: the candidate of smallest score."""
@@ -206,6 +263,9 @@ class QuiltSearch:
         for c in cands:
             if best is not None and len(c.nearby) / epsilon >= best.score:
                 break
+            if best is not None and c.quilt and \
+                    _score_floor(len(c.nearby), self.influence_floor(node, c.quilt), epsilon) >= best.score:
+                continue  # its influence is at least its strongest node's: it cannot win
             ch = self.choice(c, epsilon)
             if best is None or _better(ch.score, best.score):
                 best = ch

@@ -17,6 +17,7 @@ __all__ = [
     "NotApplicableError",
     "AuditError",
     "NumericalError",
+    "InferenceLimitError",
 ]
 
 
@@ -59,3 +60,8 @@ class AuditError(PuffgmError, ValueError):
 class NumericalError(PuffgmError, ArithmeticError):
     """A probability that is positive falls below the floating-point range, so an exact
     result cannot be certified (raised instead of treating it as an impossible event)."""
+
+
+class InferenceLimitError(PuffgmError, ValueError):
+    """Exact inference would need a table larger than the stated limit (the network's
+    treewidth is too large for the query); the message names the limit and the option to change."""

@@ -16,12 +16,18 @@ creates the smallest table goes first).
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LogVariableElimination", "logsumexp_axis"]
+from .exceptions import InferenceLimitError
+
+__all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIES"]
+
+#: Largest intermediate table (entries) an exact marginal may build: 2**25 doubles, 256 MiB.
+DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
@@ -66,6 +72,43 @@ def _multiply(factors, cards) -> _Factor:
     return _Factor(target, out)
 
 
+def _log_min_positive(t: np.ndarray) -> float:
+    """log of the smallest positive entry of ``t`` (0.0 if there is none)."""
+    m = float(np.min(t, where=t > 0, initial=np.inf))
+    return math.log(m) if m < math.inf else 0.0
+
+
+def _scope_of_fids(fids, fvars) -> set:
+    """Union of the variables of the factors ``fids``."""
+    sc = set()
+    for f in fids:
+        sc.update(fvars[f])
+    return sc
+
+
+def _contract(operands, scope, out_vars) -> np.ndarray:
+    """Sum over ``scope - out_vars`` of the product of ``operands`` [(vars, table), ...], one einsum.
+
+    Axis labels are renumbered 0..len(scope)-1 (einsum accepts at most 52).
+    """
+    label = {v: k for k, v in enumerate(scope)}
+    args = []
+    for vars_, table in operands:
+        args.append(table)
+        args.append([label[v] for v in vars_])
+    args.append([label[v] for v in out_vars])
+    return np.einsum(*args)
+
+
+class _Underflow(Exception):
+    """A product could fall below the floating-point range: redo the query in log space."""
+
+
+#: Smallest log-probability a product of scaled factors may reach in the fast path
+#: (1e-280, well above the smallest normal double 2.2e-308).
+_LOG_FLOOR = math.log(1e-280)
+
+
 class LogVariableElimination:
     """Exact log-marginals of one :class:`~puffgm.priors.NetworkPrior`.
 
@@ -75,6 +118,21 @@ class LogVariableElimination:
         The network theta.
     cache_size : int
         How many marginals to keep (keyed by the set of query variables).
+    max_table_entries : int
+        Largest intermediate table an elimination may build; a query that needs a
+        larger one raises :class:`~puffgm.exceptions.InferenceLimitError`.
+
+    Notes
+    -----
+    Two exact roads compute the same marginal.  The fast road multiplies and
+    sums out with one ``numpy.einsum`` per eliminated variable in probability
+    space, every intermediate table scaled to maximum 1 with its log-scale kept
+    apart; it tracks a lower bound on every nonzero product (the sum of the
+    logs of the factors' smallest positive entries) and hands the query to the
+    log-space road (max-shifted log-sum-exp, :meth:`log_marginal_logspace`)
+    as soon as that bound falls below 1e-280, so no positive probability ever
+    underflows to a false zero.  Zeros stay exact on both roads: a product is
+    zero iff a factor entry is zero, a sum iff every term is.
 
     Examples
     --------
@@ -85,9 +143,10 @@ class LogVariableElimination:
     1.0
     """
 
-    def __init__(self, prior, cache_size: int = 4096):
+    def __init__(self, prior, cache_size: int = 4096, max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES):
         self.prior = prior
         self.cards = {n: len(prior.states[n]) for n in prior.nodes}
+        self.max_table_entries = int(max_table_entries)
         with np.errstate(divide="ignore"):
             self._logcpt = {n: np.log(prior.cpts[n]) for n in prior.nodes}
         self._cache: OrderedDict = OrderedDict()
@@ -99,6 +158,21 @@ class LogVariableElimination:
                 s.add(p)
                 s |= self._anc[p]
             self._anc[n] = frozenset(s)
+        # integer view for the fast road: node k is prior.nodes[k] (topological order)
+        index = {n: k for k, n in enumerate(prior.nodes)}
+        self._index = index
+        self._card = [len(prior.states[n]) for n in prior.nodes]
+        self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
+        self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
+        self._flo = [_log_min_positive(t) for t in self._ftab]
+        bits = []
+        for k, n in enumerate(prior.nodes):
+            b = 1 << k
+            for p in prior.parents[n]:
+                b |= bits[index[p]]
+            bits.append(b)
+        self._anc_bits = bits
+        self.fallbacks = 0
 
     def ancestral_set(self, variables) -> set:
         """An(variables) ∪ variables."""
@@ -123,7 +197,127 @@ class LogVariableElimination:
         perm = [f_vars.index(v) for v in variables]
         return np.transpose(table, perm)
 
+    def log_marginal_logspace(self, variables) -> np.ndarray:
+        """The same marginal by the log-space road only (reference implementation, no cache)."""
+        variables = tuple(variables)
+        f_vars, table = self._compute_log(frozenset(variables))
+        return np.transpose(table, [f_vars.index(v) for v in variables])
+
     def _compute(self, keep: frozenset):
+        try:
+            return self._compute_fast(keep)
+        except _Underflow:
+            self.fallbacks += 1
+            return self._compute_log(keep)
+
+    # ----------------------------------------------------------- fast road
+    def _too_large(self, size, keep):
+        names = ", ".join(sorted(map(str, keep))[:6]) + (", ..." if len(keep) > 6 else "")
+        raise InferenceLimitError(
+            f"Exact inference on network {self.prior.name!r} for the variables {{{names}}} needs a table of "
+            f"{size:.3g} entries, more than the limit max_table_entries={self.max_table_entries}; "
+            "lower max_quilt_states or protect fewer nodes."
+        )
+
+    def _compute_fast(self, keep: frozenset):
+        card = self._card
+        index = self._index
+        keep_idx = sorted(index[v] for v in keep)
+        mask = 0
+        for k in keep_idx:
+            mask |= self._anc_bits[k]
+        members = []
+        k = 0
+        m = mask
+        while m:
+            if m & 1:
+                members.append(k)
+            m >>= 1
+            k += 1
+        # factors: id -> (vars, table, log min positive); var -> ids of factors holding it
+        fvars, ftab, flo = {}, {}, {}
+        holders = {}
+        for k in members:
+            fvars[k], ftab[k], flo[k] = self._fvars[k], self._ftab[k], self._flo[k]
+            for v in self._fvars[k]:
+                holders.setdefault(v, set()).add(k)
+        next_id = len(card)
+        logscale = 0.0
+        keepset = set(keep_idx)
+        elim = [v for v in members if v not in keepset]
+        sizes = {}
+
+        def scope_of(v):
+            sc = set()
+            for f in holders[v]:
+                sc.update(fvars[f])
+            return sc
+
+        for v in elim:
+            sizes[v] = math.prod(card[u] for u in scope_of(v))
+        heap = [(sizes[v], v) for v in elim]
+        heapq.heapify(heap)
+        remaining = set(elim)
+        limit = self.max_table_entries
+        while remaining:
+            # greedy min-size (the variable whose product table is smallest; ties by
+            # topological index); stale heap entries are skipped
+            size, v = heapq.heappop(heap)
+            if v not in remaining or size != sizes[v]:
+                continue
+            remaining.discard(v)
+            fids = holders.pop(v)
+            scope = sorted(_scope_of_fids(fids, fvars))
+            if size > limit:
+                self._too_large(size, keep)
+            lo = sum(flo[f] for f in fids)
+            if lo < _LOG_FLOOR:
+                raise _Underflow
+            out_vars = tuple(u for u in scope if u != v)
+            table = _contract([(fvars[f], ftab[f]) for f in fids], scope, out_vars)
+            for f in fids:
+                for u in fvars[f]:
+                    if u != v:
+                        holders[u].discard(f)
+                del fvars[f], ftab[f], flo[f]
+            top = float(table.max())
+            if not top > 0.0:  # an all-zero message: cannot happen for a proper network
+                raise _Underflow
+            if top != 1.0:
+                table = table / top
+                logscale += math.log(top)
+            if not out_vars:
+                continue
+            # every positive entry is a sum of products >= exp(lo), scaled by 1 / top; the
+            # exact smallest entry is taken only when that cheap bound gets close to the floor
+            lo -= math.log(top)
+            if lo < 0.5 * _LOG_FLOOR:
+                lo = _log_min_positive(table)
+            fvars[next_id], ftab[next_id], flo[next_id] = out_vars, table, lo
+            for u in out_vars:
+                holders[u].add(next_id)
+            next_id += 1
+            for u in out_vars:  # only these variables' scopes changed
+                if u in remaining:
+                    sizes[u] = math.prod(card[w] for w in scope_of(u))
+                    heapq.heappush(heap, (sizes[u], u))
+        fids = list(fvars)
+        out_vars = tuple(keep_idx)
+        total = math.prod(card[u] for u in out_vars)
+        if total > limit:
+            self._too_large(total, keep)
+        if sum(flo[f] for f in fids) < _LOG_FLOOR:
+            raise _Underflow
+        table = _contract([(fvars[f], ftab[f]) for f in fids], out_vars, out_vars)
+        with np.errstate(divide="ignore"):
+            logt = np.log(table)
+        if logscale:
+            logt += logscale
+        names = self.prior.nodes
+        return tuple(names[u] for u in out_vars), logt
+
+    # ------------------------------------------------------------ log road
+    def _compute_log(self, keep: frozenset):
         prior = self.prior
         cards = self.cards
         nodes = self.ancestral_set(keep)
@@ -140,6 +334,8 @@ class LogVariableElimination:
                 size = math.prod(cards[u] for u in scope)
                 if size < best_size or (size == best_size and v < best):
                     best, best_size, best_fs = v, size, fs
+            if best_size > self.max_table_entries:
+                self._too_large(best_size, keep)
             prod = _multiply(best_fs, cards)
             ax = prod.vars.index(best)
             reduced = _Factor(prod.vars[:ax] + prod.vars[ax + 1 :], logsumexp_axis(prod.table, ax))
