@@ -185,10 +185,16 @@ class QuiltSearch:
         """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set."""
         dsep = self._dsep
         q = dsep.bits(quilt)
-        target = dsep.remote_bits(node, q)
+        reach, touched = dsep.reach_and_touched(node, q)
+        target = dsep.all_bits & ~reach & ~q
         for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
             vb = 1 << dsep.index[v]
             trial = q & ~vb
+            if not touched & vb:
+                # the ball never reaches v: v is d-separated by the rest, and dropping a
+                # d-separated node only closes trails (the remote set cannot shrink)
+                q = trial
+                continue
             remote = dsep.remote_bits(node, trial)
             if remote & vb and not target & ~remote:  # v is screened off and nothing moves nearby
                 q = trial
@@ -257,16 +263,30 @@ class QuiltSearch:
             current = self._make(node, quilt)
 
     def best(self, node, epsilon) -> QuiltChoice:
-        """The active quilt of ``node``: the candidate of smallest score."""
+        """The active quilt of ``node``: the candidate of smallest score.
+
+        Candidates are scanned by increasing (card(X_N), card(X_Q)); the incumbent is
+        kept unless a candidate is strictly better (:func:`_better`).  A candidate
+        whose score has a floor at or above the incumbent's cannot be strictly
+        better and is not evaluated: max-influence is monotone in the quilt, so e(Q)
+        is at least the largest single-node influence in Q and at least e(Q') of
+        every evaluated Q' inside Q (a score is at least card(X_N) / epsilon, which
+        ends the scan).
+        """
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
         best = None
+        evaluated = []  # (quilt, influence) of the evaluated candidates
         for c in cands:
             if best is not None and len(c.nearby) / epsilon >= best.score:
                 break
-            if best is not None and c.quilt and \
-                    _score_floor(len(c.nearby), self.influence_floor(node, c.quilt), epsilon) >= best.score:
-                continue  # its influence is at least its strongest node's: it cannot win
+            if best is not None and c.quilt:
+                e = max((v for q, v in evaluated if q <= c.quilt), default=0.0)
+                e = max(e, self.influence_floor(node, c.quilt))
+                if _score_floor(len(c.nearby), e, epsilon) >= best.score:
+                    continue  # it cannot be strictly better than the incumbent
             ch = self.choice(c, epsilon)
+            if c.quilt:
+                evaluated.append((c.quilt, ch.max_influence))
             if best is None or _better(ch.score, best.score):
                 best = ch
         return best

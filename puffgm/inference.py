@@ -28,6 +28,8 @@ __all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIE
 
 #: Largest intermediate table (entries) an exact marginal may build: 2**25 doubles, 256 MiB.
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
+#: Largest junction tree (total clique entries) built for the pairwise road.
+PAIR_TREE_MAX_ENTRIES = 1 << 22
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
@@ -173,6 +175,7 @@ class LogVariableElimination:
             bits.append(b)
         self._anc_bits = bits
         self.fallbacks = 0
+        self._jt = False  # junction tree for pairwise marginals, built on first use
 
     def ancestral_set(self, variables) -> set:
         """An(variables) ∪ variables."""
@@ -315,6 +318,160 @@ class LogVariableElimination:
             logt += logscale
         names = self.prior.nodes
         return tuple(names[u] for u in out_vars), logt
+
+    # ------------------------------------------------------- pairwise road
+    def pair_log_marginals(self, node) -> dict | None:
+        """log P(X_node, X_j) for every node j connected to ``node``, from one junction-tree pass.
+
+        Returns
+        -------
+        dict or None
+            ``{j: table}`` with axes (node, j).  None when the network's junction
+            tree exceeds :data:`PAIR_TREE_MAX_ENTRIES` or a probability could fall
+            below 1e-280 on the way (then ask :meth:`log_marginal` per pair).
+
+        Notes
+        -----
+        The junction tree is the elimination tree of a greedy min-size order of
+        the moral graph (one clique C_k = {k} ∪ N_k per variable, parent = the
+        first variable of N_k eliminated after k), calibrated once in scaled
+        probability space (Hugin collect and distribute), so every clique holds
+        P(C_k) and every separator P(N_k).  Evidence X_node = a, for all values
+        a at once (a batch axis), enters the clique of ``node`` and flows out
+        along the tree: P(C_w, a) = P(C_w) * P(S, a) / P(S) over the separator
+        S of each edge, with 0 where P(S) = 0 (then P(C_w) = 0 too), so zeros
+        are exact; a lower bound on every positive entry (the sum of the logs
+        of the smallest positive entries along the path) guards underflow.
+        """
+        tree = self._tree()
+        if tree is None:
+            return None
+        k0 = self._index[node]
+        cliques, parent, beta, sep, blo, _, nbrs = tree
+        card = self._card
+        # beta'[k]: P(C_k, X_node = a) with the batch axis a last
+        start = self._home(k0)
+        c0 = cliques[start]
+        ind = np.zeros((card[k0], card[k0]))
+        np.fill_diagonal(ind, 1.0)
+        root = _contract([(c0, beta[start]), ((k0, -1), ind)], sorted(set(c0) | {-1}), c0 + (-1,))
+        bprime = {start: root}
+        lo = {start: blo[start]}
+        todo = [start]
+        while todo:
+            u = todo.pop()
+            for w in nbrs[u]:
+                if w in bprime:
+                    continue
+                child = w if parent[w] == u else u
+                s_vars = cliques[child][1:]
+                bound = blo[w] + lo[u]
+                if bound < _LOG_FLOOR:
+                    return None
+                bs = _contract([(cliques[u] + (-1,), bprime[u])], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))
+                mu = sep[child][..., None]
+                ratio = np.divide(bs, mu, out=np.zeros_like(bs), where=mu > 0)
+                cw = cliques[w] + (-1,)
+                bprime[w] = _contract([(cliques[w], beta[w]), (s_vars + (-1,), ratio)], sorted(cw), cw)
+                lo[w] = bound
+                todo.append(w)
+        out = {}
+        names = self.prior.nodes
+        for j, k in self._home_of.items():
+            if j == k0 or k not in bprime:
+                continue
+            t = _contract([(cliques[k] + (-1,), bprime[k])], sorted(set(cliques[k]) | {-1}), (-1, j))
+            with np.errstate(divide="ignore"):
+                out[names[j]] = np.log(t)
+        return out
+
+    def _home(self, k) -> int:
+        self._tree()
+        return self._home_of[k]
+
+    def _tree(self):
+        """The calibrated junction tree (built once; None if too large or not certifiable)."""
+        if self._jt is not False:
+            return self._jt
+        self._jt = None
+        card = self._card
+        n = len(card)
+        nb = [set() for _ in range(n)]
+        for fv in self._fvars:
+            for a in fv:
+                nb[a].update(fv)
+        for k in range(n):
+            nb[k].discard(k)
+
+        def weight(k):
+            return math.prod(card[u] for u in nb[k]) * card[k]
+
+        heap = [(weight(k), k) for k in range(n)]
+        heapq.heapify(heap)
+        done = [False] * n
+        order, cliques, total = [], [None] * n, 0
+        while heap:
+            w, k = heapq.heappop(heap)
+            if done[k] or w != weight(k):
+                continue
+            done[k] = True
+            order.append(k)
+            cliques[k] = (k,) + tuple(sorted(nb[k]))
+            total += w
+            if total > PAIR_TREE_MAX_ENTRIES:
+                return None
+            for u in nb[k]:
+                nb[u] |= nb[k]
+                nb[u].discard(u)
+                nb[u].discard(k)
+            for u in nb[k]:
+                heapq.heappush(heap, (weight(u), u))
+        pos = {k: t for t, k in enumerate(order)}
+        parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
+        # potentials: each CPD goes to the clique of its first-eliminated family member
+        ops = [[] for _ in range(n)]
+        for v, fv in enumerate(self._fvars):
+            home = min(fv, key=pos.__getitem__)
+            ops[home].append((fv, self._ftab[v], self._flo[v]))
+        phi, msg = [None] * n, [None] * n
+        for k in order:  # collect: children are eliminated before their parent
+            c = cliques[k]
+            if sum(o[2] for o in ops[k]) < _LOG_FLOOR:
+                return None
+            t = _contract([(o[0], o[1]) for o in ops[k]], sorted(c), c)
+            top = float(t.max())
+            if not top > 0:
+                return None
+            phi[k] = t / top
+            if parent[k] is not None:
+                m = phi[k].sum(axis=0)
+                m /= m.max()
+                msg[k] = m
+                ops[parent[k]].append((c[1:], m, _log_min_positive(m)))
+        beta, sep, blo = [None] * n, [None] * n, [0.0] * n
+        for k in reversed(order):  # distribute: parents before children
+            c = cliques[k]
+            if parent[k] is None:
+                b = phi[k]
+            else:
+                p = parent[k]
+                mu = _contract([(cliques[p], beta[p])], sorted(cliques[p]), c[1:])
+                sep[k] = mu
+                if _log_min_positive(phi[k]) + _log_min_positive(mu) < _LOG_FLOOR:
+                    return None
+                ratio = np.divide(mu, msg[k], out=np.zeros_like(mu), where=msg[k] > 0)
+                b = phi[k] * ratio[None]
+            beta[k] = b / b.sum()
+            blo[k] = _log_min_positive(beta[k])
+        home_of = {k: k for k in range(n)}
+        nbrs = [[] for _ in range(n)]
+        for k in range(n):
+            if parent[k] is not None:
+                nbrs[k].append(parent[k])
+                nbrs[parent[k]].append(k)
+        self._home_of = home_of
+        self._jt = (cliques, parent, beta, sep, blo, None, nbrs)
+        return self._jt
 
     # ------------------------------------------------------------ log road
     def _compute_log(self, keep: frozenset):

@@ -109,6 +109,8 @@ class InfluenceEngine:
         self.secrets = secrets or SecretSpec()
         self._ve = [LogVariableElimination(p) for p in prior_class.priors]
         self._cache = {}
+        self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
+        self._pair_tables = ()
         self.evaluations = 0
 
     def max_influence(self, node, quilt) -> Influence:
@@ -121,6 +123,22 @@ class InfluenceEngine:
         result = self._compute(node, quilt)
         self._cache[key] = result
         return result
+
+    def _pair_table(self, t, node, j):
+        """log P(X_node, X_j) under prior t from one junction-tree pass per node (None: not available).
+
+        The single-node influences e({X_j} | X_i) of every j are asked together (the
+        region growing of the structured family asks them all), so the pass over the
+        tree serves all of them; only the latest node's tables are kept.
+        """
+        if self._pair_node != node:
+            self._pair_node = node
+            self._pair_tables = [None] * len(self._ve)
+        tables = self._pair_tables[t]
+        if tables is None:
+            tables = self._ve[t].pair_log_marginals(node) or {}
+            self._pair_tables[t] = tables
+        return tables.get(j)
 
     def quilt_states(self, quilt) -> int:
         """Joint state space size of a quilt."""
@@ -135,7 +153,9 @@ class InfluenceEngine:
         best = Influence(0.0, None)
         best_val = 0.0
         for t, ve in enumerate(self._ve):
-            joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
+            joint = self._pair_table(t, node, quilt[0]) if len(quilt) == 1 else None
+            if joint is None:
+                joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
             k = joint.shape[0]
             flat = joint.reshape(k, -1)
             m = flat.max(axis=1, keepdims=True)

@@ -181,6 +181,16 @@ class DSeparationIndex:
 
     def dconnected_bits(self, source, observed: int) -> int:
         """Bitmask of the nodes d-connected to ``source`` given ``observed`` (``source`` included)."""
+        return self.reach_and_touched(source, observed)[0]
+
+    def reach_and_touched(self, source, observed: int) -> tuple:
+        """(d-connected nodes, touched nodes) given ``observed``, as bitmasks.
+
+        A node is *touched* if the ball is passed to it at all (observed nodes
+        included).  An observed node v that is not touched is d-separated from
+        ``source`` by ``observed - {v}``: an active trail to v given the smaller set
+        would be active, up to v, given ``observed`` too.
+        """
         par, ch, ancs = self._par, self._ch, self._anc
         anc = 0
         o = observed
@@ -216,7 +226,7 @@ class DSeparationIndex:
                 z ^= low
             up = nu & ~seen_up
             down = nd & ~seen_down
-        return reach
+        return reach, seen_up | seen_down
 
     def remote_bits(self, node, quilt: int) -> int:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
