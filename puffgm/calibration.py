@@ -39,7 +39,8 @@ from itertools import combinations
 from typing import Iterable
 
 from ._validation import check_positive_finite, check_positive_int
-from .exceptions import ParameterError
+from .exceptions import InferenceLimitError, ParameterError
+from .inference import DEFAULT_MAX_TABLE_ENTRIES
 from .influence import InfluenceEngine
 from .priors import PriorClass, load_prior_class
 from .quilts import (
@@ -91,14 +92,24 @@ class QuiltSearch:
     exhaustive : bool or None
         Force (True) or forbid (False) the exhaustive search; None decides by size
         (:func:`puffgm.quilts.use_exhaustive`).
+    max_table_entries : int, optional
+        Largest table exact inference may build (default
+        :data:`puffgm.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
+        active quilt, a candidate whose inference would need more is skipped
+        (counted in :attr:`skipped`); the trivial quilt needs none.
     """
 
-    def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None):
+    def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None,
+                 max_table_entries=None):
         self.prior_class = prior_class
         self.secrets = secrets or SecretSpec()
         self.max_quilt_states = check_positive_int(max_quilt_states, "max_quilt_states", "calibrate")
         self.exhaustive = use_exhaustive(prior_class) if exhaustive is None else bool(exhaustive)
-        self.engine = InfluenceEngine(prior_class, self.secrets)
+        if max_table_entries is not None:
+            max_table_entries = check_positive_int(max_table_entries, "max_table_entries", "calibrate")
+        self.max_table_entries = max_table_entries
+        self.engine = InfluenceEngine(prior_class, self.secrets, max_table_entries)
+        self.skipped = 0  # candidates skipped by best/refine because inference exceeded max_table_entries
         self.dag = prior_class.dag
         self._moral = None
         self._dsep = DSeparationIndex(self.dag)
@@ -220,6 +231,19 @@ class QuiltSearch:
             witness=infl.witness,
         )
 
+    def _try_choice(self, quilt: MarkovQuilt, epsilon):
+        """:meth:`choice`, or None (counted in :attr:`skipped`) when exact inference on the
+        quilt would exceed ``max_table_entries``: leaving a candidate out keeps every
+        remaining candidate valid, so the calibration stays valid (never below the optimum
+        over the remaining candidates)."""
+        try:
+            return self.choice(quilt, epsilon)
+        except InferenceLimitError:
+            if not quilt.quilt or len(quilt.quilt) == 1:
+                raise  # single-node influences drive the search itself: refuse
+            self.skipped += 1
+            return None
+
     def refine(self, node, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
         """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
 
@@ -251,7 +275,9 @@ class QuiltSearch:
             for floor, _, j, mq in cands:
                 if floor == math.inf or (options and floor > min(o[0] for o in options) * (1 + 1e-9)):
                     break
-                ch = self.choice(mq, epsilon)
+                ch = self._try_choice(mq, epsilon)
+                if ch is None:
+                    continue
                 if math.isfinite(ch.score):
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:
@@ -284,7 +310,9 @@ class QuiltSearch:
                 e = max(e, self.influence_floor(node, c.quilt))
                 if _score_floor(len(c.nearby), e, epsilon) >= best.score:
                     continue  # it cannot be strictly better than the incumbent
-            ch = self.choice(c, epsilon)
+            ch = self._try_choice(c, epsilon)
+            if ch is None:
+                continue
             if c.quilt:
                 evaluated.append((c.quilt, ch.max_influence))
             if best is None or _better(ch.score, best.score):
@@ -319,9 +347,64 @@ def evaluate_quilts(prior, node, *, epsilon=None, secrets=None, max_quilt_states
     return [search.choice(c, epsilon) for c in search.candidates(node)]
 
 
-def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int) -> dict:
+#: Networks with at least this many protected nodes use joblib (n_jobs=None) when 2+ cores exist.
+AUTO_PARALLEL_NODES = 150
+
+
+def _resolve_n_jobs(n_jobs, n_nodes: int) -> int:
+    import os
+
+    cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return min(cores, 4) if n_nodes >= AUTO_PARALLEL_NODES and cores > 1 else 1
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ParameterError("The 'n_jobs' parameter of calibrate must be a nonzero integer or None. Got 0 instead.")
+    return max(1, cores + 1 + n_jobs) if n_jobs < 0 else n_jobs
+
+
+def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon):
+    """Worker of the parallel road: active quilts of ``nodes`` and the influence cache behind them."""
+    secrets = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
+    search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
+    out = {n: search.best(n, epsilon) for n in nodes}
+    return out, search.engine._cache, search.engine.evaluations, search.skipped
+
+
+def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None) -> dict:
+    """search.best of every node, sequentially or split over joblib workers (identical results:
+    each node's search depends on that node only; the workers' influence caches are merged
+    back, so the refinement and the evaluation count are those of the sequential run)."""
+    if n_jobs <= 1 or len(nodes) < 2 * n_jobs:
+        best = {}
+        for n in nodes:
+            best[n] = search.best(n, epsilon)
+            if bar is not None:
+                bar.update(1)
+        return best
+    from joblib import Parallel, delayed
+
+    size = max(1, -(-len(nodes) // (4 * n_jobs)))  # about 4 chunks per worker, in node order
+    chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
+    spec = (search.secrets._protected, dict(search.secrets._pairs))
+    args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
+    best = {}
+    for out, cache, evaluations, skipped in Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_best_chunk)(*args, chunk, epsilon) for chunk in chunks):
+        best.update(out)
+        for key, value in cache.items():
+            search.engine._cache.setdefault(key, value)
+        search.engine.evaluations += evaluations
+        search.skipped += skipped
+        if bar is not None:
+            bar.update(len(out))
+    return {n: best[n] for n in nodes}
+
+
+def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
+                 bar=None) -> dict:
     """Active quilt of every node under one prior (refining the worst on large networks)."""
-    best = {n: search.best(n, epsilon) for n in nodes}
+    best = _node_bests(search, nodes, epsilon, n_jobs, bar)
     if not search.exhaustive:
         # sigma_max is set by the worst node: refine the worst until the worst is refined
         done = set()
@@ -341,9 +424,23 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
     return out
 
 
+def _progress_bar(progress, total: int, pc):
+    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal)."""
+    import sys
+
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    name = pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors"
+    return tqdm(total=total, desc=f"calibrate {name}", unit="node", delay=2.0, file=sys.stderr, leave=False)
+
+
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-              exhaustive=None) -> CalibrationResult:
+              exhaustive=None, max_table_entries=None, progress=None, n_jobs=None) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -362,6 +459,20 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         Bound on the joint state space of candidate quilts (structured family).
     exhaustive : bool or None
         Force or forbid the exhaustive quilt search (default: by network size).
+    max_table_entries : int, optional
+        Largest table exact inference may build (default 2**25 entries, 256 MiB).
+        A candidate quilt that needs more is skipped (counted in
+        ``details["skipped_quilts"]`` and noted; the result stays valid); if even a
+        single-node influence needs more, calibrate raises
+        :class:`~puffgm.exceptions.InferenceLimitError` naming this limit.
+    progress : bool or None
+        A tqdm progress bar on stderr, shown only once the calibration has run for
+        2 seconds; None (default) shows it when stderr is a terminal, False never.
+    n_jobs : int or None
+        Nodes searched in parallel with joblib (processes); None (default) uses
+        the available cores, at most 4, on networks with at least
+        :data:`AUTO_PARALLEL_NODES` protected nodes and 1 otherwise; -1 means all cores.
+        Results are identical to the sequential run.
 
     Returns
     -------
@@ -389,19 +500,34 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # active quilt per (node, theta).  This is never above the min over quilts of the
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
+    jobs = _resolve_n_jobs(n_jobs, len(nodes))
+    bar = _progress_bar(progress, len(pc.priors) * len(nodes), pc)
+    skipped = 0
     for t, theta in enumerate(pc.priors):
-        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive)
+        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive, max_table_entries)
         family = search.family
-        mine = _node_optima(search, nodes, epsilon, refined, t)
+        try:
+            mine = _node_optima(search, nodes, epsilon, refined, t, jobs, bar)
+        except BaseException:
+            if bar is not None:
+                bar.close()
+            raise
         evaluations += search.engine.evaluations
+        skipped += search.skipped
         per_prior.append(max(c.score for c in mine.values()))
         for n in nodes:
             if n not in best or mine[n].score > best[n].score:  # ties keep the earlier prior
                 best[n] = mine[n]
+    if bar is not None:
+        bar.close()
     per_node = tuple(best[n] for n in nodes)
     worst = max(per_node, key=lambda c: c.score)  # first of the maxima, in node order
     group = pc.largest_component() / epsilon
     notes = list(pc.notes)
+    if skipped:
+        limit = max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
+        notes.append(f"{skipped} candidate quilt(s) skipped: exact inference on them would exceed "
+                     f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
     if worst.score >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
     return CalibrationResult(
@@ -425,6 +551,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
             "secrets_description": repr(secrets),
             "refined_nodes": tuple(refined),
+            "skipped_quilts": skipped,
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else f"structured+refined@epsilon={epsilon!r}",
         },

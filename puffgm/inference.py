@@ -28,6 +28,8 @@ __all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIE
 
 #: Largest intermediate table (entries) an exact marginal may build: 2**25 doubles, 256 MiB.
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
+#: Total entries of the cached marginals (2**22 doubles, 32 MiB).
+_CACHE_MAX_ENTRIES = 1 << 22
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
 
@@ -153,6 +155,7 @@ class LogVariableElimination:
             self._logcpt = {n: np.log(prior.cpts[n]) for n in prior.nodes}
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size
+        self._cached_entries = 0
         self._anc = {}
         for n in prior.nodes:  # topological order: parents' ancestor sets are ready
             s = set()
@@ -192,8 +195,9 @@ class LogVariableElimination:
         if hit is None:
             hit = self._compute(key)
             self._cache[key] = hit
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            self._cached_entries += hit[1].size
+            while len(self._cache) > self._cache_size or self._cached_entries > _CACHE_MAX_ENTRIES:
+                self._cached_entries -= self._cache.popitem(last=False)[1][1].size
         else:
             self._cache.move_to_end(key)
         f_vars, table = hit
@@ -347,21 +351,34 @@ class LogVariableElimination:
         if tree is None:
             return None
         k0 = self._index[node]
-        cliques, parent, beta, sep, blo, _, nbrs = tree
+        cliques, parent, beta, sep, blo, biggest, nbrs = tree
         card = self._card
+        if biggest * card[k0] > PAIR_TREE_MAX_ENTRIES:
+            return None
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
         start = self._home(k0)
         c0 = cliques[start]
         ind = np.zeros((card[k0], card[k0]))
         np.fill_diagonal(ind, 1.0)
         root = _contract([(c0, beta[start]), ((k0, -1), ind)], sorted(set(c0) | {-1}), c0 + (-1,))
-        bprime = {start: root}
+        names = self.prior.nodes
+        out = {}
+
+        def emit(k, table):  # P(X_node, X_k) from the clique of k (clique k holds variable k)
+            if k != k0:
+                t = _contract([(cliques[k] + (-1,), table)], sorted(set(cliques[k]) | {-1}), (-1, k))
+                with np.errstate(divide="ignore"):
+                    out[names[k]] = np.log(t)
+
+        emit(start, root)
+        bprime = {start: root}  # only the frontier's tables are held
         lo = {start: blo[start]}
+        done = {start}
         todo = [start]
         while todo:
             u = todo.pop()
             for w in nbrs[u]:
-                if w in bprime:
+                if w in done:
                     continue
                 child = w if parent[w] == u else u
                 s_vars = cliques[child][1:]
@@ -374,15 +391,10 @@ class LogVariableElimination:
                 cw = cliques[w] + (-1,)
                 bprime[w] = _contract([(cliques[w], beta[w]), (s_vars + (-1,), ratio)], sorted(cw), cw)
                 lo[w] = bound
+                emit(w, bprime[w])
+                done.add(w)
                 todo.append(w)
-        out = {}
-        names = self.prior.nodes
-        for j, k in self._home_of.items():
-            if j == k0 or k not in bprime:
-                continue
-            t = _contract([(cliques[k] + (-1,), bprime[k])], sorted(set(cliques[k]) | {-1}), (-1, j))
-            with np.errstate(divide="ignore"):
-                out[names[j]] = np.log(t)
+            del bprime[u]
         return out
 
     def _home(self, k) -> int:
@@ -470,7 +482,7 @@ class LogVariableElimination:
                 nbrs[k].append(parent[k])
                 nbrs[parent[k]].append(k)
         self._home_of = home_of
-        self._jt = (cliques, parent, beta, sep, blo, None, nbrs)
+        self._jt = (cliques, parent, beta, sep, blo, max(b.size for b in beta), nbrs)
         return self._jt
 
     # ------------------------------------------------------------ log road

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import LogVariableElimination
+from .inference import DEFAULT_MAX_TABLE_ENTRIES, LogVariableElimination
 from .secrets import SecretSpec
 
 __all__ = ["Influence", "InfluenceEngine", "max_divergence_rows"]
@@ -104,10 +104,11 @@ class InfluenceEngine:
     0.0
     """
 
-    def __init__(self, prior_class, secrets: SecretSpec | None = None):
+    def __init__(self, prior_class, secrets: SecretSpec | None = None, max_table_entries: int | None = None):
         self.prior_class = prior_class
         self.secrets = secrets or SecretSpec()
-        self._ve = [LogVariableElimination(p) for p in prior_class.priors]
+        limit = DEFAULT_MAX_TABLE_ENTRIES if max_table_entries is None else int(max_table_entries)
+        self._ve = [LogVariableElimination(p, max_table_entries=limit) for p in prior_class.priors]
         self._cache = {}
         self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
         self._pair_tables = ()

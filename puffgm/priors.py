@@ -157,6 +157,9 @@ class NetworkPrior:
             raise AttributeError("NetworkPrior is immutable")
         object.__setattr__(self, key, value)
 
+    def __reduce__(self):  # pickling (joblib workers) restores the validated tables as they are
+        return (_restore_slots, (type(self), {k: getattr(self, k) for k in self.__slots__}))
+
     def __repr__(self):
         return f"NetworkPrior({self.name!r}, {len(self.nodes)} nodes)"
 
@@ -247,6 +250,14 @@ class NetworkPrior:
                     shape[ax] = len(self.states[self.nodes[ax]])
                 out = out + t.reshape(shape)
         return out
+
+
+def _restore_slots(cls, state):
+    """Unpickle an immutable slotted object without re-running its validation."""
+    obj = object.__new__(cls)
+    for key, value in state.items():
+        object.__setattr__(obj, key, value)
+    return obj
 
 
 # ---------------------------------------------------------------------- pgmpy
@@ -524,6 +535,9 @@ class PriorClass:
         if getattr(self, "_frozen", False):
             raise AttributeError("PriorClass is immutable")
         object.__setattr__(self, key, value)
+
+    def __reduce__(self):
+        return (_restore_slots, (type(self), {k: getattr(self, k) for k in self.__slots__}))
 
     def __len__(self):
         return len(self.priors)
