@@ -67,10 +67,28 @@ THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, A
 _BOUND_SLACK = 1e-9
 
 
+#: Quilts whose joint table with the node has at least this many entries are first
+#: probed with their two and three strongest nodes (a cheap lower bound on e).
+_PROBE_MIN_ENTRIES = 512
+
+
 def _score_floor(n_nearby: int, bound: float, epsilon: float) -> float:
     """A lower bound on the computed score of a quilt whose influence is at least ``bound``."""
     lo = bound - _BOUND_SLACK
     return n_nearby / (epsilon - lo) if lo < epsilon else math.inf
+
+
+def _first_worst(nodes, score):
+    """The first node, in node order, whose score is within 1e-9 (relative) of the largest.
+
+    Nodes whose scores are equal in exact arithmetic (a deterministic copy of a node has
+    its quilts and influences) differ only by rounding; the tolerance makes the choice
+    independent of the order of floating-point operations.
+    """
+    top = max(score(n) for n in nodes)
+    if not math.isfinite(top):
+        return next(n for n in nodes if score(n) == top)
+    return next(n for n in nodes if score(n) >= top - 1e-9 * abs(top))
 
 
 def _better(score: float, incumbent: float) -> bool:
@@ -291,31 +309,62 @@ class QuiltSearch:
     def best(self, node, epsilon) -> QuiltChoice:
         """The active quilt of ``node``: the candidate of smallest score.
 
-        Candidates are scanned by increasing (card(X_N), card(X_Q)); the incumbent is
-        kept unless a candidate is strictly better (:func:`_better`).  A candidate
-        whose score has a floor at or above the incumbent's cannot be strictly
-        better and is not evaluated: max-influence is monotone in the quilt, so e(Q)
-        is at least the largest single-node influence in Q and at least e(Q') of
-        every evaluated Q' inside Q (a score is at least card(X_N) / epsilon, which
-        ends the scan).
+        The result is that of a scan by increasing (card(X_N), card(X_Q)) that keeps the
+        incumbent unless a candidate is strictly better (:func:`_better`).  To score few
+        quilts, a candidate is skipped when a floor on its score is at least
+        (1 + 1e-9) times the smallest score found so far (the trivial quilt's, to start):
+        max-influence is monotone in the quilt (a marginal of a conditional law is no
+        more distinguishable), so e(Q) is at least the largest single-node influence in
+        Q, at least e(Q') of every evaluated candidate Q' inside Q, and, for large
+        quilts, at least e of the two and three strongest nodes of Q (cheap probes);
+        and a score is at least card(X_N) / epsilon.  Every skipped candidate scores
+        above (1 + 1e-9) * minimum, while only candidates within 1e-12 of the minimum
+        can be chosen by the scan, so the scan over the evaluated candidates, in the
+        original order, picks exactly the quilt the full scan picks.
         """
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
-        best = None
+        known = {k: self.choice(c, epsilon) for k, c in enumerate(cands) if not c.quilt}  # no inference
+        top = min((ch.score for ch in known.values()), default=math.inf)
         evaluated = []  # (quilt, influence) of the evaluated candidates
-        for c in cands:
-            if best is not None and len(c.nearby) / epsilon >= best.score:
-                break
-            if best is not None and c.quilt:
+        k_node = len(self.prior_class.states[node])
+        best = None  # the scan's incumbent, over the candidates evaluated so far
+        for k, c in enumerate(cands):
+            # skip when the floor reaches the incumbent (c cannot be strictly better) or
+            # (1 + 1e-9) * the smallest score found (c cannot be the minimum)
+            limit = min(top * (1 + 1e-9), best.score if best is not None else math.inf)
+            if len(c.nearby) / epsilon >= limit:
+                break  # every later candidate has at least as many nearby nodes
+            if c.quilt:
                 e = max((v for q, v in evaluated if q <= c.quilt), default=0.0)
                 e = max(e, self.influence_floor(node, c.quilt))
-                if _score_floor(len(c.nearby), e, epsilon) >= best.score:
-                    continue  # it cannot be strictly better than the incumbent
-            ch = self._try_choice(c, epsilon)
-            if ch is None:
-                continue
-            if c.quilt:
+                if _score_floor(len(c.nearby), e, epsilon) >= limit:
+                    continue
+                if len(c.quilt) > 2 and self.engine.quilt_states(c.quilt) * k_node >= _PROBE_MIN_ENTRIES:
+                    strongest = sorted(c.quilt, key=lambda j: (-self._single(node, j), self._order[j]))
+                    for m in (2, 3):
+                        if m >= len(c.quilt) or _score_floor(len(c.nearby), e, epsilon) >= limit:
+                            break
+                        try:
+                            e = max(e, self.engine.max_influence(node, strongest[:m]).value)
+                        except InferenceLimitError:
+                            break
+                    if _score_floor(len(c.nearby), e, epsilon) >= limit:
+                        continue
+                ch = self._try_choice(c, epsilon)
+                if ch is None:
+                    continue
+                known[k] = ch
                 evaluated.append((c.quilt, ch.max_influence))
+                top = min(top, ch.score)
+            ch = known[k]
             if best is None or _better(ch.score, best.score):
+                best = ch
+        best = None
+        for k, c in enumerate(cands):  # the scan, over the candidates that can matter
+            if best is not None and len(c.nearby) / epsilon >= best.score:
+                break
+            ch = known.get(k)
+            if ch is not None and (best is None or _better(ch.score, best.score)):
                 best = ch
         return best
 
@@ -409,7 +458,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
         # sigma_max is set by the worst node: refine the worst until the worst is refined
         done = set()
         while True:
-            node = max(nodes, key=lambda n: best[n].score)  # first of the maxima, in node order
+            node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
             if node in done:
                 break
             done.add(node)
@@ -521,20 +570,21 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     if bar is not None:
         bar.close()
     per_node = tuple(best[n] for n in nodes)
-    worst = max(per_node, key=lambda c: c.score)  # first of the maxima, in node order
+    worst = best[_first_worst(nodes, lambda n: best[n].score)]  # first of the maxima, in node order
+    sigma_max = max(c.score for c in per_node)  # never below any node's computed score
     group = pc.largest_component() / epsilon
     notes = list(pc.notes)
     if skipped:
         limit = max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
         notes.append(f"{skipped} candidate quilt(s) skipped: exact inference on them would exceed "
                      f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
-    if worst.score >= group * (1 - 1e-12):
+    if sigma_max >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
     return CalibrationResult(
         epsilon=epsilon,
         lipschitz=lipschitz,
         method="exact",
-        sigma_max=worst.score,
+        sigma_max=sigma_max,
         worst=worst,
         per_node=per_node,
         n_nodes=len(pc.nodes),

@@ -179,6 +179,8 @@ class LogVariableElimination:
         self._anc_bits = bits
         self.fallbacks = 0
         self._jt = False  # junction tree for pairwise marginals, built on first use
+        self._bfs_cache = {}
+        self._cond_cache = {}
 
     def ancestral_set(self, variables) -> set:
         """An(variables) ∪ variables."""
@@ -193,7 +195,7 @@ class LogVariableElimination:
         key = frozenset(variables)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._compute(key)
+            hit = self._compute(key, variables[0] if variables else None)
             self._cache[key] = hit
             self._cached_entries += hit[1].size
             while len(self._cache) > self._cache_size or self._cached_entries > _CACHE_MAX_ENTRIES:
@@ -210,9 +212,9 @@ class LogVariableElimination:
         f_vars, table = self._compute_log(frozenset(variables))
         return np.transpose(table, [f_vars.index(v) for v in variables])
 
-    def _compute(self, keep: frozenset):
+    def _compute(self, keep: frozenset, root=None):
         try:
-            return self._compute_fast(keep)
+            return self._compute_fast(keep, root)
         except _Underflow:
             self.fallbacks += 1
             return self._compute_log(keep)
@@ -222,11 +224,12 @@ class LogVariableElimination:
         names = ", ".join(sorted(map(str, keep))[:6]) + (", ..." if len(keep) > 6 else "")
         raise InferenceLimitError(
             f"Exact inference on network {self.prior.name!r} for the variables {{{names}}} needs a table of "
-            f"{size:.3g} entries, more than the limit max_table_entries={self.max_table_entries}; "
-            "lower max_quilt_states or protect fewer nodes."
+            f"{size:.3g} entries, more than the limit max_table_entries={self.max_table_entries} (the network's "
+            "treewidth is too large for exact inference on it); raise max_table_entries (--max-table-entries, "
+            "8 bytes per entry), lower max_quilt_states or protect fewer nodes."
         )
 
-    def _compute_fast(self, keep: frozenset):
+    def _compute_fast(self, keep: frozenset, root=None):
         card = self._card
         index = self._index
         keep_idx = sorted(index[v] for v in keep)
@@ -241,14 +244,24 @@ class LogVariableElimination:
                 members.append(k)
             m >>= 1
             k += 1
+        factors = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in members]
+        n_vars = len(members)
+        # the junction-tree road: the Steiner subtree of cliques covering the query,
+        # when it has fewer variables to sum out than the ancestral set
+        tree_factors = None
+        if keep_idx:
+            tree_factors = self._subtree_factors(keep_idx, index[root] if root in index else keep_idx[0])
+        if tree_factors is not None and tree_factors[1] < n_vars:
+            factors = tree_factors[0]
         # factors: id -> (vars, table, log min positive); var -> ids of factors holding it
         fvars, ftab, flo = {}, {}, {}
         holders = {}
-        for k in members:
-            fvars[k], ftab[k], flo[k] = self._fvars[k], self._ftab[k], self._flo[k]
-            for v in self._fvars[k]:
+        for k, (fv, tab, lo) in enumerate(factors):
+            fvars[k], ftab[k], flo[k] = fv, tab, lo
+            for v in fv:
                 holders.setdefault(v, set()).add(k)
-        next_id = len(card)
+        members = sorted(holders)
+        next_id = len(factors)
         logscale = 0.0
         keepset = set(keep_idx)
         elim = [v for v in members if v not in keepset]
@@ -322,6 +335,79 @@ class LogVariableElimination:
             logt += logscale
         names = self.prior.nodes
         return tuple(names[u] for u in out_vars), logt
+
+    def _subtree_factors(self, keep_idx, root):
+        """Factors of P(vars(T)) over the Steiner subtree T of the junction tree covering
+        ``keep_idx``, rooted at the clique of ``root``: P(C_root) and P(C_w | S_w) for the
+        other cliques w (S_w the separator towards the root), with 0 where P(S_w) = 0.
+
+        Returns (factors, number of variables) or None (no tree, or the query spans
+        several components of the network).
+        """
+        tree = self._tree()
+        if tree is None:
+            return None
+        cliques, parent, beta, sep, blo, _, nbrs = tree
+        up, dist = self._bfs(root)
+        chosen = set()
+        for j in keep_idx:
+            best = min(self._var_cliques[j], key=lambda c: (dist.get(c, math.inf), c))
+            if best not in dist:
+                return None
+            chosen.add(best)
+        members = {root}
+        for c in chosen:
+            while c not in members:
+                members.add(c)
+                c = up[c]
+        factors = [(cliques[root], beta[root], blo[root])]
+        variables = set(cliques[root])
+        for w in members:
+            if w == root:
+                continue
+            variables.update(cliques[w])
+            factors.append(self._conditional(w, up[w]))
+        return factors, len(variables)
+
+    def _bfs(self, root):
+        """(parent towards ``root``, distance) of every clique of root's tree; a few roots are kept."""
+        hit = self._bfs_cache.get(root)
+        if hit is None:
+            nbrs = self._jt[6]
+            up, dist = {root: None}, {root: 0}
+            frontier = [root]
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for w in nbrs[u]:
+                        if w not in dist:
+                            dist[w] = dist[u] + 1
+                            up[w] = u
+                            nxt.append(w)
+                frontier = nxt
+            hit = (up, dist)
+            if len(self._bfs_cache) >= 8:
+                self._bfs_cache.pop(next(iter(self._bfs_cache)))
+            self._bfs_cache[root] = hit
+        return hit
+
+    def _conditional(self, w, towards):
+        """(vars, P(C_w | S), lower bound) with S the separator between clique w and its neighbour
+        ``towards``: 0 where P(S) = 0 (P(C_w) is 0 there too)."""
+        key = (w, towards)
+        hit = self._cond_cache.get(key)
+        if hit is None:
+            cliques, parent, beta, sep, blo, _, _ = self._jt
+            child = w if parent[w] == towards else towards
+            s_vars = cliques[child][1:]
+            cw = cliques[w]
+            mu = _contract([(s_vars, sep[child])], sorted(s_vars), tuple(v for v in cw if v in s_vars))
+            shape = tuple(self._card[v] if v in s_vars else 1 for v in cw)
+            mu = mu.reshape(shape)
+            cond = np.divide(beta[w], mu, out=np.zeros_like(beta[w]), where=mu > 0)
+            hit = (cw, cond, blo[w])  # P(C_w | S) >= P(C_w) entrywise: P(S) <= 1
+            self._cond_cache[key] = hit
+        return hit
 
     # ------------------------------------------------------- pairwise road
     def pair_log_marginals(self, node) -> dict | None:
@@ -482,6 +568,11 @@ class LogVariableElimination:
                 nbrs[k].append(parent[k])
                 nbrs[parent[k]].append(k)
         self._home_of = home_of
+        var_cliques = [[] for _ in range(n)]
+        for k in range(n):
+            for v in cliques[k]:
+                var_cliques[v].append(k)
+        self._var_cliques = var_cliques
         self._jt = (cliques, parent, beta, sep, blo, max(b.size for b in beta), nbrs)
         return self._jt
 

@@ -39,6 +39,10 @@ def register(p) -> None:
                    help="chains: reproduce the paper's table (counts states of probability zero)")
     p.add_argument("--per-node", action="store_true", help="include every node's active quilt")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (networks; the bar is on stderr and appears after 2 s)")
+    p.add_argument("--max-table-entries", type=int, default=None,
+                   help="largest table exact inference may build (networks; default 2**25)")
 
 
 def run(args) -> str:
@@ -51,8 +55,9 @@ def run(args) -> str:
     if chains and len(chains) != len(args.priors):
         raise ParameterError("PRIOR arguments mix chain JSON specs and networks; give one kind.")
     if chains:
-        if args.protect or args.max_quilt_states is not None:
-            raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")
+        if args.protect or args.max_quilt_states is not None or args.max_table_entries is not None:
+            raise ParameterError("--protect, --max-quilt-states and --max-table-entries apply to networks, "
+                                 "not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
@@ -74,8 +79,11 @@ def run(args) -> str:
         protected = None
         if args.protect is not None:
             protected = [s.strip() for s in args.protect.split(",") if s.strip()]
+        tables = None if args.max_table_entries is None else check_positive_int(
+            args.max_table_entries, "max-table-entries", "puffgm calibrate")
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
-                           max_quilt_states=bound)
+                           max_quilt_states=bound, max_table_entries=tables,
+                           progress=False if args.quiet else None)  # the bar writes to stderr only
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
