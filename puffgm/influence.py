@@ -112,6 +112,8 @@ class InfluenceEngine:
         self._cache = {}
         self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
         self._pair_tables = ()
+        self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
+        self._pair_results = None
         self.evaluations = 0
 
     def max_influence(self, node, quilt) -> Influence:
@@ -124,6 +126,66 @@ class InfluenceEngine:
         result = self._compute(node, quilt)
         self._cache[key] = result
         return result
+
+    def _pair_influence(self, node, j):
+        """e({X_j} | X_node) for every j at once from the junction-tree pass (all value pairs).
+
+        The same computation as the general road, vectorised over j: the tables
+        log P(X_node = a, X_j) of all j side by side, each segment normalised by its own
+        log-sum-exp over x_j, then the largest gap between rows per column and per
+        segment.  None when a prior has no pass (the general road answers).
+        """
+        if self._pair_results_node != node:
+            self._pair_results_node = node
+            self._pair_results = self._all_pair_influences(node)
+        if self._pair_results is None:
+            return None
+        return self._pair_results.get(j)
+
+    def _all_pair_influences(self, node):
+        states = self.prior_class.states
+        out = {}
+        for t in range(len(self._ve)):
+            self._pair_table(t, node, None)
+            tables = self._pair_tables[t]
+            if not tables:
+                return None
+            js = list(tables)
+            widths = [tables[j].shape[1] for j in js]
+            starts = np.cumsum([0] + widths[:-1])
+            big = np.concatenate([tables[j] for j in js], axis=1)  # (k, sum of card(X_j))
+            m = big.max(axis=1, keepdims=True)  # >= log P(a) - log card(X_j) in every segment
+            m_safe = np.where(np.isfinite(m), m, 0.0)
+            with np.errstate(divide="ignore"):
+                logp = np.log(np.add.reduceat(np.exp(big - m_safe), starts, axis=1)) + m_safe  # (k, segments)
+            finite = np.isfinite(logp)
+            if not (finite == finite[:, :1]).all():
+                return None  # supports disagree (cannot happen for a proper network): general road
+            support = np.flatnonzero(finite[:, 0])
+            if len(support) < 2:
+                for j in js:
+                    out.setdefault(j, Influence(0.0, None))
+                continue
+            logcond = big[support] - np.repeat(logp[support], widths, axis=1)
+            hi = logcond.max(axis=0)
+            lo = logcond.min(axis=0)
+            possible = np.isfinite(hi)
+            with np.errstate(invalid="ignore"):
+                gap = np.where(possible, hi - lo, -np.inf)  # hi finite, lo -inf -> inf
+            seg_max = np.maximum.reduceat(gap, starts)
+            for j, start, width, val in zip(js, starts, widths, seg_max):
+                prev = out.get(j)
+                if not np.isfinite(val) and val < 0:  # no possible column at all
+                    val = 0.0
+                if val > (prev.value if prev is not None else 0.0):
+                    x = int(start + np.argmax(gap[start:start + width]))
+                    a = int(np.argmax(logcond[:, x]))
+                    b = int(np.argmin(logcond[:, x]))
+                    out[j] = Influence(float(val), (t, states[node][int(support[a])], states[node][int(support[b])],
+                                                    {j: states[j][x - int(start)]}))
+                elif prev is None:
+                    out[j] = Influence(0.0, None)
+        return out
 
     def _pair_table(self, t, node, j):
         """log P(X_node, X_j) under prior t from one junction-tree pass per node (None: not available).
@@ -139,7 +201,7 @@ class InfluenceEngine:
         if tables is None:
             tables = self._ve[t].pair_log_marginals(node) or {}
             self._pair_tables[t] = tables
-        return tables.get(j)
+        return tables.get(j) if j is not None else None
 
     def quilt_states(self, quilt) -> int:
         """Joint state space size of a quilt."""
@@ -151,6 +213,10 @@ class InfluenceEngine:
         self.evaluations += 1
         states = self.prior_class.states
         pairs = self.secrets.value_pairs(self.prior_class, node)
+        if len(quilt) == 1 and pairs is None:
+            hit = self._pair_influence(node, quilt[0])
+            if hit is not None:
+                return hit
         best = Influence(0.0, None)
         best_val = 0.0
         for t, ve in enumerate(self._ve):
