@@ -439,7 +439,7 @@ class LogVariableElimination:
         k0 = self._index[node]
         cliques, parent, beta, sep, blo, biggest, nbrs = tree
         card = self._card
-        if biggest * card[k0] > PAIR_TREE_MAX_ENTRIES:
+        if biggest * card[k0] > min(PAIR_TREE_MAX_ENTRIES, self.max_table_entries):
             return None
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
         start = self._home(k0)
@@ -516,7 +516,7 @@ class LogVariableElimination:
             order.append(k)
             cliques[k] = (k,) + tuple(sorted(nb[k]))
             total += w
-            if total > PAIR_TREE_MAX_ENTRIES:
+            if total > PAIR_TREE_MAX_ENTRIES or w > self.max_table_entries:
                 return None
             for u in nb[k]:
                 nb[u] |= nb[k]
