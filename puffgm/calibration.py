@@ -215,18 +215,30 @@ class QuiltSearch:
         dsep = self._dsep
         q = dsep.bits(quilt)
         reach, touched = dsep.reach_and_touched(node, q)
+        first_touched, fresh = touched, True
         target = dsep.all_bits & ~reach & ~q
         for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
-            vb = 1 << dsep.index[v]
+            k = dsep.index[v]
+            vb = 1 << k
             trial = q & ~vb
-            if not touched & vb:
-                # the ball never reaches v: v is d-separated by the rest, and dropping a
-                # d-separated node only closes trails (the remote set cannot shrink)
-                q = trial
+            if not first_touched & vb:
+                # the ball never reaches v: v is d-separated by the rest (touched sets only
+                # shrink as d-separated nodes leave the quilt), and dropping a d-separated
+                # node only closes trails (the remote set cannot shrink)
+                q, fresh = trial, False
+                continue
+            if dsep.desc[k] & trial:
+                # v is an ancestor of another quilt node, so An(quilt) does not change without v:
+                # the ball given the rest reaches v iff the ball given the quilt touches v
+                if not fresh:
+                    touched, fresh = dsep.reach_and_touched(node, q)[1], True
+                if touched & vb:
+                    continue  # v is d-connected given the rest: it stays
+                q, fresh = trial, False
                 continue
             remote = dsep.remote_bits(node, trial)
             if remote & vb and not target & ~remote:  # v is screened off and nothing moves nearby
-                q = trial
+                q, fresh = trial, False
         return dsep.names(q)
 
     # ----------------------------------------------------------------- scoring

@@ -141,7 +141,7 @@ class DSeparationIndex:
     ['c']
     """
 
-    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits")
+    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc")
 
     def __init__(self, dag):
         import networkx as nx
@@ -160,6 +160,14 @@ class DSeparationIndex:
             anc[k] = b
         self._anc = anc  # ancestors of each node, the node included
         self.all_bits = (1 << len(self.nodes)) - 1
+        desc = [0] * len(self.nodes)  # proper descendants of each node
+        for k, b in enumerate(anc):
+            a = b & ~(1 << k)
+            while a:
+                low = a & -a
+                desc[low.bit_length() - 1] |= 1 << k
+                a ^= low
+        self.desc = desc
 
     def bits(self, nodes) -> int:
         """The bitmask of a set of node names."""

@@ -230,3 +230,25 @@ def test_candidates_are_valid_quilts_with_the_index():
             if c.remote:
                 assert nx.is_d_separator(pc.dag, {node}, set(c.remote), set(c.quilt))
             assert c.quilt | c.nearby | c.remote == set(pc.nodes)
+
+
+def test_minimal_separator_shortcuts_match_the_plain_definition():
+    from puffgm.quilts import make_quilt
+
+    def plain(dag, order, node, quilt):
+        q = set(quilt)
+        target = make_quilt(dag, node, q).remote
+        for v in sorted(quilt, key=order.index, reverse=True):
+            cand = make_quilt(dag, node, q - {v})
+            if v in cand.remote and target <= cand.remote:
+                q = q - {v}
+        return frozenset(q)
+
+    rng = np.random.default_rng(0)
+    for name in ("alarm", "win95pts"):
+        pc = load_prior_class(f"example:{name}")
+        search = QuiltSearch(pc)
+        for _ in range(150):
+            node = str(rng.choice(pc.nodes))
+            q = frozenset(str(v) for v in rng.choice(pc.nodes, int(rng.integers(1, 15)), replace=False)) - {node}
+            assert search._minimal(node, q) == plain(pc.dag, list(pc.nodes), node, q)
