@@ -1,17 +1,32 @@
-"""Exact marginals of a discrete Bayesian network by variable elimination in log space.
+"""Exact marginals of a discrete Bayesian network, with exact zeros and no false underflow.
 
 Max-influence needs the joint law of a quilt X_Q and a node X_i,
-log P(X_Q = x_Q, X_i = a), for many quilts.  This module computes it by
-variable elimination restricted to the ancestral set An(Q ∪ {i}) (barren
-descendants sum to one and are dropped), with every table held in log space:
-products are sums of log tables and summing out is a max-shifted
-log-sum-exp, so tiny probabilities never underflow to a false zero and exact
-zeros stay ``-inf``.  (pgmpy's ``BeliefPropagation`` builds a clique of 143
-million entries on alarm; an elimination restricted to the ancestral set
-answers the same query in milliseconds.)
+log P(X_Q = x_Q, X_i = a), for many quilts.  Three exact roads compute it:
 
-The elimination order is greedy min-size (the variable whose elimination
-creates the smallest table goes first).
+* **ancestral elimination** (the reference): variable elimination restricted
+  to the ancestral set An(Q ∪ {i}) (barren descendants sum to one and are
+  dropped), greedy min-size order;
+* **junction-tree subtree**: the network's junction tree (elimination tree of a
+  greedy min-size order of the moral graph) is calibrated once; a query uses
+  only the Steiner subtree of cliques covering it, P(C_root) times
+  P(C_w | S_w) for the other cliques, chosen when it has fewer variables to
+  sum out than the ancestral set;
+* **pairwise pass**: log P(X_i, X_j) for every j at once, from one outward
+  pass of the junction tree with the evidence X_i = a on a batch axis
+  (:meth:`LogVariableElimination.pair_log_marginals`).
+
+Every road multiplies and sums out with ``numpy.einsum`` in probability space,
+each intermediate table scaled to maximum 1 with its log-scale kept apart, and
+carries a certified lower bound on every positive entry (the sum of the logs
+of the factors' smallest positive entries); if that bound falls below 1e-280
+the query is redone in log space (products as sums of logs, summing out as a
+max-shifted log-sum-exp), so a tiny probability never underflows to a false
+zero.  Zeros are exact on every road: a product is zero iff a factor entry is,
+a sum iff every term is, and a conditional P(C | S) is set to 0 where P(S) = 0
+(then P(C) = 0 as well).  Intermediate tables are bounded by
+``max_table_entries`` (:class:`~puffgm.exceptions.InferenceLimitError` names the
+limit and the option).  (pgmpy's ``BeliefPropagation`` builds a clique of 143
+million entries on alarm; these roads answer the same query in milliseconds.)
 """
 
 from __future__ import annotations
