@@ -227,6 +227,20 @@ class LogVariableElimination:
         f_vars, table = self._compute_log(frozenset(variables))
         return np.transpose(table, [f_vars.index(v) for v in variables])
 
+    def scaled_marginal(self, variables):
+        """c * P(variables), axes in the given order, for an unknown c > 0 (None if the
+        query needs the log-space road).
+
+        Every positive entry is at least 1e-280 (the underflow guard), so ratios of
+        entries, such as conditionals P(x | a) = P(x, a) / P(a), are exact to rounding.
+        """
+        variables = tuple(variables)
+        try:
+            f_vars, table = self._compute_fast(frozenset(variables), variables[0] if variables else None, log=False)
+        except _Underflow:
+            return None
+        return np.transpose(table, [f_vars.index(v) for v in variables])
+
     def _compute(self, keep: frozenset, root=None):
         try:
             return self._compute_fast(keep, root)
@@ -244,7 +258,7 @@ class LogVariableElimination:
             "8 bytes per entry), lower max_quilt_states or protect fewer nodes."
         )
 
-    def _compute_fast(self, keep: frozenset, root=None):
+    def _compute_fast(self, keep: frozenset, root=None, log=True):
         card = self._card
         index = self._index
         keep_idx = sorted(index[v] for v in keep)
@@ -344,11 +358,13 @@ class LogVariableElimination:
         if sum(flo[f] for f in fids) < _LOG_FLOOR:
             raise _Underflow
         table = _contract([(fvars[f], ftab[f]) for f in fids], out_vars, out_vars)
+        names = self.prior.nodes
+        if not log:
+            return tuple(names[u] for u in out_vars), table
         with np.errstate(divide="ignore"):
             logt = np.log(table)
         if logscale:
             logt += logscale
-        names = self.prior.nodes
         return tuple(names[u] for u in out_vars), logt
 
     def _subtree_factors(self, keep_idx, root):

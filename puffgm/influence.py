@@ -87,6 +87,36 @@ def max_divergence_rows(logcond: np.ndarray, pairs=None):
     return best
 
 
+def _max_ratio_rows(joint: np.ndarray):
+    """max over ordered value pairs (a, b) and x of log P(x | a) / P(x | b), from c * P(X_i, X_Q).
+
+    The probability-space twin of :func:`max_divergence_rows` for all pairs: rows are
+    values of X_i (impossible ones dropped), P(x | a) = joint[a, x] / sum_x joint[a, x];
+    per column the largest over the smallest conditional, +inf where the smallest is 0
+    and the largest is not, columns impossible under every value skipped.  Only two
+    logarithms per column are taken.  Returns (value, a, b, flat column), a and b as
+    row indices of ``joint``.
+    """
+    k = joint.shape[0]
+    flat = joint.reshape(k, -1)
+    pa = flat.sum(axis=1)
+    support = np.flatnonzero(pa > 0)
+    if len(support) < 2:
+        return 0.0, None, None, None
+    cond = flat[support] / pa[support, None]
+    hi = cond.max(axis=0)
+    lo = cond.min(axis=0)
+    possible = hi > 0
+    if not possible.any():
+        return 0.0, None, None, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(possible, np.log(hi) - np.log(lo), -np.inf)  # lo = 0 < hi: +inf
+    x = int(np.argmax(gap))
+    a = int(support[int(np.argmax(cond[:, x]))])
+    b = int(support[int(np.argmin(cond[:, x]))])
+    return float(gap[x]), a, b, x
+
+
 class InfluenceEngine:
     """Max-influence e_Theta(X_Q | X_i) for one prior class, cached across quilts and nodes.
 
@@ -221,6 +251,16 @@ class InfluenceEngine:
         best_val = 0.0
         for t, ve in enumerate(self._ve):
             joint = self._pair_table(t, node, quilt[0]) if len(quilt) == 1 else None
+            if joint is None and pairs is None:
+                scaled = ve.scaled_marginal((node,) + quilt)
+                if scaled is not None:
+                    val, a, b, x = _max_ratio_rows(scaled)
+                    if val > best_val:
+                        best_val = val
+                        xq = np.unravel_index(x, scaled.shape[1:])
+                        assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq)}
+                        best = Influence(float(val), (t, states[node][a], states[node][b], assignment))
+                    continue
             if joint is None:
                 joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
             k = joint.shape[0]

@@ -141,7 +141,7 @@ class DSeparationIndex:
     ['c']
     """
 
-    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc")
+    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8")
 
     def __init__(self, dag):
         import networkx as nx
@@ -168,6 +168,14 @@ class DSeparationIndex:
                 desc[low.bit_length() - 1] |= 1 << k
                 a ^= low
         self.desc = desc
+        names8 = []  # names8[b][v]: the names of the nodes 8b + i with bit i of v set
+        for start in range(0, len(self.nodes), 8):
+            block = self.nodes[start:start + 8]
+            t = [()] * 256
+            for v in range(1, 1 << len(block)):
+                t[v] = t[v & (v - 1)] + (block[(v & -v).bit_length() - 1],)
+            names8.append(t)
+        self._names8 = names8
 
     def bits(self, nodes) -> int:
         """The bitmask of a set of node names."""
@@ -180,11 +188,12 @@ class DSeparationIndex:
     def names(self, bits: int) -> frozenset:
         """The node names of a bitmask."""
         out = []
-        nodes = self.nodes
-        while bits:
-            low = bits & -bits
-            out.append(nodes[low.bit_length() - 1])
-            bits ^= low
+        for table in self._names8:  # one lookup per 8 nodes
+            if not bits:
+                break
+            if bits & 255:
+                out += table[bits & 255]
+            bits >>= 8
         return frozenset(out)
 
     def dconnected_bits(self, source, observed: int) -> int:
