@@ -67,6 +67,10 @@ THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, A
 _BOUND_SLACK = 1e-9
 
 
+#: Values closer than this (relative for scores, absolute for log-influences) are ties in
+#: the structured search; they differ only by floating-point rounding.
+_TIE = 1e-9
+
 #: Quilts whose joint table with the node has at least this many entries are first
 #: probed with their two and three strongest nodes (a cheap lower bound on e).
 _PROBE_MIN_ENTRIES = 512
@@ -205,7 +209,11 @@ class QuiltSearch:
             minimal = self._minimal(node, boundary)
             if minimal != boundary:
                 add(minimal)
-            nxt = max(sorted(boundary), key=strength)
+            # the strongest boundary node; strengths within 1e-9 are ties (they differ by
+            # rounding only), broken by name, so the family does not depend on rounding
+            ranked = sorted(boundary)
+            top = max(strength(j) for j in ranked)
+            nxt = next(j for j in ranked if strength(j) >= top - _TIE)
             region |= 1 << dsep.index[nxt]
             near |= mbits[nxt]
         return list(seen.values())
@@ -312,7 +320,12 @@ class QuiltSearch:
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:
                 return best
-            score, e_quilt, _, j, ch = min(options, key=lambda o: o[:3])
+            # smallest score, then smaller influence, then node order; values within 1e-9
+            # (relative for scores, absolute for influences) are ties
+            low = min(o[0] for o in options)
+            near = [o for o in options if o[0] <= low * (1 + _TIE)]
+            low_e = min(o[1] for o in near)
+            score, e_quilt, _, j, ch = min((o for o in near if o[1] <= low_e + _TIE), key=lambda o: o[2])
             if _better(score, best.score):
                 best = ch
             quilt = quilt | {j}

@@ -126,7 +126,7 @@ def test_dseparation_index_matches_networkx():
 
 def _reference_calibrate(monkeypatch, *args, **kwargs):
     """calibrate with every fast road off: log-space elimination on the ancestral set only,
-    no junction tree, no vectorised pairs."""
+    no junction tree, no vectorised pairs, log-space influences."""
     from puffgm import inference
 
     with monkeypatch.context() as m:
@@ -135,6 +135,7 @@ def _reference_calibrate(monkeypatch, *args, **kwargs):
 
         m.setattr(inference.LogVariableElimination, "_compute", log_only)
         m.setattr(inference.LogVariableElimination, "pair_log_marginals", lambda self, node: None)
+        m.setattr(inference.LogVariableElimination, "scaled_marginal", lambda self, variables: None)
         return calibrate(*args, **kwargs)
 
 
