@@ -503,10 +503,9 @@ class LogVariableElimination:
                 if bound < _LOG_FLOOR:
                     return None
                 bs = _contract([(cliques[u] + (-1,), bprime[u])], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))
-                mu = sep[child][..., None]
-                ratio = np.divide(bs, mu, out=np.zeros_like(bs), where=mu > 0)
                 cw = cliques[w] + (-1,)
-                bprime[w] = _contract([(cliques[w], beta[w]), (s_vars + (-1,), ratio)], sorted(cw), cw)
+                cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
+                bprime[w] = _contract([(cvars, cond), (s_vars + (-1,), bs)], sorted(cw), cw)
                 lo[w] = bound
                 emit(w, bprime[w])
                 done.add(w)
