@@ -24,7 +24,11 @@ the one-sentence message under ``refused``.
 Targets (issue 8, 2-core machine): alarm >= 10x faster than before (< 0.2 s of
 calibration on a quiet machine), hailfinder and win95pts < 1 s.
 
-Usage: python3 bench/bench_networks.py [--epsilon 1] [--repeat 1] [--timeout 900]
+The after runs get ``time_limit=--time-limit`` (default 600 s): a network whose
+projected calibration time exceeds it is refused early with calibrate's one-sentence
+TimeLimitError (under ``refused``), instead of running for hours.
+
+Usage: python3 bench/bench_networks.py [--epsilon 1] [--repeat 1] [--timeout 900] [--time-limit 600]
                                        [--before alarm,hailfinder,...] [--n-jobs N] [NAME ...]
 """
 
@@ -33,6 +37,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,6 +62,8 @@ if "progress" in params:
     kw["progress"] = False
 if "n_jobs" in params and sys.argv[3] != "auto":
     kw["n_jobs"] = int(sys.argv[3])
+if "time_limit" in params and float(sys.argv[4]) > 0:
+    kw["time_limit"] = float(sys.argv[4])
 rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 c2 = time.process_time()
 out = {"nodes": len(pc.nodes), "import_s": t1 - t0, "load_s": t2 - t1}
@@ -85,16 +92,21 @@ print(json.dumps(out))
 """
 
 
-def run_child(pythonpath, name, epsilon, n_jobs, timeout):
+def run_child(pythonpath, name, epsilon, n_jobs, timeout, time_limit=0.0):
     env = dict(os.environ, PYTHONPATH=str(pythonpath))
+    # its own process group, so a timeout also ends the joblib workers it started
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, name, str(epsilon), str(n_jobs), str(time_limit)],
+                            env=env, cwd=str(pythonpath), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
     try:
-        proc = subprocess.run([sys.executable, "-c", CHILD, name, str(epsilon), str(n_jobs)], env=env, cwd=str(pythonpath),
-                              capture_output=True, text=True, timeout=timeout)
+        out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"timeout_s": timeout}
     if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
-    return json.loads(proc.stdout)
+        return {"error": (err.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
+    return json.loads(out)
 
 
 def best_of(runs):
@@ -138,6 +150,8 @@ def main():
     ap.add_argument("--before", default=",".join(BEFORE), help="networks to run the baseline on")
     ap.add_argument("--baseline", default="a3d16ce", help="commit of today's algorithm")
     ap.add_argument("--n-jobs", default="auto", help="calibrate's n_jobs for the after runs")
+    ap.add_argument("--time-limit", type=float, default=600.0,
+                    help="calibrate's time_limit for the after runs (0: none); a refusal is reported")
     args = ap.parse_args()
     before_set = {s for s in args.before.split(",") if s}
     out = {"epsilon": args.epsilon, "baseline": args.baseline,
@@ -152,7 +166,7 @@ def main():
             entry = {}
             after_runs, before_runs = [], []
             for _ in range(max(1, args.repeat)):  # interleaved, so both sides see the same load
-                after_runs.append(run_child(ROOT, name, args.epsilon, args.n_jobs, args.timeout))
+                after_runs.append(run_child(ROOT, name, args.epsilon, args.n_jobs, args.timeout, args.time_limit))
                 if name in before_set and problem is None:
                     before_runs.append(run_child(tmp, name, args.epsilon, "auto", args.timeout))
             entry["after"] = best_of(after_runs)

@@ -34,12 +34,13 @@ epsilon), so the pruning never changes the result.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 from itertools import combinations
 from typing import Iterable
 
 from ._validation import check_positive_finite, check_positive_int
-from .exceptions import InferenceLimitError, ParameterError
+from .exceptions import InferenceLimitError, ParameterError, TimeLimitError
 from .inference import DEFAULT_MAX_TABLE_ENTRIES
 from .influence import InfluenceEngine
 from .priors import PriorClass, load_prior_class
@@ -437,15 +438,55 @@ def _resolve_n_jobs(n_jobs, n_nodes: int) -> int:
     return max(1, cores + 1 + n_jobs) if n_jobs < 0 else n_jobs
 
 
-def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon):
+def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon,
+                deadline=None):
     """Worker of the parallel road: active quilts of ``nodes`` and the influence cache behind them."""
     secrets = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
     search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
+    if deadline is not None:
+        def check():
+            if time.time() > deadline:
+                raise TimeLimitError(
+                    f"Calibrating network {prior_class.priors[0].name!r} reached its time_limit before "
+                    f"the node search finished; protect fewer nodes, lower max_quilt_states or raise "
+                    "time_limit (--time-limit).")
+
+        search.engine.deadline_check = check
     out = {n: search.best(n, epsilon) for n in nodes}
     return out, search.engine._cache, search.engine.evaluations, search.skipped
 
 
-def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None) -> dict:
+class _Clock:
+    """The time budget of one calibration: refuses as soon as the projected total exceeds it."""
+
+    def __init__(self, time_limit, total_nodes: int, name: str):
+        self.limit = time_limit
+        self.total = total_nodes
+        self.name = name
+        self.start = time.perf_counter()
+        self.done = 0
+
+    def check(self):
+        """Called by the influence engine: stop at the limit even inside one node's search."""
+        if self.limit is not None and time.perf_counter() - self.start > self.limit:
+            self.tick(0)
+
+    def tick(self, n_done: int = 1):
+        self.done += n_done
+        if self.limit is None:
+            return
+        elapsed = time.perf_counter() - self.start
+        projected = elapsed / self.done * self.total if self.done else math.inf
+        if elapsed > self.limit or (elapsed > min(5.0, self.limit / 10) and projected > self.limit):
+            raise TimeLimitError(
+                f"Calibrating network {self.name!r} would take "
+                f"{'about ' + format(projected, '.0f') if math.isfinite(projected) else 'more than ' + format(elapsed, '.0f')} s "
+                f"({self.done} of {self.total} node searches done in {elapsed:.0f} s), more than "
+                f"time_limit={self.limit:g} s; protect fewer nodes, lower max_quilt_states or raise "
+                "time_limit (--time-limit).")
+
+
+def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None) -> dict:
     """search.best of every node, sequentially or split over joblib workers (identical results:
     each node's search depends on that node only; the workers' influence caches are merged
     back, so the refinement and the evaluation count are those of the sequential run)."""
@@ -455,16 +496,22 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None) 
             best[n] = search.best(n, epsilon)
             if bar is not None:
                 bar.update(1)
+            if clock is not None:
+                clock.tick()
         return best
     from joblib import Parallel, delayed
 
     size = max(1, -(-len(nodes) // (4 * n_jobs)))  # about 4 chunks per worker, in node order
+    deadline = None
+    if clock is not None and clock.limit is not None:
+        size = 1  # one node per task, so the time budget is checked often
+        deadline = time.time() + clock.limit - (time.perf_counter() - clock.start)
     chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
     spec = (search.secrets._protected, dict(search.secrets._pairs))
     args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     for out, cache, evaluations, skipped in Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_best_chunk)(*args, chunk, epsilon) for chunk in chunks):
+            delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks):
         best.update(out)
         for key, value in cache.items():
             search.engine._cache.setdefault(key, value)
@@ -472,13 +519,15 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None) 
         search.skipped += skipped
         if bar is not None:
             bar.update(len(out))
+        if clock is not None:
+            clock.tick(len(out))
     return {n: best[n] for n in nodes}
 
 
 def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
-                 bar=None) -> dict:
+                 bar=None, clock=None) -> dict:
     """Active quilt of every node under one prior (refining the worst on large networks)."""
-    best = _node_bests(search, nodes, epsilon, n_jobs, bar)
+    best = _node_bests(search, nodes, epsilon, n_jobs, bar, clock)
     if not search.exhaustive:
         # sigma_max is set by the worst node: refine the worst until the worst is refined
         done = set()
@@ -514,7 +563,8 @@ def _progress_bar(progress, total: int, pc):
 
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-              exhaustive=None, max_table_entries=None, progress=None, n_jobs=None) -> CalibrationResult:
+              exhaustive=None, max_table_entries=None, progress=None, n_jobs=None,
+              time_limit=None) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -547,6 +597,12 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         the available cores, at most 4, on networks with at least
         :data:`AUTO_PARALLEL_NODES` protected nodes and 1 otherwise; -1 means all cores.
         Results are identical to the sequential run.
+    time_limit : float or None
+        Seconds the calibration may take (default: no limit).  Once 5 seconds (or a
+        tenth of the limit) have passed, the time per node searched projects the total;
+        if it exceeds the limit, calibrate stops with
+        :class:`~puffgm.exceptions.TimeLimitError` (one sentence with the projection and
+        the options to change) instead of running on.
 
     Returns
     -------
@@ -575,13 +631,19 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
     jobs = _resolve_n_jobs(n_jobs, len(nodes))
+    if time_limit is not None:
+        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
+    clock = _Clock(time_limit, len(pc.priors) * len(nodes),
+                   pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
     bar = _progress_bar(progress, len(pc.priors) * len(nodes), pc)
     skipped = 0
     for t, theta in enumerate(pc.priors):
         search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive, max_table_entries)
+        if time_limit is not None:
+            search.engine.deadline_check = clock.check
         family = search.family
         try:
-            mine = _node_optima(search, nodes, epsilon, refined, t, jobs, bar)
+            mine = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock)
         except BaseException:
             if bar is not None:
                 bar.close()

@@ -18,6 +18,7 @@ __all__ = [
     "AuditError",
     "NumericalError",
     "InferenceLimitError",
+    "TimeLimitError",
 ]
 
 
@@ -65,3 +66,8 @@ class NumericalError(PuffgmError, ArithmeticError):
 class InferenceLimitError(PuffgmError, ValueError):
     """Exact inference would need a table larger than the stated limit (the network's
     treewidth is too large for the query); the message names the limit and the option to change."""
+
+
+class TimeLimitError(PuffgmError, ValueError):
+    """A calibration would run longer than its ``time_limit``; the message gives the projected
+    time and the options to change."""

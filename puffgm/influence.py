@@ -145,6 +145,7 @@ class InfluenceEngine:
         self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
         self._pair_results = None
         self.evaluations = 0
+        self.deadline_check = None  # a callable that raises when a time limit is reached
 
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
@@ -241,6 +242,8 @@ class InfluenceEngine:
         if not quilt:
             return Influence(0.0, None)
         self.evaluations += 1
+        if self.deadline_check is not None and not self.evaluations % 16:
+            self.deadline_check()
         states = self.prior_class.states
         pairs = self.secrets.value_pairs(self.prior_class, node)
         if len(quilt) == 1 and pairs is None:

@@ -253,3 +253,13 @@ def test_minimal_separator_shortcuts_match_the_plain_definition():
             node = str(rng.choice(pc.nodes))
             q = frozenset(str(v) for v in rng.choice(pc.nodes, int(rng.integers(1, 15)), replace=False)) - {node}
             assert search._minimal(node, q) == plain(pc.dag, list(pc.nodes), node, q)
+
+
+def test_time_limit_refuses_with_the_projection_and_the_option():
+    from puffgm.exceptions import TimeLimitError
+
+    with pytest.raises(TimeLimitError, match=r"time_limit=0.001 s; protect fewer nodes"):
+        calibrate("example:alarm", 1.0, time_limit=0.001)
+    with pytest.raises(ValueError, match="time_limit"):
+        calibrate("example:asia", 1.0, time_limit=-1)
+    assert calibrate("example:asia", 1.0, time_limit=600).sigma_max == calibrate("example:asia", 1.0).sigma_max

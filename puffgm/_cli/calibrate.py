@@ -43,6 +43,9 @@ def register(p) -> None:
                    help="no progress bar (networks; the bar is on stderr and appears after 2 s)")
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
+    p.add_argument("--time-limit", type=_finite_float, default=None,
+                   help="seconds a network calibration may take; it stops early, with the projected "
+                        "time, once the projection exceeds the limit (default: none)")
 
 
 def run(args) -> str:
@@ -55,9 +58,10 @@ def run(args) -> str:
     if chains and len(chains) != len(args.priors):
         raise ParameterError("PRIOR arguments mix chain JSON specs and networks; give one kind.")
     if chains:
-        if args.protect or args.max_quilt_states is not None or args.max_table_entries is not None:
-            raise ParameterError("--protect, --max-quilt-states and --max-table-entries apply to networks, "
-                                 "not chain specs.")
+        if args.protect or args.max_quilt_states is not None or args.max_table_entries is not None \
+                or args.time_limit is not None:
+            raise ParameterError("--protect, --max-quilt-states, --max-table-entries and --time-limit apply "
+                                 "to networks, not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
@@ -83,7 +87,8 @@ def run(args) -> str:
             args.max_table_entries, "max-table-entries", "puffgm calibrate")
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
                            max_quilt_states=bound, max_table_entries=tables,
-                           progress=False if args.quiet else None)  # the bar writes to stderr only
+                           progress=False if args.quiet else None,  # the bar writes to stderr only
+                           time_limit=args.time_limit)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
