@@ -34,15 +34,19 @@ epsilon), so the pruning never changes the result.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
+from itertools import combinations
 from typing import Iterable
 
 from ._validation import check_positive_finite, check_positive_int
-from .exceptions import ParameterError
+from .exceptions import InferenceLimitError, ParameterError, TimeLimitError
+from .inference import DEFAULT_MAX_TABLE_ENTRIES
 from .influence import InfluenceEngine
 from .priors import PriorClass, load_prior_class
 from .quilts import (
     DEFAULT_MAX_QUILT_STATES,
+    DSeparationIndex,
     MarkovQuilt,
     distance_layers,
     exhaustive_quilts,
@@ -57,6 +61,40 @@ from .quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_an
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 
 THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, Algorithm 2)"
+
+
+#: Absolute slack on computed log-influences when a lower bound is used to skip a
+#: quilt (rounding of exact inference is ~1e-14): a quilt is skipped only if its
+#: score with influence ``bound - _BOUND_SLACK`` still cannot win.
+_BOUND_SLACK = 1e-9
+
+
+#: Values closer than this (relative for scores, absolute for log-influences) are ties in
+#: the structured search; they differ only by floating-point rounding.
+_TIE = 1e-9
+
+#: Quilts whose joint table with the node has at least this many entries are first
+#: probed with their two and three strongest nodes (a cheap lower bound on e).
+_PROBE_MIN_ENTRIES = 512
+
+
+def _score_floor(n_nearby: int, bound: float, epsilon: float) -> float:
+    """A lower bound on the computed score of a quilt whose influence is at least ``bound``."""
+    lo = bound - _BOUND_SLACK
+    return n_nearby / (epsilon - lo) if lo < epsilon else math.inf
+
+
+def _first_worst(nodes, score):
+    """The first node, in node order, whose score is within 1e-9 (relative) of the largest.
+
+    Nodes whose scores are equal in exact arithmetic (a deterministic copy of a node has
+    its quilts and influences) differ only by rounding; the tolerance makes the choice
+    independent of the order of floating-point operations.
+    """
+    top = max(score(n) for n in nodes)
+    if not math.isfinite(top):
+        return next(n for n in nodes if score(n) == top)
+    return next(n for n in nodes if score(n) >= top - 1e-9 * abs(top))
 
 
 def _better(score: float, incumbent: float) -> bool:
@@ -78,16 +116,47 @@ class QuiltSearch:
     exhaustive : bool or None
         Force (True) or forbid (False) the exhaustive search; None decides by size
         (:func:`puffgm.quilts.use_exhaustive`).
+    max_table_entries : int, optional
+        Largest table exact inference may build (default
+        :data:`puffgm.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
+        active quilt, a candidate whose inference would need more is skipped
+        (counted in :attr:`skipped`); the trivial quilt needs none.
     """
 
-    def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None):
+    def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None,
+                 max_table_entries=None):
         self.prior_class = prior_class
         self.secrets = secrets or SecretSpec()
         self.max_quilt_states = check_positive_int(max_quilt_states, "max_quilt_states", "calibrate")
         self.exhaustive = use_exhaustive(prior_class) if exhaustive is None else bool(exhaustive)
-        self.engine = InfluenceEngine(prior_class, self.secrets)
+        if max_table_entries is not None:
+            max_table_entries = check_positive_int(max_table_entries, "max_table_entries", "calibrate")
+        self.max_table_entries = max_table_entries
+        self.engine = InfluenceEngine(prior_class, self.secrets, max_table_entries)
+        self.skipped = 0  # candidates skipped by best/refine because inference exceeded max_table_entries
         self.dag = prior_class.dag
         self._moral = None
+        self._dsep = DSeparationIndex(self.dag)
+        self._order = {n: k for k, n in enumerate(prior_class.nodes)}
+        self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
+
+    def _make(self, node, quilt) -> MarkovQuilt:
+        """make_quilt(dag, node, quilt), on the compiled DAG and memoised."""
+        key = (node, quilt if isinstance(quilt, frozenset) else frozenset(quilt))
+        mq = self._quilts.get(key)
+        if mq is None:
+            mq = self._dsep.make_quilt(node, key[1])
+            self._quilts[key] = mq
+        return mq
+
+    def _single(self, node, j) -> float:
+        """e({X_j} | X_i): max-influence is monotone in the quilt (a marginal of a
+        conditional law is no more distinguishable), so e(Q) >= max_j in Q of this."""
+        return self.engine.max_influence(node, (j,)).value
+
+    def influence_floor(self, node, quilt) -> float:
+        """A lower bound on e(quilt | node): the largest single-node influence in the quilt."""
+        return max((self._single(node, j) for j in quilt), default=0.0)
 
     @property
     def family(self) -> str:
@@ -96,7 +165,10 @@ class QuiltSearch:
     def candidates(self, node) -> list:
         """Candidate quilts of ``node``, trivial quilt first, deduplicated."""
         if self.exhaustive:
-            return list(exhaustive_quilts(self.dag, node))
+            if node not in self._dsep.index:
+                return list(exhaustive_quilts(self.dag, node))  # raises the QuiltError
+            others = [v for v in self.dag.nodes if v != node]
+            return [self._make(node, q) for r in range(len(others) + 1) for q in combinations(others, r)]
         return self._structured(node)
 
     # -------------------------------------------------------------- structured
@@ -106,6 +178,7 @@ class QuiltSearch:
     def _structured(self, node) -> list:
         if self._moral is None:
             self._moral = moral_graph(self.dag)
+            self._moral_bits = {v: self._dsep.bits(self._moral.neighbors(v)) for v in self._moral}
         moral = self._moral
         seen = {}
 
@@ -113,7 +186,7 @@ class QuiltSearch:
             q = frozenset(q)
             if q in seen or (q and not self._fits(q)):
                 return
-            seen[q] = make_quilt(self.dag, node, q)
+            seen[q] = self._make(node, q)
 
         add(())
         for layer in distance_layers(moral, node):
@@ -126,34 +199,62 @@ class QuiltSearch:
                 single[j] = self.engine.max_influence(node, (j,)).value
             return single[j]
 
-        region = {node}
+        dsep, mbits = self._dsep, self._moral_bits
+        region = dsep.bits([node])
+        near = mbits[node]  # moral neighbours of the region (region included after growth)
         while True:
-            boundary = {v for u in region for v in moral.neighbors(u)} - region
-            if not boundary:
+            bb = near & ~region
+            if not bb:
                 break
+            boundary = dsep.names(bb)
             add(boundary)
             minimal = self._minimal(node, boundary)
             if minimal != boundary:
                 add(minimal)
-            nxt = max(sorted(boundary), key=strength)
-            region.add(nxt)
+            # the strongest boundary node; strengths within 1e-9 are ties (they differ by
+            # rounding only), broken by name, so the family does not depend on rounding
+            ranked = sorted(boundary)
+            top = max(strength(j) for j in ranked)
+            nxt = next(j for j in ranked if strength(j) >= top - _TIE)
+            region |= 1 << dsep.index[nxt]
+            near |= mbits[nxt]
         return list(seen.values())
 
     def _minimal(self, node, quilt) -> frozenset:
         """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set."""
-        q = set(quilt)
-        target = make_quilt(self.dag, node, q).remote
-        for v in sorted(quilt, key=self.prior_class.nodes.index, reverse=True):
-            trial = q - {v}
-            cand = make_quilt(self.dag, node, trial)
-            if v in cand.remote and target <= cand.remote:  # v is screened off and nothing moves nearby
-                q = trial
-        return frozenset(q)
+        dsep = self._dsep
+        q = dsep.bits(quilt)
+        reach, touched = dsep.reach_and_touched(node, q)
+        first_touched, fresh = touched, True
+        target = dsep.all_bits & ~reach & ~q
+        for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
+            k = dsep.index[v]
+            vb = 1 << k
+            trial = q & ~vb
+            if not first_touched & vb:
+                # the ball never reaches v: v is d-separated by the rest (touched sets only
+                # shrink as d-separated nodes leave the quilt), and dropping a d-separated
+                # node only closes trails (the remote set cannot shrink)
+                q, fresh = trial, False
+                continue
+            if dsep.desc[k] & trial:
+                # v is an ancestor of another quilt node, so An(quilt) does not change without v:
+                # the ball given the rest reaches v iff the ball given the quilt touches v
+                if not fresh:
+                    touched, fresh = dsep.reach_and_touched(node, q)[1], True
+                if touched & vb:
+                    continue  # v is d-connected given the rest: it stays
+                q, fresh = trial, False
+                continue
+            remote = dsep.remote_bits(node, trial)
+            if remote & vb and not target & ~remote:  # v is screened off and nothing moves nearby
+                q, fresh = trial, False
+        return dsep.names(q)
 
     # ----------------------------------------------------------------- scoring
     def choice(self, quilt: MarkovQuilt, epsilon=None) -> QuiltChoice:
         infl = self.engine.max_influence(quilt.node, quilt.quilt)
-        order = self.prior_class.nodes.index
+        order = self._order.__getitem__
         if epsilon is None:
             score = math.nan
         elif infl.value < epsilon:
@@ -170,6 +271,19 @@ class QuiltSearch:
             witness=infl.witness,
         )
 
+    def _try_choice(self, quilt: MarkovQuilt, epsilon):
+        """:meth:`choice`, or None (counted in :attr:`skipped`) when exact inference on the
+        quilt would exceed ``max_table_entries``: leaving a candidate out keeps every
+        remaining candidate valid, so the calibration stays valid (never below the optimum
+        over the remaining candidates)."""
+        try:
+            return self.choice(quilt, epsilon)
+        except InferenceLimitError:
+            if not quilt.quilt or len(quilt.quilt) == 1:
+                raise  # single-node influences drive the search itself: refuse
+            self.skipped += 1
+            return None
+
     def refine(self, node, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
         """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
 
@@ -181,34 +295,103 @@ class QuiltSearch:
         """
         best = incumbent
         quilt = frozenset()
-        current = make_quilt(self.dag, node, quilt)
-        order = self.prior_class.nodes.index
+        current = self._make(node, quilt)
+        order = self._order.__getitem__
+        e_quilt = 0.0  # e(quilt | node): a lower bound for every extension (monotonicity)
         while True:
-            options = []
+            # each addition's score has a floor from max(e(quilt), e({j})); options are
+            # scored in order of that floor, and once a floor exceeds the smallest score
+            # found no later option can be the minimum, so the choice is unchanged
+            cands = []
             for j in sorted(current.nearby - {node}, key=order):
                 q = quilt | {j}
                 if not self._fits(q):
                     continue
-                ch = self.choice(make_quilt(self.dag, node, q), epsilon)
+                mq = self._make(node, q)
+                floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j)), epsilon)
+                cands.append((floor, order(j), j, mq))
+            cands.sort(key=lambda c: c[:2])
+            options = []
+            for floor, _, j, mq in cands:
+                if floor == math.inf or (options and floor > min(o[0] for o in options) * (1 + 1e-9)):
+                    break
+                ch = self._try_choice(mq, epsilon)
+                if ch is None:
+                    continue
                 if math.isfinite(ch.score):
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:
                 return best
-            score, _, _, j, ch = min(options, key=lambda o: o[:3])
+            # smallest score, then smaller influence, then node order; values within 1e-9
+            # (relative for scores, absolute for influences) are ties
+            low = min(o[0] for o in options)
+            near = [o for o in options if o[0] <= low * (1 + _TIE)]
+            low_e = min(o[1] for o in near)
+            score, e_quilt, _, j, ch = min((o for o in near if o[1] <= low_e + _TIE), key=lambda o: o[2])
             if _better(score, best.score):
                 best = ch
             quilt = quilt | {j}
-            current = make_quilt(self.dag, node, quilt)
+            current = self._make(node, quilt)
 
     def best(self, node, epsilon) -> QuiltChoice:
-        """The active quilt of ``node``: the candidate of smallest score."""
+        """The active quilt of ``node``: the candidate of smallest score.
+
+        The result is that of a scan by increasing (card(X_N), card(X_Q)) that keeps the
+        incumbent unless a candidate is strictly better (:func:`_better`).  To score few
+        quilts, a candidate is skipped when a floor on its score is at least
+        (1 + 1e-9) times the smallest score found so far (the trivial quilt's, to start):
+        max-influence is monotone in the quilt (a marginal of a conditional law is no
+        more distinguishable), so e(Q) is at least the largest single-node influence in
+        Q, at least e(Q') of every evaluated candidate Q' inside Q, and, for large
+        quilts, at least e of the two and three strongest nodes of Q (cheap probes);
+        and a score is at least card(X_N) / epsilon.  Every skipped candidate scores
+        above (1 + 1e-9) * minimum, while only candidates within 1e-12 of the minimum
+        can be chosen by the scan, so the scan over the evaluated candidates, in the
+        original order, picks exactly the quilt the full scan picks.
+        """
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
+        known = {k: self.choice(c, epsilon) for k, c in enumerate(cands) if not c.quilt}  # no inference
+        top = min((ch.score for ch in known.values()), default=math.inf)
+        evaluated = []  # (quilt, influence) of the evaluated candidates
+        k_node = len(self.prior_class.states[node])
+        best = None  # the scan's incumbent, over the candidates evaluated so far
+        for k, c in enumerate(cands):
+            # skip when the floor reaches the incumbent (c cannot be strictly better) or
+            # (1 + 1e-9) * the smallest score found (c cannot be the minimum)
+            limit = min(top * (1 + 1e-9), best.score if best is not None else math.inf)
+            if len(c.nearby) / epsilon >= limit:
+                break  # every later candidate has at least as many nearby nodes
+            if c.quilt:
+                e = max((v for q, v in evaluated if q <= c.quilt), default=0.0)
+                e = max(e, self.influence_floor(node, c.quilt))
+                if _score_floor(len(c.nearby), e, epsilon) >= limit:
+                    continue
+                if len(c.quilt) > 2 and self.engine.quilt_states(c.quilt) * k_node >= _PROBE_MIN_ENTRIES:
+                    strongest = sorted(c.quilt, key=lambda j: (-self._single(node, j), self._order[j]))
+                    for m in (2, 3):
+                        if m >= len(c.quilt) or _score_floor(len(c.nearby), e, epsilon) >= limit:
+                            break
+                        try:
+                            e = max(e, self.engine.max_influence(node, strongest[:m]).value)
+                        except InferenceLimitError:
+                            break
+                    if _score_floor(len(c.nearby), e, epsilon) >= limit:
+                        continue
+                ch = self._try_choice(c, epsilon)
+                if ch is None:
+                    continue
+                known[k] = ch
+                evaluated.append((c.quilt, ch.max_influence))
+                top = min(top, ch.score)
+            ch = known[k]
+            if best is None or _better(ch.score, best.score):
+                best = ch
         best = None
-        for c in cands:
+        for k, c in enumerate(cands):  # the scan, over the candidates that can matter
             if best is not None and len(c.nearby) / epsilon >= best.score:
                 break
-            ch = self.choice(c, epsilon)
-            if best is None or _better(ch.score, best.score):
+            ch = known.get(k)
+            if ch is not None and (best is None or _better(ch.score, best.score)):
                 best = ch
         return best
 
@@ -240,14 +423,117 @@ def evaluate_quilts(prior, node, *, epsilon=None, secrets=None, max_quilt_states
     return [search.choice(c, epsilon) for c in search.candidates(node)]
 
 
-def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int) -> dict:
+#: Networks with at least this many protected nodes use joblib (n_jobs=None) when 2+ cores exist.
+AUTO_PARALLEL_NODES = 150
+
+
+def _resolve_n_jobs(n_jobs, n_nodes: int) -> int:
+    import os
+
+    cores = os.cpu_count() or 1
+    if n_jobs is None:
+        return min(cores, 4) if n_nodes >= AUTO_PARALLEL_NODES and cores > 1 else 1
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ParameterError("The 'n_jobs' parameter of calibrate must be a nonzero integer or None. Got 0 instead.")
+    return max(1, cores + 1 + n_jobs) if n_jobs < 0 else n_jobs
+
+
+def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon,
+                deadline=None):
+    """Worker of the parallel road: active quilts of ``nodes`` and the influence cache behind them."""
+    secrets = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
+    search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
+    if deadline is not None:
+        def check():
+            if time.time() > deadline:
+                raise TimeLimitError(
+                    f"Calibrating network {prior_class.priors[0].name!r} reached its time_limit before "
+                    f"the node search finished; protect fewer nodes, lower max_quilt_states or raise "
+                    "time_limit (--time-limit).")
+
+        search.engine.deadline_check = check
+    out = {n: search.best(n, epsilon) for n in nodes}
+    return out, search.engine._cache, search.engine.evaluations, search.skipped
+
+
+class _Clock:
+    """The time budget of one calibration: refuses as soon as the projected total exceeds it."""
+
+    def __init__(self, time_limit, total_nodes: int, name: str):
+        self.limit = time_limit
+        self.total = total_nodes
+        self.name = name
+        self.start = time.perf_counter()
+        self.done = 0
+
+    def check(self):
+        """Called by the influence engine: stop at the limit even inside one node's search."""
+        if self.limit is not None and time.perf_counter() - self.start > self.limit:
+            self.tick(0)
+
+    def tick(self, n_done: int = 1):
+        self.done += n_done
+        if self.limit is None:
+            return
+        elapsed = time.perf_counter() - self.start
+        projected = elapsed / self.done * self.total if self.done else math.inf
+        if elapsed > self.limit or (elapsed > min(5.0, self.limit / 10) and projected > self.limit):
+            raise TimeLimitError(
+                f"Calibrating network {self.name!r} would take "
+                f"{'about ' + format(projected, '.0f') if math.isfinite(projected) else 'more than ' + format(elapsed, '.0f')} s "
+                f"({self.done} of {self.total} node searches done in {elapsed:.0f} s), more than "
+                f"time_limit={self.limit:g} s; protect fewer nodes, lower max_quilt_states or raise "
+                "time_limit (--time-limit).")
+
+
+def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None) -> dict:
+    """search.best of every node, sequentially or split over joblib workers (identical results:
+    each node's search depends on that node only; the workers' influence caches are merged
+    back, so the refinement and the evaluation count are those of the sequential run)."""
+    if n_jobs <= 1 or len(nodes) < 2 * n_jobs:
+        best = {}
+        for n in nodes:
+            best[n] = search.best(n, epsilon)
+            if bar is not None:
+                bar.update(1)
+            if clock is not None:
+                clock.tick()
+        return best
+    from joblib import Parallel, delayed
+
+    size = max(1, -(-len(nodes) // (4 * n_jobs)))  # about 4 chunks per worker, in node order
+    deadline = None
+    if clock is not None and clock.limit is not None:
+        size = 1  # one node per task, so the time budget is checked often
+        deadline = time.time() + clock.limit - (time.perf_counter() - clock.start)
+    chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
+    spec = (search.secrets._protected, dict(search.secrets._pairs))
+    args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
+    best = {}
+    for out, cache, evaluations, skipped in Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks):
+        best.update(out)
+        for key, value in cache.items():
+            search.engine._cache.setdefault(key, value)
+        search.engine.evaluations += evaluations
+        search.skipped += skipped
+        if bar is not None:
+            bar.update(len(out))
+        if clock is not None:
+            clock.tick(len(out))
+    return {n: best[n] for n in nodes}
+
+
+def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
+                 bar=None, clock=None) -> dict:
     """Active quilt of every node under one prior (refining the worst on large networks)."""
-    best = {n: search.best(n, epsilon) for n in nodes}
+    best = _node_bests(search, nodes, epsilon, n_jobs, bar, clock)
     if not search.exhaustive:
         # sigma_max is set by the worst node: refine the worst until the worst is refined
         done = set()
         while True:
-            node = max(nodes, key=lambda n: best[n].score)  # first of the maxima, in node order
+            node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
             if node in done:
                 break
             done.add(node)
@@ -262,9 +548,24 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
     return out
 
 
+def _progress_bar(progress, total: int, pc):
+    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal)."""
+    import sys
+
+    if progress is None:
+        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
+    if not progress:
+        return None
+    from tqdm.auto import tqdm
+
+    name = pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors"
+    return tqdm(total=total, desc=f"calibrate {name}", unit="node", delay=2.0, file=sys.stderr, leave=False)
+
+
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-              exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET) -> CalibrationResult:
+              exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET, max_table_entries=None,
+              progress=None, n_jobs=None, time_limit=None) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -288,6 +589,26 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         (:mod:`puffgm.quilt_search`, default 300): the worst nodes' quilts are
         improved and ``sigma_lower_bound`` is certified; 0 keeps the structured
         search alone and gives the single-node bound (:mod:`puffgm.quilt_bounds`).
+    max_table_entries : int, optional
+        Largest table exact inference may build (default 2**25 entries, 256 MiB).
+        A candidate quilt that needs more is skipped (counted in
+        ``details["skipped_quilts"]`` and noted; the result stays valid); if even a
+        single-node influence needs more, calibrate raises
+        :class:`~puffgm.exceptions.InferenceLimitError` naming this limit.
+    progress : bool or None
+        A tqdm progress bar on stderr, shown only once the calibration has run for
+        2 seconds; None (default) shows it when stderr is a terminal, False never.
+    n_jobs : int or None
+        Nodes searched in parallel with joblib (processes); None (default) uses
+        the available cores, at most 4, on networks with at least
+        :data:`AUTO_PARALLEL_NODES` protected nodes and 1 otherwise; -1 means all cores.
+        Results are identical to the sequential run.
+    time_limit : float or None
+        Seconds the calibration may take (default: no limit).  Once 5 seconds (or a
+        tenth of the limit) have passed, the time per node searched projects the total;
+        if it exceeds the limit, calibrate stops with
+        :class:`~puffgm.exceptions.TimeLimitError` (one sentence with the projection and
+        the options to change) instead of running on.
 
     Returns
     -------
@@ -323,24 +644,46 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
     lower, searched = [], []
+    jobs = _resolve_n_jobs(n_jobs, len(nodes))
+    if time_limit is not None:
+        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
+    clock = _Clock(time_limit, len(pc.priors) * len(nodes),
+                   pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
+    bar = _progress_bar(progress, len(pc.priors) * len(nodes), pc)
+    skipped = 0
     for t, theta in enumerate(pc.priors):
-        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive)
+        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive, max_table_entries)
+        if time_limit is not None:
+            search.engine.deadline_check = clock.check
         family = search.family
-        mine = _node_optima(search, nodes, epsilon, refined, t)
-        # certified lower bound and branch-and-bound improvement of the worst nodes (puffgm.quilt_search)
-        mine, lower_t, certs = improve_and_certify(search, mine, nodes, epsilon, search_budget, prior_index=t)
+        try:
+            mine = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock)
+            # certified lower bound and branch-and-bound improvement of the worst nodes (puffgm.quilt_search)
+            mine, lower_t, certs = improve_and_certify(search, mine, nodes, epsilon, search_budget, prior_index=t)
+        except BaseException:
+            if bar is not None:
+                bar.close()
+            raise
         lower.append(lower_t)
         searched.extend(((t, v) if t else v) for v in certs)
         evaluations += search.engine.evaluations
+        skipped += search.skipped
         per_prior.append(max(c.score for c in mine.values()))
         for n in nodes:
             if n not in best or mine[n].score > best[n].score:  # ties keep the earlier prior
                 best[n] = mine[n]
+    if bar is not None:
+        bar.close()
     per_node = tuple(best[n] for n in nodes)
-    worst = max(per_node, key=lambda c: c.score)  # first of the maxima, in node order
+    worst = best[_first_worst(nodes, lambda n: best[n].score)]  # first of the maxima, in node order
+    sigma_max = max(c.score for c in per_node)  # never below any node's computed score
     group = pc.largest_component() / epsilon
     notes = list(pc.notes)
-    if worst.score >= group * (1 - 1e-12):
+    if skipped:
+        limit = max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
+        notes.append(f"{skipped} candidate quilt(s) skipped: exact inference on them would exceed "
+                     f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
+    if sigma_max >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
         if max(lower) >= group * (1 - 1e-9):
             notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
@@ -348,7 +691,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         epsilon=epsilon,
         lipschitz=lipschitz,
         method="exact",
-        sigma_max=worst.score,
+        sigma_max=sigma_max,
         worst=worst,
         per_node=per_node,
         n_nodes=len(pc.nodes),
@@ -369,6 +712,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "per_prior_lower_bound": tuple(lower),
             "search_budget": search_budget,
             "branch_and_bound_nodes": tuple(searched),
+            "skipped_quilts": skipped,
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else (
                 f"structured+refined@epsilon={epsilon!r}" if not search_budget

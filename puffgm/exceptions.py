@@ -17,6 +17,8 @@ __all__ = [
     "NotApplicableError",
     "AuditError",
     "NumericalError",
+    "InferenceLimitError",
+    "TimeLimitError",
 ]
 
 
@@ -59,3 +61,13 @@ class AuditError(PuffgmError, ValueError):
 class NumericalError(PuffgmError, ArithmeticError):
     """A probability that is positive falls below the floating-point range, so an exact
     result cannot be certified (raised instead of treating it as an impossible event)."""
+
+
+class InferenceLimitError(PuffgmError, ValueError):
+    """Exact inference would need a table larger than the stated limit (the network's
+    treewidth is too large for the query); the message names the limit and the option to change."""
+
+
+class TimeLimitError(PuffgmError, ValueError):
+    """A calibration would run longer than its ``time_limit``; the message gives the projected
+    time and the options to change."""

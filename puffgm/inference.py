@@ -1,27 +1,52 @@
-"""Exact marginals of a discrete Bayesian network by variable elimination in log space.
+"""Exact marginals of a discrete Bayesian network, with exact zeros and no false underflow.
 
 Max-influence needs the joint law of a quilt X_Q and a node X_i,
-log P(X_Q = x_Q, X_i = a), for many quilts.  This module computes it by
-variable elimination restricted to the ancestral set An(Q ∪ {i}) (barren
-descendants sum to one and are dropped), with every table held in log space:
-products are sums of log tables and summing out is a max-shifted
-log-sum-exp, so tiny probabilities never underflow to a false zero and exact
-zeros stay ``-inf``.  (pgmpy's ``BeliefPropagation`` builds a clique of 143
-million entries on alarm; an elimination restricted to the ancestral set
-answers the same query in milliseconds.)
+log P(X_Q = x_Q, X_i = a), for many quilts.  Three exact roads compute it:
 
-The elimination order is greedy min-size (the variable whose elimination
-creates the smallest table goes first).
+* **ancestral elimination** (the reference): variable elimination restricted
+  to the ancestral set An(Q ∪ {i}) (barren descendants sum to one and are
+  dropped), greedy min-size order;
+* **junction-tree subtree**: the network's junction tree (elimination tree of a
+  greedy min-size order of the moral graph) is calibrated once; a query uses
+  only the Steiner subtree of cliques covering it, P(C_root) times
+  P(C_w | S_w) for the other cliques, chosen when it has fewer variables to
+  sum out than the ancestral set;
+* **pairwise pass**: log P(X_i, X_j) for every j at once, from one outward
+  pass of the junction tree with the evidence X_i = a on a batch axis
+  (:meth:`LogVariableElimination.pair_log_marginals`).
+
+Every road multiplies and sums out with ``numpy.einsum`` in probability space,
+each intermediate table scaled to maximum 1 with its log-scale kept apart, and
+carries a certified lower bound on every positive entry (the sum of the logs
+of the factors' smallest positive entries); if that bound falls below 1e-280
+the query is redone in log space (products as sums of logs, summing out as a
+max-shifted log-sum-exp), so a tiny probability never underflows to a false
+zero.  Zeros are exact on every road: a product is zero iff a factor entry is,
+a sum iff every term is, and a conditional P(C | S) is set to 0 where P(S) = 0
+(then P(C) = 0 as well).  Intermediate tables are bounded by
+``max_table_entries`` (:class:`~puffgm.exceptions.InferenceLimitError` names the
+limit and the option).  (pgmpy's ``BeliefPropagation`` builds a clique of 143
+million entries on alarm; these roads answer the same query in milliseconds.)
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import OrderedDict
 
 import numpy as np
 
-__all__ = ["LogVariableElimination", "logsumexp_axis"]
+from .exceptions import InferenceLimitError
+
+__all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIES"]
+
+#: Largest intermediate table (entries) an exact marginal may build: 2**25 doubles, 256 MiB.
+DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
+#: Total entries of the cached marginals (2**22 doubles, 32 MiB).
+_CACHE_MAX_ENTRIES = 1 << 22
+#: Largest junction tree (total clique entries) built for the pairwise road.
+PAIR_TREE_MAX_ENTRIES = 1 << 22
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
@@ -66,6 +91,43 @@ def _multiply(factors, cards) -> _Factor:
     return _Factor(target, out)
 
 
+def _log_min_positive(t: np.ndarray) -> float:
+    """log of the smallest positive entry of ``t`` (0.0 if there is none)."""
+    m = float(np.min(t, where=t > 0, initial=np.inf))
+    return math.log(m) if m < math.inf else 0.0
+
+
+def _scope_of_fids(fids, fvars) -> set:
+    """Union of the variables of the factors ``fids``."""
+    sc = set()
+    for f in fids:
+        sc.update(fvars[f])
+    return sc
+
+
+def _contract(operands, scope, out_vars) -> np.ndarray:
+    """Sum over ``scope - out_vars`` of the product of ``operands`` [(vars, table), ...], one einsum.
+
+    Axis labels are renumbered 0..len(scope)-1 (einsum accepts at most 52).
+    """
+    label = {v: k for k, v in enumerate(scope)}
+    args = []
+    for vars_, table in operands:
+        args.append(table)
+        args.append([label[v] for v in vars_])
+    args.append([label[v] for v in out_vars])
+    return np.einsum(*args)
+
+
+class _Underflow(Exception):
+    """A product could fall below the floating-point range: redo the query in log space."""
+
+
+#: Smallest log-probability a product of scaled factors may reach in the fast path
+#: (1e-280, well above the smallest normal double 2.2e-308).
+_LOG_FLOOR = math.log(1e-280)
+
+
 class LogVariableElimination:
     """Exact log-marginals of one :class:`~puffgm.priors.NetworkPrior`.
 
@@ -75,6 +137,21 @@ class LogVariableElimination:
         The network theta.
     cache_size : int
         How many marginals to keep (keyed by the set of query variables).
+    max_table_entries : int
+        Largest intermediate table an elimination may build; a query that needs a
+        larger one raises :class:`~puffgm.exceptions.InferenceLimitError`.
+
+    Notes
+    -----
+    Two exact roads compute the same marginal.  The fast road multiplies and
+    sums out with one ``numpy.einsum`` per eliminated variable in probability
+    space, every intermediate table scaled to maximum 1 with its log-scale kept
+    apart; it tracks a lower bound on every nonzero product (the sum of the
+    logs of the factors' smallest positive entries) and hands the query to the
+    log-space road (max-shifted log-sum-exp, :meth:`log_marginal_logspace`)
+    as soon as that bound falls below 1e-280, so no positive probability ever
+    underflows to a false zero.  Zeros stay exact on both roads: a product is
+    zero iff a factor entry is zero, a sum iff every term is.
 
     Examples
     --------
@@ -85,13 +162,15 @@ class LogVariableElimination:
     1.0
     """
 
-    def __init__(self, prior, cache_size: int = 4096):
+    def __init__(self, prior, cache_size: int = 4096, max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES):
         self.prior = prior
         self.cards = {n: len(prior.states[n]) for n in prior.nodes}
+        self.max_table_entries = int(max_table_entries)
         with np.errstate(divide="ignore"):
             self._logcpt = {n: np.log(prior.cpts[n]) for n in prior.nodes}
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size
+        self._cached_entries = 0
         self._anc = {}
         for n in prior.nodes:  # topological order: parents' ancestor sets are ready
             s = set()
@@ -99,6 +178,24 @@ class LogVariableElimination:
                 s.add(p)
                 s |= self._anc[p]
             self._anc[n] = frozenset(s)
+        # integer view for the fast road: node k is prior.nodes[k] (topological order)
+        index = {n: k for k, n in enumerate(prior.nodes)}
+        self._index = index
+        self._card = [len(prior.states[n]) for n in prior.nodes]
+        self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
+        self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
+        self._flo = [_log_min_positive(t) for t in self._ftab]
+        bits = []
+        for k, n in enumerate(prior.nodes):
+            b = 1 << k
+            for p in prior.parents[n]:
+                b |= bits[index[p]]
+            bits.append(b)
+        self._anc_bits = bits
+        self.fallbacks = 0
+        self._jt = False  # junction tree for pairwise marginals, built on first use
+        self._bfs_cache = {}
+        self._cond_cache = {}
 
     def ancestral_set(self, variables) -> set:
         """An(variables) ∪ variables."""
@@ -113,17 +210,404 @@ class LogVariableElimination:
         key = frozenset(variables)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._compute(key)
+            hit = self._compute(key, variables[0] if variables else None)
             self._cache[key] = hit
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            self._cached_entries += hit[1].size
+            while len(self._cache) > self._cache_size or self._cached_entries > _CACHE_MAX_ENTRIES:
+                self._cached_entries -= self._cache.popitem(last=False)[1][1].size
         else:
             self._cache.move_to_end(key)
         f_vars, table = hit
         perm = [f_vars.index(v) for v in variables]
         return np.transpose(table, perm)
 
-    def _compute(self, keep: frozenset):
+    def log_marginal_logspace(self, variables) -> np.ndarray:
+        """The same marginal by the log-space road only (reference implementation, no cache)."""
+        variables = tuple(variables)
+        f_vars, table = self._compute_log(frozenset(variables))
+        return np.transpose(table, [f_vars.index(v) for v in variables])
+
+    def scaled_marginal(self, variables):
+        """c * P(variables), axes in the given order, for an unknown c > 0 (None if the
+        query needs the log-space road).
+
+        Every positive entry is at least 1e-280 (the underflow guard), so ratios of
+        entries, such as conditionals P(x | a) = P(x, a) / P(a), are exact to rounding.
+        """
+        variables = tuple(variables)
+        try:
+            f_vars, table = self._compute_fast(frozenset(variables), variables[0] if variables else None, log=False)
+        except _Underflow:
+            return None
+        return np.transpose(table, [f_vars.index(v) for v in variables])
+
+    def _compute(self, keep: frozenset, root=None):
+        try:
+            return self._compute_fast(keep, root)
+        except _Underflow:
+            self.fallbacks += 1
+            return self._compute_log(keep)
+
+    # ----------------------------------------------------------- fast road
+    def _too_large(self, size, keep):
+        names = ", ".join(sorted(map(str, keep))[:6]) + (", ..." if len(keep) > 6 else "")
+        raise InferenceLimitError(
+            f"Exact inference on network {self.prior.name!r} for the variables {{{names}}} needs a table of "
+            f"{size:.3g} entries, more than the limit max_table_entries={self.max_table_entries} (the network's "
+            "treewidth is too large for exact inference on it); raise max_table_entries (--max-table-entries, "
+            "8 bytes per entry), lower max_quilt_states or protect fewer nodes."
+        )
+
+    def _compute_fast(self, keep: frozenset, root=None, log=True):
+        card = self._card
+        index = self._index
+        keep_idx = sorted(index[v] for v in keep)
+        mask = 0
+        for k in keep_idx:
+            mask |= self._anc_bits[k]
+        members = []
+        k = 0
+        m = mask
+        while m:
+            if m & 1:
+                members.append(k)
+            m >>= 1
+            k += 1
+        factors = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in members]
+        n_vars = len(members)
+        # the junction-tree road: the Steiner subtree of cliques covering the query,
+        # when it has fewer variables to sum out than the ancestral set
+        tree_factors = None
+        if keep_idx:
+            tree_factors = self._subtree_factors(keep_idx, index[root] if root in index else keep_idx[0])
+        if tree_factors is not None and tree_factors[1] < n_vars:
+            factors = tree_factors[0]
+        # factors: id -> (vars, table, log min positive); var -> ids of factors holding it
+        fvars, ftab, flo = {}, {}, {}
+        holders = {}
+        for k, (fv, tab, lo) in enumerate(factors):
+            fvars[k], ftab[k], flo[k] = fv, tab, lo
+            for v in fv:
+                holders.setdefault(v, set()).add(k)
+        members = sorted(holders)
+        next_id = len(factors)
+        logscale = 0.0
+        keepset = set(keep_idx)
+        elim = [v for v in members if v not in keepset]
+        sizes = {}
+
+        def scope_of(v):
+            sc = set()
+            for f in holders[v]:
+                sc.update(fvars[f])
+            return sc
+
+        for v in elim:
+            sizes[v] = math.prod(card[u] for u in scope_of(v))
+        heap = [(sizes[v], v) for v in elim]
+        heapq.heapify(heap)
+        remaining = set(elim)
+        limit = self.max_table_entries
+        while remaining:
+            # greedy min-size (the variable whose product table is smallest; ties by
+            # topological index); stale heap entries are skipped
+            size, v = heapq.heappop(heap)
+            if v not in remaining or size != sizes[v]:
+                continue
+            remaining.discard(v)
+            fids = holders.pop(v)
+            scope = sorted(_scope_of_fids(fids, fvars))
+            if size > limit:
+                self._too_large(size, keep)
+            lo = sum(flo[f] for f in fids)
+            if lo < _LOG_FLOOR:
+                raise _Underflow
+            out_vars = tuple(u for u in scope if u != v)
+            table = _contract([(fvars[f], ftab[f]) for f in fids], scope, out_vars)
+            for f in fids:
+                for u in fvars[f]:
+                    if u != v:
+                        holders[u].discard(f)
+                del fvars[f], ftab[f], flo[f]
+            top = float(table.max())
+            if not top > 0.0:  # an all-zero message: cannot happen for a proper network
+                raise _Underflow
+            if top != 1.0:
+                table = table / top
+                logscale += math.log(top)
+            if not out_vars:
+                continue
+            # every positive entry is a sum of products >= exp(lo), scaled by 1 / top; the
+            # exact smallest entry is taken only when that cheap bound gets close to the floor
+            lo -= math.log(top)
+            if lo < 0.5 * _LOG_FLOOR:
+                lo = _log_min_positive(table)
+            fvars[next_id], ftab[next_id], flo[next_id] = out_vars, table, lo
+            for u in out_vars:
+                holders[u].add(next_id)
+            next_id += 1
+            for u in out_vars:  # only these variables' scopes changed
+                if u in remaining:
+                    sizes[u] = math.prod(card[w] for w in scope_of(u))
+                    heapq.heappush(heap, (sizes[u], u))
+        fids = list(fvars)
+        out_vars = tuple(keep_idx)
+        total = math.prod(card[u] for u in out_vars)
+        if total > limit:
+            self._too_large(total, keep)
+        if sum(flo[f] for f in fids) < _LOG_FLOOR:
+            raise _Underflow
+        table = _contract([(fvars[f], ftab[f]) for f in fids], out_vars, out_vars)
+        names = self.prior.nodes
+        if not log:
+            return tuple(names[u] for u in out_vars), table
+        with np.errstate(divide="ignore"):
+            logt = np.log(table)
+        if logscale:
+            logt += logscale
+        return tuple(names[u] for u in out_vars), logt
+
+    def _subtree_factors(self, keep_idx, root):
+        """Factors of P(vars(T)) over the Steiner subtree T of the junction tree covering
+        ``keep_idx``, rooted at the clique of ``root``: P(C_root) and P(C_w | S_w) for the
+        other cliques w (S_w the separator towards the root), with 0 where P(S_w) = 0.
+
+        Returns (factors, number of variables) or None (no tree, or the query spans
+        several components of the network).
+        """
+        tree = self._tree()
+        if tree is None:
+            return None
+        cliques, parent, beta, sep, blo, _, nbrs = tree
+        up, dist = self._bfs(root)
+        chosen = set()
+        for j in keep_idx:
+            best = min(self._var_cliques[j], key=lambda c: (dist.get(c, math.inf), c))
+            if best not in dist:
+                return None
+            chosen.add(best)
+        members = {root}
+        for c in chosen:
+            while c not in members:
+                members.add(c)
+                c = up[c]
+        factors = [(cliques[root], beta[root], blo[root])]
+        variables = set(cliques[root])
+        for w in members:
+            if w == root:
+                continue
+            variables.update(cliques[w])
+            factors.append(self._conditional(w, up[w]))
+        return factors, len(variables)
+
+    def _bfs(self, root):
+        """(parent towards ``root``, distance) of every clique of root's tree; a few roots are kept."""
+        hit = self._bfs_cache.get(root)
+        if hit is None:
+            nbrs = self._jt[6]
+            up, dist = {root: None}, {root: 0}
+            frontier = [root]
+            while frontier:
+                nxt = []
+                for u in frontier:
+                    for w in nbrs[u]:
+                        if w not in dist:
+                            dist[w] = dist[u] + 1
+                            up[w] = u
+                            nxt.append(w)
+                frontier = nxt
+            hit = (up, dist)
+            if len(self._bfs_cache) >= 8:
+                self._bfs_cache.pop(next(iter(self._bfs_cache)))
+            self._bfs_cache[root] = hit
+        return hit
+
+    def _conditional(self, w, towards):
+        """(vars, P(C_w | S), lower bound) with S the separator between clique w and its neighbour
+        ``towards``: 0 where P(S) = 0 (P(C_w) is 0 there too)."""
+        key = (w, towards)
+        hit = self._cond_cache.get(key)
+        if hit is None:
+            cliques, parent, beta, sep, blo, _, _ = self._jt
+            child = w if parent[w] == towards else towards
+            s_vars = cliques[child][1:]
+            cw = cliques[w]
+            mu = _contract([(s_vars, sep[child])], sorted(s_vars), tuple(v for v in cw if v in s_vars))
+            shape = tuple(self._card[v] if v in s_vars else 1 for v in cw)
+            mu = mu.reshape(shape)
+            cond = np.divide(beta[w], mu, out=np.zeros_like(beta[w]), where=mu > 0)
+            hit = (cw, cond, blo[w])  # P(C_w | S) >= P(C_w) entrywise: P(S) <= 1
+            self._cond_cache[key] = hit
+        return hit
+
+    # ------------------------------------------------------- pairwise road
+    def pair_log_marginals(self, node) -> dict | None:
+        """log P(X_node, X_j) for every node j connected to ``node``, from one junction-tree pass.
+
+        Returns
+        -------
+        dict or None
+            ``{j: table}`` with axes (node, j).  None when the network's junction
+            tree exceeds :data:`PAIR_TREE_MAX_ENTRIES` or a probability could fall
+            below 1e-280 on the way (then ask :meth:`log_marginal` per pair).
+
+        Notes
+        -----
+        The junction tree is the elimination tree of a greedy min-size order of
+        the moral graph (one clique C_k = {k} ∪ N_k per variable, parent = the
+        first variable of N_k eliminated after k), calibrated once in scaled
+        probability space (Hugin collect and distribute), so every clique holds
+        P(C_k) and every separator P(N_k).  Evidence X_node = a, for all values
+        a at once (a batch axis), enters the clique of ``node`` and flows out
+        along the tree: P(C_w, a) = P(C_w) * P(S, a) / P(S) over the separator
+        S of each edge, with 0 where P(S) = 0 (then P(C_w) = 0 too), so zeros
+        are exact; a lower bound on every positive entry (the sum of the logs
+        of the smallest positive entries along the path) guards underflow.
+        """
+        tree = self._tree()
+        if tree is None:
+            return None
+        k0 = self._index[node]
+        cliques, parent, beta, sep, blo, biggest, nbrs = tree
+        card = self._card
+        if biggest * card[k0] > min(PAIR_TREE_MAX_ENTRIES, self.max_table_entries):
+            return None
+        # beta'[k]: P(C_k, X_node = a) with the batch axis a last
+        start = self._home(k0)
+        c0 = cliques[start]
+        ind = np.zeros((card[k0], card[k0]))
+        np.fill_diagonal(ind, 1.0)
+        root = _contract([(c0, beta[start]), ((k0, -1), ind)], sorted(set(c0) | {-1}), c0 + (-1,))
+        names = self.prior.nodes
+        out = {}
+
+        def emit(k, table):  # P(X_node, X_k) from the clique of k (clique k holds variable k)
+            if k != k0:
+                t = _contract([(cliques[k] + (-1,), table)], sorted(set(cliques[k]) | {-1}), (-1, k))
+                with np.errstate(divide="ignore"):
+                    out[names[k]] = np.log(t)
+
+        emit(start, root)
+        bprime = {start: root}  # only the frontier's tables are held
+        lo = {start: blo[start]}
+        done = {start}
+        todo = [start]
+        while todo:
+            u = todo.pop()
+            for w in nbrs[u]:
+                if w in done:
+                    continue
+                child = w if parent[w] == u else u
+                s_vars = cliques[child][1:]
+                bound = blo[w] + lo[u]
+                if bound < _LOG_FLOOR:
+                    return None
+                bs = _contract([(cliques[u] + (-1,), bprime[u])], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))
+                cw = cliques[w] + (-1,)
+                cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
+                bprime[w] = _contract([(cvars, cond), (s_vars + (-1,), bs)], sorted(cw), cw)
+                lo[w] = bound
+                emit(w, bprime[w])
+                done.add(w)
+                todo.append(w)
+            del bprime[u]
+        return out
+
+    def _home(self, k) -> int:
+        self._tree()
+        return self._home_of[k]
+
+    def _tree(self):
+        """The calibrated junction tree (built once; None if too large or not certifiable)."""
+        if self._jt is not False:
+            return self._jt
+        self._jt = None
+        card = self._card
+        n = len(card)
+        nb = [set() for _ in range(n)]
+        for fv in self._fvars:
+            for a in fv:
+                nb[a].update(fv)
+        for k in range(n):
+            nb[k].discard(k)
+
+        def weight(k):
+            return math.prod(card[u] for u in nb[k]) * card[k]
+
+        heap = [(weight(k), k) for k in range(n)]
+        heapq.heapify(heap)
+        done = [False] * n
+        order, cliques, total = [], [None] * n, 0
+        while heap:
+            w, k = heapq.heappop(heap)
+            if done[k] or w != weight(k):
+                continue
+            done[k] = True
+            order.append(k)
+            cliques[k] = (k,) + tuple(sorted(nb[k]))
+            total += w
+            if total > PAIR_TREE_MAX_ENTRIES or w > self.max_table_entries:
+                return None
+            for u in nb[k]:
+                nb[u] |= nb[k]
+                nb[u].discard(u)
+                nb[u].discard(k)
+            for u in nb[k]:
+                heapq.heappush(heap, (weight(u), u))
+        pos = {k: t for t, k in enumerate(order)}
+        parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
+        # potentials: each CPD goes to the clique of its first-eliminated family member
+        ops = [[] for _ in range(n)]
+        for v, fv in enumerate(self._fvars):
+            home = min(fv, key=pos.__getitem__)
+            ops[home].append((fv, self._ftab[v], self._flo[v]))
+        phi, msg = [None] * n, [None] * n
+        for k in order:  # collect: children are eliminated before their parent
+            c = cliques[k]
+            if sum(o[2] for o in ops[k]) < _LOG_FLOOR:
+                return None
+            t = _contract([(o[0], o[1]) for o in ops[k]], sorted(c), c)
+            top = float(t.max())
+            if not top > 0:
+                return None
+            phi[k] = t / top
+            if parent[k] is not None:
+                m = phi[k].sum(axis=0)
+                m /= m.max()
+                msg[k] = m
+                ops[parent[k]].append((c[1:], m, _log_min_positive(m)))
+        beta, sep, blo = [None] * n, [None] * n, [0.0] * n
+        for k in reversed(order):  # distribute: parents before children
+            c = cliques[k]
+            if parent[k] is None:
+                b = phi[k]
+            else:
+                p = parent[k]
+                mu = _contract([(cliques[p], beta[p])], sorted(cliques[p]), c[1:])
+                sep[k] = mu
+                if _log_min_positive(phi[k]) + _log_min_positive(mu) < _LOG_FLOOR:
+                    return None
+                ratio = np.divide(mu, msg[k], out=np.zeros_like(mu), where=msg[k] > 0)
+                b = phi[k] * ratio[None]
+            beta[k] = b / b.sum()
+            blo[k] = _log_min_positive(beta[k])
+        home_of = {k: k for k in range(n)}
+        nbrs = [[] for _ in range(n)]
+        for k in range(n):
+            if parent[k] is not None:
+                nbrs[k].append(parent[k])
+                nbrs[parent[k]].append(k)
+        self._home_of = home_of
+        var_cliques = [[] for _ in range(n)]
+        for k in range(n):
+            for v in cliques[k]:
+                var_cliques[v].append(k)
+        self._var_cliques = var_cliques
+        self._jt = (cliques, parent, beta, sep, blo, max(b.size for b in beta), nbrs)
+        return self._jt
+
+    # ------------------------------------------------------------ log road
+    def _compute_log(self, keep: frozenset):
         prior = self.prior
         cards = self.cards
         nodes = self.ancestral_set(keep)
@@ -140,6 +624,8 @@ class LogVariableElimination:
                 size = math.prod(cards[u] for u in scope)
                 if size < best_size or (size == best_size and v < best):
                     best, best_size, best_fs = v, size, fs
+            if best_size > self.max_table_entries:
+                self._too_large(best_size, keep)
             prod = _multiply(best_fs, cards)
             ax = prod.vars.index(best)
             reduced = _Factor(prod.vars[:ax] + prod.vars[ax + 1 :], logsumexp_axis(prod.table, ax))

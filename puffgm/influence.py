@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import LogVariableElimination
+from .inference import DEFAULT_MAX_TABLE_ENTRIES, LogVariableElimination
 from .secrets import SecretSpec
 
 __all__ = ["Influence", "InfluenceEngine", "max_divergence_rows"]
@@ -87,6 +87,36 @@ def max_divergence_rows(logcond: np.ndarray, pairs=None):
     return best
 
 
+def _max_ratio_rows(joint: np.ndarray):
+    """max over ordered value pairs (a, b) and x of log P(x | a) / P(x | b), from c * P(X_i, X_Q).
+
+    The probability-space twin of :func:`max_divergence_rows` for all pairs: rows are
+    values of X_i (impossible ones dropped), P(x | a) = joint[a, x] / sum_x joint[a, x];
+    per column the largest over the smallest conditional, +inf where the smallest is 0
+    and the largest is not, columns impossible under every value skipped.  Only two
+    logarithms per column are taken.  Returns (value, a, b, flat column), a and b as
+    row indices of ``joint``.
+    """
+    k = joint.shape[0]
+    flat = joint.reshape(k, -1)
+    pa = flat.sum(axis=1)
+    support = np.flatnonzero(pa > 0)
+    if len(support) < 2:
+        return 0.0, None, None, None
+    cond = flat[support] / pa[support, None]
+    hi = cond.max(axis=0)
+    lo = cond.min(axis=0)
+    possible = hi > 0
+    if not possible.any():
+        return 0.0, None, None, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gap = np.where(possible, np.log(hi) - np.log(lo), -np.inf)  # lo = 0 < hi: +inf
+    x = int(np.argmax(gap))
+    a = int(support[int(np.argmax(cond[:, x]))])
+    b = int(support[int(np.argmin(cond[:, x]))])
+    return float(gap[x]), a, b, x
+
+
 class InfluenceEngine:
     """Max-influence e_Theta(X_Q | X_i) for one prior class, cached across quilts and nodes.
 
@@ -104,12 +134,18 @@ class InfluenceEngine:
     0.0
     """
 
-    def __init__(self, prior_class, secrets: SecretSpec | None = None):
+    def __init__(self, prior_class, secrets: SecretSpec | None = None, max_table_entries: int | None = None):
         self.prior_class = prior_class
         self.secrets = secrets or SecretSpec()
-        self._ve = [LogVariableElimination(p) for p in prior_class.priors]
+        limit = DEFAULT_MAX_TABLE_ENTRIES if max_table_entries is None else int(max_table_entries)
+        self._ve = [LogVariableElimination(p, max_table_entries=limit) for p in prior_class.priors]
         self._cache = {}
+        self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
+        self._pair_tables = ()
+        self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
+        self._pair_results = None
         self.evaluations = 0
+        self.deadline_check = None  # a callable that raises when a time limit is reached
 
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
@@ -122,6 +158,82 @@ class InfluenceEngine:
         self._cache[key] = result
         return result
 
+    def _pair_influence(self, node, j):
+        """e({X_j} | X_node) for every j at once from the junction-tree pass (all value pairs).
+
+        The same computation as the general road, vectorised over j: the tables
+        log P(X_node = a, X_j) of all j side by side, each segment normalised by its own
+        log-sum-exp over x_j, then the largest gap between rows per column and per
+        segment.  None when a prior has no pass (the general road answers).
+        """
+        if self._pair_results_node != node:
+            self._pair_results_node = node
+            self._pair_results = self._all_pair_influences(node)
+        if self._pair_results is None:
+            return None
+        return self._pair_results.get(j)
+
+    def _all_pair_influences(self, node):
+        states = self.prior_class.states
+        out = {}
+        for t in range(len(self._ve)):
+            self._pair_table(t, node, None)
+            tables = self._pair_tables[t]
+            if not tables:
+                return None
+            js = list(tables)
+            widths = [tables[j].shape[1] for j in js]
+            starts = np.cumsum([0] + widths[:-1])
+            big = np.concatenate([tables[j] for j in js], axis=1)  # (k, sum of card(X_j))
+            m = big.max(axis=1, keepdims=True)  # >= log P(a) - log card(X_j) in every segment
+            m_safe = np.where(np.isfinite(m), m, 0.0)
+            with np.errstate(divide="ignore"):
+                logp = np.log(np.add.reduceat(np.exp(big - m_safe), starts, axis=1)) + m_safe  # (k, segments)
+            finite = np.isfinite(logp)
+            if not (finite == finite[:, :1]).all():
+                return None  # supports disagree (cannot happen for a proper network): general road
+            support = np.flatnonzero(finite[:, 0])
+            if len(support) < 2:
+                for j in js:
+                    out.setdefault(j, Influence(0.0, None))
+                continue
+            logcond = big[support] - np.repeat(logp[support], widths, axis=1)
+            hi = logcond.max(axis=0)
+            lo = logcond.min(axis=0)
+            possible = np.isfinite(hi)
+            with np.errstate(invalid="ignore"):
+                gap = np.where(possible, hi - lo, -np.inf)  # hi finite, lo -inf -> inf
+            seg_max = np.maximum.reduceat(gap, starts)
+            for j, start, width, val in zip(js, starts, widths, seg_max):
+                prev = out.get(j)
+                if not np.isfinite(val) and val < 0:  # no possible column at all
+                    val = 0.0
+                if val > (prev.value if prev is not None else 0.0):
+                    x = int(start + np.argmax(gap[start:start + width]))
+                    a = int(np.argmax(logcond[:, x]))
+                    b = int(np.argmin(logcond[:, x]))
+                    out[j] = Influence(float(val), (t, states[node][int(support[a])], states[node][int(support[b])],
+                                                    {j: states[j][x - int(start)]}))
+                elif prev is None:
+                    out[j] = Influence(0.0, None)
+        return out
+
+    def _pair_table(self, t, node, j):
+        """log P(X_node, X_j) under prior t from one junction-tree pass per node (None: not available).
+
+        The single-node influences e({X_j} | X_i) of every j are asked together (the
+        region growing of the structured family asks them all), so the pass over the
+        tree serves all of them; only the latest node's tables are kept.
+        """
+        if self._pair_node != node:
+            self._pair_node = node
+            self._pair_tables = [None] * len(self._ve)
+        tables = self._pair_tables[t]
+        if tables is None:
+            tables = self._ve[t].pair_log_marginals(node) or {}
+            self._pair_tables[t] = tables
+        return tables.get(j) if j is not None else None
+
     def quilt_states(self, quilt) -> int:
         """Joint state space size of a quilt."""
         return math.prod(len(self.prior_class.states[q]) for q in quilt)
@@ -130,12 +242,30 @@ class InfluenceEngine:
         if not quilt:
             return Influence(0.0, None)
         self.evaluations += 1
+        if self.deadline_check is not None and not self.evaluations % 16:
+            self.deadline_check()
         states = self.prior_class.states
         pairs = self.secrets.value_pairs(self.prior_class, node)
+        if len(quilt) == 1 and pairs is None:
+            hit = self._pair_influence(node, quilt[0])
+            if hit is not None:
+                return hit
         best = Influence(0.0, None)
         best_val = 0.0
         for t, ve in enumerate(self._ve):
-            joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
+            joint = self._pair_table(t, node, quilt[0]) if len(quilt) == 1 else None
+            if joint is None and pairs is None:
+                scaled = ve.scaled_marginal((node,) + quilt)
+                if scaled is not None:
+                    val, a, b, x = _max_ratio_rows(scaled)
+                    if val > best_val:
+                        best_val = val
+                        xq = np.unravel_index(x, scaled.shape[1:])
+                        assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq)}
+                        best = Influence(float(val), (t, states[node][a], states[node][b], assignment))
+                    continue
+            if joint is None:
+                joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
             k = joint.shape[0]
             flat = joint.reshape(k, -1)
             m = flat.max(axis=1, keepdims=True)

@@ -264,6 +264,14 @@ class NetworkPrior:
         return out
 
 
+def _restore_slots(cls, state):
+    """Unpickle an immutable slotted object without re-running its validation."""
+    obj = object.__new__(cls)
+    for key, value in state.items():
+        object.__setattr__(obj, key, value)
+    return obj
+
+
 # ---------------------------------------------------------------------- pgmpy
 def _from_pgmpy(model, name: str | None = None) -> NetworkPrior:
     try:
@@ -539,6 +547,9 @@ class PriorClass:
         if getattr(self, "_frozen", False):
             raise AttributeError("PriorClass is immutable")
         object.__setattr__(self, key, value)
+
+    def __reduce__(self):
+        return (_restore_slots, (type(self), {k: getattr(self, k) for k in self.__slots__}))
 
     def __len__(self):
         return len(self.priors)

@@ -49,6 +49,7 @@ from .exceptions import QuiltError
 
 __all__ = [
     "MarkovQuilt",
+    "DSeparationIndex",
     "dconnected_nodes",
     "remote_nodes",
     "make_quilt",
@@ -118,6 +119,141 @@ def dconnected_nodes(dag, source, observed) -> set:
             if y in anc:
                 todo.extend((p, True) for p in dag.predecessors(y))
     return reach
+
+
+class DSeparationIndex:
+    """A DAG compiled for many d-separation queries: node sets as integer bitmasks.
+
+    The Bayes ball of :func:`dconnected_nodes` run breadth-first on bitmasks: each
+    (node, direction) is visited at most once, and a visit ORs the precomputed
+    parent or child mask into the next frontier, so a query costs a few integer
+    operations per reachable node instead of a Python set operation per edge.
+
+    Parameters
+    ----------
+    dag : networkx.DiGraph
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> idx = DSeparationIndex(nx.DiGraph([("a", "b"), ("b", "c")]))
+    >>> sorted(idx.names(idx.remote_bits("a", idx.bits(["b"]))))
+    ['c']
+    """
+
+    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8")
+
+    def __init__(self, dag):
+        import networkx as nx
+
+        self.nodes = tuple(dag.nodes)
+        self.index = {v: k for k, v in enumerate(self.nodes)}
+        idx = self.index
+        self._par = [sum(1 << idx[p] for p in dag.predecessors(v)) for v in self.nodes]
+        self._ch = [sum(1 << idx[c] for c in dag.successors(v)) for v in self.nodes]
+        anc = [0] * len(self.nodes)
+        for v in nx.topological_sort(dag):
+            k = idx[v]
+            b = 1 << k
+            for p in dag.predecessors(v):
+                b |= anc[idx[p]]
+            anc[k] = b
+        self._anc = anc  # ancestors of each node, the node included
+        self.all_bits = (1 << len(self.nodes)) - 1
+        desc = [0] * len(self.nodes)  # proper descendants of each node
+        for k, b in enumerate(anc):
+            a = b & ~(1 << k)
+            while a:
+                low = a & -a
+                desc[low.bit_length() - 1] |= 1 << k
+                a ^= low
+        self.desc = desc
+        names8 = []  # names8[b][v]: the names of the nodes 8b + i with bit i of v set
+        for start in range(0, len(self.nodes), 8):
+            block = self.nodes[start:start + 8]
+            t = [()] * 256
+            for v in range(1, 1 << len(block)):
+                t[v] = t[v & (v - 1)] + (block[(v & -v).bit_length() - 1],)
+            names8.append(t)
+        self._names8 = names8
+
+    def bits(self, nodes) -> int:
+        """The bitmask of a set of node names."""
+        idx = self.index
+        b = 0
+        for v in nodes:
+            b |= 1 << idx[v]
+        return b
+
+    def names(self, bits: int) -> frozenset:
+        """The node names of a bitmask."""
+        out = []
+        for table in self._names8:  # one lookup per 8 nodes
+            if not bits:
+                break
+            if bits & 255:
+                out += table[bits & 255]
+            bits >>= 8
+        return frozenset(out)
+
+    def dconnected_bits(self, source, observed: int) -> int:
+        """Bitmask of the nodes d-connected to ``source`` given ``observed`` (``source`` included)."""
+        return self.reach_and_touched(source, observed)[0]
+
+    def reach_and_touched(self, source, observed: int) -> tuple:
+        """(d-connected nodes, touched nodes) given ``observed``, as bitmasks.
+
+        A node is *touched* if the ball is passed to it at all (observed nodes
+        included).  An observed node v that is not touched is d-separated from
+        ``source`` by ``observed - {v}``: an active trail to v given the smaller set
+        would be active, up to v, given ``observed`` too.
+        """
+        par, ch, ancs = self._par, self._ch, self._anc
+        anc = 0
+        o = observed
+        while o:  # colliders in An(observed) are open
+            low = o & -o
+            anc |= ancs[low.bit_length() - 1]
+            o ^= low
+        up, down = 1 << self.index[source], 0  # frontiers: arrived from a child / from a parent
+        seen_up = seen_down = reach = 0
+        free = ~observed
+        while up or down:
+            seen_up |= up
+            seen_down |= down
+            nu = nd = 0
+            x = up & free  # moving up through an unobserved node: on to parents and children
+            reach |= x
+            while x:
+                low = x & -x
+                k = low.bit_length() - 1
+                nu |= par[k]
+                nd |= ch[k]
+                x ^= low
+            y = down & free  # moving down through an unobserved node: on to children
+            reach |= y
+            while y:
+                low = y & -y
+                nd |= ch[low.bit_length() - 1]
+                y ^= low
+            z = down & anc  # a collider with an observed descendant: back up to the parents
+            while z:
+                low = z & -z
+                nu |= par[low.bit_length() - 1]
+                z ^= low
+            up = nu & ~seen_up
+            down = nd & ~seen_down
+        return reach, seen_up | seen_down
+
+    def remote_bits(self, node, quilt: int) -> int:
+        """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
+        return self.all_bits & ~self.dconnected_bits(node, quilt) & ~quilt
+
+    def make_quilt(self, node, quilt) -> "MarkovQuilt":
+        """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``)."""
+        qb = self.bits(quilt)
+        r = self.remote_bits(node, qb)
+        return MarkovQuilt(node, frozenset(quilt), self.names(self.all_bits & ~qb & ~r), self.names(r))
 
 
 def remote_nodes(dag, node, quilt) -> frozenset:

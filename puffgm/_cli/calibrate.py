@@ -43,6 +43,13 @@ def register(p) -> None:
                    help="chains: reproduce the paper's table (counts states of probability zero)")
     p.add_argument("--per-node", action="store_true", help="include every node's active quilt")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress bar (networks; the bar is on stderr and appears after 2 s)")
+    p.add_argument("--max-table-entries", type=int, default=None,
+                   help="largest table exact inference may build (networks; default 2**25)")
+    p.add_argument("--time-limit", type=_finite_float, default=None,
+                   help="seconds a network calibration may take; it stops early, with the projected "
+                        "time, once the projection exceeds the limit (default: none)")
 
 
 def run(args) -> str:
@@ -60,9 +67,10 @@ def run(args) -> str:
     if gauss:
         result = calibrate_gaussian_specs(args)
     elif chains:
-        if args.protect or args.max_quilt_states is not None or args.search_budget is not None:
-            raise ParameterError("--protect, --max-quilt-states and --search-budget apply to networks, "
-                                 "not chain specs.")
+        if args.protect or args.max_quilt_states is not None or args.search_budget is not None \
+                or args.max_table_entries is not None or args.time_limit is not None:
+            raise ParameterError("--protect, --max-quilt-states, --max-table-entries, --time-limit and "
+                                 "--search-budget apply to networks, not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
@@ -88,8 +96,12 @@ def run(args) -> str:
 
         budget = DEFAULT_SEARCH_BUDGET if args.search_budget is None else check_search_budget(
             args.search_budget, "puffgm calibrate")
+        tables = None if args.max_table_entries is None else check_positive_int(
+            args.max_table_entries, "max-table-entries", "puffgm calibrate")
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
-                           max_quilt_states=bound, search_budget=budget)
+                           max_quilt_states=bound, search_budget=budget, max_table_entries=tables,
+                           progress=False if args.quiet else None,  # the bar writes to stderr only
+                           time_limit=args.time_limit)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "

@@ -1,0 +1,265 @@
+"""The fast roads of network calibration (issue 8) against the reference roads.
+
+* variable elimination in scaled probability space (with its underflow guard) against the
+  log-space elimination, zeros included, and on a network whose probabilities fall below
+  1e-280 (the guard must hand the query to the log road);
+* the junction-tree roads (pairwise pass, Steiner subtree) against the log road;
+* the bitmask d-separation index against networkx;
+* whole calibrations with every fast road switched off (the reference) against the default,
+  on random networks large enough for the structured family: same active quilts, scores to 1e-9;
+* joblib parallelism gives identical results; the table limit refuses or skips with one
+  sentence naming the option.
+"""
+
+import itertools
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from _nets import chain_network, random_network
+from puffgm.calibration import QuiltSearch, calibrate
+from puffgm.exceptions import InferenceLimitError
+from puffgm.inference import LogVariableElimination
+from puffgm.influence import InfluenceEngine
+from puffgm.priors import NetworkPrior, PriorClass, load_network, load_prior_class
+from puffgm.quilts import DSeparationIndex, remote_nodes
+
+
+def _same_table(a, b, tol=1e-9):
+    assert np.array_equal(np.isfinite(a), np.isfinite(b))  # zeros are exact on both roads
+    f = np.isfinite(a)
+    assert np.allclose(a[f], b[f], rtol=0, atol=tol)
+
+
+def test_fast_elimination_matches_log_space_on_random_networks_with_zeros():
+    rng = np.random.default_rng(17)
+    for _ in range(25):
+        net, _ = random_network(rng, n=int(rng.integers(3, 10)), zero_prob=0.3, p_edge=0.5)
+        ve = LogVariableElimination(net)
+        for _ in range(8):
+            k = int(rng.integers(1, min(5, len(net.nodes)) + 1))
+            vs = tuple(str(v) for v in rng.choice(net.nodes, size=k, replace=False))
+            _same_table(ve.log_marginal(vs), ve.log_marginal_logspace(vs))
+        assert ve.fallbacks == 0
+
+
+def test_alarm_marginals_agree_on_both_roads():
+    ve = LogVariableElimination(load_network("example:alarm"))
+    rng = np.random.default_rng(1)
+    nodes = list(ve.prior.nodes)
+    for _ in range(20):
+        vs = tuple(str(v) for v in rng.choice(nodes, size=int(rng.integers(2, 6)), replace=False))
+        _same_table(ve.log_marginal(vs), ve.log_marginal_logspace(vs))
+
+
+def test_underflow_guard_falls_back_to_log_space_and_keeps_tiny_probabilities():
+    # a chain of 120 binary nodes whose every step has a 1e-6 branch: P(all ones) = 1e-720,
+    # far below the smallest double; the fast road must not call it 0
+    T = 120
+    net = chain_network([1 - 1e-6, 1e-6], [[1 - 1e-6, 1e-6], [1e-6, 1 - 1e-6]], T)
+    ve = LogVariableElimination(net)
+    vs = ("X1", f"X{T}")
+    t = ve.log_marginal(vs)
+    assert np.isfinite(t).all()
+    _same_table(t, ve.log_marginal_logspace(vs))
+    # a deterministic chain: long runs of exact zeros stay exact
+    det = chain_network([0.5, 0.5], [[1.0, 0.0], [0.0, 1.0]], 30)
+    ve2 = LogVariableElimination(det)
+    t2 = ve2.log_marginal(("X1", "X30"))
+    assert np.isneginf(t2[0, 1]) and np.isneginf(t2[1, 0]) and np.isfinite(np.diag(t2)).all()
+
+
+def test_underflow_guard_forces_log_road_when_the_bound_is_crossed():
+    rng = np.random.default_rng(3)
+    nodes = [f"V{i}" for i in range(60)]
+    parents = {v: ((nodes[i - 1],) if i else ()) for i, v in enumerate(nodes)}
+    states = {v: ("a", "b", "c") for v in nodes}
+    cpds = {}
+    for i, v in enumerate(nodes):
+        t = rng.dirichlet(np.ones(3), size=3 if i else 1).T
+        t[2] = 1e-14  # tiny but positive: 60 steps give products near 1e-840
+        cpds[v] = (t / t.sum(axis=0)).reshape((3, 3) if i else (3,))
+    net = NetworkPrior(nodes, states, parents, cpds)
+    ve = LogVariableElimination(net)
+    q = ("V0", "V30", "V59")
+    _same_table(ve.log_marginal(q), ve.log_marginal_logspace(q))
+
+
+def test_junction_tree_roads_match_log_space():
+    rng = np.random.default_rng(23)
+    nets = [load_network("example:asia")] + [
+        random_network(rng, n=int(rng.integers(3, 9)), zero_prob=0.3, p_edge=0.5)[0] for _ in range(20)]
+    for net in nets:
+        ve = LogVariableElimination(net)
+        for i in net.nodes:
+            pairs = ve.pair_log_marginals(i)
+            assert pairs is not None
+            for j, table in pairs.items():
+                _same_table(table, ve.log_marginal_logspace((i, j)))
+        for _ in range(6):  # Steiner-subtree road (chosen when smaller than the ancestral set)
+            k = int(rng.integers(1, min(5, len(net.nodes)) + 1))
+            vs = tuple(str(v) for v in rng.choice(net.nodes, size=k, replace=False))
+            factors = ve._subtree_factors(sorted(ve._index[v] for v in vs), ve._index[vs[0]])
+            if factors is None:
+                continue
+            names, table = ve._compute_fast(frozenset(vs), vs[0])
+            _same_table(np.transpose(table, [names.index(v) for v in vs]), ve.log_marginal_logspace(vs))
+
+
+def test_dseparation_index_matches_networkx():
+    rng = np.random.default_rng(8)
+    for _ in range(150):
+        n = int(rng.integers(2, 12))
+        g = nx.DiGraph()
+        g.add_nodes_from(range(n))
+        g.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.35)
+        idx = DSeparationIndex(g)
+        node = int(rng.integers(n))
+        q = {v for v in range(n) if v != node and rng.random() < 0.4}
+        remote = idx.names(idx.remote_bits(node, idx.bits(q)))
+        assert remote == remote_nodes(g, node, q)
+        for v in set(range(n)) - q - {node}:
+            assert nx.is_d_separator(g, {node}, {v}, q) == (v in remote)
+
+
+def _reference_calibrate(monkeypatch, *args, **kwargs):
+    """calibrate with every fast road off: log-space elimination on the ancestral set only,
+    no junction tree, no vectorised pairs, log-space influences."""
+    from puffgm import inference
+
+    with monkeypatch.context() as m:
+        def log_only(self, keep, root=None):
+            return self._compute_log(keep)
+
+        m.setattr(inference.LogVariableElimination, "_compute", log_only)
+        m.setattr(inference.LogVariableElimination, "pair_log_marginals", lambda self, node: None)
+        m.setattr(inference.LogVariableElimination, "scaled_marginal", lambda self, variables: None)
+        return calibrate(*args, **kwargs)
+
+
+def test_structured_calibration_identical_to_the_reference_roads(monkeypatch):
+    rng = np.random.default_rng(31)
+    for trial in range(4):
+        n = int(rng.integers(13, 17))  # above the exhaustive limit: structured family and refinement
+        net, dag = random_network(rng, n=n, p_edge=0.25, max_card=3, zero_prob=0.1, concentration=20.0)
+        members = [net] if trial % 2 == 0 else [net, random_network(rng, dag=dag, n=n, zero_prob=0.1,
+                                                                    concentration=20.0)[0]]
+        for eps in (0.5, 2.0):
+            fast = calibrate(members, eps)
+            ref = _reference_calibrate(monkeypatch, members, eps)
+            assert fast.details["quilt_family"].startswith("structured")
+            assert fast.worst_node == ref.worst_node
+            assert fast.sigma_max == pytest.approx(ref.sigma_max, rel=1e-9)
+            for a, b in zip(fast.per_node, ref.per_node):
+                assert a.quilt == b.quilt
+                assert a.score == pytest.approx(b.score, rel=1e-9) or a.score == b.score == math.inf
+
+
+def test_alarm_identical_to_the_reference_roads(monkeypatch):
+    pc = load_prior_class("example:alarm")
+    protect = ["CO", "HR", "SHUNT", "PVSAT"]
+    fast = calibrate(pc, 1.0, protected=protect)
+    ref = _reference_calibrate(monkeypatch, pc, 1.0, protected=protect)
+    assert [c.quilt for c in fast.per_node] == [c.quilt for c in ref.per_node]
+    for a, b in zip(fast.per_node, ref.per_node):
+        assert a.score == pytest.approx(b.score, rel=1e-9)
+        assert a.max_influence == pytest.approx(b.max_influence, rel=1e-9, abs=1e-12)
+
+
+def test_pairwise_influences_match_the_general_road_with_zeros_and_classes():
+    rng = np.random.default_rng(12)
+    for _ in range(15):
+        net, dag = random_network(rng, n=int(rng.integers(3, 8)), zero_prob=0.3)
+        other, _ = random_network(rng, dag=dag, n=len(net.nodes), zero_prob=0.3)
+        pc = PriorClass([net, other])
+        fast = InfluenceEngine(pc)
+        for i, j in itertools.permutations(net.nodes, 2):
+            slow = InfluenceEngine(pc)
+            slow._pair_results_node, slow._pair_results = i, None  # the general road
+            slow._pair_tables = [{}, {}]
+            slow._pair_node = i
+            a, b = fast.max_influence(i, (j,)).value, slow.max_influence(i, (j,)).value
+            assert a == b or a == pytest.approx(b, rel=1e-9, abs=1e-12)
+
+
+def test_parallel_nodes_give_identical_results():
+    pc = load_prior_class("example:alarm")
+    protect = ["CO", "HR", "SHUNT", "PVSAT", "BP", "HRBP"]
+    one = calibrate(pc, 1.0, protected=protect, n_jobs=1)
+    two = calibrate(pc, 1.0, protected=protect, n_jobs=2)
+    assert one.per_node == two.per_node and one.sigma_max == two.sigma_max
+    assert one.details == two.details
+
+
+def test_table_limit_skips_candidates_or_refuses_with_the_option_named():
+    pc = load_prior_class("example:alarm")
+    full = calibrate(pc, 1.0, protected=["CO"])
+    small = calibrate(pc, 1.0, protected=["CO"], max_table_entries=2000)
+    assert small.details["skipped_quilts"] > 0
+    assert any("max_table_entries=2000" in n for n in small.notes)
+    assert small.sigma_max >= full.sigma_max  # fewer candidates: valid, never below the optimum
+    with pytest.raises(InferenceLimitError, match="max_table_entries=4"):
+        calibrate(pc, 1.0, protected=["CO"], max_table_entries=4)
+    with pytest.raises(ValueError, match="max_table_entries"):
+        calibrate(pc, 1.0, max_table_entries=0)
+
+
+def test_progress_bar_goes_to_stderr_only(capsys):
+    res = calibrate("example:asia", 1.0, progress=True)
+    out, err = capsys.readouterr()
+    assert out == "" and res.sigma_max > 0
+
+
+def test_cli_quiet_json_is_pure_json(capsys):
+    import json
+
+    from puffgm.cli import main
+
+    assert main(["calibrate", "example:asia", "--epsilon", "1", "--json", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)["sigma_max"] > 0
+    assert main(["calibrate", "example:asia", "--epsilon", "1", "--max-table-entries", "0"]) == 2
+
+
+def test_candidates_are_valid_quilts_with_the_index():
+    pc = load_prior_class("example:win95pts")
+    search = QuiltSearch(pc)
+    for node in pc.nodes[::9]:
+        for c in search.candidates(node):
+            if c.remote:
+                assert nx.is_d_separator(pc.dag, {node}, set(c.remote), set(c.quilt))
+            assert c.quilt | c.nearby | c.remote == set(pc.nodes)
+
+
+def test_minimal_separator_shortcuts_match_the_plain_definition():
+    from puffgm.quilts import make_quilt
+
+    def plain(dag, order, node, quilt):
+        q = set(quilt)
+        target = make_quilt(dag, node, q).remote
+        for v in sorted(quilt, key=order.index, reverse=True):
+            cand = make_quilt(dag, node, q - {v})
+            if v in cand.remote and target <= cand.remote:
+                q = q - {v}
+        return frozenset(q)
+
+    rng = np.random.default_rng(0)
+    for name in ("alarm", "win95pts"):
+        pc = load_prior_class(f"example:{name}")
+        search = QuiltSearch(pc)
+        for _ in range(150):
+            node = str(rng.choice(pc.nodes))
+            q = frozenset(str(v) for v in rng.choice(pc.nodes, int(rng.integers(1, 15)), replace=False)) - {node}
+            assert search._minimal(node, q) == plain(pc.dag, list(pc.nodes), node, q)
+
+
+def test_time_limit_refuses_with_the_projection_and_the_option():
+    from puffgm.exceptions import TimeLimitError
+
+    with pytest.raises(TimeLimitError, match=r"time_limit=0.001 s; protect fewer nodes"):
+        calibrate("example:alarm", 1.0, time_limit=0.001)
+    with pytest.raises(ValueError, match="time_limit"):
+        calibrate("example:asia", 1.0, time_limit=-1)
+    assert calibrate("example:asia", 1.0, time_limit=600).sigma_max == calibrate("example:asia", 1.0).sigma_max
