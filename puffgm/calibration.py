@@ -478,6 +478,12 @@ class _Clock:
             return
         elapsed = time.perf_counter() - self.start
         projected = elapsed / self.done * self.total if self.done else math.inf
+        if self.done >= self.total and elapsed > self.limit:  # the refinement of the worst nodes
+            raise TimeLimitError(
+                f"Calibrating network {self.name!r} did not finish within time_limit={self.limit:g} s "
+                f"(all {self.total} node searches done, the refinement of the worst nodes still running "
+                f"after {elapsed:.0f} s); protect fewer nodes, lower max_quilt_states or raise time_limit "
+                "(--time-limit).")
         if elapsed > self.limit or (elapsed > min(5.0, self.limit / 10) and projected > self.limit):
             raise TimeLimitError(
                 f"Calibrating network {self.name!r} would take "
