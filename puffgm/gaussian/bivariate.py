@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .leakage import log_interval_prob
+from .leakage import certified_region_max, log_interval_prob
 
 __all__ = ["hull_functions", "log_box_bounds", "pinned_pair_leakage"]
 
@@ -113,36 +113,9 @@ def _lse(x):
 
 def _maximise_r(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=25):
     """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), given certified upper values
-    fun_up(points) of F, F'' >= -K, and a correction monotone in the region interval."""
-    a0, b0 = lo_i, hi_i - delta
-    m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
-    edges = np.linspace(a0, b0, m + 1)
-    ra, rb = edges[:-1], edges[1:]
-    fe = fun_up(edges)
-    fa, fb = fe[:-1], fe[1:]
-    best, dropped, cert = -math.inf, -math.inf, math.inf
-    for _ in range(iters):
-        up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8 + corr(ra, rb + delta)
-        pt = np.maximum(fa + corr(ra, ra + delta), fb + corr(rb, rb + delta))
-        up = np.where(np.isnan(up), np.inf, up)
-        best = max(best, float(np.max(np.where(np.isnan(pt), -np.inf, pt))))
-        cert = max(float(np.max(up)), dropped)
-        if not math.isfinite(cert):
-            return math.inf, best
-        slack = max(atol, tol * abs(best))
-        if cert - best <= slack:
-            break
-        keep = up > best + 0.25 * slack
-        if not np.all(keep):
-            dropped = max(dropped, float(np.max(up[~keep])))
-        ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
-        mid = (ra + rb) / 2
-        fm = fun_up(mid)  # endpoint values are cached: only the new midpoints are evaluated
-        ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
-        fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
-        if ra.size > 20000:
-            break
-    return cert, best
+    fun_up(points) of F, F'' >= -K, and a correction monotone in the region interval
+    (:func:`puffgm.gaussian.leakage.certified_region_max`, at most 20 000 cells)."""
+    return certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=iters, max_cells=20000)
 
 
 def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, *, tol=1e-3, atol=1e-3, max_rounds=10):

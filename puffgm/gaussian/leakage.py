@@ -77,6 +77,50 @@ __all__ = ["RegionLeakage", "log_interval_prob", "tail_prob", "GaussianRegionMod
 EPS = np.finfo(float).eps
 
 
+
+def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000):
+    """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), by interval branch and bound.
+
+    Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
+    correction ``corr(u, v)`` that bounds the correction of every region inside [u, v]
+    (``None``: no correction).  On a cell [ra, rb] of width h, F minus its chord has second
+    derivative >= -K and vanishes at both ends, so F <= max(F(ra), F(rb)) + K h^2 / 8.  Pruned
+    cells keep counting in the certified value.  Returns (certified upper bound, best value met
+    at a cell end); the first is ``inf`` when any cell bound is not finite."""
+    a0, b0 = lo_i, hi_i - delta
+    m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
+    edges = np.linspace(a0, b0, m + 1)
+    ra, rb = edges[:-1], edges[1:]
+    fe = fun_up(edges)
+    fa, fb = fe[:-1], fe[1:]
+    best, dropped, cert = -math.inf, -math.inf, math.inf
+    for _ in range(iters):
+        up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8
+        if corr is None:
+            pt = np.maximum(fa, fb)
+        else:
+            up = up + corr(ra, rb + delta)
+            pt = np.maximum(fa + corr(ra, ra + delta), fb + corr(rb, rb + delta))
+        up = np.where(np.isnan(up), np.inf, up)
+        best = max(best, float(np.max(np.where(np.isnan(pt), -np.inf, pt))))
+        cert = max(float(np.max(up)), dropped)
+        if not math.isfinite(cert):
+            return math.inf, best
+        slack = max(atol, tol * abs(best))
+        if cert - best <= slack:
+            break
+        keep = up > best + 0.25 * slack
+        if not np.all(keep):
+            dropped = max(dropped, float(np.max(up[~keep])))
+        ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
+        mid = (ra + rb) / 2
+        fm = fun_up(mid)  # endpoint values are cached: only the new midpoints are evaluated
+        ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
+        fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
+        if ra.size > max_cells:
+            break
+    return cert, best
+
 def log_interval_prob(lo, hi, mu, sigma):
     """log P(lo < N(mu, sigma^2) < hi), elementwise, stable in both tails (-inf when empty)."""
     from scipy.special import log_ndtr
@@ -327,10 +371,6 @@ class GaussianRegionModel:
             vanishes at both ends, so it is at most C h^2 / 8: F <= max(F(ra), F(rb)) + C h^2 / 8.  The Bonferroni sum is
             bounded on the cell by its value on the union [ra, rb + delta].
             Returns (certified upper bound, best value met at a cell end)."""
-            a0, b0 = lo_i, hi_i - delta
-            m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
-            edges = np.linspace(a0, b0, m + 1)
-            ra, rb = edges[:-1], edges[1:]
             C = sum(s / sg ** 2 for s, _, sg in terms if s > 0)
 
             def F(r):
@@ -339,40 +379,8 @@ class GaussianRegionModel:
                     out += s * log_interval_prob(r, r + delta, mu, sg)
                 return out
 
-            best_val = -math.inf
-            certified = math.inf
-            dropped = -math.inf
-            fe = F(edges)
-            fa, fb = fe[:-1], fe[1:]
-            for _ in range(80):
-                fmax = np.maximum(fa, fb)
-                up = fmax + C * (rb - ra) ** 2 / 8
-                if efun is not None:
-                    # efun(u, v): additive correction, an upper bound for every region inside [u, v]
-                    up = up + efun(ra, rb + delta)
-                    pt = np.maximum(fa + efun(ra, ra + delta), fb + efun(rb, rb + delta))
-                else:
-                    pt = fmax
-                up = np.where(np.isnan(up), np.inf, up)
-                pt = np.where(np.isnan(pt), -np.inf, pt)
-                best_val = max(best_val, float(np.max(pt)))
-                certified = max(float(np.max(up)), dropped)
-                if not math.isfinite(certified):
-                    return math.inf, best_val
-                slack = max(self.atol, self.tol * abs(best_val))
-                if certified - best_val <= slack:
-                    break
-                keep = up > best_val + 0.25 * slack
-                if not np.all(keep):  # pruned cells still count for the certified maximum
-                    dropped = max(dropped, float(np.max(up[~keep])))
-                ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
-                mid = (ra + rb) / 2
-                fm = F(mid)  # endpoint values are cached: only the new midpoints are evaluated
-                ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
-                fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
-                if ra.size > 200000:
-                    break
-            return certified, best_val
+            return certified_region_max(lo_i, hi_i, delta, F, C, efun, self.tol, self.atol,
+                                        iters=80, max_cells=200000)
 
         def _neglog1m(E):
             with np.errstate(divide="ignore", invalid="ignore"):
