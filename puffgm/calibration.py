@@ -50,7 +50,6 @@ from .quilts import (
     MarkovQuilt,
     distance_layers,
     exhaustive_quilts,
-    make_quilt,
     moral_graph,
     use_exhaustive,
 )
@@ -95,6 +94,15 @@ def _first_worst(nodes, score):
     if not math.isfinite(top):
         return next(n for n in nodes if score(n) == top)
     return next(n for n in nodes if score(n) >= top - 1e-9 * abs(top))
+
+
+def resolve_secrets(secrets, protected, where: str) -> SecretSpec:
+    """The :class:`SecretSpec` of a call given ``secrets`` or its shorthand ``protected`` (not both)."""
+    if secrets is not None and protected is not None:
+        raise ParameterError(f"Give either 'secrets' or 'protected' to {where}, not both.")
+    if protected is not None:
+        return SecretSpec(protected=protected)
+    return secrets or SecretSpec()
 
 
 def _better(score: float, incumbent: float) -> bool:
@@ -637,11 +645,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     search_budget = check_search_budget(search_budget, "calibrate")
-    if secrets is not None and protected is not None:
-        raise ParameterError("Give either 'secrets' or 'protected' to calibrate, not both.")
-    if protected is not None:
-        secrets = SecretSpec(protected=protected)
-    secrets = secrets or SecretSpec()
+    secrets = resolve_secrets(secrets, protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
     # Pufferfish privacy is a condition per prior, and so is the proof of Theorem 4.3:

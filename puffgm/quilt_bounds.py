@@ -265,18 +265,13 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
     True
     """
     from ._validation import check_positive_finite, check_positive_int
-    from .exceptions import ParameterError
+    from .calibration import resolve_secrets
     from .influence import InfluenceEngine
     from .priors import PriorClass, load_prior_class
     from .quilts import moral_graph
-    from .secrets import SecretSpec
 
     epsilon = check_positive_finite(epsilon, "epsilon", "network_lower_bound")
-    if secrets is not None and protected is not None:
-        raise ParameterError("Give either 'secrets' or 'protected' to network_lower_bound, not both.")
-    if protected is not None:
-        secrets = SecretSpec(protected=protected)
-    secrets = secrets or SecretSpec()
+    secrets = resolve_secrets(secrets, protected, "network_lower_bound")
     pc = load_prior_class(prior)
     nodes = list(secrets.protected_nodes(pc))
     if max_nodes is not None:

@@ -34,13 +34,13 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
 from .._validation import check_positive_finite, check_positive_int
 from ..noise import resolve_noise
+from ..results import freeze_record
 from .policy import Policy, PolicyError, _l1_diameter
 
 __all__ = ["KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign", "iteration_query"]
@@ -158,7 +158,7 @@ class KMeansResult:
 
     def __post_init__(self):
         self.centroids.setflags(write=False)
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)  # details read-only
 
     def explain(self) -> str:
         s = np.array(self.sensitivities)

@@ -40,13 +40,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
 from .._validation import check_positive_finite, check_positive_int
 from ..noise import resolve_noise
+from ..results import freeze_record
 from .mechanisms import BlowfishRelease
 from .policy import Policy, PolicyError
 from .sensitivity import cumulative_sensitivity
@@ -107,7 +107,7 @@ class CumulativePlan:
     def __post_init__(self):
         for a in (self.node_matrix, self.scales, self.estimator, self.known_total):
             a.setflags(write=False)
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)  # details read-only
 
     # -- exact error ---------------------------------------------------------
     def covariance(self) -> np.ndarray:

@@ -22,13 +22,12 @@ neighbours of Definition 4.1 (:mod:`puffgm.blowfish.neighbours`).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..results import freeze_record
 from .neighbours import MAX_DATABASES, neighbour_pairs
 from .policy import Policy, PolicyError, _l1_diameter
 
@@ -73,7 +72,7 @@ class Sensitivity:
     details: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)  # details read-only
 
     def explain(self) -> str:
         w = f"; attained at {self.witness!r}" if self.witness is not None else ""

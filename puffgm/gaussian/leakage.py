@@ -64,13 +64,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
 from ..exceptions import ParameterError, PriorError
-from ..results import json_float
+from ..results import freeze_record, json_float
 
 __all__ = ["RegionLeakage", "log_interval_prob", "tail_prob", "GaussianRegionModel", "region_leakage"]
 
@@ -191,7 +190,7 @@ class RegionLeakage:
     details: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
-        object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        freeze_record(self)  # details read-only
 
     def to_dict(self) -> dict:
         return {"value": json_float(self.value), "theorem9": json_float(self.theorem9), "node": self.node,
