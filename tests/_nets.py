@@ -1,8 +1,17 @@
 """Small random Bayesian networks for brute-force and audit tests (shared by test modules)."""
 
+import networkx as nx
 import numpy as np
 
 from puffgm.priors import NetworkPrior
+
+
+def random_dag(rng, n, p_edge):
+    """A random DAG on nodes 0..n-1 (edges i -> j for i < j, each with probability p_edge)."""
+    g = nx.DiGraph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < p_edge)
+    return g
 
 
 def random_network(rng, n=5, p_edge=0.4, max_card=3, zero_prob=0.15, max_parents=2, name="rand", dag=None,

@@ -18,7 +18,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from _nets import chain_network, random_network
+from _nets import chain_network, random_dag, random_network
 from puffgm.calibration import QuiltSearch, calibrate
 from puffgm.exceptions import InferenceLimitError
 from puffgm.inference import LogVariableElimination
@@ -112,9 +112,7 @@ def test_dseparation_index_matches_networkx():
     rng = np.random.default_rng(8)
     for _ in range(150):
         n = int(rng.integers(2, 12))
-        g = nx.DiGraph()
-        g.add_nodes_from(range(n))
-        g.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.35)
+        g = random_dag(rng, n, 0.35)
         idx = DSeparationIndex(g)
         node = int(rng.integers(n))
         q = {v for v in range(n) if v != node and rng.random() < 0.4}

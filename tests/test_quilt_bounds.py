@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from _nets import random_network
+from _nets import random_dag, random_network
 from test_quilts_influence import _brute_sigma_one, brute_influence, brute_sigma
 from puffgm.calibration import QuiltSearch, calibrate
 from puffgm.exceptions import ParameterError
@@ -52,9 +52,7 @@ def test_far_set_quilt_d_separates_the_rest_of_the_far_set():
     rng = np.random.default_rng(4)
     for _ in range(300):
         n = int(rng.integers(2, 11))
-        g = nx.DiGraph()
-        g.add_nodes_from(range(n))
-        g.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.3)
+        g = random_dag(rng, n, 0.3)
         node = int(rng.integers(n))
         far = {v for v in range(n) if v != node and rng.random() < 0.5}
         q = far_set_quilt(g, node, far)

@@ -7,7 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from _nets import chain_network, random_network
+from _nets import chain_network, random_dag, random_network
 from puffgm.calibration import QuiltSearch, calibrate, candidate_quilts, evaluate_quilts
 from puffgm.exceptions import QuiltError
 from puffgm.influence import InfluenceEngine
@@ -86,9 +86,7 @@ def test_bayes_ball_matches_networkx_d_separation():
     rng = np.random.default_rng(3)
     for _ in range(200):
         n = int(rng.integers(2, 10))
-        g = nx.DiGraph()
-        g.add_nodes_from(range(n))
-        g.add_edges_from((i, j) for i in range(n) for j in range(i + 1, n) if rng.random() < 0.35)
+        g = random_dag(rng, n, 0.35)
         node = int(rng.integers(n))
         others = [v for v in range(n) if v != node]
         q = {v for v in others if rng.random() < 0.4}
