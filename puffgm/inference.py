@@ -45,6 +45,8 @@ __all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIE
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
 #: Total entries of the cached marginals (2**22 doubles, 32 MiB).
 _CACHE_MAX_ENTRIES = 1 << 22
+#: Contractions whose joint index space has at least this many entries use einsum's greedy path.
+_EINSUM_OPTIMIZE_MIN = 1 << 15
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
 
@@ -105,6 +107,16 @@ def _scope_of_fids(fids, fvars) -> set:
     return sc
 
 
+def _mask_members(mask: int) -> list:
+    """The set bits of ``mask``, increasing (variable indices of a scope)."""
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
+
+
 def _contract(operands, scope, out_vars) -> np.ndarray:
     """Sum over ``scope - out_vars`` of the product of ``operands`` [(vars, table), ...], one einsum.
 
@@ -112,10 +124,16 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
     """
     label = {v: k for k, v in enumerate(scope)}
     args = []
+    size = {}
     for vars_, table in operands:
         args.append(table)
         args.append([label[v] for v in vars_])
+        if len(operands) > 2:
+            size.update(zip(vars_, table.shape))
     args.append([label[v] for v in out_vars])
+    if len(operands) > 2 and math.prod(size.values()) >= _EINSUM_OPTIMIZE_MIN:
+        # a large product of three or more tables: pairwise beats one nested loop
+        return np.einsum(*args, optimize="greedy")
     return np.einsum(*args)
 
 
@@ -182,6 +200,7 @@ class LogVariableElimination:
         index = {n: k for k, n in enumerate(prior.nodes)}
         self._index = index
         self._card = [len(prior.states[n]) for n in prior.nodes]
+        self._size_memo = {}
         self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
         self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
         self._flo = [_log_min_positive(t) for t in self._ftab]
@@ -196,6 +215,17 @@ class LogVariableElimination:
         self._jt = False  # junction tree for pairwise marginals, built on first use
         self._bfs_cache = {}
         self._cond_cache = {}
+
+    def _mask_size(self, mask: int) -> int:
+        """Number of joint states of the variables of a bitmask (memoised)."""
+        hit = self._size_memo.get(mask)
+        if hit is None:
+            card = self._card
+            hit = math.prod(card[u] for u in _mask_members(mask))
+            if len(self._size_memo) >= 1 << 16:
+                self._size_memo.clear()
+            self._size_memo[mask] = hit
+        return hit
 
     def ancestral_set(self, variables) -> set:
         """An(variables) ∪ variables."""
@@ -282,28 +312,32 @@ class LogVariableElimination:
             tree_factors = self._subtree_factors(keep_idx, index[root] if root in index else keep_idx[0])
         if tree_factors is not None and tree_factors[1] < n_vars:
             factors = tree_factors[0]
-        # factors: id -> (vars, table, log min positive); var -> ids of factors holding it
-        fvars, ftab, flo = {}, {}, {}
+        # factors: id -> (vars, table, log min positive, bitmask of vars); var -> ids of factors holding it
+        fvars, ftab, flo, fmask = {}, {}, {}, {}
         holders = {}
         for k, (fv, tab, lo) in enumerate(factors):
             fvars[k], ftab[k], flo[k] = fv, tab, lo
+            m = 0
             for v in fv:
                 holders.setdefault(v, set()).add(k)
+                m |= 1 << v
+            fmask[k] = m
         members = sorted(holders)
         next_id = len(factors)
         logscale = 0.0
         keepset = set(keep_idx)
         elim = [v for v in members if v not in keepset]
         sizes = {}
+        size_of = self._mask_size
 
-        def scope_of(v):
-            sc = set()
+        def scope_mask(v):
+            m = 0
             for f in holders[v]:
-                sc.update(fvars[f])
-            return sc
+                m |= fmask[f]
+            return m
 
         for v in elim:
-            sizes[v] = math.prod(card[u] for u in scope_of(v))
+            sizes[v] = size_of(scope_mask(v))
         heap = [(sizes[v], v) for v in elim]
         heapq.heapify(heap)
         remaining = set(elim)
@@ -316,7 +350,10 @@ class LogVariableElimination:
                 continue
             remaining.discard(v)
             fids = holders.pop(v)
-            scope = sorted(_scope_of_fids(fids, fvars))
+            smask = 0
+            for f in fids:
+                smask |= fmask[f]
+            scope = _mask_members(smask)
             if size > limit:
                 self._too_large(size, keep)
             lo = sum(flo[f] for f in fids)
@@ -328,7 +365,7 @@ class LogVariableElimination:
                 for u in fvars[f]:
                     if u != v:
                         holders[u].discard(f)
-                del fvars[f], ftab[f], flo[f]
+                del fvars[f], ftab[f], flo[f], fmask[f]
             top = float(table.max())
             if not top > 0.0:  # an all-zero message: cannot happen for a proper network
                 raise _Underflow
@@ -343,12 +380,13 @@ class LogVariableElimination:
             if lo < 0.5 * _LOG_FLOOR:
                 lo = _log_min_positive(table)
             fvars[next_id], ftab[next_id], flo[next_id] = out_vars, table, lo
+            fmask[next_id] = smask & ~(1 << v)
             for u in out_vars:
                 holders[u].add(next_id)
             next_id += 1
             for u in out_vars:  # only these variables' scopes changed
                 if u in remaining:
-                    sizes[u] = math.prod(card[w] for w in scope_of(u))
+                    sizes[u] = size_of(scope_mask(u))
                     heapq.heappush(heap, (sizes[u], u))
         fids = list(fvars)
         out_vars = tuple(keep_idx)

@@ -93,9 +93,12 @@ def _max_ratio_rows(joint: np.ndarray):
     The probability-space twin of :func:`max_divergence_rows` for all pairs: rows are
     values of X_i (impossible ones dropped), P(x | a) = joint[a, x] / sum_x joint[a, x];
     per column the largest over the smallest conditional, +inf where the smallest is 0
-    and the largest is not, columns impossible under every value skipped.  Only two
-    logarithms per column are taken.  Returns (value, a, b, flat column), a and b as
-    row indices of ``joint``.
+    and the largest is not, columns impossible under every value skipped.  The log is
+    monotone, so the column is chosen on the ratio hi / lo and one logarithm is taken
+    (hi <= 1 and every positive lo >= 1e-280 / card(X_Q), the underflow guard of
+    :meth:`~puffgm.inference.LogVariableElimination.scaled_marginal`, so the ratio
+    cannot overflow).  Returns (value, a, b, flat column), a and b as row indices of
+    ``joint``.
     """
     k = joint.shape[0]
     flat = joint.reshape(k, -1)
@@ -103,18 +106,20 @@ def _max_ratio_rows(joint: np.ndarray):
     support = np.flatnonzero(pa > 0)
     if len(support) < 2:
         return 0.0, None, None, None
-    cond = flat[support] / pa[support, None]
+    if len(support) == k:
+        cond = flat * (1.0 / pa)[:, None]
+    else:
+        cond = flat[support] * (1.0 / pa[support])[:, None]
     hi = cond.max(axis=0)
     lo = cond.min(axis=0)
-    possible = hi > 0
-    if not possible.any():
-        return 0.0, None, None, None
     with np.errstate(divide="ignore", invalid="ignore"):
-        gap = np.where(possible, np.log(hi) - np.log(lo), -np.inf)  # lo = 0 < hi: +inf
-    x = int(np.argmax(gap))
+        ratio = hi / lo  # lo = 0 < hi: +inf; hi = lo = 0 (impossible column): nan
+    x = int(np.nanargmax(ratio)) if hi.any() else -1
+    if x < 0:
+        return 0.0, None, None, None
     a = int(support[int(np.argmax(cond[:, x]))])
     b = int(support[int(np.argmin(cond[:, x]))])
-    return float(gap[x]), a, b, x
+    return float(np.log(ratio[x])), a, b, x
 
 
 class InfluenceEngine:
@@ -140,6 +145,7 @@ class InfluenceEngine:
         limit = DEFAULT_MAX_TABLE_ENTRIES if max_table_entries is None else int(max_table_entries)
         self._ve = [LogVariableElimination(p, max_table_entries=limit) for p in prior_class.priors]
         self._cache = {}
+        self._position = {v: k for k, v in enumerate(prior_class.nodes)}
         self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
         self._pair_tables = ()
         self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
@@ -149,7 +155,7 @@ class InfluenceEngine:
 
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
-        quilt = tuple(sorted(quilt, key=self.prior_class.nodes.index))
+        quilt = tuple(sorted(quilt, key=self._position.__getitem__)) if len(quilt) > 1 else tuple(quilt)
         key = (node, quilt)
         hit = self._cache.get(key)
         if hit is not None:

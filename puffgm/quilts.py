@@ -34,7 +34,9 @@ X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
 are then refined (:meth:`puffgm.calibration.QuiltSearch.refine`): X_Q is grown
 greedily from the outside in, one nearby node at a time, choosing the
 addition with the smallest score; the worst node is refined until the worst
-node is one already refined.  Separation in M implies
+node is one already refined (unless a quick branch and bound,
+:mod:`puffgm.quilt_search`, has certified the structured quilts optimal).
+Separation in M implies
 d-separation, and every candidate's remote set is recomputed exactly by
 d-separation, so every candidate is a valid quilt.
 """
@@ -66,6 +68,8 @@ EXHAUSTIVE_MAX_NODES = 12
 #: Default bound on the joint state space card(X_Q states) of a candidate quilt.
 DEFAULT_MAX_QUILT_STATES = 100_000
 _EXHAUSTIVE_MAX_JOINT = 1 << 24
+#: Entries of the d-separation memo of a DSeparationIndex.
+_DSEP_MEMO_MAX = 1 << 18
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ class DSeparationIndex:
     ['c']
     """
 
-    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8")
+    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8", "_memo")
 
     def __init__(self, dag):
         import networkx as nx
@@ -176,6 +180,7 @@ class DSeparationIndex:
                 t[v] = t[v & (v - 1)] + (block[(v & -v).bit_length() - 1],)
             names8.append(t)
         self._names8 = names8
+        self._memo = {}  # (source, observed) -> (reach, touched): the searches ask the same sets again
 
     def bits(self, nodes) -> int:
         """The bitmask of a set of node names."""
@@ -206,8 +211,15 @@ class DSeparationIndex:
         A node is *touched* if the ball is passed to it at all (observed nodes
         included).  An observed node v that is not touched is d-separated from
         ``source`` by ``observed - {v}``: an active trail to v given the smaller set
-        would be active, up to v, given ``observed`` too.
+        would be active, up to v, given ``observed`` too.  Results are memoised
+        (at most :data:`_DSEP_MEMO_MAX` entries; the memo is emptied when full).
         """
+        key = (source, observed)
+        hit = self._memo.get(key)
+        if hit is not None:
+            return hit
+        if len(self._memo) >= _DSEP_MEMO_MAX:
+            self._memo.clear()
         par, ch, ancs = self._par, self._ch, self._anc
         anc = 0
         o = observed
@@ -243,7 +255,54 @@ class DSeparationIndex:
                 z ^= low
             up = nu & ~seen_up
             down = nd & ~seen_down
-        return reach, seen_up | seen_down
+        hit = self._memo[key] = (reach, seen_up | seen_down)
+        return hit
+
+    def reaches_any(self, source, observed: int, targets: int) -> bool:
+        """Whether some node of ``targets`` is d-connected to ``source`` given ``observed``.
+
+        The ball of :meth:`reach_and_touched`, stopped as soon as it reaches a target
+        (``targets & reach != 0``); the full search only when none is reached.
+        """
+        hit = self._memo.get((source, observed))
+        if hit is not None:
+            return bool(hit[0] & targets)
+        par, ch, ancs = self._par, self._ch, self._anc
+        anc = 0
+        o = observed
+        while o:
+            low = o & -o
+            anc |= ancs[low.bit_length() - 1]
+            o ^= low
+        up, down = 1 << self.index[source], 0
+        seen_up = seen_down = 0
+        free = ~observed
+        while up or down:
+            seen_up |= up
+            seen_down |= down
+            x = up & free
+            y = down & free
+            if (x | y) & targets:
+                return True
+            nu = nd = 0
+            while x:
+                low = x & -x
+                k = low.bit_length() - 1
+                nu |= par[k]
+                nd |= ch[k]
+                x ^= low
+            while y:
+                low = y & -y
+                nd |= ch[low.bit_length() - 1]
+                y ^= low
+            z = down & anc
+            while z:
+                low = z & -z
+                nu |= par[low.bit_length() - 1]
+                z ^= low
+            up = nu & ~seen_up
+            down = nd & ~seen_down
+        return False
 
     def remote_bits(self, node, quilt: int) -> int:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""

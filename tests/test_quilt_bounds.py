@@ -251,7 +251,7 @@ def test_zero_budget_keeps_the_structured_search():
     from puffgm.calibration import _node_optima
 
     search = QuiltSearch(PriorClass([net]))
-    structured = _node_optima(search, list(net.nodes), 1.0, [], 0)
+    structured = _node_optima(search, list(net.nodes), 1.0, [], 0, budget=0)[0]
     res = calibrate(net, 1.0, search_budget=0)
     assert [c.score for c in res.per_node] == [structured[v].score for v in net.nodes]
     assert res.details["quilt_set"].startswith("structured+refined@")
