@@ -268,7 +268,7 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
 
 
 def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
-                        prior_index: int = 0, max_nodes: int = MAX_PROCESSED_NODES):
+                        prior_index: int = 0, max_nodes: int = MAX_PROCESSED_NODES, dive: bool = True):
     """Improve the worst nodes' quilts and bound the optimum sigma_max* from below, for one prior.
 
     Parameters
@@ -287,6 +287,9 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         Index of the prior in its class (recorded in the witnesses of new quilts).
     max_nodes : int
         At most this many nodes are processed (worst first).
+    dive : bool
+        Run the far-side dive (:func:`far_side_dive`) of each processed node when
+        ``budget`` > 0 (False: expansions only, for a quick certification).
 
     Returns
     -------
@@ -314,7 +317,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         if worst in certs or top <= lower or len(certs) >= max_nodes:
             break
         cert = branch_and_bound(search, worst, epsilon, best[worst], budget,
-                                dive_width=DEFAULT_DIVE_WIDTH if budget else 0)
+                                dive_width=DEFAULT_DIVE_WIDTH if budget and dive else 0)
         certs[worst] = cert
         ch = cert.best
         if ch is not best[worst] and ch.witness is not None and prior_index:
