@@ -216,10 +216,29 @@ class DSeparationIndex:
         """
         key = (source, observed)
         hit = self._memo.get(key)
+        if hit is None:
+            if len(self._memo) >= _DSEP_MEMO_MAX:
+                self._memo.clear()
+            hit = self._memo[key] = self._ball(source, observed)[:2]
+        return hit
+
+    def reaches_any(self, source, observed: int, targets: int) -> bool:
+        """Whether some node of ``targets`` is d-connected to ``source`` given ``observed``.
+
+        The ball of :meth:`reach_and_touched`, stopped as soon as it reaches a target;
+        the full search only when none is reached.
+        """
+        hit = self._memo.get((source, observed))
         if hit is not None:
-            return hit
-        if len(self._memo) >= _DSEP_MEMO_MAX:
-            self._memo.clear()
+            return bool(hit[0] & targets)
+        return self._ball(source, observed, targets)[2]
+
+    def _ball(self, source, observed: int, targets: int = 0) -> tuple:
+        """Bayes-ball from ``source`` given ``observed``: (reach, touched, reached a target).
+
+        With ``targets``, the search stops at the first level that reaches one of
+        them (reach and touched are then partial).
+        """
         par, ch, ancs = self._par, self._ch, self._anc
         anc = 0
         o = observed
@@ -235,15 +254,16 @@ class DSeparationIndex:
             seen_down |= down
             nu = nd = 0
             x = up & free  # moving up through an unobserved node: on to parents and children
-            reach |= x
+            y = down & free  # moving down through an unobserved node: on to children
+            reach |= x | y
+            if reach & targets:
+                return reach, seen_up | seen_down, True
             while x:
                 low = x & -x
                 k = low.bit_length() - 1
                 nu |= par[k]
                 nd |= ch[k]
                 x ^= low
-            y = down & free  # moving down through an unobserved node: on to children
-            reach |= y
             while y:
                 low = y & -y
                 nd |= ch[low.bit_length() - 1]
@@ -255,54 +275,7 @@ class DSeparationIndex:
                 z ^= low
             up = nu & ~seen_up
             down = nd & ~seen_down
-        hit = self._memo[key] = (reach, seen_up | seen_down)
-        return hit
-
-    def reaches_any(self, source, observed: int, targets: int) -> bool:
-        """Whether some node of ``targets`` is d-connected to ``source`` given ``observed``.
-
-        The ball of :meth:`reach_and_touched`, stopped as soon as it reaches a target
-        (``targets & reach != 0``); the full search only when none is reached.
-        """
-        hit = self._memo.get((source, observed))
-        if hit is not None:
-            return bool(hit[0] & targets)
-        par, ch, ancs = self._par, self._ch, self._anc
-        anc = 0
-        o = observed
-        while o:
-            low = o & -o
-            anc |= ancs[low.bit_length() - 1]
-            o ^= low
-        up, down = 1 << self.index[source], 0
-        seen_up = seen_down = 0
-        free = ~observed
-        while up or down:
-            seen_up |= up
-            seen_down |= down
-            x = up & free
-            y = down & free
-            if (x | y) & targets:
-                return True
-            nu = nd = 0
-            while x:
-                low = x & -x
-                k = low.bit_length() - 1
-                nu |= par[k]
-                nd |= ch[k]
-                x ^= low
-            while y:
-                low = y & -y
-                nd |= ch[low.bit_length() - 1]
-                y ^= low
-            z = down & anc
-            while z:
-                low = z & -z
-                nu |= par[low.bit_length() - 1]
-                z ^= low
-            up = nu & ~seen_up
-            down = nd & ~seen_down
-        return False
+        return reach, seen_up | seen_down, False
 
     def remote_bits(self, node, quilt: int) -> int:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
