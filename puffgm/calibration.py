@@ -566,7 +566,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
                  bar=None, clock=None, budget: int = DEFAULT_SEARCH_BUDGET):
     """Active quilt of every node under one prior, improved and bounded (puffgm.quilt_search).
 
-    1. The structured search gives every node's active quilt.
+    1. The structured search gives every node's active quilt (a time limit reached
+       here refuses: some node has no quilt yet).
     2. The single-node lower bound (no expansion) is computed; when it is within
        :data:`QUICK_SEARCH_GAP` of sigma_max, a quick branch and bound (at most
        :data:`QUICK_SEARCH_BUDGET` expansions per node, no dive) tries to certify the
@@ -578,33 +579,49 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
        keeps the better of this quilt and the quick search's, and the lower bound is the
        larger of the two certified ones (each is a lower bound on max_i sigma_i*).
 
-    Returns (active quilts, lower bound on max_i sigma_i*, certificates).
+    Steps 2 and 3 only improve quilts that are valid already, so a time limit reached
+    there (:class:`~puffgm.exceptions.TimeLimitError` from the engine's deadline check)
+    stops them and keeps every node's best quilt so far, with the single-node bound
+    (computed outside the time budget: it needs no new inference).
+
+    Returns (active quilts, lower bound on max_i sigma_i*, certificates, stopped), with
+    ``stopped`` True when the time limit cut steps 2-3 short.
     """
     best = _node_bests(search, nodes, epsilon, n_jobs, bar, clock)
-    lower0 = -math.inf
-    quick = best
-    if not search.exhaustive and budget > 0:
-        top = max(c.score for c in best.values())
+    engine = search.engine
+    check, engine.deadline_check = engine.deadline_check, None
+    try:
         quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon, 0, prior_index=prior_index)
-        if lower0 >= QUICK_SEARCH_GAP * top:  # close already: a few expansions may certify
-            quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon, min(budget, QUICK_SEARCH_BUDGET),
-                                                       prior_index=prior_index, dive=False)
-        if not _better(lower0, max(c.score for c in quick.values())):
-            return _with_prior(quick, prior_index), lower0, certs  # certified optimal
-    if not search.exhaustive:
-        # sigma_max is set by the worst node: refine the worst until the worst is refined
-        done = set()
-        while True:
-            node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
-            if node in done:
-                break
-            done.add(node)
-            refined.append((prior_index, node) if prior_index else node)
-            best[node] = search.refine(node, epsilon, best[node])
-    best, lower, certs = improve_and_certify(search, best, nodes, epsilon, budget, prior_index=prior_index)
+    finally:
+        engine.deadline_check = check
+    try:
+        if not search.exhaustive and budget > 0:
+            top = max(c.score for c in best.values())
+            if lower0 >= QUICK_SEARCH_GAP * top:  # close already: a few expansions may certify
+                quick, lower_q, certs = improve_and_certify(search, best, nodes, epsilon,
+                                                            min(budget, QUICK_SEARCH_BUDGET),
+                                                            prior_index=prior_index, dive=False)
+                lower0 = max(lower0, lower_q)
+            if not _better(lower0, max(c.score for c in quick.values())):
+                return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
+        best = dict(best)
+        if not search.exhaustive:
+            # sigma_max is set by the worst node: refine the worst until the worst is refined
+            done = set()
+            while True:
+                node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
+                if node in done:
+                    break
+                done.add(node)
+                refined.append((prior_index, node) if prior_index else node)
+                best[node] = search.refine(node, epsilon, best[node])
+        best, lower, certs = improve_and_certify(search, best, nodes, epsilon, budget, prior_index=prior_index)
+        stopped = False
+    except TimeLimitError:
+        lower, stopped = lower0, True  # best holds every node's best valid quilt so far
     # the quick search's quilts compete (both are valid; the better score wins, ties keep the full road's)
     best = {n: quick[n] if _better(quick[n].score, c.score) else c for n, c in best.items()}
-    return _with_prior(best, prior_index), max(lower, lower0), certs
+    return _with_prior(best, prior_index), max(lower, lower0), certs, stopped
 
 
 def _with_prior(best: dict, prior_index: int) -> dict:
@@ -678,7 +695,11 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         tenth of the limit) have passed, the time per node searched projects the total;
         if it exceeds the limit, calibrate stops with
         :class:`~puffgm.exceptions.TimeLimitError` (one sentence with the projection and
-        the options to change) instead of running on.
+        the options to change) instead of running on.  If the limit is reached after
+        every node has been searched (during the refinement or the branch and bound of
+        the worst nodes, which only improve valid quilts), the result is returned with
+        the quilts found so far and the single-node lower bound, a note, and
+        ``details["time_limit_reached"]`` True.
 
     Returns
     -------
@@ -717,6 +738,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
                    pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
     bar = _progress_bar(progress, len(pc.priors) * len(nodes), pc)
     skipped = 0
+    stopped = False  # the time limit cut the refinement / branch and bound short (quilts valid)
     for t, theta in enumerate(pc.priors):
         search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive, max_table_entries)
         if time_limit is not None:
@@ -725,7 +747,9 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         try:
             # structured search, then branch-and-bound improvement of the worst nodes with a certified
             # lower bound (puffgm.quilt_search), then refinement of the worst nodes left uncertified
-            mine, lower_t, certs = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock, search_budget)
+            mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock,
+                                                     search_budget)
+            stopped = stopped or cut
         except BaseException:
             if bar is not None:
                 bar.close()
@@ -749,6 +773,10 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         limit = max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
         notes.append(f"{skipped} candidate quilt(s) skipped: exact inference on them would exceed "
                      f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
+    if stopped:
+        notes.append(f"time_limit={time_limit:g} s reached after every node search: the refinement and branch "
+                     "and bound of the worst nodes stopped early; every quilt is valid, and the lower bound is "
+                     "the single-node bound (raise time_limit for a smaller sigma_max or gap)")
     if sigma_max >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
         if max(lower) >= group * (1 - 1e-9):
@@ -779,6 +807,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "search_budget": search_budget,
             "branch_and_bound_nodes": tuple(searched),
             "skipped_quilts": skipped,
+            "time_limit_reached": stopped,
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else (
                 f"structured+refined@epsilon={epsilon!r}" if not search_budget

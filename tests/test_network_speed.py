@@ -20,7 +20,7 @@ import pytest
 
 from _nets import chain_network, random_dag, random_network
 from puffgm.calibration import QuiltSearch, calibrate
-from puffgm.exceptions import InferenceLimitError
+from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.inference import LogVariableElimination
 from puffgm.influence import InfluenceEngine
 from puffgm.priors import NetworkPrior, PriorClass, load_network, load_prior_class
@@ -267,3 +267,29 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
     with pytest.raises(ValueError, match="time_limit"):
         calibrate("example:asia", 1.0, time_limit=-1)
     assert calibrate("example:asia", 1.0, time_limit=600).sigma_max == calibrate("example:asia", 1.0).sigma_max
+
+
+def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
+    # the limit reached after every node search (here: at the first refinement) returns the
+    # structured quilts, which are valid, with the single-node bound and a note
+    from puffgm.calibration import QuiltSearch
+    from puffgm.priors import load_prior_class
+    from puffgm.quilts import make_quilt
+
+    full = calibrate("example:hailfinder", 1.0)
+
+    def expired(self, node, epsilon, incumbent):
+        raise TimeLimitError("Calibrating network 'hailfinder' did not finish within time_limit=1 s.")
+
+    monkeypatch.setattr(QuiltSearch, "refine", expired)
+    res = calibrate("example:hailfinder", 1.0, time_limit=600)
+    assert res.details["time_limit_reached"] is True
+    assert any("time_limit=600 s reached after every node search" in n for n in res.notes)
+    assert res.sigma_max >= full.sigma_max * (1 - 1e-12)
+    assert res.sigma_lower_bound <= full.sigma_max
+    assert res.sigma_lower_bound <= res.sigma_max
+    dag = load_prior_class("example:hailfinder").dag
+    for c in res.per_node:  # every quilt is a Markov quilt with its remote set by d-separation
+        q = make_quilt(dag, c.node, c.quilt)
+        assert set(c.remote) == set(q.remote) and set(c.nearby) == set(q.nearby)
+    assert full.details["time_limit_reached"] is False
