@@ -55,6 +55,7 @@ from .quilts import (
 )
 from .results import CalibrationResult, QuiltChoice
 from .secrets import SecretSpec
+from .quilt_certify import check_certify_budget
 from .quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
 
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
@@ -579,7 +580,7 @@ def _progress_bar(progress, total: int, pc):
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
               exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET, max_table_entries=None,
-              progress=None, n_jobs=None, time_limit=None) -> CalibrationResult:
+              progress=None, n_jobs=None, time_limit=None, certify_budget=0) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -623,6 +624,12 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         if it exceeds the limit, calibrate stops with
         :class:`~puffgm.exceptions.TimeLimitError` (one sentence with the projection and
         the options to change) instead of running on.
+    certify_budget : int
+        When > 0, a worst node whose branch and bound leaves an optimality gap gets
+        the cutting-plane certificate of :mod:`puffgm.quilt_certify` (exact
+        influences of pairs and small sets, 0-1 programs by HiGHS) with this many
+        influence queries: a higher ``sigma_lower_bound`` and possibly better
+        quilts, at a cost of seconds to minutes.  0 (default) skips it.
 
     Returns
     -------
@@ -645,6 +652,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     search_budget = check_search_budget(search_budget, "calibrate")
+    certify_budget = check_certify_budget(certify_budget, "calibrate")
     secrets = resolve_secrets(secrets, protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
@@ -653,7 +661,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # active quilt per (node, theta).  This is never above the min over quilts of the
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
-    lower, searched = [], []
+    lower, searched, planes = [], [], []
     jobs = _resolve_n_jobs(n_jobs, len(nodes))
     if time_limit is not None:
         time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
@@ -669,13 +677,16 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         try:
             mine = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock)
             # certified lower bound and branch-and-bound improvement of the worst nodes (puffgm.quilt_search)
-            mine, lower_t, certs = improve_and_certify(search, mine, nodes, epsilon, search_budget, prior_index=t)
+            mine, lower_t, certs = improve_and_certify(search, mine, nodes, epsilon, search_budget, prior_index=t,
+                                                       certify_budget=certify_budget)
         except BaseException:
             if bar is not None:
                 bar.close()
             raise
         lower.append(lower_t)
         searched.extend(((t, v) if t else v) for v in certs)
+        planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
+                      for c in certs.values() if c.cutting_planes is not None)
         evaluations += search.engine.evaluations
         skipped += search.skipped
         per_prior.append(max(c.score for c in mine.values()))
@@ -722,10 +733,13 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "per_prior_lower_bound": tuple(lower),
             "search_budget": search_budget,
             "branch_and_bound_nodes": tuple(searched),
+            "certify_budget": certify_budget,
+            "cutting_plane_nodes": tuple(planes),
             "skipped_quilts": skipped,
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else (
-                f"structured+refined@epsilon={epsilon!r}" if not search_budget
-                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}"),
+                f"structured+refined@epsilon={epsilon!r}" if not search_budget and not certify_budget
+                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}" if not certify_budget
+                else f"structured+refined+bnb{search_budget}+cp{certify_budget}@epsilon={epsilon!r}"),
         },
     )

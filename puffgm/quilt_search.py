@@ -106,6 +106,10 @@ class NodeCertificate:
         Far sets expanded.
     root_bound : float
         The single-node bound (before any branching).
+    cutting_planes : GapCertificate or None
+        The record of :func:`puffgm.quilt_certify.certify_node` when it ran after the
+        branch and bound (``certify_budget`` > 0 and a gap remained); its bound and
+        quilt are already folded into ``lower_bound`` and ``best``.
     """
 
     node: str
@@ -114,6 +118,7 @@ class NodeCertificate:
     certified: bool
     expansions: int
     root_bound: float
+    cutting_planes: object = None
 
 
 def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFAULT_SEARCH_BUDGET,
@@ -268,7 +273,7 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
 
 
 def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
-                        prior_index: int = 0, max_nodes: int = MAX_PROCESSED_NODES):
+                        prior_index: int = 0, max_nodes: int = MAX_PROCESSED_NODES, certify_budget: int = 0):
     """Improve the worst nodes' quilts and bound the optimum sigma_max* from below, for one prior.
 
     Parameters
@@ -287,6 +292,10 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         Index of the prior in its class (recorded in the witnesses of new quilts).
     max_nodes : int
         At most this many nodes are processed (worst first).
+    certify_budget : int
+        When > 0, a processed node whose branch and bound leaves a gap is handed to
+        the cutting-plane certificate (:func:`puffgm.quilt_certify.certify_node`)
+        with this many exact influence queries; 0 (default) skips it.
 
     Returns
     -------
@@ -315,6 +324,12 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
             break
         cert = branch_and_bound(search, worst, epsilon, best[worst], budget,
                                 dive_width=DEFAULT_DIVE_WIDTH if budget else 0)
+        if certify_budget and not cert.certified:
+            from .quilt_certify import certify_node
+
+            gap = certify_node(search, worst, epsilon, cert.best, cert.lower_bound, max_queries=certify_budget)
+            cert = replace(cert, lower_bound=max(cert.lower_bound, gap.lower_bound), best=gap.best,
+                           certified=gap.certified, cutting_planes=gap)
         certs[worst] = cert
         ch = cert.best
         if ch is not best[worst] and ch.witness is not None and prior_index:
