@@ -46,9 +46,12 @@ scored exactly becomes the new incumbent, so the search also finds better
 quilts and never returns an invalid one.  If S grows to the whole of A below
 tau_k, then f(A) < t and t is not certifiable.
 
-**Bisection.**  t is bisected between a known lower bound and the
-incumbent's score: a certified t raises the lower bound; a t that fails (or
-runs out of budget) lowers the upper end of the bisection only.  The
+**Bisection.**  The first target is the incumbent's score itself (less
+half the tolerance): the incumbent is often optimal, and the cuts made for a
+high target serve every lower one.  Then t is bisected between a known lower
+bound and the incumbent's score: a certified t raises the lower bound; a t
+that fails (or runs out of budget) lowers the upper end of the bisection
+only.  The
 returned lower bound is the largest certified t, hence sound whatever the
 budget.  Every influence entering a cut is lowered by
 :data:`puffgm.quilt_bounds.INFLUENCE_SLACK`.
@@ -62,8 +65,11 @@ On hailfinder's worst node the pairs alone raise the bound from 26.2 to
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import os
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -147,11 +153,52 @@ class _State:
     pair: dict = field(default_factory=dict)  # (i, j) i < j -> lower bound on e({i, j})
     queries: int = 0
     programs: int = 0
+    masks: list = field(default_factory=list)  # bit mask of each cut's members
+    dominated: list = field(default_factory=list)  # cut c is implied by a subset cut at every tau <= this
+
+    def add_cut(self, members, w: float) -> None:
+        """Record the cut S = ``members`` with w <= e(S), and which cuts imply which.
+
+        A cut S' ⊇ S adds nothing at a level tau <= w(S) (every far set holding S'
+        holds S), so it is left out of the programs there.
+        """
+        members = tuple(sorted(int(j) for j in members))
+        mask = sum(1 << j for j in members)
+        dom = -math.inf
+        for c, other in enumerate(self.masks):
+            if other & ~mask == 0:  # an existing subset implies the new cut up to its weight
+                dom = max(dom, self.cuts[c][1])
+            elif mask & ~other == 0:
+                self.dominated[c] = max(self.dominated[c], w)
+        self.cuts.append((members, float(w)))
+        self.masks.append(mask)
+        self.dominated.append(dom)
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """Silence file descriptor 1 (HiGHS's C++ code sometimes prints a debug line there, which
+    would corrupt ``puffgm calibrate --json``)."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+            yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _active_cuts(st: _State, tau: float, ub: np.ndarray) -> list:
     """The cuts that forbid something at level tau: w(S) >= tau, every member still allowed."""
-    return [members for members, w in st.cuts if w >= tau and all(ub[j] for j in members)]
+    blocked = sum(1 << int(j) for j in np.flatnonzero(ub == 0))
+    return [members for (members, w), mask, dom in zip(st.cuts, st.masks, st.dominated)
+            if w >= tau and dom < tau and not mask & blocked]
 
 
 def _greedy_far_set(st: _State, active: list, ub: np.ndarray, prefer=()) -> tuple:
@@ -173,6 +220,63 @@ def _greedy_far_set(st: _State, active: list, ub: np.ndarray, prefer=()) -> tupl
     return tuple(chosen)
 
 
+def _find_witness(st: _State, active: list, ub: np.ndarray, k: int, tries: int = 3) -> tuple:
+    """A far set of at least k nodes that no active cut forbids, by greedy heuristics (or the largest met).
+
+    Orders tried: ascending single influence, then ascending weighted degree in the
+    active cuts (a cut of card s weighs 1 / (s - 1), the classic minimum-degree rule
+    for independent sets), then that degree perturbed at random (seeded: results are
+    reproducible).  A heuristic only saves programs; the proofs come from HiGHS.
+    """
+    best = _greedy_far_set(st, active, ub)
+    if len(best) >= k or not active:
+        return best
+    free = [int(j) for j in np.flatnonzero(ub)]
+    deg = np.zeros(len(st.cand))
+    for members in active:
+        deg[list(members)] += 1.0 / (len(members) - 1)
+    rng = np.random.default_rng(len(active))
+    for attempt in range(tries - 1):
+        noise = rng.random(len(deg)) * (0.5 * attempt) if attempt else 0.0
+        key = deg + noise
+        order = sorted(free, key=lambda j: (key[j] if attempt else deg[j], st.single[j]))
+        got = _greedy_far_set(st, active, ub, prefer=order)
+        if len(got) > len(best):
+            best = got
+        if len(best) >= k:
+            break
+    return best
+
+
+def _witness_program(st: _State, active: list, ub: np.ndarray, k: int):
+    """A far set of k or more nodes that no active cut forbids, by HiGHS (first feasible point), or None.
+
+    None means HiGHS proved there is none (or stopped early); only the
+    optimisation program of :func:`_max_far_set` is used as a proof.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix, vstack
+
+    m = len(st.cand)
+    rows = [r for r, members in enumerate(active) for _ in members]
+    cols = [j for members in active for j in members]
+    a = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(active), m))
+    a = vstack([a, coo_matrix(np.ones((1, m)))]).tocsr()
+    lo = np.full(len(active) + 1, -np.inf)
+    lo[-1] = k
+    hi = np.array([len(members) - 1 for members in active] + [m], float)
+    st.programs += 1
+    with _quiet_stdout():
+        res = milp(np.zeros(m), integrality=np.ones(m), bounds=Bounds(np.zeros(m), ub),
+                   constraints=[LinearConstraint(a, lo, hi)])
+    if res.status != 0 or res.x is None:
+        return None
+    sol = tuple(int(j) for j in np.flatnonzero(res.x > 0.5))
+    if len(sol) < k or any(all(res.x[j] > 0.5 for j in members) for members in active):
+        return None  # not a clean witness: let the optimisation program decide
+    return sol
+
+
 def _max_far_set(st: _State, active: list, ub: np.ndarray):
     """(M, A): a certified upper bound on M(tau) (module docstring) and a maximiser, by HiGHS."""
     from scipy.optimize import Bounds, LinearConstraint, milp
@@ -189,8 +293,9 @@ def _max_far_set(st: _State, active: list, ub: np.ndarray):
     st.programs += 1
     m = len(st.cand)
     a = coo_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(active), m)).tocsr()
-    res = milp(-np.ones(m), integrality=np.ones(m), bounds=Bounds(np.zeros(m), ub),
-               constraints=[LinearConstraint(a, -np.inf, rhs)])
+    with _quiet_stdout():
+        res = milp(-np.ones(m), integrality=np.ones(m), bounds=Bounds(np.zeros(m), ub),
+                   constraints=[LinearConstraint(a, -np.inf, rhs)])
     if res.x is None:  # no solution reported: only the trivial bound is certain
         return len(free), tuple(int(j) for j in free)
     sol = tuple(int(j) for j in np.flatnonzero(res.x > 0.5))
@@ -284,7 +389,7 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
             w = exact((i, j))
             if w is not None:
                 st.pair[(i, j)] = w
-                st.cuts.append(((i, j), w))
+                st.add_cut((i, j), w)
 
     def pair_w(i, j):
         return st.pair.get((i, j) if i < j else (j, i), max(st.single[i], st.single[j]))
@@ -316,7 +421,7 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
             got = exact(trial)
             if got is not None and got >= tau:
                 s, w = list(trial), got
-        st.cuts.append((tuple(sorted(s)), w))
+        st.add_cut(s, w)
         return s
 
     def certifies(t):
@@ -329,8 +434,16 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
             if tau <= 0:
                 return True
             ub = (st.single < tau).astype(float)
+            free = int(ub.sum())
+            if free < k:  # fewer than k nodes may join at all
+                k = free
+                continue
             active = _active_cuts(st, tau, ub)
-            far = _greedy_far_set(st, active, ub)
+            far = _find_witness(st, active, ub, k)
+            if len(far) < k:
+                if st.programs >= max_programs:
+                    return False
+                far = _witness_program(st, active, ub, k) or ()
             if len(far) < k:
                 if st.programs >= max_programs:
                     return False
@@ -354,8 +467,10 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
         return True
 
     hi = best.score
+    top = True  # the incumbent is often optimal: try to certify it first (its cuts serve every lower t)
     while hi - lower > rtol * hi and st.queries < max_queries and st.programs < max_programs:
-        t = 0.5 * (lower + hi)
+        t = hi * (1 - rtol / 2) if top else 0.5 * (lower + hi)
+        top = False
         ok = certifies(t)
         if ok:
             lower = t

@@ -12,7 +12,7 @@ from puffgm.calibration import QuiltSearch, calibrate
 from puffgm.cli import main
 from puffgm.exceptions import ParameterError
 from puffgm.priors import PriorClass
-from puffgm.quilt_certify import CERTIFY_RTOL, _greedy_far_set, _max_far_set, _State, certify_node
+from puffgm.quilt_certify import CERTIFY_RTOL, _active_cuts, _greedy_far_set, _max_far_set, _State, certify_node
 from puffgm.quilts import make_quilt
 
 
@@ -72,12 +72,14 @@ def test_programs_and_greedy_respect_the_cuts():
         st = _State(n=m + 1, epsilon=1.0, cand=list(range(m)), single=single)
         for _ in range(int(rng.integers(0, 10))):
             size = int(rng.integers(2, 4))
-            st.cuts.append((tuple(sorted(rng.choice(m, size=min(size, m), replace=False).tolist())),
-                            float(rng.random())))
+            st.add_cut(rng.choice(m, size=min(size, m), replace=False).tolist(), float(rng.random()))
         tau = float(rng.random())
         ub = (single < tau).astype(float)
         active = [c for c, w in st.cuts if w >= tau and all(ub[j] for j in c)]
-        size, sol = _max_far_set(st, active, ub)
+        reduced = _active_cuts(st, tau, ub)  # the dominated cuts left out
+        assert set(reduced) <= set(active)
+        assert all(any(set(r) <= set(c) for r in reduced) for c in active)
+        size, sol = _max_far_set(st, reduced, ub)
         want = 0
         for r in range(m + 1):
             for a in itertools.combinations(range(m), r):
