@@ -89,7 +89,7 @@ DEFAULT_CERTIFY_QUERIES = 4000
 #: The bisection stops when the bound is within this relative distance of its upper end.
 CERTIFY_RTOL = 1e-3
 #: Largest set the separation grows before giving up on a witness.
-MAX_CUT_SIZE = 12
+MAX_CUT_SIZE = 64
 
 
 def check_certify_budget(value, where: str) -> int:
@@ -124,6 +124,8 @@ class GapCertificate:
         Sets in the knowledge family beyond the singles (pairs included).
     programs : int
         0-1 programs solved.
+    seconds : float
+        Wall time of the certificate.
     """
 
     node: str
@@ -134,11 +136,21 @@ class GapCertificate:
     queries: int
     cuts: int
     programs: int
+    seconds: float = math.nan
 
     def to_dict(self) -> dict:
         return {"node": self.node, "lower_bound": self.lower_bound, "best_score": self.best.score,
                 "certified": self.certified, "start_bound": self.start_bound, "queries": self.queries,
-                "cuts": self.cuts, "programs": self.programs}
+                "cuts": self.cuts, "programs": self.programs, "seconds": self.seconds}
+
+    def explain(self) -> str:
+        """One paragraph in words."""
+        state = ("certified optimal within the bisection tolerance" if self.certified
+                 else f"gap {self.best.score / self.lower_bound - 1:.1%} left")
+        return (f"Cutting-plane certificate for {self.node}: lower bound {self.start_bound:.4g} -> "
+                f"{self.lower_bound:.4g}, best quilt score {self.best.score:.4g} ({state}); "
+                f"{self.queries} exact influence queries, {self.cuts} cuts, {self.programs} 0-1 programs, "
+                f"{self.seconds:.1f} s.")
 
 
 @dataclass
@@ -337,6 +349,9 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
     """
     from .quilts import make_quilt
 
+    import time
+
+    clock = time.perf_counter()
     if max_programs is None:
         max_programs = max_queries // 2
     engine = search.engine
@@ -479,4 +494,5 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
     lower = min(lower, best.score)
     return GapCertificate(node=node, lower_bound=float(lower), best=best,
                           certified=bool(best.score - lower <= rtol * best.score), start_bound=float(start),
-                          queries=st.queries, cuts=len(st.cuts), programs=st.programs)
+                          queries=st.queries, cuts=len(st.cuts), programs=st.programs,
+                          seconds=time.perf_counter() - clock)

@@ -40,7 +40,12 @@ set of nodes.  Nodes are processed from the worst down: the worst node is
 searched (improving its quilt and bounding it); if it stays the worst, the
 search stops, else the new worst node is processed; a node whose score is not
 above the lower bound already proved cannot raise it.  A node's bound never
-exceeds its score, so once the worst node is certified the gap is 0.
+exceeds its score, so once the worst node is certified the gap is 0.  While a
+gap remains, the single-node bounds of the next-worst nodes and of the
+:data:`HUB_NODES` nodes of highest degree in the moral graph are added (the
+hubs' bounds are often the strongest: on pigs 167 against 61 from the worst
+nodes).  With ``certify_budget`` > 0 a processed node whose gap remains goes on
+to the cutting-plane certificate of :mod:`puffgm.quilt_certify`.
 """
 
 from __future__ import annotations
@@ -69,6 +74,8 @@ __all__ = [
 DEFAULT_SEARCH_BUDGET = 300
 #: At most this many nodes are processed per prior (the worst ones).
 MAX_PROCESSED_NODES = 8
+#: Single-node bounds of at most this many hubs (highest moral degree) are added when a gap remains.
+HUB_NODES = 8
 #: Nodes tried per step of the greedy dive run when the bound does not meet the incumbent.
 DEFAULT_DIVE_WIDTH = 8
 #: The dive stops after this many steps (DIVE_MAX_STEPS * width influence queries at most).
@@ -344,4 +351,19 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
             certs[v] = branch_and_bound(search, v, epsilon, best[v], 0, dive_width=0)
             lower = max(lower, certs[v].lower_bound)
     top = max(best[v].score for v in nodes)
+    if lower < top:
+        # the hubs (highest degree in the moral graph) often hold the strongest single-node
+        # bounds, whatever their scores (pigs: 167 from the hubs against 61 from the worst nodes)
+        from .quilts import moral_graph
+
+        moral = getattr(search, "_moral", None) or moral_graph(search.dag)
+        added = 0
+        for v in sorted(nodes, key=lambda v: (-moral.degree(v), rank[v])):
+            if added >= HUB_NODES or lower >= top:
+                break
+            if v in certs or best[v].score <= lower:  # a node's bound never exceeds its score
+                continue
+            certs[v] = branch_and_bound(search, v, epsilon, best[v], 0, dive_width=0)
+            lower = max(lower, certs[v].lower_bound)
+            added += 1
     return best, min(lower, top), certs

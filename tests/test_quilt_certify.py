@@ -130,3 +130,21 @@ def test_certify_budget_validation_and_cli(capsys, tmp_path):
     assert main(["calibrate", str(spec), "--epsilon", "1", "--certify-budget", "10"]) == 2
     err = capsys.readouterr().err
     assert "--certify-budget" in err and len(err.strip().splitlines()) == 1
+
+
+def test_calibration_bound_includes_the_hubs_single_node_bounds():
+    """While a gap remains, the single-node bounds of the 8 highest-degree nodes enter the bound (sound)."""
+    from puffgm.quilt_bounds import single_node_bound
+    from puffgm.quilt_search import HUB_NODES
+    from puffgm.quilts import moral_graph
+
+    rng = np.random.default_rng(61)
+    for trial in range(3):
+        net, _ = random_network(rng, n=10, p_edge=0.35, zero_prob=0.05, concentration=20.0, max_card=2)
+        res = calibrate(net, 1.0, exhaustive=False, search_budget=0)
+        search = QuiltSearch(PriorClass([net]))
+        moral = moral_graph(search.dag)
+        hubs = sorted(net.nodes, key=lambda v: (-moral.degree(v), net.nodes.index(v)))[:HUB_NODES]
+        hub_bound = max(single_node_bound(search.engine, v, 1.0) for v in hubs)
+        assert res.sigma_lower_bound >= min(res.sigma_max, hub_bound) * (1 - 1e-12)
+        assert res.sigma_lower_bound <= brute_sigma([net], 1.0) * (1 + 1e-9)
