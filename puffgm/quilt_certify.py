@@ -39,7 +39,8 @@ with the current set S is added and e(S) computed exactly (through
 Q*(S), :func:`puffgm.quilt_bounds.far_set_quilt`, when it has at most
 ``max_quilt_states`` joint states) until e(S) >= tau_k; S then joins K as a
 new cut (after dropping the nodes it does not need, which makes the cut
-forbid more far sets).  Every set S evaluated on the way is itself a far set
+forbid more far sets).  If no cut of at most :data:`MAX_CUT_SIZE` nodes is
+found, the target fails (the bisection moves down).  Every set S evaluated on the way is itself a far set
 with exact score f(S): if it beats the incumbent, the quilt Q*(S) with its
 remote set recomputed by d-separation (:func:`puffgm.quilts.make_quilt`) and
 scored exactly becomes the new incumbent, so the search also finds better
@@ -89,7 +90,7 @@ DEFAULT_CERTIFY_QUERIES = 4000
 #: The bisection stops when the bound is within this relative distance of its upper end.
 CERTIFY_RTOL = 1e-3
 #: Largest set the separation grows before giving up on a witness.
-MAX_CUT_SIZE = 64
+MAX_CUT_SIZE = 12
 
 
 def check_certify_budget(value, where: str) -> int:
@@ -315,7 +316,7 @@ def _max_far_set(st: _State, active: list, ub: np.ndarray):
     if dual is None or not np.isfinite(dual):
         bound = len(sol) if res.status == 0 else len(free)
     else:  # HiGHS's dual bound on the (integral) optimum: certified whatever the gap
-        bound = max(len(sol), int(math.floor(-dual + 1e-6)))
+        bound = max(len(sol), int(math.floor(-dual + 1e-3)))  # rounding up is the safe side
     return bound, sol
 
 
