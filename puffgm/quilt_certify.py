@@ -347,6 +347,17 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
     GapCertificate
         ``lower_bound`` <= sigma_i* (module docstring), never below ``lower`` nor
         above ``best.score``.
+
+    Examples
+    --------
+    >>> from puffgm.calibration import QuiltSearch
+    >>> from puffgm.priors import load_prior_class
+    >>> from puffgm.quilts import make_quilt
+    >>> search = QuiltSearch(load_prior_class("example:asia"), exhaustive=False)
+    >>> start = search.choice(make_quilt(search.dag, "either", ()), 1.0)   # the trivial quilt
+    >>> cert = certify_node(search, "either", 1.0, start)
+    >>> cert.certified and cert.lower_bound <= cert.best.score <= start.score
+    True
     """
     from .quilts import make_quilt
 
