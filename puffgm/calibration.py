@@ -55,6 +55,7 @@ from .quilts import (
 )
 from .results import CalibrationResult, QuiltChoice
 from .secrets import SecretSpec
+from .quilt_certify import check_certify_budget
 from .quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
 
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
@@ -563,7 +564,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
 
 
 def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
-                 bar=None, clock=None, budget: int = DEFAULT_SEARCH_BUDGET):
+                 bar=None, clock=None, budget: int = DEFAULT_SEARCH_BUDGET, certify_budget: int = 0):
     """Active quilt of every node under one prior, improved and bounded (puffgm.quilt_search).
 
     1. The structured search gives every node's active quilt (a time limit reached
@@ -577,7 +578,9 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
        (:meth:`QuiltSearch.refine`) until the worst node is one already refined, and the
        branch and bound runs with the full ``budget`` from the refined quilts; each node
        keeps the better of this quilt and the quick search's, and the lower bound is the
-       larger of the two certified ones (each is a lower bound on max_i sigma_i*).
+       larger of the two certified ones (each is a lower bound on max_i sigma_i*).  With
+       ``certify_budget`` > 0 the worst nodes left uncertified then get the cutting-plane
+       certificate (:mod:`puffgm.quilt_certify`).
 
     Steps 2 and 3 only improve quilts that are valid already, so a time limit reached
     there (:class:`~puffgm.exceptions.TimeLimitError` from the engine's deadline check)
@@ -615,7 +618,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
                 done.add(node)
                 refined.append((prior_index, node) if prior_index else node)
                 best[node] = search.refine(node, epsilon, best[node])
-        best, lower, certs = improve_and_certify(search, best, nodes, epsilon, budget, prior_index=prior_index)
+        best, lower, certs = improve_and_certify(search, best, nodes, epsilon, budget, prior_index=prior_index,
+                                                 certify_budget=certify_budget)
         stopped = False
     except TimeLimitError:
         lower, stopped = lower0, True  # best holds every node's best valid quilt so far
@@ -652,7 +656,7 @@ def _progress_bar(progress, total: int, pc):
 def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
               protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
               exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET, max_table_entries=None,
-              progress=None, n_jobs=None, time_limit=None) -> CalibrationResult:
+              progress=None, n_jobs=None, time_limit=None, certify_budget=0) -> CalibrationResult:
     """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
@@ -700,6 +704,12 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         the worst nodes, which only improve valid quilts), the result is returned with
         the quilts found so far and the single-node lower bound, a note, and
         ``details["time_limit_reached"]`` True.
+    certify_budget : int
+        When > 0, a worst node whose branch and bound leaves an optimality gap gets
+        the cutting-plane certificate of :mod:`puffgm.quilt_certify` (exact
+        influences of pairs and small sets, 0-1 programs by HiGHS) with this many
+        influence queries: a higher ``sigma_lower_bound`` and possibly better
+        quilts, at a cost of seconds to minutes.  0 (default) skips it.
 
     Returns
     -------
@@ -722,6 +732,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     search_budget = check_search_budget(search_budget, "calibrate")
+    certify_budget = check_certify_budget(certify_budget, "calibrate")
     secrets = resolve_secrets(secrets, protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
@@ -730,7 +741,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     # active quilt per (node, theta).  This is never above the min over quilts of the
     # sup-over-Theta score, and equal to it for a single prior.
     best, refined, evaluations, family, per_prior = {}, [], 0, None, []
-    lower, searched = [], []
+    lower, searched, planes = [], [], []
     jobs = _resolve_n_jobs(n_jobs, len(nodes))
     if time_limit is not None:
         time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
@@ -746,9 +757,10 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         family = search.family
         try:
             # structured search, then branch-and-bound improvement of the worst nodes with a certified
-            # lower bound (puffgm.quilt_search), then refinement of the worst nodes left uncertified
+            # lower bound (puffgm.quilt_search), refinement of the worst nodes left uncertified and,
+            # with certify_budget, the cutting-plane certificate (puffgm.quilt_certify)
             mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock,
-                                                     search_budget)
+                                                     search_budget, certify_budget)
             stopped = stopped or cut
         except BaseException:
             if bar is not None:
@@ -756,6 +768,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             raise
         lower.append(lower_t)
         searched.extend(((t, v) if t else v) for v in certs)
+        planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
+                      for c in certs.values() if c.cutting_planes is not None)
         evaluations += search.engine.evaluations
         skipped += search.skipped
         per_prior.append(max(c.score for c in mine.values()))
@@ -806,11 +820,14 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
             "per_prior_lower_bound": tuple(lower),
             "search_budget": search_budget,
             "branch_and_bound_nodes": tuple(searched),
+            "certify_budget": certify_budget,
+            "cutting_plane_nodes": tuple(planes),
             "skipped_quilts": skipped,
             "time_limit_reached": stopped,
             # the structured family adapts to epsilon through the refinement
             "quilt_set": "exhaustive" if family == "exhaustive" else (
-                f"structured+refined@epsilon={epsilon!r}" if not search_budget
-                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}"),
+                f"structured+refined@epsilon={epsilon!r}" if not search_budget and not certify_budget
+                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}" if not certify_budget
+                else f"structured+refined+bnb{search_budget}+cp{certify_budget}@epsilon={epsilon!r}"),
         },
     )

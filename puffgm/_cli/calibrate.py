@@ -37,6 +37,10 @@ def register(p) -> None:
                    help="networks: branch-and-bound expansions per worst node, which improve the quilts and "
                         "certify the lower bound on sigma_max (default 300; 0: structured search and "
                         "single-node bound only)")
+    p.add_argument("--certify-budget", type=int, default=None,
+                   help="networks: exact influence queries for the cutting-plane certificate of a worst node "
+                        "whose gap the branch and bound leaves open (puffgm.quilt_certify; raises the lower "
+                        "bound, may find better quilts; seconds to minutes; default 0: off)")
     p.add_argument("--protect", default=None,
                    help="comma-separated protected nodes (default: every node)")
     p.add_argument("--paper-convention", action="store_true",
@@ -68,9 +72,10 @@ def run(args) -> str:
         result = calibrate_gaussian_specs(args)
     elif chains:
         if args.protect or args.max_quilt_states is not None or args.search_budget is not None \
-                or args.max_table_entries is not None or args.time_limit is not None:
-            raise ParameterError("--protect, --max-quilt-states, --max-table-entries, --time-limit and "
-                                 "--search-budget apply to networks, not chain specs.")
+                or args.max_table_entries is not None or args.time_limit is not None \
+                or args.certify_budget is not None:
+            raise ParameterError("--protect, --max-quilt-states, --max-table-entries, --time-limit, "
+                                 "--certify-budget and --search-budget apply to networks, not chain specs.")
         from ..chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
@@ -96,12 +101,16 @@ def run(args) -> str:
 
         budget = DEFAULT_SEARCH_BUDGET if args.search_budget is None else check_search_budget(
             args.search_budget, "puffgm calibrate")
+        from ..quilt_certify import check_certify_budget
+
+        certify = 0 if args.certify_budget is None else check_certify_budget(
+            args.certify_budget, "puffgm calibrate")
         tables = None if args.max_table_entries is None else check_positive_int(
             args.max_table_entries, "max-table-entries", "puffgm calibrate")
         result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
                            max_quilt_states=bound, search_budget=budget, max_table_entries=tables,
                            progress=False if args.quiet else None,  # the bar writes to stderr only
-                           time_limit=args.time_limit)
+                           time_limit=args.time_limit, certify_budget=certify)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "

@@ -38,7 +38,7 @@ def calibrate_gaussian_specs(args):
         raise ParameterError("--paper-convention applies to Markov-chain specs, not Gaussian networks.")
     if args.max_quilt_states is not None:
         raise ParameterError("--max-quilt-states applies to discrete networks, not Gaussian networks.")
-    for flag in ("search_budget", "max_table_entries", "time_limit"):
+    for flag in ("search_budget", "certify_budget", "max_table_entries", "time_limit"):
         if getattr(args, flag, None) is not None:
             raise ParameterError(f"--{flag.replace('_', '-')} applies to discrete networks, not Gaussian networks.")
     return gaussian_calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=_protected(args))
