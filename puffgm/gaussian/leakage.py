@@ -452,7 +452,7 @@ class GaussianRegionModel:
                 lip = math.inf
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
-        pinned, lower_b2 = math.inf, -math.inf
+        pinned, lower_b2, val3 = math.inf, -math.inf, math.inf
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -461,13 +461,50 @@ class GaussianRegionModel:
                                                 tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
             lower_b2 = pinfo.get("lower", -math.inf)
             value = max(0.0, min(value, pinned))
+        elif len(high) >= 2 and Emax > 0.2:
+            # b >= 3 with other coordinates possibly pinned.  (a) one of them, p, by the certified
+            # bivariate engine on (x_i, x_p) given x_C (the rest integrated out untruncated), the rest
+            # by Bonferroni given x_i, x_p and x_C:  N(R, T_p, T_U) <= N(R, T_p) and
+            # N(R', T_p, T_U) >= N(R', T_p) (1 - E_U(R')),  E_U(R') = sum_{k in U} sup of the tail of x_k
+            # over x_i in R', x_p in T_p, x_C in the box (quasi-convexity: at an end of the mean's range)
+            from .bivariate import pinned_pair_leakage
+
+            grid = np.linspace(lo_i, hi_i - delta, max(16, int(math.ceil(2 * (hi_i - lo_i - delta) / delta))) + 1)
+            for p_ in high:
+                rest = [k for k in high if k != p_]
+                beta_r, var_r, cond_r = self._regress(rest, [i, p_] + cond)
+                tau_r = np.where(var_r <= 1e-13 * np.diag(self.cov)[rest], 0.0, np.sqrt(np.maximum(var_r, 0.0)))
+                base_r = np.array([self._affine_range(beta_r[t, 1:], [p_] + cond) for t in range(len(rest))])
+                base_r = base_r + self.mean[rest][:, None]
+                args_r = (base_r[:, 0], base_r[:, 1], beta_r[:, 0], tau_r, self.lower[rest], self.upper[rest])
+                if float(np.max(_bonferroni(grid[:-1], grid[1:] + delta, *args_r))) >= 1:
+                    continue  # some denominator region has no finite Bonferroni term
+
+                def corr_den_rest(ua, ub, _a=args_r):
+                    return U_marg(ua, ub) + _neglog1m(_bonferroni(ua, ub, *_a))
+
+                val_p, info_p = pinned_pair_leakage(self, i, p_, cond, corr_num_marg, corr_den_rest,
+                                                    tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
+                cond_b = max(cond_b, cond_r)
+                if val_p < pinned:
+                    pinned = val_p
+            if len(high) == 2:
+                # (b) b = 3: both other coordinates exactly, by the certified trivariate engine
+                from .trivariate import pinned_triple_leakage
+
+                val3, info3 = pinned_triple_leakage(self, i, high, cond, corr_num_marg, U_marg,
+                                                    tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3),
+                                                    give_up_above=pinned)
+                lower_b2 = info3.get("lower", -math.inf)
+                pinned = min(pinned, val3)
+            value = max(0.0, min(value, pinned))
         if math.isfinite(value):
             rel = 64 * EPS * max(self.cond, cond_a, cond_b) + 1e-12
             value = value * (1 + rel) + 1e-12
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
