@@ -319,6 +319,11 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3,
     witnesses = []
 
     def cell(a, b):
+        """(certified bound over the cell, value of the bound function at the cell's (U, centre)).
+
+        Lambda(eta_i, eta_P) <= Lambda(U, eta_P) <= Lambda(U, centre) + sum_k (hi_k - lo_k) half-width_k.
+        The second value is only the branch-and-bound target (it may exceed the exact leakage: the
+        point (U, centre) need not be attained); pruned cells keep counting in the certified value."""
         ctr = (a + b) / 2
         U, uu = zonotope_max_dual(center, gens, 0, [1, 2], a, b)
         Lneg, ul = zonotope_max_dual(-center, -gens, 0, [1, 2], -b, -a)
