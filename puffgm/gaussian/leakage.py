@@ -57,7 +57,14 @@ value is widened by ``(64 eps cond(Sigma_CC) + 1e-12)`` relative plus 1e-12
 absolute to cover rounding.  When E >= 1 (the other high-influence
 coordinates can be pushed out of their box, "pinned") the Bonferroni terms are
 useless and the bound is ``inf`` for that split; curves then keep the value of a
-smaller split (they are non-increasing).
+smaller split (they are non-increasing: for nested splits H_b in H_{b+1} the leakage
+through L_{b+1} is at most that through L_b by the mixture argument).  Pinned splits
+have engines of their own: b = 2 the certified bivariate engine
+(:mod:`puffgm.gaussian.bivariate`); b >= 3 a hybrid (one other coordinate p exactly
+by the bivariate engine on (x_i, x_p) given x_C, the rest by Bonferroni given x_i,
+x_p and x_C, used when that sum stays below 1) and, for b = 3, the certified
+trivariate engine (:mod:`puffgm.gaussian.trivariate`); the smallest certified value
+is returned.
 """
 
 from __future__ import annotations
@@ -220,7 +227,8 @@ class GaussianRegionModel:
         over the bound function).
     """
 
-    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4):
+    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
+                 pinned_engines: bool = True):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -246,6 +254,7 @@ class GaussianRegionModel:
         self.delta = float(delta)
         self.tol = float(tol)
         self.atol = float(atol)
+        self.pinned_engines = bool(pinned_engines)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
@@ -286,7 +295,8 @@ class GaussianRegionModel:
         return float(np.minimum(d1, d2).sum()), float(np.maximum(d1, d2).sum())
 
     # ------------------------------------------------------------ the bound
-    def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201) -> RegionLeakage:
+    def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201,
+                pinned_engines: bool | None = None) -> RegionLeakage:
         """Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
 
         Parameters
@@ -300,6 +310,10 @@ class GaussianRegionModel:
             out (default: every coordinate outside C and i, the general split of Definition 7).
             Coordinates in neither are integrated out *untruncated*: only valid when they are
             independent of x_H given x_C (a Markov-quilt remote set).
+        pinned_engines : bool, optional
+            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; trivariate engine
+            at b = 3) when the Bonferroni sum is large; default: the model's setting.  Off, such splits
+            keep the Bonferroni / range / precision-Lipschitz bound (often ``inf`` or loose).
         """
         i = int(i)
         self._check_node(i)
@@ -461,7 +475,9 @@ class GaussianRegionModel:
                                                 tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
             lower_b2 = pinfo.get("lower", -math.inf)
             value = max(0.0, min(value, pinned))
-        elif len(high) >= 2 and Emax > 0.2:
+        elif (len(high) >= 2 and Emax > 0.2 and cond
+              and (self.pinned_engines if pinned_engines is None else pinned_engines)):
+            # (an empty conditioning set leaks nothing: the curves set a(n) = 0 themselves)
             # b >= 3 with other coordinates possibly pinned.  (a) one of them, p, by the certified
             # bivariate engine on (x_i, x_p) given x_C (the rest integrated out untruncated), the rest
             # by Bonferroni given x_i, x_p and x_C:  N(R, T_p, T_U) <= N(R, T_p) and
