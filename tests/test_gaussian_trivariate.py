@@ -167,5 +167,6 @@ def test_pinned_b3_leakage_against_quadrature():
     ref = reference_leakage(cov, lower, upper, 0.25, 1, [0, 1, 2], [3], 9, 9)
     assert res.value >= ref
     assert res.details["trivariate"] >= ref
+    assert math.isfinite(res.details["hybrid"]) and res.details["hybrid"] >= ref  # bivariate + Bonferroni
     assert res.value <= ref * TOL_B3 + 1e-2, (res.value, ref)
     assert res.details["bivariate_lower"] <= res.value

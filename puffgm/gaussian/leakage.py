@@ -466,7 +466,7 @@ class GaussianRegionModel:
                 lip = math.inf
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
-        pinned, lower_b2, val3 = math.inf, -math.inf, math.inf
+        pinned, lower_b2, val3, hybrid = math.inf, -math.inf, math.inf, math.inf
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -502,6 +502,7 @@ class GaussianRegionModel:
                 val_p, info_p = pinned_pair_leakage(self, i, p_, cond, corr_num_marg, corr_den_rest,
                                                     tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
                 cond_b = max(cond_b, cond_r)
+                hybrid = min(hybrid, val_p)
                 if val_p < pinned:
                     pinned = val_p
             if len(high) == 2:
@@ -520,7 +521,7 @@ class GaussianRegionModel:
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "trivariate": val3, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "hybrid": hybrid, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
