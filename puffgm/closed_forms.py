@@ -372,7 +372,8 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 
 def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None,
                           nodes=None, search: str = "auto", value: str = "safe", grid: int = 201,
-                          names=None, fingerprint: str | None = None) -> InfluenceCurve:
+                          names=None, fingerprint: str | None = None,
+                          pinned_engines: bool = False) -> InfluenceCurve:
     """a(b)-influence curve of a truncated Gaussian prior with region secrets.
 
     For every secret coordinate i (``nodes``, default all) and every b, the
@@ -386,7 +387,12 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     * ``"auto"``: exhaustive for n <= 10, otherwise the better of farthest and greedy.
 
     Any H gives a valid upper bound (Definition 7 is an infimum over splits), so
-    a(b) = max_i min over the explored H with |H| <= b.  ``value`` picks
+    a(b) = max_i min over the explored H with |H| <= b (a smaller H bounds every H of size b
+    containing it: conditioning on more coordinates only mixes the likelihood ratios).  The
+    certified b >= 3 engines for pinned splits (:mod:`puffgm.gaussian.leakage`) run on the farthest
+    splits only (also in exhaustive mode), one per b and secret coordinate, when
+    ``pinned_engines=True`` (opt-in: seconds to minutes per pinned split; Figure 2b's curves use
+    it); otherwise such splits keep a smaller split's value.  ``value`` picks
     ``"safe"`` (default), ``"range"`` or ``"theorem9"`` (see the module docstring).
     """
     cov = np.asarray(cov, float)
@@ -417,13 +423,14 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
 
         model = GaussianRegionModel(cov, lower, upper, delta, mean)
 
-    def leak(i, H):
+    def leak(i, H, engines=False):
         L = [j for j in range(n) if j not in H]
         if value == "safe":
             # certified upper bound of the exact truncated leakage (puffgm.gaussian.leakage):
             # Theorem 9's sweep plus Bonferroni bounds for the truncation of the other
-            # high-influence coordinates and of the marginal, over the continuum of regions
-            return model.leakage(i, L).value
+            # high-influence coordinates and of the marginal, over the continuum of regions;
+            # the (slow) b >= 3 pinned-regime engines run on the farthest splits only
+            return model.leakage(i, L, pinned_engines=engines).value
         return gaussian_region_influence(cov, lower, upper, delta, i, L, mean=mean, grid=grid)[value]
 
     table = np.full((len(idx), B), math.inf)
@@ -445,12 +452,12 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
                 for extra in itertools.combinations(others, size):
                     H = (i,) + extra
                     offer(k, i, H, leak(i, H))
-        if mode in ("farthest", "both"):
+        if mode in ("farthest", "both") or (mode == "exhaustive" and value == "safe" and B >= 3 and pinned_engines):
             corr = np.abs(cov[i, others]) / np.sqrt(cov[i, i] * np.diag(cov)[others])
             order = [others[t] for t in np.lexsort((np.abs(np.array(others) - i), -corr))]
-            for size in range(0, B):
+            for size in range(0 if mode != "exhaustive" else 2, B):
                 H = (i,) + tuple(order[:size])
-                offer(k, i, H, leak(i, H))
+                offer(k, i, H, leak(i, H, engines=pinned_engines))
         if mode in ("greedy", "both"):
             H = (i,)
             offer(k, i, H, leak(i, H))
@@ -477,8 +484,9 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
         notes = ("certified: every point bounds the exact leakage of the truncated prior from above "
                  "(puffgm.gaussian.leakage: Theorem 9's sweep plus Bonferroni bounds for the truncated "
                  "high-influence coordinates and marginal, over the continuum of region positions); where the "
-                 "other high-influence coordinates can be pushed out of the box no finite bound is known for that "
-                 "split and the curve keeps the value of a smaller one",)
+                 "other high-influence coordinates can be pushed out of the box, certified engines handle b = 2 "
+                 "(bivariate) and b = 3 (trivariate, bivariate + Bonferroni hybrid); for larger such splits no "
+                 "finite bound may be known and the curve keeps the value of a smaller one",)
     else:
         notes = (f"value={value!r}: for b >= 2 the other high-influence coordinates are treated as untruncated "
                  "(as in Theorem 9); not certified, use value='safe' for a privacy guarantee",)
@@ -490,7 +498,7 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
 
 def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: float = 0.1, *,
                     max_b: int | None = None, value: str = "safe", center_only: bool = False,
-                    grid: int = 201) -> InfluenceCurve:
+                    grid: int = 201, pinned_engines: bool = False) -> InfluenceCurve:
     """Example 6.2: N(0, Sigma) with Sigma_jk = exp(-(j-k)^2 / l), truncated to [-gamma, gamma]^n.
 
     H grows around the secret coordinate (L = the farthest coordinates, Theorem
@@ -501,7 +509,7 @@ def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: floa
     cov = gp_covariance(n, length_scale)
     nodes = [math.ceil(n / 2) - 1] if center_only else None
     return gaussian_region_curve(cov, -gamma, gamma, delta, max_b=max_b, nodes=nodes, search="farthest",
-                                 value=value, grid=grid)
+                                 value=value, grid=grid, pinned_engines=pinned_engines)
 
 
 def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None, search: str = "auto",

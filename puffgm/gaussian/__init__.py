@@ -2,6 +2,8 @@
 
 * :mod:`puffgm.gaussian.leakage` -- certified upper bounds of the leakage of region secrets
   under truncated multivariate Gaussians (any high-influence set size b);
+* :mod:`puffgm.gaussian.bivariate`, :mod:`puffgm.gaussian.trivariate` -- certified engines for
+  b = 2 and b = 3 when other high-influence coordinates can be pushed out of their box;
 * :mod:`puffgm.gaussian.networks` -- linear-Gaussian Bayesian networks (JSON format, pgmpy
   ``LinearGaussianBayesianNetwork``), Markov-quilt calibration, a(b) curves.
 

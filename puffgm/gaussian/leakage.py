@@ -57,7 +57,14 @@ value is widened by ``(64 eps cond(Sigma_CC) + 1e-12)`` relative plus 1e-12
 absolute to cover rounding.  When E >= 1 (the other high-influence
 coordinates can be pushed out of their box, "pinned") the Bonferroni terms are
 useless and the bound is ``inf`` for that split; curves then keep the value of a
-smaller split (they are non-increasing).
+smaller split (they are non-increasing: for nested splits H_b in H_{b+1} the leakage
+through L_{b+1} is at most that through L_b by the mixture argument).  Pinned splits
+have engines of their own: b = 2 the certified bivariate engine
+(:mod:`puffgm.gaussian.bivariate`); b >= 3 a hybrid (one other coordinate p exactly
+by the bivariate engine on (x_i, x_p) given x_C, the rest by Bonferroni given x_i,
+x_p and x_C, used when that sum stays below 1) and, for b = 3, the certified
+trivariate engine (:mod:`puffgm.gaussian.trivariate`); the smallest certified value
+is returned.
 """
 
 from __future__ import annotations
@@ -220,7 +227,8 @@ class GaussianRegionModel:
         over the bound function).
     """
 
-    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4):
+    def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
+                 pinned_engines: bool = True):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -246,6 +254,7 @@ class GaussianRegionModel:
         self.delta = float(delta)
         self.tol = float(tol)
         self.atol = float(atol)
+        self.pinned_engines = bool(pinned_engines)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
@@ -286,7 +295,8 @@ class GaussianRegionModel:
         return float(np.minimum(d1, d2).sum()), float(np.maximum(d1, d2).sum())
 
     # ------------------------------------------------------------ the bound
-    def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201) -> RegionLeakage:
+    def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201,
+                pinned_engines: bool | None = None) -> RegionLeakage:
         """Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
 
         Parameters
@@ -300,6 +310,10 @@ class GaussianRegionModel:
             out (default: every coordinate outside C and i, the general split of Definition 7).
             Coordinates in neither are integrated out *untruncated*: only valid when they are
             independent of x_H given x_C (a Markov-quilt remote set).
+        pinned_engines : bool, optional
+            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; trivariate engine
+            at b = 3) when the Bonferroni sum is large; default: the model's setting.  Off, such splits
+            keep the Bonferroni / range / precision-Lipschitz bound (often ``inf`` or loose).
         """
         i = int(i)
         self._check_node(i)
@@ -452,7 +466,7 @@ class GaussianRegionModel:
                 lip = math.inf
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
-        pinned, lower_b2 = math.inf, -math.inf
+        pinned, lower_b2, val3, hybrid = math.inf, -math.inf, math.inf, math.inf
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -461,13 +475,53 @@ class GaussianRegionModel:
                                                 tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
             lower_b2 = pinfo.get("lower", -math.inf)
             value = max(0.0, min(value, pinned))
+        elif (len(high) >= 2 and Emax > 0.2 and cond
+              and (self.pinned_engines if pinned_engines is None else pinned_engines)):
+            # (an empty conditioning set leaks nothing: the curves set a(n) = 0 themselves)
+            # b >= 3 with other coordinates possibly pinned.  (a) one of them, p, by the certified
+            # bivariate engine on (x_i, x_p) given x_C (the rest integrated out untruncated), the rest
+            # by Bonferroni given x_i, x_p and x_C:  N(R, T_p, T_U) <= N(R, T_p) and
+            # N(R', T_p, T_U) >= N(R', T_p) (1 - E_U(R')),  E_U(R') = sum_{k in U} sup of the tail of x_k
+            # over x_i in R', x_p in T_p, x_C in the box (quasi-convexity: at an end of the mean's range)
+            from .bivariate import pinned_pair_leakage
+
+            grid = np.linspace(lo_i, hi_i - delta, max(16, int(math.ceil(2 * (hi_i - lo_i - delta) / delta))) + 1)
+            for p_ in high:
+                rest = [k for k in high if k != p_]
+                beta_r, var_r, cond_r = self._regress(rest, [i, p_] + cond)
+                tau_r = np.where(var_r <= 1e-13 * np.diag(self.cov)[rest], 0.0, np.sqrt(np.maximum(var_r, 0.0)))
+                base_r = np.array([self._affine_range(beta_r[t, 1:], [p_] + cond) for t in range(len(rest))])
+                base_r = base_r + self.mean[rest][:, None]
+                args_r = (base_r[:, 0], base_r[:, 1], beta_r[:, 0], tau_r, self.lower[rest], self.upper[rest])
+                if float(np.max(_bonferroni(grid[:-1], grid[1:] + delta, *args_r))) >= 1:
+                    continue  # some denominator region has no finite Bonferroni term
+
+                def corr_den_rest(ua, ub, _a=args_r):
+                    return U_marg(ua, ub) + _neglog1m(_bonferroni(ua, ub, *_a))
+
+                val_p, info_p = pinned_pair_leakage(self, i, p_, cond, corr_num_marg, corr_den_rest,
+                                                    tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
+                cond_b = max(cond_b, cond_r)
+                hybrid = min(hybrid, val_p)
+                if val_p < pinned:
+                    pinned = val_p
+            if len(high) == 2:
+                # (b) b = 3: both other coordinates exactly, by the certified trivariate engine
+                from .trivariate import pinned_triple_leakage
+
+                val3, info3 = pinned_triple_leakage(self, i, high, cond, corr_num_marg, U_marg,
+                                                    tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3),
+                                                    give_up_above=pinned)
+                lower_b2 = info3.get("lower", -math.inf)
+                pinned = min(pinned, val3)
+            value = max(0.0, min(value, pinned))
         if math.isfinite(value):
             rel = 64 * EPS * max(self.cond, cond_a, cond_b) + 1e-12
             value = value * (1 + rel) + 1e-12
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "hybrid": hybrid, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:

@@ -189,7 +189,9 @@ class LinearGaussianPrior:
     def region_model(self) -> GaussianRegionModel:
         """The truncated joint Gaussian as a :class:`GaussianRegionModel` (built once)."""
         if self._model is None:
-            self._model = GaussianRegionModel(self.cov, self.lower, self.upper, self.delta, self.mean)
+            # the b >= 3 pinned-regime engines are off here: MQM and the quilt curves scan many quilts
+            self._model = GaussianRegionModel(self.cov, self.lower, self.upper, self.delta, self.mean,
+                                              pinned_engines=False)
         return self._model
 
     def moral_graph(self):
