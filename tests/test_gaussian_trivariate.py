@@ -170,3 +170,22 @@ def test_pinned_b3_leakage_against_quadrature():
     assert math.isfinite(res.details["hybrid"]) and res.details["hybrid"] >= ref  # bivariate + Bonferroni
     assert res.value <= ref * TOL_B3 + 1e-2, (res.value, ref)
     assert res.details["bivariate_lower"] <= res.value
+
+
+def test_curve_with_pinned_engines_is_certified_and_lower():
+    """The same pinned n = 4 model as a curve (secret x_1, farthest splits): with the pinned engines
+    a(3) falls from the flat b = 2 value to a certified value at or above the exact b = 3 leakage
+    (the quadrature reference above, 4.2079), and the curve stays non-increasing."""
+    from puffgm.closed_forms import gaussian_region_curve, gp_covariance
+
+    cov = gp_covariance(4, 2.0)
+    lower, upper = np.array([-2.5, -2.5, -2.5, -6.0]), np.array([2.5, 2.5, 2.5, 6.0])
+    kw = dict(nodes=[1], search="farthest")
+    flat = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25, **kw).a, dtype=float)
+    pinned = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25, pinned_engines=True, **kw).a, dtype=float)
+    ref = reference_leakage(cov, lower, upper, 0.25, 1, [0, 1, 2], [3], 9, 9)
+    assert pinned[2] >= ref
+    assert pinned[2] <= ref * TOL_B3 + 1e-2
+    assert pinned[2] < flat[2] == flat[1]  # the old curve kept the b = 2 value at b = 3
+    assert np.all(pinned <= flat) and np.all(np.diff(pinned) <= 0)
+    assert pinned[0] == flat[0] and pinned[1] == flat[1] and pinned[3] == flat[3] == 0.0
