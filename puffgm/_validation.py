@@ -36,6 +36,15 @@ def check_nonnegative_finite(value, name: str, where: str) -> float:
     return float(value)
 
 
+def check_nonnegative_int(value, name: str, where: str) -> int:
+    """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+        raise ParameterError(
+            f"The '{name}' parameter of {where} must be an integer >= 0. Got {value!r} instead."
+        )
+    return int(value)
+
+
 def check_positive_int(value, name: str, where: str) -> int:
     """Return ``int(value)`` if it is an integer >= 1, else raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:

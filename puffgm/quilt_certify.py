@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .exceptions import ParameterError
+from ._validation import check_nonnegative_int
 from .quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
 
 __all__ = [
@@ -95,13 +95,7 @@ MAX_CUT_SIZE = 12
 
 def check_certify_budget(value, where: str) -> int:
     """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
-    import numbers
-
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
-        raise ParameterError(
-            f"The 'certify_budget' parameter of {where} must be an integer >= 0. Got {value!r} instead."
-        )
-    return int(value)
+    return check_nonnegative_int(value, "certify_budget", where)
 
 
 @dataclass(frozen=True)

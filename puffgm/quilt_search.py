@@ -52,12 +52,11 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .exceptions import ParameterError
+from ._validation import check_nonnegative_int
 from .quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
 from .quilts import make_quilt
 
@@ -84,11 +83,7 @@ DIVE_MAX_STEPS = 40
 
 def check_search_budget(value, where: str) -> int:
     """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
-        raise ParameterError(
-            f"The 'search_budget' parameter of {where} must be an integer >= 0. Got {value!r} instead."
-        )
-    return int(value)
+    return check_nonnegative_int(value, "search_budget", where)
 
 
 def _better(score: float, incumbent: float) -> bool:

@@ -31,7 +31,6 @@ are reported, not used as a certificate.
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 

@@ -462,7 +462,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "prediction's favour; trial noise from seeded numpy generators (a simulation: such releases are "
              "marked `secure=False`).",
              "",
-             f"![noisy top-K](results/bai_topk.png)", ""]
+             "![noisy top-K](results/bai_topk.png)", ""]
     disagreements = []
     for res in all_res:
         sec, dis = _section(res, eidx)

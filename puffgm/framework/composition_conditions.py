@@ -53,8 +53,8 @@ Theorems 4 and 5; proof in appendix C.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 import numpy as np
 from scipy.optimize import linprog
@@ -63,7 +63,7 @@ from scipy.special import logsumexp
 from .._validation import check_nonnegative_finite, check_positive_int
 from ..exceptions import AuditError, ParameterError
 from ..results import json_float
-from .audit import FiniteMechanism, _as_finite, audit_finite
+from .audit import _as_finite, audit_finite
 from .instantiation import Instantiation
 
 __all__ = [

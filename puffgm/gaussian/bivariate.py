@@ -118,6 +118,39 @@ def _maximise_r(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=25):
     return certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=iters, max_cells=20000)
 
 
+def conditional_block(cov, H, C):
+    """(W, S) of the Gaussian conditional x_H | x_C: mean m_H + W (x_C - m_C), covariance S.
+
+    W = Sigma_HC Sigma_CC^-1 and S = Sigma_HH - W Sigma_CH (symmetrised); W has no
+    columns when C is empty.
+    """
+    if C:
+        W = np.linalg.solve(cov[np.ix_(C, C)], cov[np.ix_(C, H)]).T
+        S = cov[np.ix_(H, H)] - W @ cov[np.ix_(C, H)]
+    else:
+        W = np.zeros((len(H), 0))
+        S = cov[np.ix_(H, H)].copy()
+    return W, (S + S.T) / 2
+
+
+def natural_zonotope(model, H, C, W, S):
+    """(S^-1, centre, generators) of the zonotope of natural parameters eta = S^-1 mu.
+
+    mu = m_H + W (x_C - m_C) is affine in x_C, so over the box of x_C, eta ranges over
+    centre + generators @ [-1, 1]^|C| (the image of the box's centre and half-widths).
+    """
+    mean = model.mean
+    Sinv = np.linalg.inv(S)
+    if C:
+        xc_mid = (model.lower[C] + model.upper[C]) / 2
+        center = Sinv @ (mean[H] + W @ (xc_mid - mean[C]))
+        gens = (Sinv @ W) * ((model.upper[C] - model.lower[C]) / 2)[None, :]
+    else:
+        center = Sinv @ mean[H]
+        gens = np.zeros((len(H), 0))
+    return Sinv, center, gens
+
+
 def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, *, tol=1e-3, atol=1e-3, max_rounds=10):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond with H = {i, k}.
 
@@ -129,21 +162,8 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, *, tol=1e-3, atol
     delta = model.delta
     H = [i, k]
     C = list(cond)
-    if C:
-        W = np.linalg.solve(cov[np.ix_(C, C)], cov[np.ix_(C, H)]).T
-        S = cov[np.ix_(H, H)] - W @ cov[np.ix_(C, H)]
-    else:
-        W = np.zeros((2, 0))
-        S = cov[np.ix_(H, H)].copy()
-    S = (S + S.T) / 2
-    Sinv = np.linalg.inv(S)
-    if C:
-        xc_mid = (model.lower[C] + model.upper[C]) / 2
-        center = Sinv @ (mean[H] + W @ (xc_mid - mean[C]))
-        gens = (Sinv @ W) * ((model.upper[C] - model.lower[C]) / 2)[None, :]
-    else:
-        center = Sinv @ mean[H]
-        gens = np.zeros((2, 0))
+    W, S = conditional_block(cov, H, C)
+    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
     # X = eta_k, Y = eta_i
     xu, yu, xl, yl, xmin, xmax = hull_functions(np.array([center[1], center[0]]), np.array([gens[1], gens[0]]))
     pad = 1e-12 * (1 + float(np.max(np.abs(np.concatenate([yu, yl])))))

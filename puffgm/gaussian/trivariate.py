@@ -42,12 +42,13 @@ import math
 
 import numpy as np
 
-from .bivariate import _LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _lse, hull_functions
+from .bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _lse, conditional_block, hull_functions,
+                        natural_zonotope)
 from .leakage import certified_region_max, log_interval_prob
 
 _DEBUG = False  # print the branch-and-bound rounds (development aid)
 
-__all__ = ["log_box2_bounds", "log_box3_bounds", "zonotope_max_dual", "pinned_triple_leakage"]
+__all__ = ["log_box2_bounds", "zonotope_max_dual", "pinned_triple_leakage"]
 
 
 def _log_gauss_exp(a, b, mu, s, lam, t0):
@@ -255,25 +256,12 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3,
     delta = model.delta
     H = [i, p, q]
     C = list(cond)
-    if C:
-        W = np.linalg.solve(cov[np.ix_(C, C)], cov[np.ix_(C, H)]).T
-        S = cov[np.ix_(H, H)] - W @ cov[np.ix_(C, H)]
-    else:
-        W = np.zeros((3, 0))
-        S = cov[np.ix_(H, H)].copy()
-    S = (S + S.T) / 2
+    W, S = conditional_block(cov, H, C)
     try:
         np.linalg.cholesky(S)
     except np.linalg.LinAlgError:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
-    Sinv = np.linalg.inv(S)
-    if C:
-        xc_mid = (model.lower[C] + model.upper[C]) / 2
-        center = Sinv @ (mean[H] + W @ (xc_mid - mean[C]))
-        gens = (Sinv @ W) * ((model.upper[C] - model.lower[C]) / 2)[None, :]
-    else:
-        center = Sinv @ mean[H]
-        gens = np.zeros((3, 0))
+    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
     tri = _Tri(S, box_p, box_q)
     if tri.tau <= 1e-12 * math.sqrt(S[2, 2]) or tri.sp <= 1e-12 * math.sqrt(S[1, 1]):
         return math.inf, {"reason": "x_P determined by x_i and x_cond"}
