@@ -15,7 +15,8 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 from puffgm.gaussian.leakage import GaussianRegionModel, log_interval_prob
-from puffgm.gaussian.trivariate import _Tri, _log_gauss_exp, log_box2_bounds, zonotope_max_dual
+from puffgm.gaussian.bivariate import _log_gauss_exp
+from puffgm.gaussian.trivariate import _Tri, log_box2_bounds, zonotope_max_dual
 
 
 def _gl(a, b, panels, k):

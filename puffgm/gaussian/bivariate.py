@@ -64,8 +64,31 @@ def _hull_max(xs, ys, a, b):
 
 
 def _log_gauss_exp(a, b, mu, s, lam, t0):
-    """log int_a^b N(t; mu, s^2) exp(lam (t - t0)) dt (closed form, arrays)."""
-    return lam * (mu - t0) + 0.5 * (lam * s) ** 2 + log_interval_prob(a, b, mu + lam * s * s, s)
+    """log int_a^b N(t; mu, s^2) exp(lam (t - t0)) dt, arrays, without cancellation.
+
+    The exponent q(t) is a concave quadratic with vertex m = mu + lam s^2; with t* the point of
+    [a, b] nearest to m, the value is q(t*) + log int_a^b exp(q(t) - q(t*)) dt, and the last
+    integral is a scaled Mills-ratio difference (``scipy.special.erfcx``) when m lies outside
+    [a, b], a central normal probability when it lies inside.  (The textbook closed form
+    lam (mu - t0) + (lam s)^2 / 2 + log P(a < N(m, s^2) < b) loses all digits when m is far away.)"""
+    from scipy.special import erfcx
+
+    a, b, mu, lam, t0 = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, mu, lam, t0)))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = mu + lam * s * s
+        ts = np.clip(m, a, b)
+        q = -0.5 * ((ts - mu) / s) ** 2 - _LOG_SQRT_2PI - math.log(s) + lam * (ts - t0)
+        za, zb = (a - m) / s, (b - m) / s
+        # m inside [a, b]: q(m) + log(s sqrt(2 pi)) + log P(a < N(m, s^2) < b)
+        inside = q + _LOG_SQRT_2PI + math.log(s) + log_interval_prob(a, b, m, s)
+        # m above b: s sqrt(pi/2) [erfcx(u_b) - exp((zb^2 - za^2)/2) erfcx(u_a)], u = -z / sqrt 2 >= 0
+        c0 = 0.5 * math.log(math.pi / 2) + math.log(s)
+        ea, eb = erfcx(-za / math.sqrt(2)), erfcx(-zb / math.sqrt(2))
+        above = q + c0 + np.log(eb) + np.log1p(-np.exp(0.5 * (zb * zb - za * za)) * ea / eb)
+        fa, fb = erfcx(za / math.sqrt(2)), erfcx(zb / math.sqrt(2))
+        below = q + c0 + np.log(fa) + np.log1p(-np.exp(0.5 * (za * za - zb * zb)) * fb / fa)
+        out = np.where(m > b, above, np.where(m < a, below, inside))
+    return np.where(b > a, out, -np.inf)
 
 
 def _log_g(t, mk, c, mi, tau, lo_k, hi_k):
