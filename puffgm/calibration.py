@@ -607,7 +607,6 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
                 lower0 = max(lower0, lower_q)
             if not _better(lower0, max(c.score for c in quick.values())):
                 return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
-        best = dict(best)
         if not search.exhaustive:
             # sigma_max is set by the worst node: refine the worst until the worst is refined
             done = set()

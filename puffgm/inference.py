@@ -99,14 +99,6 @@ def _log_min_positive(t: np.ndarray) -> float:
     return math.log(m) if m < math.inf else 0.0
 
 
-def _scope_of_fids(fids, fvars) -> set:
-    """Union of the variables of the factors ``fids``."""
-    sc = set()
-    for f in fids:
-        sc.update(fvars[f])
-    return sc
-
-
 def _mask_members(mask: int) -> list:
     """The set bits of ``mask``, increasing (variable indices of a scope)."""
     out = []
