@@ -466,7 +466,7 @@ class GaussianRegionModel:
                 lip = math.inf
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
-        pinned, lower_b2, val3, hybrid = math.inf, -math.inf, math.inf, math.inf
+        pinned, lower_b2, val3, hybrid, val_m = math.inf, -math.inf, math.inf, math.inf, math.inf
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -505,8 +505,18 @@ class GaussianRegionModel:
                 hybrid = min(hybrid, val_p)
                 if val_p < pinned:
                     pinned = val_p
-            if len(high) == 2:
-                # (b) b = 3: both other coordinates exactly, by the certified trivariate engine
+            # (b) any b >= 3 with a sign-balanced conditional precision (e.g. totally positive kernels):
+            # Lambda is monotone in the natural parameters, so the sup over x_C is at one point per
+            # orientation, with b-dimensional box probabilities bounded on both sides
+            from .monotone import monotone_leakage
+
+            val_m, info_m = monotone_leakage(self, i, high, cond, corr_num_marg, U_marg,
+                                             tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
+            if math.isfinite(val_m):
+                lower_b2 = max(lower_b2, info_m.get("lower", -math.inf))
+                pinned = min(pinned, val_m)
+            if len(high) == 2 and not math.isfinite(val_m):
+                # (c) b = 3: both other coordinates exactly, by the certified trivariate engine
                 from .trivariate import pinned_triple_leakage
 
                 val3, info3 = pinned_triple_leakage(self, i, high, cond, corr_num_marg, U_marg,
@@ -521,7 +531,7 @@ class GaussianRegionModel:
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "trivariate": val3, "hybrid": hybrid, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
