@@ -121,7 +121,7 @@ class BoxProbability:
             raise np.linalg.LinAlgError("the precision matrix is not positive definite")
         self.Dp = c * self.diag
         self.PmD = self.P - np.diag(self.Dp)
-        sign, logdet = np.linalg.slogdet(self.P)
+        _, logdet = np.linalg.slogdet(self.P)
         self.lognorm = 0.5 * logdet - self.d * _HALF_LOG_2PI
         self.tol, self.max_boxes, self.sweeps = tol, max_boxes, sweeps
         self.rowabs = np.sum(np.abs(self.P), axis=1)
