@@ -175,12 +175,13 @@ class BoxProbability:
         L, U, n = self.bounds_many(mu, np.asarray(lo, float)[None, :], np.asarray(hi, float)[None, :])
         return float(L[0]), float(U[0]), int(n[0])
 
-    def bounds_many(self, mu, lo, hi):
+    def bounds_many(self, mu, lo, hi, tol=None):
         """Certified (lower, upper, sub-box counts) of log P(x in [lo_t, hi_t]) for the rows t of lo, hi.
 
         All boxes share the mean ``mu``; the refinement runs on every box at once (one vectorised
         round splits, in each box still above the tolerance, the sub-boxes carrying more than the
-        average share of its gap)."""
+        average share of its gap); ``tol`` overrides the instance's tolerance."""
+        tol = self.tol if tol is None else tol
         mu = np.asarray(mu, float)
         A = np.array(lo, float, ndmin=2)
         B = np.array(hi, float, ndmin=2)
@@ -190,7 +191,7 @@ class BoxProbability:
         while True:
             lt, ut = _group_lse(L, pid, nprob), _group_lse(U, pid, nprob)
             count = np.bincount(pid, minlength=nprob)
-            active = (ut - lt > self.tol) & (count < self.max_boxes) & np.isfinite(ut)
+            active = (ut - lt > tol) & (count < self.max_boxes) & np.isfinite(ut)
             if not np.any(active):
                 break
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

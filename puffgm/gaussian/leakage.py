@@ -172,6 +172,22 @@ def tail_prob(lo, hi, m, tau):
     return ndtr((lo - m) / tau) + ndtr((m - hi) / tau)
 
 
+def _bonferroni_sum(ua, ub, m_i, base_lo, base_hi, slope, tau, lo, hi):
+    """sum_k max over x_i in [ua, ub] (cells) and the base range [base_lo_k, base_hi_k] of the tail of x_k,
+    x_k | x_i, ~ N(base + slope_k (x_i - m_i), tau_k^2) (the tail is quasi-convex in the mean: ends)."""
+    e1 = slope[:, None] * (ua[None, :] - m_i)
+    e2 = slope[:, None] * (ub[None, :] - m_i)
+    mlo = base_lo[:, None] + np.minimum(e1, e2)
+    mhi = base_hi[:, None] + np.maximum(e1, e2)
+    return np.sum(np.maximum(_tails(lo, hi, mlo, tau), _tails(lo, hi, mhi, tau)), axis=0)
+
+
+def _neglog1m(E):
+    """-log(1 - E), inf when E >= 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
+
+
 @dataclass(frozen=True)
 class RegionLeakage:
     """Certified upper bound of the leakage of region secrets on one coordinate through one set.
@@ -295,6 +311,40 @@ class GaussianRegionModel:
         return float(np.minimum(d1, d2).sum()), float(np.maximum(d1, d2).sum())
 
     # ------------------------------------------------------------ the bound
+    def marginal_corrections(self, i: int):
+        """(corr_num, corr_den) for the marginal of x_i under the truncated prior, as callables of region
+        intervals [ua, ub] (arrays): ``corr_num`` = -log(1 - E0), E0 the Bonferroni sum of the tails of
+        every other coordinate given x_i in [ua, ub] (so P0(R) >= N0(R) (1 - E0) / Z), and ``corr_den``
+        = log(1 - max_k inf tail_k) (so P0(R') <= N0(R') exp(corr_den) / Z).  Used by every engine of
+        :meth:`leakage` and by :func:`puffgm.gaussian.monotone.corner_lower_bound`."""
+        i = int(i)
+        self._check_node(i)
+        m_i = self.mean[i]
+        ok = np.array([k for k in range(self.n) if k != i], dtype=int)
+        if not ok.size:
+            def zero(ua, ub):
+                return np.zeros_like(ua)
+            return zero, zero
+        tau0 = self._tau0[ok, i].copy()
+        tau0[tau0 <= 1e-13 * self._sd[ok]] = 0.0
+        args_m = (self.mean[ok], self.mean[ok], self._beta0[ok, i], tau0, self.lower[ok], self.upper[ok])
+
+        def corr_num(ua, ub):
+            return _neglog1m(_bonferroni_sum(ua, ub, m_i, *args_m))
+
+        def corr_den(ua, ub):
+            """log of an upper bound of P(x_-i in box | x_i in [ua, ub]): 1 - max_k inf tail_k."""
+            s = self._beta0[ok, i][:, None]
+            e1 = self.mean[ok][:, None] + s * (ua[None, :] - m_i)
+            e2 = self.mean[ok][:, None] + s * (ub[None, :] - m_i)
+            mid = ((self.lower[ok] + self.upper[ok]) / 2)[:, None]
+            closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
+            inf_tail = _tails(self.lower[ok], self.upper[ok], closest, tau0)
+            with np.errstate(divide="ignore"):
+                return np.log1p(-np.max(inf_tail, axis=0))
+
+        return corr_num, corr_den
+
     def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201,
                 pinned_engines: bool | None = None) -> RegionLeakage:
         """Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
@@ -325,7 +375,7 @@ class GaussianRegionModel:
         high = sorted(int(k) for k in high if int(k) != i)
         if set(high) & set(cond):
             raise ParameterError("The high-influence and conditioning sets overlap.")
-        n, delta = self.n, self.delta
+        delta = self.delta
         lo_i, hi_i, m_i, s0 = self.lower[i], self.upper[i], self.mean[i], self._sd[i]
         # x_i | x_C
         beta_i, var_i, cond_a = self._regress([i], cond)
@@ -347,15 +397,9 @@ class GaussianRegionModel:
             slope_k = beta_k[:, 0]
         else:
             cond_b = 1.0
-        others = [k for k in range(n) if k != i]
 
-        def _bonferroni(ua, ub, base_lo, base_hi, slope, tau, lo, hi):
-            """sum_k max over x_i in [ua, ub] (cells) and the base range of the tail of x_k."""
-            e1 = slope[:, None] * (ua[None, :] - m_i)
-            e2 = slope[:, None] * (ub[None, :] - m_i)
-            mlo = base_lo[:, None] + np.minimum(e1, e2)
-            mhi = base_hi[:, None] + np.maximum(e1, e2)
-            return np.sum(np.maximum(_tails(lo, hi, mlo, tau), _tails(lo, hi, mhi, tau)), axis=0)
+        def _bonferroni(ua, ub, *args):
+            return _bonferroni_sum(ua, ub, m_i, *args)
 
         if high:
             hk = np.array(high)
@@ -363,15 +407,7 @@ class GaussianRegionModel:
 
             def E_cond(ua, ub):
                 return _bonferroni(ua, ub, *args_c)
-        ok = np.array(others, dtype=int)
-        tau0 = np.zeros(0)
-        if ok.size:
-            tau0 = self._tau0[ok, i].copy()
-            tau0[tau0 <= 1e-13 * self._sd[ok]] = 0.0
-            args_m = (self.mean[ok], self.mean[ok], self._beta0[ok, i], tau0, self.lower[ok], self.upper[ok])
-
-            def E_marg(ua, ub):
-                return _bonferroni(ua, ub, *args_m)
+        corr_num_marg, U_marg = self.marginal_corrections(i)
 
         def maximise(terms, efun):
             """Certified max over r in [lo_i, hi_i - delta] of
@@ -394,26 +430,6 @@ class GaussianRegionModel:
 
             return certified_region_max(lo_i, hi_i, delta, F, C, efun, self.tol, self.atol,
                                         iters=80, max_cells=200000)
-
-        def _neglog1m(E):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
-
-        def U_marg(ua, ub):
-            """log of an upper bound of P(x_-i in box | x_i in [ua, ub]): 1 - max_k inf tail_k."""
-            if not ok.size:
-                return np.zeros_like(ua)
-            s = self._beta0[ok, i][:, None]
-            e1 = self.mean[ok][:, None] + s * (ua[None, :] - m_i)
-            e2 = self.mean[ok][:, None] + s * (ub[None, :] - m_i)
-            mid = ((self.lower[ok] + self.upper[ok]) / 2)[:, None]
-            closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
-            inf_tail = _tails(self.lower[ok], self.upper[ok], closest, tau0)
-            with np.errstate(divide="ignore"):
-                return np.log1p(-np.max(inf_tail, axis=0))
-
-        def corr_num_marg(ua, ub):  # numerator region of the marginal: -log(1 - E0)
-            return _neglog1m(E_marg(ua, ub)) if ok.size else np.zeros_like(ua)
 
         def corr_den(ua, ub):  # denominator region: Bonferroni on H' and the marginal's upper bound
             out = U_marg(ua, ub)

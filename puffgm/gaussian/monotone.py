@@ -39,7 +39,7 @@ from .bivariate import conditional_block, natural_zonotope
 from .boxprob import BoxProbability
 from .leakage import certified_region_max, log_interval_prob
 
-__all__ = ["balancing_signs", "monotone_leakage"]
+__all__ = ["balancing_signs", "corner_lower_bound", "monotone_leakage"]
 
 
 def balancing_signs(P, root=0):
@@ -114,19 +114,69 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     # attained corners for the lower bound: majority sign of each column of diag(s) gens
     col = np.sign(np.sum(sg, axis=0))
     consistent = bool(np.all((sg * col[None, :] >= 0) | (sg == 0)))
-    lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
     m0, s0 = mean[i], math.sqrt(cov[i, i])
-    K1, K2 = float(Sinv[0, 0]), 1.0 / cov[i, i]
     n_boxes = [0]
+    box_bounds = _box_bounds_factory(model, i, H, box, n_boxes)
+    pair_bound = _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=box_bounds)
+
+    cert_up, est_up = pair_bound(eta_up)
+    cert_dn, est_dn = pair_bound(eta_dn)
+    cert = max(cert_up, cert_dn) + pert
+    # certified lower bound at attained corners of the box of x_C: top region against bottom region
+    top, bot = np.array([hi_i - delta]), np.array([lo_i])
+    m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
+    m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
+    lower = -math.inf
+    for u in (col, -col):
+        mu = S @ (center + gens @ u)
+        lt, ut = box_bounds(mu, top)
+        lb, ub = box_bounds(mu, bot)
+        up_pair = (lt[0] - ub[0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
+        dn_pair = (lb[0] - ut[0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
+        lower = max(lower, up_pair - pert, dn_pair - pert)
+    return cert, {"signs": s.astype(int).tolist(), "corner_attained": consistent, "estimate": max(est_up, est_dn),
+                  "lower": lower, "max_sub_boxes": n_boxes[0]}
+
+
+def _box_bounds_factory(model, i, H, box, n_boxes=None):
+    """box_bounds(mu, r) -> certified (lower, upper) of log N(x_i in [r, r + delta], x_H' in T; mu, P^-1)
+    for arrays r: loose bounds everywhere, then ``box.tol`` only where the numerator or the denominator
+    function of the region maximisation can come within a margin of its maximum (all values certified)."""
+    delta = model.delta
+    lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
+    m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
+    n_boxes = [0] if n_boxes is None else n_boxes
 
     def box_bounds(mu, r):
         r = np.asarray(r, float)
         lo = np.broadcast_to(lo_H, (len(r), len(H))).copy()
         hi = np.broadcast_to(hi_H, (len(r), len(H))).copy()
         lo[:, 0], hi[:, 0] = r, r + delta
-        lb, ub, nb = box.bounds_many(mu, lo, hi)
+        loose = max(box.tol, 0.25)
+        lb, ub, nb = box.bounds_many(mu, lo, hi, tol=loose)
+        marg = log_interval_prob(r, r + delta, m0, s0)
+        margin = 1.0 + 2 * loose
+        near = (((ub - marg >= np.max(lb - marg) - margin) | (marg - lb >= np.max(marg - ub) - margin))
+                & (ub - lb > box.tol))
+        if np.any(near):
+            lb2, ub2, nb2 = box.bounds_many(mu, lo[near], hi[near])
+            lb[near], ub[near] = np.maximum(lb[near], lb2), np.minimum(ub[near], ub2)
+            nb = np.concatenate([nb, nb2])
         n_boxes[0] = max(n_boxes[0], int(np.max(nb)))
         return lb, ub
+
+    return box_bounds
+
+
+def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None):
+    """pair_bound(eta) -> (certified sup over regions R of the numerator term plus sup over R' of the
+    denominator term, value met): the decoupled region maximisation at one natural parameter eta,
+    F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring)."""
+    delta = model.delta
+    lo_i, hi_i = model.lower[i], model.upper[i]
+    m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
+    K1, K2 = float(box.P[0, 0]), 1.0 / model.cov[i, i]
+    box_bounds = _box_bounds_factory(model, i, H, box) if box_bounds is None else box_bounds
 
     def pair_bound(eta):
         mu = S @ eta
@@ -149,20 +199,65 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
         u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=25, max_cells=20000)
         return u1 + u2, v1 + v2
 
-    cert_up, est_up = pair_bound(eta_up)
-    cert_dn, est_dn = pair_bound(eta_dn)
-    cert = max(cert_up, cert_dn) + pert
-    # certified lower bound at attained corners of the box of x_C: top region against bottom region
+    return pair_bound
+
+
+def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2, box=None, box_tol=1e-2,
+                       max_boxes=2000):
+    """Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
+
+    Any attained x_C and any disjoint pair of regions give a lower bound of the leakage (Definition 7
+    takes a sup).  At a corner x_C, with R the top region [hi_i - delta, hi_i] and R' the bottom one
+    (and back), log P(R | x_C) - log P(R' | x_C) >= lower(log N(R x T)) - upper(log N(R' x T))
+    (:class:`~puffgm.gaussian.boxprob.BoxProbability`), and the marginal log ratio of the truncated
+    prior is at most log N0(R) - log N0(R') - log(1 - E0(R')) (Bonferroni, ``corr_num``).  Starting
+    from the corners that maximise and minimise eta_i (or ``starts``), single coordinates of x_C are
+    flipped while the bound improves (``sweeps`` passes).  No sign condition is needed.
+
+    Returns (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations)."""
+    cov, mean, delta = model.cov, model.mean, model.delta
+    H = [int(i)] + [int(k) for k in high]
+    C = list(cond)
+    W, S = conditional_block(cov, H, C)
+    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
+    if box is None:
+        box = BoxProbability((Sinv + Sinv.T) / 2, tol=box_tol, max_boxes=max_boxes)
+    lo_i, hi_i = model.lower[i], model.upper[i]
+    m0, s0 = mean[i], math.sqrt(cov[i, i])
     top, bot = np.array([hi_i - delta]), np.array([lo_i])
     m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
     m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
-    lower = -math.inf
-    for u in (col, -col):
+    c_b, c_t = float(corr_num(bot, bot + delta)[0]), float(corr_num(top, top + delta)[0])
+    lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
+    LO = np.vstack([lo_H, lo_H])
+    HI = np.vstack([hi_H, hi_H])
+    LO[0, 0], HI[0, 0], LO[1, 0], HI[1, 0] = top[0], top[0] + delta, bot[0], bot[0] + delta
+    n_eval = [0]
+
+    def value(u):
         mu = S @ (center + gens @ u)
-        lt, ut = box_bounds(mu, top)
-        lb, ub = box_bounds(mu, bot)
-        up_pair = (lt[0] - ub[0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
-        dn_pair = (lb[0] - ut[0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
-        lower = max(lower, up_pair - pert, dn_pair - pert)
-    return cert, {"signs": s.astype(int).tolist(), "corner_attained": consistent, "estimate": max(est_up, est_dn),
-                  "lower": lower, "max_sub_boxes": n_boxes[0]}
+        lb, ub, _ = box.bounds_many(mu, LO, HI)
+        n_eval[0] += 1
+        return max((lb[0] - ub[1]) - (m_t - m_b + c_b), (lb[1] - ub[0]) - (m_b - m_t + c_t))
+
+    if starts is None:
+        g0 = np.where(gens[0] >= 0, 1.0, -1.0)
+        starts = [g0, -g0]
+    best, best_u = -math.inf, None
+    for u0 in starts:
+        u = np.array(u0, float)
+        cur = value(u)
+        for _ in range(sweeps):
+            improved = False
+            for j in range(len(C)):
+                u[j] = -u[j]
+                v = value(u)
+                if v > cur:
+                    cur, improved = v, True
+                else:
+                    u[j] = -u[j]
+            if not improved:
+                break
+        if cur > best:
+            best, best_u = cur, u.copy()
+    return best, best_u, n_eval[0]
