@@ -7,7 +7,7 @@ References (no Monte Carlo in any assertion):
 * tensor Gauss-Legendre quadrature on panels graded geometrically towards the box faces, with the last
   coordinate integrated in closed form given the others (``scipy.special.log_ndtr``), everything in log
   space; its resolution is checked by a second, finer run in every test;
-* for the Ornstein-Uhlenbeck (Markov) chains of the end-to-end audits, the chain structure: products of
+* for the AR(1) / Ornstein-Uhlenbeck (Markov) chains of the end-to-end audits, the chain structure: products of
   transition kernels on Gauss-Legendre grids (log-sum-exp), which gives the marginal P0 of the truncated
   prior and the conditional box probabilities given x_C; checked against the generic reference above.
 """
@@ -86,8 +86,15 @@ def ou_cov(n, l):
     return np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
 
 
+def ar_cov(n, rho):
+    """Stationary unit-variance AR(1) chain: cov rho^|j - k| (rho = exp(-1 / l) is the OU chain; rho < 0
+    alternates the signs of the correlations and of the precision's off-diagonal entries)."""
+    idx = np.arange(n)
+    return rho ** np.abs(idx[:, None] - idx[None, :])
+
+
 def _ou_log_trans(x, y, rho):
-    """log density of x_{k+1} = y given x_k = x for the stationary unit-variance OU chain."""
+    """log density of x_{k+1} = y given x_k = x for the stationary unit-variance AR(1) chain."""
     v = 1 - rho * rho
     return -0.5 * (y - rho * x) ** 2 / v - 0.5 * math.log(2 * math.pi * v)
 
@@ -102,13 +109,12 @@ def _chain_logmass(rho, grids, left, right):
     return logsumexp(cur[:, None, :] + right[None, :, :], axis=2)
 
 
-def exact_ou_leakage(n, l, lo, hi, delta, i, H, n_r, n_x, m=10, k=10, mr=4, kr=10):
-    """Exact leakage a(C) of Definition 7 for the OU chain (cov exp(-|j - k| / l)) truncated to [lo, hi],
+def exact_chain_leakage(n, rho, lo, hi, delta, i, H, n_r, n_x, m=10, k=10, mr=4, kr=10):
+    """Exact leakage a(C) of Definition 7 for the AR(1) chain (cov rho^|j - k|) truncated to [lo, hi],
     H a contiguous block containing i, C = the rest (the Markov property makes only the coordinates next
     to the block matter), maximised over a grid of n_r region positions (both ends included) and n_x
     values per adjacent conditioning coordinate (box corners included).  Returns (max, i.e. a value never
     above the true supremum, and the array [r, r', x_left, x_right] of log ratios)."""
-    rho = math.exp(-1.0 / l)
     rs = np.linspace(lo[i], hi[i] - delta, n_r)
 
     def grid(j, r):
@@ -353,46 +359,61 @@ def test_lambda_monotone_in_flipped_natural_parameters():
 
 
 # ------------------------------------------------------------------ 5, 6. end-to-end pinned audits
-# OU chains (Markov, cov exp(-|j - k| / l)): H is a block of b coordinates around the secret, C the rest.
-# With one box [-3, 3] for all coordinates the conditional mean of the block ends stays inside their box
-# and the Bonferroni bound is finite (E < 1); the conditioning coordinates get the wider box [-6, 6], which
+# AR(1) chains (Markov, cov rho^|j - k|; rho = exp(-1 / l) is the OU kernel exp(-|j - k| / l)): H is a block
+# of b coordinates around the secret, C the rest.  With one box [-3, 3] for all coordinates the conditional
+# mean of the block ends stays inside their box and the Bonferroni bound is finite (E < 1, measured for
+# n = 4, 5, l = 5 .. 20, gamma = 3 .. 5); the conditioning coordinates get the wider box [-6, 6], which
 # pushes the conditional mean of a block end past its box (pinned: the Bonferroni bound is infinite).
 #
-# Stated tolerance (measured, tol = atol = 1e-3, box tolerance 1e-2): the certified value lies 0.5-1.04 %
-# above the exact grid maximum and the certified lower bound 0.6-1.23 % below it (b = 3: n = 4: 35.2300 /
-# 34.8687 / 34.4392; n = 5: 69.8318 / 69.4628 / 69.0331; b = 4, n = 6: 54.0177 / 53.4984 / 52.9135;
-# n = 5, l = 3: 39.7573 / 39.5431 / 39.2827).
-# Both gaps come from the marginal side, whose exact truncated probabilities the engine replaces by
-# Bonferroni bounds: they stay below -log(1 - E0) (0.42 for l = 5: the top region's marginal Bonferroni
-# sum) plus the box tolerances plus the region-continuum tolerance, which is asserted too.
+# Stated tolerance (measured, tol = atol = 1e-3, box tolerance 1e-2): the certified value lies 0.53-1.04 %
+# above the exact grid maximum and the certified lower bound 0.62-1.23 % below it (certified / exact /
+# lower: b = 3, l = 5: n = 4: 35.2300 / 34.8687 / 34.4392; n = 5: 69.8318 / 69.4628 / 69.0331; b = 4, n = 6:
+# 54.0177 / 53.4984 / 52.9135; n = 5, l = 3: 39.7573 / 39.5431 / 39.2827; alternating rho = -0.8, n = 5:
+# 62.0834 / 61.7525 / 61.3616).  Both gaps come from the marginal side, whose exact truncated probabilities
+# the engine replaces by Bonferroni bounds: they stay below -log(1 - E0) (0.42 for l = 5: the top region's
+# marginal Bonferroni sum) plus the box tolerances plus the region-continuum tolerance, asserted too.
 GAMMA, GAMMA_C, DELTA = 3.0, 6.0, 0.25
 REL_TOL = 0.015
 
 
-def _pinned_ou(n, l, H):
-    cov = ou_cov(n, l)
+def _pinned_chain(n, rho, H):
+    cov = ar_cov(n, rho)
     cond = [k for k in range(n) if k not in H]
     lo, hi = np.full(n, -GAMMA), np.full(n, GAMMA)
     lo[cond], hi[cond] = -GAMMA_C, GAMMA_C
     return cov, lo, hi, cond
 
 
-def _audit(n, l, i, H, n_x=9):
-    cov, lo, hi, cond = _pinned_ou(n, l, H)
+def _audit(n, rho, i, H, n_x=9):
+    cov, lo, hi, cond = _pinned_chain(n, rho, H)
     res = GaussianRegionModel(cov, lo, hi, DELTA, tol=1e-3, atol=1e-3).leakage(i, cond, pinned_engines=True)
-    d = res.details
-    exact, D = exact_ou_leakage(n, l, lo, hi, DELTA, i, H, 23, n_x)
-    fine, _ = exact_ou_leakage(n, l, lo, hi, DELTA, i, H, 23, n_x, m=14, k=14, mr=6, kr=14)
+    exact, D = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, n_x)
+    fine, _ = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, n_x, m=14, k=14, mr=6, kr=14)
     assert exact == pytest.approx(fine, abs=1e-7), "reference not converged"
-    return res, d, exact, D, cov, lo, hi
+    return res, res.details, exact, D, cov, lo, hi
 
 
-@pytest.mark.parametrize("n,l,i,H", [(4, 5.0, 1, [0, 1, 2]), (5, 5.0, 2, [1, 2, 3]), (6, 5.0, 2, [1, 2, 3, 4])])
-def test_monotone_engine_against_exact_leakage(n, l, i, H):
+def _conditional_precision(cov, lo, hi, i, H, cond):
+    model = GaussianRegionModel(cov, lo, hi, DELTA)
+    Hs = [i] + [k for k in H if k != i]
+    W, S = conditional_block(cov, Hs, cond)
+    Sinv, _, _ = natural_zonotope(model, Hs, cond, W, S)
+    return (Sinv + Sinv.T) / 2
+
+
+@pytest.mark.parametrize("n,rho,i,H", [(4, math.exp(-1 / 5), 1, [0, 1, 2]), (5, math.exp(-1 / 5), 2, [1, 2, 3]),
+                                       (6, math.exp(-1 / 5), 2, [1, 2, 3, 4]), (5, -0.8, 2, [1, 2, 3])])
+def test_monotone_engine_against_exact_leakage(n, rho, i, H):
     """The certified value is >= the exact grid maximum (a valid necessary check: the grid maximum is
     below the true supremum), the certified lower bound (top region against bottom region at attained
-    corners, which the grid contains) is <= it, both within REL_TOL; the Bonferroni bound is infinite."""
-    res, d, exact, D, cov, lo, hi = _audit(n, l, i, H)
+    corners, which the grid contains) is <= it, both within REL_TOL; the Bonferroni bound is infinite.
+    For rho < 0 the balancing signs flip the neighbours of the secret."""
+    res, d, exact, D, cov, lo, hi = _audit(n, rho, i, H)
+    if rho < 0:
+        P = _conditional_precision(cov, lo, hi, i, H, [k for k in range(n) if k not in H])
+        dg = np.sqrt(np.diag(P))
+        P[np.abs(P) <= 1e-9 * np.outer(dg, dg)] = 0.0
+        assert list(balancing_signs(P)) == [1.0, -1.0, -1.0]
     mono, lower = d["monotone"], d["bivariate_lower"]
     assert d["bonferroni"] == math.inf
     assert math.isfinite(mono) and res.value <= mono * (1 + 1e-9) + 1e-9
@@ -410,27 +431,23 @@ def test_monotone_engine_with_rounding_level_wrong_signs():
     """n = 5, l = 3: the conditional precision of x_H (H = {1, 2, 3}) given x_0, x_4 has its structural
     zero (1, 3) at +8.6e-17, which breaks the sign balance as computed; the engine zeroes such entries
     (and adds the perturbation they cause to the bound) and still applies, at or above the exact value."""
-    n, l, i, H = 5, 3.0, 2, [1, 2, 3]
-    cov, lo, hi, cond = _pinned_ou(n, l, H)
-    model = GaussianRegionModel(cov, lo, hi, DELTA, tol=1e-3, atol=1e-3)
-    Hs = [i] + [k for k in H if k != i]
-    W, S = conditional_block(cov, Hs, cond)
-    Sinv, _, _ = natural_zonotope(model, Hs, cond, W, S)
-    Sinv = (Sinv + Sinv.T) / 2
+    n, rho, i, H = 5, math.exp(-1 / 3), 2, [1, 2, 3]
+    cov, lo, hi, cond = _pinned_chain(n, rho, H)
+    Sinv = _conditional_precision(cov, lo, hi, i, H, cond)
     assert 0 < Sinv[1, 2] < 1e-14 and balancing_signs(Sinv) is None
-    res, d, exact, D, cov, lo, hi = _audit(n, l, i, H)
+    res, d, exact, D, cov, lo, hi = _audit(n, rho, i, H)
     assert math.isfinite(d["monotone"]) and d["bonferroni"] == math.inf
     assert d["monotone"] >= exact - 1e-6 and d["bivariate_lower"] <= exact + 1e-6
     assert d["monotone"] <= exact * (1 + REL_TOL)
 
 
 def test_chain_reference_matches_generic_quadrature():
-    """The OU chain reference against the generic conditional-Gaussian reference (n = 4, H = {0, 1, 2},
+    """The chain reference against the generic conditional-Gaussian reference (n = 4, H = {0, 1, 2},
     C = {3}): the log ratios of Definition 7 (conditional and truncated-marginal terms) agree to 1e-8."""
-    n, l, H = 4, 5.0, [0, 1, 2]
-    cov, lo, hi, cond = _pinned_ou(n, l, H)
+    n, rho, H = 4, math.exp(-1 / 5), [0, 1, 2]
+    cov, lo, hi, cond = _pinned_chain(n, rho, H)
     # regions -3, -0.125, 2.75; x_3 = -6, 0, 6
-    _, D = exact_ou_leakage(n, l, lo, hi, DELTA, 1, H, 3, 3, m=14, k=14, mr=6, kr=14)
+    _, D = exact_chain_leakage(n, rho, lo, hi, DELTA, 1, H, 3, 3, m=14, k=14, mr=6, kr=14)
     rs = np.linspace(lo[1], hi[1] - DELTA, 3)
     W, S = conditional_block(cov, H, cond)
     P0 = np.array([_chain_logmass_marginal(cov, lo, hi, 1, r) for r in rs])
