@@ -521,7 +521,7 @@ class GaussianRegionModel:
                 hybrid = min(hybrid, val_p)
                 if val_p < pinned:
                     pinned = val_p
-            # (b) any b >= 3 with a sign-balanced conditional precision (e.g. totally positive kernels):
+            # (b) any b >= 3 with a sign-balanced conditional precision (Markov chains, trees):
             # Lambda is monotone in the natural parameters, so the sup over x_C is at one point per
             # orientation, with b-dimensional box probabilities bounded on both sides
             from .monotone import monotone_leakage

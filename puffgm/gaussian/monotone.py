@@ -7,9 +7,11 @@ P = S^-1 the law of x_H restricted to R x T is an exponential family in eta:
     Lambda_{R, R'}(eta) = log N(R x T) - log N(R' x T),    grad Lambda = E_R[x_H] - E_R'[x_H].
 
 **Monotonicity (MTP2).**  Suppose the precision P is *sign-balanced*: there are signs s (s_i = +1) with
-s_j s_k P_jk <= 0 for j != k (for a kernel that is totally positive, such as the squared-exponential
-kernel on ordered points, s_k = (-1)^(k - i): the inverse of a totally positive matrix has a checkerboard
-sign pattern, and so has every principal submatrix of the precision).  With y = s x the Gaussian density
+s_j s_k P_jk <= 0 for j != k.  This holds whenever the graph of P is a forest (Markov chains such as the
+Ornstein-Uhlenbeck / AR(1) kernel exp(-|j - k| / l), linear-Gaussian networks whose moral graph restricted
+to H is a tree) and for every b = 2; it fails for the squared-exponential kernel, whose precision has a
+checkerboard sign pattern (a triangle with signs (-, -, +) cannot be balanced), which is why the Figure 2b
+prior needs :mod:`puffgm.gaussian.multivariate`.  With y = s x the Gaussian density
 has non-positive off-diagonal precision, so it is multivariate totally positive of order 2 (MTP2), and so
 is its restriction to the product set R x T (products of MTP2 functions are MTP2).  Given y_i = t, the
 law of y_H' is then stochastically increasing in t, so for R above R' (every point of R above every point
@@ -19,7 +21,7 @@ eta~ = s eta.  Over the zonotope Z of eta (the image of the box of x_C) therefor
     sup_{x_C} Lambda_{R, R'} <= Lambda_{R, R'}(s eta~max),   eta~max_k = max_Z s_k eta_k  (R above R'),
 
 and the same with eta~min for R below R'.  When the columns of diag(s) times the generators of Z have
-consistent signs (true for totally positive kernels), eta~max is attained at a corner of the box of x_C
+consistent signs, eta~max is attained at a corner of the box of x_C
 and the bound is the exact sup; a certified lower bound is computed there too.
 
 The box probabilities N([r, r + delta] x T) in b dimensions are bounded on both sides by
