@@ -10,8 +10,8 @@ P = S^-1 the law of x_H restricted to R x T is an exponential family in eta:
 s_j s_k P_jk <= 0 for j != k.  This holds whenever the graph of P is a forest (Markov chains such as the
 Ornstein-Uhlenbeck / AR(1) kernel exp(-|j - k| / l), linear-Gaussian networks whose moral graph restricted
 to H is a tree) and for every b = 2; it fails for the squared-exponential kernel, whose precision has a
-checkerboard sign pattern (a triangle with signs (-, -, +) cannot be balanced), which is why the Figure 2b
-prior needs :mod:`puffgm.gaussian.multivariate`.  With y = s x the Gaussian density
+checkerboard sign pattern (a triangle with signs (-, -, +) cannot be balanced), so Figure 2b's prior is
+not covered.  With y = s x the Gaussian density
 has non-positive off-diagonal precision, so it is multivariate totally positive of order 2 (MTP2), and so
 is its restriction to the product set R x T (products of MTP2 functions are MTP2).  Given y_i = t, the
 law of y_H' is then stochastically increasing in t, so for R above R' (every point of R above every point
@@ -142,11 +142,9 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
 
 def _box_bounds_factory(model, i, H, box, n_boxes=None):
     """box_bounds(mu, r) -> certified (lower, upper) of log N(x_i in [r, r + delta], x_H' in T; mu, P^-1)
-    for arrays r: loose bounds everywhere, then ``box.tol`` only where the numerator or the denominator
-    function of the region maximisation can come within a margin of its maximum (all values certified)."""
+    for arrays r (all regions of a sweep refined at once)."""
     delta = model.delta
     lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
-    m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
     n_boxes = [0] if n_boxes is None else n_boxes
 
     def box_bounds(mu, r):
@@ -154,26 +152,18 @@ def _box_bounds_factory(model, i, H, box, n_boxes=None):
         lo = np.broadcast_to(lo_H, (len(r), len(H))).copy()
         hi = np.broadcast_to(hi_H, (len(r), len(H))).copy()
         lo[:, 0], hi[:, 0] = r, r + delta
-        loose = max(box.tol, 0.25)
-        lb, ub, nb = box.bounds_many(mu, lo, hi, tol=loose)
-        marg = log_interval_prob(r, r + delta, m0, s0)
-        margin = 1.0 + 2 * loose
-        near = (((ub - marg >= np.max(lb - marg) - margin) | (marg - lb >= np.max(marg - ub) - margin))
-                & (ub - lb > box.tol))
-        if np.any(near):
-            lb2, ub2, nb2 = box.bounds_many(mu, lo[near], hi[near])
-            lb[near], ub[near] = np.maximum(lb[near], lb2), np.minimum(ub[near], ub2)
-            nb = np.concatenate([nb, nb2])
+        lb, ub, nb = box.bounds_many(mu, lo, hi)
         n_boxes[0] = max(n_boxes[0], int(np.max(nb)))
         return lb, ub
 
     return box_bounds
 
 
-def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None):
+def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None, n_cells0=None):
     """pair_bound(eta) -> (certified sup over regions R of the numerator term plus sup over R' of the
     denominator term, value met): the decoupled region maximisation at one natural parameter eta,
-    F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring)."""
+    F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring);
+    ``n_cells0`` is the initial number of region cells (default: two per region width)."""
     delta = model.delta
     lo_i, hi_i = model.lower[i], model.upper[i]
     m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
@@ -197,8 +187,8 @@ def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_
         def f2(r):
             return -bb(r)[0] + log_interval_prob(r, r + delta, m0, s0)
 
-        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=25, max_cells=20000)
-        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=25, max_cells=20000)
+        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=40, max_cells=20000, m0=n_cells0)
+        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=40, max_cells=20000, m0=n_cells0)
         return u1 + u2, v1 + v2
 
     return pair_bound
