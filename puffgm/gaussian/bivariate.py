@@ -27,7 +27,7 @@ import numpy as np
 
 from .leakage import certified_region_max, log_interval_prob
 
-__all__ = ["hull_functions", "log_box_bounds", "pinned_pair_leakage"]
+__all__ = ["hull_functions", "log_box_bounds", "pinned_conditional", "pinned_pair_leakage"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -172,6 +172,18 @@ def natural_zonotope(model, H, C, W, S):
         center = Sinv @ mean[H]
         gens = np.zeros((len(H), 0))
     return Sinv, center, gens
+
+
+def pinned_conditional(model, H, C):
+    """(S, S^-1, centre, generators) of x_H | x_C and its natural-parameter zonotope, or None when S is
+    not (numerically) positive definite (x_H determined by x_C)."""
+    W, S = conditional_block(model.cov, H, C)
+    try:
+        np.linalg.cholesky(S)
+    except np.linalg.LinAlgError:
+        return None
+    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
+    return S, Sinv, center, gens
 
 
 def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, *, tol=1e-3, atol=1e-3, max_rounds=10):

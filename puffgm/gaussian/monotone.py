@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from .bivariate import conditional_block, natural_zonotope
+from .bivariate import conditional_block, natural_zonotope, pinned_conditional
 from .boxprob import BoxProbability
 from .leakage import certified_region_max, log_interval_prob
 
@@ -85,12 +85,10 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
     lo_i, hi_i = model.lower[i], model.upper[i]
-    W, S = conditional_block(cov, H, C)
-    try:
-        np.linalg.cholesky(S)
-    except np.linalg.LinAlgError:
+    block = pinned_conditional(model, H, C)
+    if block is None:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
-    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
+    S, Sinv, center, gens = block
     Sinv = (Sinv + Sinv.T) / 2
     # entries at rounding level (structural zeros of a sparse precision, e.g. a Markov chain's) are set
     # to 0; the exponent then changes by at most pert / 2 on the box, so each log box probability by at

@@ -42,8 +42,7 @@ import math
 
 import numpy as np
 
-from .bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _log_gauss_exp, _lse, conditional_block, hull_functions,
-                        natural_zonotope)
+from .bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _log_gauss_exp, _lse, hull_functions, pinned_conditional)
 from .leakage import certified_region_max, log_interval_prob
 
 _DEBUG = False  # print the branch-and-bound rounds (development aid)
@@ -228,12 +227,10 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3,
     delta = model.delta
     H = [i, p, q]
     C = list(cond)
-    W, S = conditional_block(cov, H, C)
-    try:
-        np.linalg.cholesky(S)
-    except np.linalg.LinAlgError:
+    block = pinned_conditional(model, H, C)
+    if block is None:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
-    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
+    S, Sinv, center, gens = block
     tri = _Tri(S, box_p, box_q)
     if tri.tau <= 1e-12 * math.sqrt(S[2, 2]) or tri.sp <= 1e-12 * math.sqrt(S[1, 1]):
         return math.inf, {"reason": "x_P determined by x_i and x_cond"}
