@@ -21,7 +21,7 @@ from puffgm.closed_forms import gaussian_region_curve
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import corner_lower_bound
 
-N, GAMMA, DELTA = 12, 5.0, 0.1
+N, GAMMA, DELTA = 10, 5.0, 0.1
 LS = (5.0, 20.0)
 
 
