@@ -85,7 +85,8 @@ def main():
                     label=f"certified, Bonferroni only, l={l:g}")
             ax.step(b, np.maximum(rec["certified_pinned_engines"], 1e-3), where="post", color=col, lw=2,
                     label=f"certified, pinned engines, l={l:g}")
-            ax.plot(b[1:-1], np.maximum(rec["lower_b2_to_n-1"], 1e-3), "x", color=col, ms=7)
+            low = np.array(rec["lower_b2_to_n-1"])
+            ax.plot(b[1:-1][low > 0], low[low > 0], "x", color=col, ms=7)  # 0: not informative
         ax.set_yscale("log")
         ax.set_xlabel("b: number of high-influence coordinates (card(H))")
         ax.set_ylabel("a(b) (nats, log scale)")
