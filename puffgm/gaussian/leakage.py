@@ -84,18 +84,17 @@ EPS = np.finfo(float).eps
 
 
 
-def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000, m0=None):
+def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000):
     """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), by interval branch and bound.
 
     Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
     correction ``corr(u, v)`` that bounds the correction of every region inside [u, v]
     (``None``: no correction).  On a cell [ra, rb] of width h, F minus its chord has second
     derivative >= -K and vanishes at both ends, so F <= max(F(ra), F(rb)) + K h^2 / 8.  Pruned
-    cells keep counting in the certified value.  ``m0`` sets the initial number of cells (default: two
-    per region width).  Returns (certified upper bound, best value met at a cell end); the first is
-    ``inf`` when any cell bound is not finite."""
+    cells keep counting in the certified value.  Returns (certified upper bound, best value met
+    at a cell end); the first is ``inf`` when any cell bound is not finite."""
     a0, b0 = lo_i, hi_i - delta
-    m = max(16, int(math.ceil(2 * (b0 - a0) / delta))) if m0 is None else max(1, int(m0))
+    m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
     edges = np.linspace(a0, b0, m + 1)
     ra, rb = edges[:-1], edges[1:]
     fe = fun_up(edges)

@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from .bivariate import conditional_block, natural_zonotope, pinned_conditional
+from .bivariate import pinned_conditional
 from .boxprob import BoxProbability
 from .leakage import certified_region_max, log_interval_prob
 
@@ -81,10 +81,8 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     (-log(1 - E0) for the numerator region, log U0 for the denominator region).  Returns
     (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at attained
     box points of x_cond (top region against bottom region, and back)."""
-    cov, mean, delta = model.cov, model.mean, model.delta
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
-    lo_i, hi_i = model.lower[i], model.upper[i]
     block = pinned_conditional(model, H, C)
     if block is None:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
@@ -114,7 +112,6 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     # attained corners for the lower bound: majority sign of each column of diag(s) gens
     col = np.sign(np.sum(sg, axis=0))
     consistent = bool(np.all((sg * col[None, :] >= 0) | (sg == 0)))
-    m0, s0 = mean[i], math.sqrt(cov[i, i])
     n_boxes = [0]
     box_bounds = _box_bounds_factory(model, i, H, box, n_boxes)
     pair_bound = _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=box_bounds)
@@ -122,18 +119,9 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     cert_up, est_up = pair_bound(eta_up)
     cert_dn, est_dn = pair_bound(eta_dn)
     cert = max(cert_up, cert_dn) + pert
-    # certified lower bound at attained corners of the box of x_C: top region against bottom region
-    top, bot = np.array([hi_i - delta]), np.array([lo_i])
-    m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
-    m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
-    lower = -math.inf
-    for u in (col, -col):
-        mu = S @ (center + gens @ u)
-        lt, ut = box_bounds(mu, top)
-        lb, ub = box_bounds(mu, bot)
-        up_pair = (lt[0] - ub[0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
-        dn_pair = (lb[0] - ut[0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
-        lower = max(lower, up_pair - pert, dn_pair - pert)
+    # certified lower bound at the attained corners of the box of x_C
+    corner_value = _corner_pair_value(model, i, H, S, center, gens, box, corr_num)
+    lower = max(corner_value(col), corner_value(-col)) - pert
     return cert, {"signs": s.astype(int).tolist(), "corner_attained": consistent, "estimate": max(est_up, est_dn),
                   "lower": lower, "max_sub_boxes": n_boxes[0]}
 
@@ -157,11 +145,10 @@ def _box_bounds_factory(model, i, H, box, n_boxes=None):
     return box_bounds
 
 
-def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None, n_cells0=None):
+def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None):
     """pair_bound(eta) -> (certified sup over regions R of the numerator term plus sup over R' of the
     denominator term, value met): the decoupled region maximisation at one natural parameter eta,
-    F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring);
-    ``n_cells0`` is the initial number of region cells (default: two per region width)."""
+    F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring)."""
     delta = model.delta
     lo_i, hi_i = model.lower[i], model.upper[i]
     m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
@@ -185,8 +172,8 @@ def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_
         def f2(r):
             return -bb(r)[0] + log_interval_prob(r, r + delta, m0, s0)
 
-        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=40, max_cells=20000, m0=n_cells0)
-        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=40, max_cells=20000, m0=n_cells0)
+        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=40, max_cells=20000)
+        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=40, max_cells=20000)
         return u1 + u2, v1 + v2
 
     return pair_bound
@@ -204,32 +191,17 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
     from the corners that maximise and minimise eta_i (or ``starts``), single coordinates of x_C are
     flipped while the bound improves (``sweeps`` passes).  No sign condition is needed.
 
-    Returns (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations)."""
-    cov, mean, delta = model.cov, model.mean, model.delta
+    Returns (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
+    (-inf, None, 0) when x_H is determined by x_cond."""
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
-    W, S = conditional_block(cov, H, C)
-    Sinv, center, gens = natural_zonotope(model, H, C, W, S)
+    block = pinned_conditional(model, H, C)
+    if block is None:
+        return -math.inf, None, 0
+    S, Sinv, center, gens = block
     if box is None:
         box = BoxProbability((Sinv + Sinv.T) / 2, tol=box_tol, max_boxes=max_boxes)
-    lo_i, hi_i = model.lower[i], model.upper[i]
-    m0, s0 = mean[i], math.sqrt(cov[i, i])
-    top, bot = np.array([hi_i - delta]), np.array([lo_i])
-    m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
-    m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
-    c_b, c_t = float(corr_num(bot, bot + delta)[0]), float(corr_num(top, top + delta)[0])
-    lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
-    LO = np.vstack([lo_H, lo_H])
-    HI = np.vstack([hi_H, hi_H])
-    LO[0, 0], HI[0, 0], LO[1, 0], HI[1, 0] = top[0], top[0] + delta, bot[0], bot[0] + delta
-    n_eval = [0]
-
-    def value(u):
-        mu = S @ (center + gens @ u)
-        lb, ub, _ = box.bounds_many(mu, LO, HI)
-        n_eval[0] += 1
-        return max((lb[0] - ub[1]) - (m_t - m_b + c_b), (lb[1] - ub[0]) - (m_b - m_t + c_t))
-
+    value = _corner_pair_value(model, i, H, S, center, gens, box, corr_num)
     if starts is None:
         g0 = np.where(gens[0] >= 0, 1.0, -1.0)
         starts = [g0, -g0]
@@ -250,4 +222,30 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
                 break
         if cur > best:
             best, best_u = cur, u.copy()
-    return best, best_u, n_eval[0]
+    return best, best_u, value.calls
+
+
+def _corner_pair_value(model, i, H, S, center, gens, box, corr_num):
+    """value(u) -> certified lower bound of the exact leakage at the attained point x_C = corner u of the box
+    of x_cond (weights u in [-1, 1] on the generators of the natural-parameter zonotope): top region
+    against bottom region and back, log P(R | x_C) - log P(R' | x_C) >= lower(log N(R x T)) -
+    upper(log N(R' x T)), minus the marginal log ratio bound log N0(R) - log N0(R') - log(1 - E0(R'))."""
+    delta = model.delta
+    lo_i, hi_i = model.lower[i], model.upper[i]
+    m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
+    top, bot = np.array([hi_i - delta]), np.array([lo_i])
+    m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
+    m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
+    c_b, c_t = float(corr_num(bot, bot + delta)[0]), float(corr_num(top, top + delta)[0])
+    lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
+    LO, HI = np.vstack([lo_H, lo_H]), np.vstack([hi_H, hi_H])
+    LO[0, 0], HI[0, 0], LO[1, 0], HI[1, 0] = top[0], top[0] + delta, bot[0], bot[0] + delta
+
+    def value(u):
+        mu = S @ (center + gens @ np.asarray(u, float))
+        lb, ub, _ = box.bounds_many(mu, LO, HI)
+        value.calls += 1
+        return float(max((lb[0] - ub[1]) - (m_t - m_b + c_b), (lb[1] - ub[0]) - (m_b - m_t + c_t)))
+
+    value.calls = 0
+    return value
