@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .leakage import certified_region_max, log_interval_prob
+from .leakage import log_interval_prob, region_pair_bound
 
 __all__ = ["hull_functions", "log_box_bounds", "pinned_conditional", "pinned_pair_leakage"]
 
@@ -134,13 +134,6 @@ def _lse(x):
     return np.where(np.isfinite(m), out, m)
 
 
-def _maximise_r(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=25):
-    """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), given certified upper values
-    fun_up(points) of F, F'' >= -K, and a correction monotone in the region interval
-    (:func:`puffgm.gaussian.leakage.certified_region_max`, at most 20 000 cells)."""
-    return certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, iters=iters, max_cells=20000)
-
-
 def conditional_block(cov, H, C):
     """(W, S) of the Gaussian conditional x_H | x_C: mean m_H + W (x_C - m_C), covariance S.
 
@@ -214,18 +207,9 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, *, tol=1e-3, atol
 
     def pair_bound(eta_i, eta_k):
         mu = S @ np.array([eta_i, eta_k])
-
-        def f1(r):
-            return log_box_bounds(r, delta, mu[0], si, mu[1], c, tau, lo_k, hi_k)[1] \
-                - log_interval_prob(r, r + delta, m0, s0)
-
-        def f2(r):
-            return -log_box_bounds(r, delta, mu[0], si, mu[1], c, tau, lo_k, hi_k)[0] \
-                + log_interval_prob(r, r + delta, m0, s0)
-
-        u1, v1 = _maximise_r(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol)
-        u2, v2 = _maximise_r(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol)
-        return u1 + u2, v1 + v2
+        return region_pair_bound(lo_i, hi_i, delta,
+                                 lambda r: log_box_bounds(r, delta, mu[0], si, mu[1], c, tau, lo_k, hi_k),
+                                 m0, s0, K1, K2, corr_num, corr_den, tol, atol, iters=25)
 
     def slab(a, b):
         cmid = (a + b) / 2

@@ -127,6 +127,32 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
             break
     return cert, best
 
+def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, tol, atol, *, iters=25):
+    """Certified sup over regions R of [upper log N(R x T) - log N0(R) + corr_num] plus sup over R' of
+    [-lower log N(R' x T) + log N0(R') + corr_den], and the values met (the decoupled region sweeps of
+    the pinned engines).  ``log_box(r)`` -> certified (lower, upper) arrays for the regions
+    [r, r + delta] (memoised: both sweeps share the evaluations at the same points); N0 = N(m0, s0^2);
+    K1 and K2 bound minus the second derivatives of the numerator and denominator functions."""
+    memo = {}
+
+    def box(r):
+        key = r.tobytes()
+        if key not in memo:
+            memo.clear()
+            memo[key] = log_box(r)
+        return memo[key]
+
+    def f1(r):
+        return box(r)[1] - log_interval_prob(r, r + delta, m0, s0)
+
+    def f2(r):
+        return -box(r)[0] + log_interval_prob(r, r + delta, m0, s0)
+
+    u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=iters, max_cells=20000)
+    u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=iters, max_cells=20000)
+    return u1 + u2, v1 + v2
+
+
 def log_interval_prob(lo, hi, mu, sigma):
     """log P(lo < N(mu, sigma^2) < hi), elementwise, stable in both tails (-inf when empty)."""
     from scipy.special import log_ndtr

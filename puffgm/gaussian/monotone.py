@@ -39,7 +39,7 @@ import numpy as np
 
 from .bivariate import pinned_conditional
 from .boxprob import BoxProbability
-from .leakage import certified_region_max, log_interval_prob
+from .leakage import log_interval_prob, region_pair_bound
 
 __all__ = ["balancing_signs", "corner_lower_bound", "monotone_leakage"]
 
@@ -157,24 +157,8 @@ def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_
 
     def pair_bound(eta):
         mu = S @ eta
-        memo = {}
-
-        def bb(r):
-            key = r.tobytes()
-            if key not in memo:
-                memo.clear()
-                memo[key] = box_bounds(mu, r)
-            return memo[key]
-
-        def f1(r):
-            return bb(r)[1] - log_interval_prob(r, r + delta, m0, s0)
-
-        def f2(r):
-            return -bb(r)[0] + log_interval_prob(r, r + delta, m0, s0)
-
-        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=40, max_cells=20000)
-        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=40, max_cells=20000)
-        return u1 + u2, v1 + v2
+        return region_pair_bound(lo_i, hi_i, delta, lambda r: box_bounds(mu, r), m0, s0, K1, K2, corr_num,
+                                 corr_den, tol, atol, iters=40)
 
     return pair_bound
 

@@ -43,7 +43,7 @@ import math
 import numpy as np
 
 from .bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _log_gauss_exp, _lse, hull_functions, pinned_conditional)
-from .leakage import certified_region_max, log_interval_prob
+from .leakage import log_interval_prob, region_pair_bound
 
 _DEBUG = False  # print the branch-and-bound rounds (development aid)
 
@@ -244,25 +244,8 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3,
 
     def pair_bound(eta_i, eta_P):
         mu = S @ np.array([eta_i, eta_P[0], eta_P[1]])
-
-        memo = {}
-
-        def box(r):
-            key = r.tobytes()
-            if key not in memo:
-                memo.clear()
-                memo[key] = tri.log_box3(r, delta, mu)
-            return memo[key]
-
-        def f1(r):
-            return box(r)[1] - log_interval_prob(r, r + delta, m0, s0)
-
-        def f2(r):
-            return -box(r)[0] + log_interval_prob(r, r + delta, m0, s0)
-
-        u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=25, max_cells=20000)
-        u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=25, max_cells=20000)
-        return u1 + u2, v1 + v2
+        return region_pair_bound(lo_i, hi_i, delta, lambda r: tri.log_box3(r, delta, mu), m0, s0, K1, K2,
+                                 corr_num, corr_den, tol, atol, iters=25)
 
     def feasible(a, b):
         """Does the cell [a0, b0] x [a1, b1] meet the projection of Z?  (exact, padded: safe)"""
