@@ -373,7 +373,7 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None,
                           nodes=None, search: str = "auto", value: str = "safe", grid: int = 201,
                           names=None, fingerprint: str | None = None,
-                          pinned_engines: bool = False) -> InfluenceCurve:
+                          pinned_engines: bool = False, cell_budget: int = 0) -> InfluenceCurve:
     """a(b)-influence curve of a truncated Gaussian prior with region secrets.
 
     For every secret coordinate i (``nodes``, default all) and every b, the
@@ -392,7 +392,10 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     certified b >= 3 engines for pinned splits (:mod:`puffgm.gaussian.leakage`) run on the farthest
     splits only (also in exhaustive mode), one per b and secret coordinate, when
     ``pinned_engines=True`` (opt-in: seconds to minutes per pinned split; Figure 2b's curves use
-    it); otherwise such splits keep a smaller split's value.  ``value`` picks
+    it); otherwise such splits keep a smaller split's value.  ``cell_budget`` > 0 adds, on those
+    splits at b >= 4 without a sign-balanced conditional precision (the squared-exponential kernel),
+    the cell engine of :mod:`puffgm.gaussian.multivariate` with that many cells per split (minutes
+    per split).  ``value`` picks
     ``"safe"`` (default), ``"range"`` or ``"theorem9"`` (see the module docstring).
     """
     cov = np.asarray(cov, float)
@@ -421,7 +424,7 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     if value == "safe":
         from .gaussian.leakage import GaussianRegionModel
 
-        model = GaussianRegionModel(cov, lower, upper, delta, mean)
+        model = GaussianRegionModel(cov, lower, upper, delta, mean, cell_budget=cell_budget)
 
     def leak(i, H, engines=False):
         L = [j for j in range(n) if j not in H]
@@ -498,7 +501,7 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
 
 def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: float = 0.1, *,
                     max_b: int | None = None, value: str = "safe", center_only: bool = False,
-                    grid: int = 201, pinned_engines: bool = False) -> InfluenceCurve:
+                    grid: int = 201, pinned_engines: bool = False, cell_budget: int = 0) -> InfluenceCurve:
     """Example 6.2: N(0, Sigma) with Sigma_jk = exp(-(j-k)^2 / l), truncated to [-gamma, gamma]^n.
 
     H grows around the secret coordinate (L = the farthest coordinates, Theorem
@@ -509,7 +512,7 @@ def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: floa
     cov = gp_covariance(n, length_scale)
     nodes = [math.ceil(n / 2) - 1] if center_only else None
     return gaussian_region_curve(cov, -gamma, gamma, delta, max_b=max_b, nodes=nodes, search="farthest",
-                                 value=value, grid=grid, pinned_engines=pinned_engines)
+                                 value=value, grid=grid, pinned_engines=pinned_engines, cell_budget=cell_budget)
 
 
 def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None, search: str = "auto",

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["log_trunc_normal", "BoxProbability"]
+__all__ = ["log_trunc_normal", "BoxProbability", "SubBoxes"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -147,8 +147,9 @@ class BoxProbability:
                 x[:, k] = np.clip(x[:, k] + gk / dg[k], A[:, k], B[:, k])
         return x
 
-    def _sub_bounds(self, mu, A, B):
-        """(lower, upper, split score per coordinate) on sub-boxes rows of (A, B) (mu broadcast)."""
+    def _sub_bounds(self, mu, A, B, want_mean=False):
+        """(lower, upper, split score per coordinate) on sub-boxes rows of (A, B) (mu broadcast); with
+        ``want_mean`` also the mean of the product density q of the Gibbs bound (absolute coordinates)."""
         x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B)
         dx = x0 - mu
         f0 = -0.5 * np.einsum("nk,kj,nj->n", dx, self.P, dx)
@@ -178,6 +179,8 @@ class BoxProbability:
         score = w * w * self.rowabs
         lower = np.where(np.isnan(lower), -np.inf, lower)
         upper = np.where(np.isnan(upper), np.inf, upper)
+        if want_mean:
+            return lower, upper, score, x0 + m, x0, y
         return lower, upper, score
 
     def bounds(self, mu, lo, hi):
@@ -185,12 +188,14 @@ class BoxProbability:
         L, U, n = self.bounds_many(mu, np.asarray(lo, float)[None, :], np.asarray(hi, float)[None, :])
         return float(L[0]), float(U[0]), int(n[0])
 
-    def bounds_many(self, mu, lo, hi, tol=None):
+    def bounds_many(self, mu, lo, hi, tol=None, keep=False):
         """Certified (lower, upper, sub-box counts) of log P(x in [lo_t, hi_t]) for the rows t of lo, hi.
 
         All boxes share the mean ``mu``; the refinement runs on every box at once (one vectorised
         round splits, in each box still above the tolerance, the sub-boxes carrying more than the
-        average share of its gap); ``tol`` overrides the instance's tolerance."""
+        average share of its gap); ``tol`` overrides the instance's tolerance.  With ``keep`` a fourth
+        value is returned: a :class:`SubBoxes` record of the final sub-boxes (for :meth:`bounds_fixed`)
+        and, per box, the slope of the lower bound's affine extension (:meth:`SubBoxes.lower_at`)."""
         tol = self.tol if tol is None else tol
         mu = np.asarray(mu, float)
         A = np.array(lo, float, ndmin=2)
@@ -210,7 +215,7 @@ class BoxProbability:
             pick = active[pid] & (gapc >= gtot[pid] - np.log(count[pid]) - 1e-12)
             if not np.any(pick):
                 break
-            keep = ~pick
+            stay = ~pick
             Ap, Bp, pp = A[pick], B[pick], pid[pick]
             k = np.argmax(S[pick], axis=1)
             rows = np.arange(len(Ap))
@@ -221,14 +226,107 @@ class BoxProbability:
             A2[rows, k] = mid
             nA, nB = np.concatenate([Ap, A2]), np.concatenate([B1, Bp])
             nL, nU, nS = self._sub_bounds(mu, nA, nB)
-            A, B = np.concatenate([A[keep], nA]), np.concatenate([B[keep], nB])
-            L, U, S = np.concatenate([L[keep], nL]), np.concatenate([U[keep], nU]), np.concatenate([S[keep], nS])
-            pid = np.concatenate([pid[keep], pp, pp])
+            A, B = np.concatenate([A[stay], nA]), np.concatenate([B[stay], nB])
+            L, U, S = np.concatenate([L[stay], nL]), np.concatenate([U[stay], nU]), np.concatenate([S[stay], nS])
+            pid = np.concatenate([pid[stay], pp, pp])
+        if keep:
+            # Jensen weights of the sub-boxes at mu: the affine extension of the Gibbs bound has slope
+            # sum_A w_A E_{q_A}[x] in eta = P mu (see SubBoxes.lower_at)
+            mq, x0, y = self._sub_bounds(mu, A, B, want_mean=True)[3:]
+            with np.errstate(invalid="ignore", over="ignore"):
+                w = np.exp(L - lt[pid])
+            w = np.where(np.isfinite(w), w, 0.0)
+            sbar = np.zeros((nprob, self.d))
+            np.add.at(sbar, pid, w[:, None] * mq)
+        lt, ut = self._finish(lt, ut)
+        if keep:
+            return lt, ut, count, SubBoxes(self, np.asarray(mu, float).copy(), A, B, pid, nprob, lt, sbar, x0, y)
+        return lt, ut, count
+
+    def _finish(self, lt, ut):
+        """Add the normaliser and widen outward by the rounding margin."""
         lt, ut = lt + self.lognorm, ut + self.lognorm
         with np.errstate(invalid="ignore"):
             lt = lt - (self.round_rel * (1 + np.abs(lt)) + 1e-12)
             ut = ut + (self.round_rel * (1 + np.abs(ut)) + 1e-12)
-        return lt, ut, count
+        return lt, ut
+
+    def bounds_fixed(self, mu, sub, sweeps=None):
+        """Certified (lower, upper) of the same boxes as ``sub`` (a :class:`SubBoxes`) at another mean
+        ``mu``, on ``sub``'s sub-boxes without refinement (the bounds hold on any partition)."""
+        saved = self.sweeps
+        self.sweeps = saved if sweeps is None else sweeps
+        try:
+            L, U, _ = self._sub_bounds(np.asarray(mu, float), sub.A, sub.B)
+        finally:
+            self.sweeps = saved
+        return self._finish(_group_lse(L, sub.pid, sub.nprob), _group_lse(U, sub.pid, sub.nprob))
+
+
+class SubBoxes:
+    """The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean mu0, and the
+    affine extension of its certified lower bounds to other means.
+
+    With eta = P mu and F~(eta) = log int_B exp(eta' x - x' P x / 2) dx, log P(x in B; mu) =
+    F~(eta) - eta' P^-1 eta / 2 + const.  The Gibbs bound of a sub-box A with a *fixed* product density q_A,
+    E_q[eta' x - x' P x / 2] + H(q_A), is affine in eta with slope E_{q_A}[x]; by Jensen,
+    log sum_A exp(l_A) >= sum_A w_A l_A + H(w) for any weights w, with equality at w = softmax(l).  So
+    with w the softmax at eta0, F~(eta) >= F~lower(eta0) + (eta - eta0)' s, s = sum_A w_A E_{q_A}[x], for
+    every eta: a global affine minorant of the convex function F~ (used by the cell engine, whose vertex
+    argument needs the denominator's bound to be affine)."""
+
+    def __init__(self, box, mu0, A, B, pid, nprob, lower0, sbar, x0, y):
+        self.box, self.mu0, self.A, self.B, self.pid, self.nprob = box, mu0, A, B, pid, nprob
+        self.lower0, self.sbar, self.x0, self.y = lower0, sbar, x0, y
+
+    def select(self, rows):
+        """The record of the boxes ``rows`` only (in that order)."""
+        rows = np.asarray(rows, int)
+        new_id = np.full(self.nprob, -1)
+        new_id[rows] = np.arange(len(rows))
+        m = new_id[self.pid] >= 0
+        order = np.argsort(new_id[self.pid][m], kind="stable")
+        sel = np.flatnonzero(m)[order]
+        return SubBoxes(self.box, self.mu0, self.A[sel], self.B[sel], new_id[self.pid[sel]], len(rows),
+                        self.lower0[rows], self.sbar[rows], self.x0[sel], self.y[sel])
+
+    @staticmethod
+    def concat(parts):
+        """One record of the boxes of several records (same BoxProbability and mean)."""
+        off = np.cumsum([0] + [p.nprob for p in parts[:-1]])
+        return SubBoxes(parts[0].box, parts[0].mu0, np.concatenate([p.A for p in parts]),
+                        np.concatenate([p.B for p in parts]), np.concatenate([p.pid + o for p, o in zip(parts, off)]),
+                        int(sum(p.nprob for p in parts)), np.concatenate([p.lower0 for p in parts]),
+                        np.concatenate([p.sbar for p in parts]), np.concatenate([p.x0 for p in parts]),
+                        np.concatenate([p.y for p in parts]))
+
+    def upper_at(self, mu):
+        """Certified upper bounds of log P(x in B_t; mu) for every box t: the convex-duality bound of
+        :class:`BoxProbability` on the kept sub-boxes with the expansion points x0 and tangent points y of
+        mu0 (valid for any x0 and y; one vectorised one-dimensional integral per coordinate)."""
+        box = self.box
+        mu = np.asarray(mu, float)
+        dx = self.x0 - mu
+        f0 = -0.5 * np.einsum("nk,kj,nj->n", dx, box.P, dx)
+        h = -dx @ box.P - self.y @ box.PmD
+        lzu = log_trunc_normal(self.A - self.x0, self.B - self.x0, h, box.Dp, mean=False)
+        U = f0 + 0.5 * np.einsum("nk,kj,nj->n", self.y, box.PmD, self.y) + np.sum(lzu, axis=1)
+        U = np.where(np.isnan(U), np.inf, U)
+        ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
+        with np.errstate(invalid="ignore"):
+            return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)
+
+    def lower_at(self, mu):
+        """Certified lower bounds of log P(x in B_t; mu) for every box t, from the affine minorant of F~."""
+        box = self.box
+        mu = np.asarray(mu, float)
+        eta0, eta = box.P @ self.mu0, box.P @ mu
+        q0, q = 0.5 * float(self.mu0 @ eta0), 0.5 * float(mu @ eta)
+        val = self.lower0 + q0 - q + self.sbar @ (eta - eta0)
+        # rounding of the extension: relative to the largest term
+        scale = np.abs(self.lower0) + abs(q0) + abs(q) + np.abs(self.sbar) @ (np.abs(eta) + np.abs(eta0))
+        with np.errstate(invalid="ignore"):
+            return val - (box.round_rel * (1 + scale) + 1e-12)
 
 
 def _group_lse(x, pid, n):

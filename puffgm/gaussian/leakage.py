@@ -84,7 +84,8 @@ EPS = np.finfo(float).eps
 
 
 
-def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000):
+def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000,
+                         return_edges=False):
     """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), by interval branch and bound.
 
     Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
@@ -92,7 +93,9 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
     (``None``: no correction).  On a cell [ra, rb] of width h, F minus its chord has second
     derivative >= -K and vanishes at both ends, so F <= max(F(ra), F(rb)) + K h^2 / 8.  Pruned
     cells keep counting in the certified value.  Returns (certified upper bound, best value met
-    at a cell end); the first is ``inf`` when any cell bound is not finite."""
+    at a cell end); the first is ``inf`` when any cell bound is not finite.  With ``return_edges`` a third
+    value is returned: the sorted end points of the final partition of [lo_i, hi_i - delta] (pruned cells
+    included), on which :func:`partition_max` re-evaluates the bound for other functions."""
     a0, b0 = lo_i, hi_i - delta
     m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
     edges = np.linspace(a0, b0, m + 1)
@@ -100,6 +103,7 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
     fe = fun_up(edges)
     fa, fb = fe[:-1], fe[1:]
     best, dropped, cert = -math.inf, -math.inf, math.inf
+    pruned = [edges]
     for _ in range(iters):
         up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8
         if corr is None:
@@ -111,7 +115,7 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
         best = max(best, float(np.max(np.where(np.isnan(pt), -np.inf, pt))))
         cert = max(float(np.max(up)), dropped)
         if not math.isfinite(cert):
-            return math.inf, best
+            break
         slack = max(atol, tol * abs(best))
         if cert - best <= slack:
             break
@@ -121,18 +125,36 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
         ra, rb, fa, fb = ra[keep], rb[keep], fa[keep], fb[keep]
         mid = (ra + rb) / 2
         fm = fun_up(mid)  # endpoint values are cached: only the new midpoints are evaluated
+        pruned.append(mid)
         ra, rb = np.concatenate([ra, mid]), np.concatenate([mid, rb])
         fa, fb = np.concatenate([fa, fm]), np.concatenate([fm, fb])
         if ra.size > max_cells:
             break
+    cert = cert if math.isfinite(cert) else math.inf
+    if return_edges:
+        return cert, best, np.unique(np.concatenate(pruned))
     return cert, best
 
-def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, tol, atol, *, iters=25):
+
+def partition_max(edges, f, K, corr, delta):
+    """max over the cells [e_j, e_j+1] of max(f_j, f_j+1) + K h^2 / 8 + corr(e_j, e_j+1 + delta): the
+    certified bound of :func:`certified_region_max` on a given partition, for end-point values f of any
+    function with second derivative >= -K (``corr=None``: no correction)."""
+    ra, rb = edges[:-1], edges[1:]
+    up = np.maximum(f[:-1], f[1:]) + K * (rb - ra) ** 2 / 8
+    if corr is not None:
+        up = up + corr(ra, rb + delta)
+    up = np.where(np.isnan(up), np.inf, up)
+    return float(np.max(up))
+
+def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, tol, atol, *, iters=25,
+                      return_edges=False):
     """Certified sup over regions R of [upper log N(R x T) - log N0(R) + corr_num] plus sup over R' of
     [-lower log N(R' x T) + log N0(R') + corr_den], and the values met (the decoupled region sweeps of
     the pinned engines).  ``log_box(r)`` -> certified (lower, upper) arrays for the regions
     [r, r + delta] (memoised: both sweeps share the evaluations at the same points); N0 = N(m0, s0^2);
-    K1 and K2 bound minus the second derivatives of the numerator and denominator functions."""
+    K1 and K2 bound minus the second derivatives of the numerator and denominator functions.  With
+    ``return_edges`` also the two final partitions (numerator, denominator; :func:`certified_region_max`)."""
     memo = {}
 
     def box(r):
@@ -148,9 +170,13 @@ def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr
     def f2(r):
         return -box(r)[0] + log_interval_prob(r, r + delta, m0, s0)
 
-    u1, v1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=iters, max_cells=20000)
-    u2, v2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=iters, max_cells=20000)
-    return u1 + u2, v1 + v2
+    r1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=iters, max_cells=20000,
+                              return_edges=return_edges)
+    r2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=iters, max_cells=20000,
+                              return_edges=return_edges)
+    if return_edges:
+        return r1[0] + r2[0], r1[1] + r2[1], (r1[2], r2[2])
+    return r1[0] + r2[0], r1[1] + r2[1]
 
 
 def log_interval_prob(lo, hi, mu, sigma):
@@ -267,10 +293,16 @@ class GaussianRegionModel:
         Branch-and-bound tolerance: each maximisation stops within max(atol, tol |value|) of a
         value met (the returned value is still an upper bound; the tolerance bounds its excess
         over the bound function).
+    pinned_engines : bool
+        Default of :meth:`leakage`'s ``pinned_engines``.
+    cell_budget : int
+        Cells for the b >= 4 cell engine (:mod:`puffgm.gaussian.multivariate`) on pinned splits whose
+        conditional precision is not sign-balanced (0, the default: off; each cell costs two region
+        sweeps of b-dimensional box probabilities, 0.1-2 s).
     """
 
     def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
-                 pinned_engines: bool = True):
+                 pinned_engines: bool = True, cell_budget: int = 0):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -297,6 +329,9 @@ class GaussianRegionModel:
         self.tol = float(tol)
         self.atol = float(atol)
         self.pinned_engines = bool(pinned_engines)
+        if isinstance(cell_budget, bool) or not isinstance(cell_budget, (int, np.integer)) or cell_budget < 0:
+            raise ParameterError(f"The 'cell_budget' parameter must be an integer >= 0. Got {cell_budget!r} instead.")
+        self.cell_budget = int(cell_budget)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
@@ -387,8 +422,9 @@ class GaussianRegionModel:
             Coordinates in neither are integrated out *untruncated*: only valid when they are
             independent of x_H given x_C (a Markov-quilt remote set).
         pinned_engines : bool, optional
-            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; trivariate engine
-            at b = 3) when the Bonferroni sum is large; default: the model's setting.  Off, such splits
+            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; monotone engine;
+            trivariate engine at b = 3; the cell engine at b >= 4 when the model's ``cell_budget`` > 0)
+            when the Bonferroni sum is large; default: the model's setting.  Off, such splits
             keep the Bonferroni / range / precision-Lipschitz bound (often ``inf`` or loose).
         """
         i = int(i)
@@ -509,6 +545,7 @@ class GaussianRegionModel:
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
         pinned, lower_b2, val3, hybrid, val_m = math.inf, -math.inf, math.inf, math.inf, math.inf
+        val_c = math.inf
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -566,6 +603,15 @@ class GaussianRegionModel:
                                                     give_up_above=pinned)
                 lower_b2 = info3.get("lower", -math.inf)
                 pinned = min(pinned, val3)
+            if len(high) >= 3 and not math.isfinite(val_m) and self.cell_budget > 0:
+                # (d) b >= 4 without the sign condition: cell branch and bound over the natural
+                # parameters of x_H' (puffgm.gaussian.multivariate), at most cell_budget cells
+                from .multivariate import cell_leakage
+
+                val_c, info_c = cell_leakage(self, i, high, cond, corr_num_marg, U_marg,
+                                             atol=max(self.atol, 1e-3), max_cells=self.cell_budget)
+                lower_b2 = max(lower_b2, info_c.get("lower", -math.inf))
+                pinned = min(pinned, val_c)
             value = max(0.0, min(value, pinned))
         if math.isfinite(value):
             rel = 64 * EPS * max(self.cond, cond_a, cond_b) + 1e-12
@@ -573,7 +619,7 @@ class GaussianRegionModel:
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:

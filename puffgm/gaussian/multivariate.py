@@ -29,6 +29,22 @@ certificate, :func:`zonotope_misses_box`).  The value at (U(c), m) over the cont
 decoupled region sweep of :func:`puffgm.gaussian.leakage.region_pair_bound` with b-dimensional box
 probabilities (:class:`puffgm.gaussian.boxprob.BoxProbability`), as in the monotone engine.
 
+**The vertex bound (second order).**  With F~_A(eta) = log int_A exp(eta' x - x' P x / 2) dx, Lambda =
+F~_{R x T} - F~_{R' x T} is a difference of convex functions of eta.  The Gibbs lower bound of the
+denominator with the product densities fitted at the centre eta_c is *affine* in eta and valid for every
+eta (:meth:`puffgm.gaussian.boxprob.SubBoxes.lower_at`, Jensen over the sub-boxes), so
+Lambda(eta) <= F~_{R x T}(eta) - l_{R'}(eta), a convex function.  The region continuum keeps this form:
+on the centre's final partitions of r and r' (:func:`puffgm.gaussian.leakage.partition_max`),
+sup_r F_r(eta) <= max over cells of the end values plus K h^2 / 8 for every eta, and the same with the
+affine minorants for r'; a max of convex functions plus a max of affine ones is convex in eta.  Its sup
+over the face eta_i = U(c), eta_H' in c is therefore at a vertex of the face: the cell bound is the max
+over the 2^|W| vertices (numerator: certified box upper bounds at each vertex on the centre's sub-boxes,
+:meth:`~puffgm.gaussian.boxprob.SubBoxes.upper_at` and one mean-field sweep near the top regions;
+denominator: the affine minorants) for the ``n_vertex_axes`` axes W of largest Lipschitz slack, plus the
+Lipschitz slack of the other axes.  Its excess over Lambda is the Bregman gap of the denominator,
+about (eta - eta_c)' Cov_{R'}(x) (eta - eta_c) / 2: second order in the cell width, against first order for
+the Lipschitz bound; the smaller of the two is used.
+
 The branch and bound refines the cell with the largest bound (along the axis with the largest slope times
 width) until the certified value is within ``tol`` of the largest cell value met, or until ``max_cells``;
 the value returned is certified in every case (cells never refined keep their bound).  The stopping rule
@@ -45,8 +61,9 @@ import math
 import numpy as np
 
 from .bivariate import pinned_conditional
-from .boxprob import BoxProbability, log_trunc_normal
-from .monotone import _pair_bound_factory, corner_lower_bound
+from .boxprob import BoxProbability, SubBoxes, log_trunc_normal
+from .leakage import log_interval_prob, partition_max, region_pair_bound
+from .monotone import corner_lower_bound
 from .trivariate import zonotope_max_dual
 
 __all__ = ["cell_leakage", "zonotope_misses_box"]
@@ -83,14 +100,15 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
-                 box_tol=1e-2, max_boxes=2000, lower=True):
+                 box_tol=1e-2, box_rel=1e-3, max_boxes=2000, n_vertex_axes=3, lower=True):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
     ``corr_den`` are the marginal corrections of
     :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`.  ``tol`` is the relative gap of the
     branch and bound, ``max_cells`` its budget (cells evaluated); the region sweeps run at
-    ``min(tol, 1e-3)``.  Returns (value, details) with ``details["lower"]`` a certified lower bound of the
+    ``min(tol, 1e-3)``, the box probabilities to a gap of max(``box_tol``, ``box_rel`` |lower bound|).
+    Returns (value, details) with ``details["lower"]`` a certified lower bound of the
     exact leakage (corner search; without it, ``lower=False``, only the budget stops the refinement),
     ``details["cells"]`` the cells evaluated and ``details["estimate"]`` the largest cell value met."""
     H = [int(i)] + [int(k) for k in high]
@@ -105,7 +123,6 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         box = BoxProbability(P, tol=box_tol, max_boxes=max_boxes)
     except np.linalg.LinAlgError:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
-    pair_bound = _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, min(tol, 1e-3), atol)
     lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
     wid = hi_H[1:] - lo_H[1:]
     Pk = np.diag(P)[1:]
@@ -143,23 +160,118 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     # cell times |d Lambda / d eta_i| <= hi_i - lo_i also guides the splitting (heuristic only)
     alpha = np.abs(np.linalg.lstsq(gens2[1:].T, gens2[0], rcond=None)[0]) * float(hi_H[0] - lo_H[0])
 
+    delta = model.delta
+    lo_i, hi_i = float(model.lower[i]), float(model.upper[i])
+    m0, s0 = float(model.mean[i]), math.sqrt(model.cov[i, i])
+    K1, K2 = float(P[0, 0]), 1.0 / model.cov[i, i]
+    rtol = min(tol, 1e-3)
+    stats = {"cells": 0, "dropped_empty": 0, "vertex_wins": 0}
+
+    def centre_sweep(eta_c):
+        """The decoupled region sweep at eta_c, keeping the sub-boxes of every box evaluated: returns
+        (bound, value met, (numerator edges, denominator edges), SubBoxes of the union of the edges, union)."""
+        mu_c = S @ eta_c
+        recs = []
+
+        def log_box(r):
+            LO = np.broadcast_to(lo_H, (len(r), len(H))).copy()
+            HI = np.broadcast_to(hi_H, (len(r), len(H))).copy()
+            LO[:, 0], HI[:, 0] = r, r + delta
+            lt, ut, _, sub = box.bounds_many(mu_c, LO, HI, keep=True)
+            recs.append((np.asarray(r, float), sub))
+            return lt, ut
+
+        bv, ev, edges = region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, rtol,
+                                          atol, iters=40, return_edges=True)
+        rall = np.unique(np.concatenate(edges))
+        parts, found = [], np.zeros(len(rall), bool)
+        for r, sub in recs:
+            pos = np.searchsorted(rall, r)
+            ok = (pos < len(rall)) & (rall[np.minimum(pos, len(rall) - 1)] == r)
+            rows = np.flatnonzero(ok & ~found[np.minimum(pos, len(rall) - 1)])
+            rows = rows[np.unique(pos[rows], return_index=True)[1]]
+            if len(rows):
+                found[pos[rows]] = True
+                parts.append((pos[rows], sub.select(rows)))
+        if not parts or not np.all(found):
+            return bv, ev, edges, None, rall
+        order = np.argsort(np.concatenate([p for p, _ in parts]))
+        sub = SubBoxes.concat([s_ for _, s_ in parts]).select(order)
+        return bv, ev, edges, sub, rall
+
+    def vertex_bound(edges, sub, rall, corners):
+        """max over the given eta (corners of a face) of the bound Psi(eta): the numerator's certified
+        sweep on the centre's partition (box upper bounds on the centre's sub-boxes at each eta) plus the
+        denominator's sweep with the centre's affine minorants (module docstring, the vertex bound)."""
+        e1, e2 = edges
+        i1, i2 = np.searchsorted(rall, e1), np.searchsorted(rall, e2)
+        sub1, sub2 = sub.select(i1), sub.select(i2)
+        corr1 = corr_num(e1[:-1], e1[1:] + delta) if corr_num is not None else 0.0
+        n1 = log_interval_prob(e1, e1 + delta, m0, s0)
+        n2 = log_interval_prob(e2, e2 + delta, m0, s0)
+        out = -math.inf
+        for eta in corners:
+            mu = S @ eta
+            # numerator: the fixed-parameter upper bound everywhere, re-optimised (one mean-field sweep)
+            # on the regions near the top (any valid upper bound may be used on any region)
+            f1 = sub1.upper_at(mu) - n1
+            done = np.zeros(len(f1), bool)
+            h2 = K1 * np.diff(e1) ** 2 / 8 + corr1
+            for _ in range(40):
+                cellv = np.maximum(f1[:-1], f1[1:]) + h2
+                mx = float(np.max(cellv))
+                if not math.isfinite(mx):
+                    break
+                near = np.flatnonzero(cellv >= mx - max(1.0, 0.02 * abs(mx)))
+                top = np.unique(np.concatenate([near, near + 1]))
+                top = top[~done[top]]
+                if not len(top):
+                    break
+                f1[top] = np.minimum(f1[top], box.bounds_fixed(mu, sub1.select(top), sweeps=1)[1] - n1[top])
+                done[top] = True
+            f2 = n2 - sub2.lower_at(mu)
+            v = partition_max(e1, f1, K1, corr_num, delta) + partition_max(e2, f2, K2, corr_den, delta)
+            out = max(out, v)
+            if not math.isfinite(out):
+                break
+        return out
+
     def cell(a, b):
-        """(certified bound over Z n cell, value met at the evaluation points, slack) for both orientations."""
+        """(certified bound over Z n cell, value met at the evaluation points) for both orientations."""
         ctr = (a + b) / 2
         eta_H = cH + Rot.T @ ctr
-        slack = float(np.sum(slopes(a, b) * (b - a) / 2)) + pad
+        sl = slopes(a, b) * (b - a) / 2
+        lip_slack = float(np.sum(sl)) + pad
+        # the vertex bound treats the n_vertex_axes axes of largest slack by convexity, the rest by Lipschitz
+        W = [j for j in np.argsort(-sl)[:n_vertex_axes] if sl[j] > 0]
+        rest_slack = float(np.sum(np.delete(sl, W))) + pad
         out, est = -math.inf, -math.inf
         for sign in (1, -1):
             lo_c, hi_c = (a, b) if sign > 0 else (-b, -a)
             U, _ = zonotope_max_dual(sign * cen2, sign * gens2, 0, cons, lo_c - pad, hi_c + pad)
-            bv, ev = pair_bound(np.concatenate([[sign * (U + pad)], eta_H]))
-            out, est = max(out, bv + slack), max(est, ev)
+            ei = sign * (U + pad)
+            eta_c = np.concatenate([[ei], eta_H])
+            bv, ev, edges, sub, rall = centre_sweep(eta_c)
+            bound = bv + lip_slack
+            if W and math.isfinite(bv) and sub is not None:
+                corners = []
+                for bits in np.ndindex(*([2] * len(W))):
+                    xi = ctr.copy()
+                    xi[W] = np.where(np.array(bits) == 1, b[W], a[W])
+                    corners.append(np.concatenate([[ei], cH + Rot.T @ xi]))
+                vb = vertex_bound(edges, sub, rall, corners) + rest_slack
+                if vb < bound:
+                    bound = vb
+                    stats["vertex_wins"] += 1
+            out, est = max(out, bound), max(est, ev)
         return out, est
 
-    stats = {"cells": 0, "dropped_empty": 0}
     # the stopping rule needs values attained in Z: the certified corner lower bound (cell values at
     # (U(c), m) are not, as (U(c), m) need not lie in Z)
     low = corner_lower_bound(model, i, high, C, corr_num, box=box)[0] if lower else -math.inf
+    # the box probabilities need only be as accurate as the branch and bound: gap <= box_rel |value|
+    if math.isfinite(low):
+        box.tol = max(box.tol, box_rel * abs(low))
     a0, b0 = -reach[1:] - pad, reach[1:] + pad
     heap = []   # (-bound, counter, a, b, estimate)
     best, counter = -math.inf, 0
