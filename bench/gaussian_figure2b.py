@@ -6,9 +6,15 @@ Theorem 9's values (center coordinate, farthest low-influence set, grid of 201 r
 values (same splits, center coordinate; and the max over every coordinate), the seconds per curve,
 certified brackets of the exact b = 3 leakage, and a certified bracket of the exact b = 2 leakage (with an independent adaptive-quadrature value at
 the box corner maximising the natural parameter eta_i).  With --plot FILE it draws the figure; with
---b3-estimate it only prints uncertified b = 3 estimates (from below; see b3_estimate).
+--b3-estimate it only prints uncertified b = 3 estimates (from below; see b3_estimate).  --cell-budget N
+adds the b >= 4 cell engine (puffgm.gaussian.multivariate) with N cells per split; --ls picks length
+scales (runs can be split and joined again with --merge); --lower-json draws the certified lower bounds
+of --corner-lower.
 
     python bench/gaussian_figure2b.py --plot docs/gaussian/figure2b.png
+    python bench/gaussian_figure2b.py --cell-budget 400 --ls 2 > l2.json   # (and 0.5,1 / 3 / 5)
+    python bench/gaussian_figure2b.py --merge l*.json --lower-json docs/gaussian/figure2b_lower.json \
+        --plot docs/gaussian/figure2b.png
 """
 
 import argparse
@@ -138,34 +144,83 @@ def corner_lower(l, sweeps=2):
     return out
 
 
+def cell_splits(l, bs, budget):
+    """The b >= 4 splits (center coordinate, farthest L) with the cell engine: {b: {value, lower, cells,
+    seconds}} (GaussianRegionModel.leakage with cell_budget; the value is certified, the lower bound is the
+    engine's certified corner lower bound)."""
+    cov = gp_covariance(N, l)
+    model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget)
+    i = N // 2 - 1
+    others = [j for j in range(N) if j != i]
+    corr = np.abs(cov[i, others])
+    order = [others[t] for t in np.lexsort((np.abs(np.array(others) - i), -corr))]
+    out = {}
+    for b in bs:
+        H = order[:b - 1]
+        C = sorted(set(others) - set(H))
+        t0 = time.perf_counter()
+        res = model.leakage(i, C)
+        out[b] = {"value": res.value, "cells_value": res.details["cells"], "lower": res.details["bivariate_lower"],
+                  "theorem9": res.theorem9, "seconds": time.perf_counter() - t0}
+        print(json.dumps({"l": l, "b": b, **out[b]}), flush=True)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plot", default=None)
     ap.add_argument("--all-nodes", action="store_true", help="also the max over every secret coordinate")
     ap.add_argument("--corner-lower", action="store_true",
                     help="only print certified lower bounds of the exact leakage for b = 2 .. n - 1 (corner search)")
+    ap.add_argument("--cell-budget", type=int, default=0,
+                    help="cells per split for the b >= 4 cell engine (0: off; Figure 2b's docs use 400)")
+    ap.add_argument("--ls", default=None, help="comma-separated length scales (default: 0.5,1,2,3,5)")
+    ap.add_argument("--lower-json", default=None,
+                    help="JSON of --corner-lower (certified lower bounds) to draw as x marks in --plot")
     ap.add_argument("--b3-estimate", action="store_true",
                     help="only print the uncertified b = 3 estimates (from below) for l in 1, 2, 3, 5")
+    ap.add_argument("--cell-splits", default=None,
+                    help="only run the cell engine on the splits b in this comma-separated list (one JSON line per "
+                         "split), with --cell-budget cells and --ls length scales")
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="JSON outputs of earlier runs (e.g. one per --ls) to merge, print and plot without computing")
     args = ap.parse_args()
+    if args.cell_splits:
+        bs = [int(v) for v in args.cell_splits.split(",")]
+        for l in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
+            cell_splits(l, bs, args.cell_budget or 400)
+        return
     if args.corner_lower:
         print(json.dumps({str(l): corner_lower(l) for l in LS}, indent=1))
         return
     if args.b3_estimate:
         print(json.dumps({str(l): b3_estimate(l) for l in (1.0, 2.0, 3.0, 5.0)}, indent=1))
         return
-    out = {"n": N, "gamma": GAMMA, "delta": DELTA, "machine": "2-core machine, shared with other jobs", "curves": {}}
-    for l in LS:
+    out = {"n": N, "gamma": GAMMA, "delta": DELTA, "machine": "2-core machine, shared with other jobs",
+           "cell_budget": args.cell_budget, "curves": {}}
+    ls = LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))
+    if args.merge:
+        for fn in args.merge:
+            with open(fn) as fh:
+                part = json.load(fh)
+            out["curves"].update(part["curves"])
+            out["cell_budget"] = part.get("cell_budget", 0)
+        ls = tuple(sorted(float(v) for v in out["curves"]))
+        out["curves"] = {str(l): out["curves"][str(l)] for l in ls}
+    for l in ([] if args.merge else ls):
         t0 = time.perf_counter()
         th9 = gp_region_curve(N, l, GAMMA, DELTA, value="theorem9", center_only=True)
         t1 = time.perf_counter()
-        cert = gp_region_curve(N, l, GAMMA, DELTA, center_only=True, pinned_engines=True)
+        cert = gp_region_curve(N, l, GAMMA, DELTA, center_only=True, pinned_engines=True,
+                               cell_budget=args.cell_budget)
         t2 = time.perf_counter()
         rec = {"theorem9": list(th9.a), "certified_center": list(cert.a),
                "seconds_theorem9": t1 - t0, "seconds_certified_center": t2 - t1,
                "b2": b2_bracket(l), "b3": b3_bracket(l)}
         if args.all_nodes:
             t3 = time.perf_counter()
-            rec["certified_all"] = list(gp_region_curve(N, l, GAMMA, DELTA, pinned_engines=True).a)
+            rec["certified_all"] = list(gp_region_curve(N, l, GAMMA, DELTA, pinned_engines=True,
+                                                        cell_budget=args.cell_budget).a)
             rec["seconds_certified_all"] = time.perf_counter() - t3
         out["curves"][str(l)] = rec
     print(json.dumps(out, indent=1))
@@ -177,7 +232,11 @@ def main():
 
         fig, ax = plt.subplots(figsize=(9.6, 5.0))
         b = np.arange(1, N + 1)
-        for k, l in enumerate(LS):
+        lows = {}
+        if args.lower_json:
+            with open(args.lower_json) as fh:
+                lows = json.load(fh)
+        for k, l in enumerate(ls):
             rec = out["curves"][str(l)]
             col = f"C{k}"
             ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
@@ -186,11 +245,14 @@ def main():
             ax.plot([2], [rec["b2"]["lower"]], "x", color=col, ms=8)
             if rec["b3"]["lower"] > 1e-3:
                 ax.plot([3], [rec["b3"]["lower"]], "x", color=col, ms=8)
+            for bb, (lb, _) in lows.get(str(l), {}).items():
+                if int(bb) >= 4 and lb > 1e-3:
+                    ax.plot([int(bb)], [lb], "x", color=col, ms=6)
         ax.set_yscale("log")
         ax.set_xlabel("b: number of high-influence coordinates (card(H))")
         ax.set_ylabel("a(b): leakage through the low-influence set (nats, log scale)")
         ax.set_title("Figure 2b (n=20, gamma=5, delta=0.1): Theorem 9 vs certified bound\n"
-                     "x: certified lower bounds of the exact b=2 and b=3 leakage")
+                     "x: certified lower bounds of the exact leakage")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(ncol=1, fontsize=7, bbox_to_anchor=(1.02, 1.0), loc="upper left")
         fig.tight_layout()

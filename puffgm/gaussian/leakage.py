@@ -85,7 +85,7 @@ EPS = np.finfo(float).eps
 
 
 def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters=25, max_cells=20000,
-                         return_edges=False):
+                         return_edges=False, n_init=None):
     """Certified max over r in [lo_i, hi_i - delta] of F(r) + corr(r), by interval branch and bound.
 
     Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
@@ -95,9 +95,10 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
     cells keep counting in the certified value.  Returns (certified upper bound, best value met
     at a cell end); the first is ``inf`` when any cell bound is not finite.  With ``return_edges`` a third
     value is returned: the sorted end points of the final partition of [lo_i, hi_i - delta] (pruned cells
-    included), on which :func:`partition_max` re-evaluates the bound for other functions."""
+    included), on which :func:`partition_max` re-evaluates the bound for other functions.  The initial
+    grid has ``n_init`` cells (default max(16, 2 (hi_i - lo_i - delta) / delta))."""
     a0, b0 = lo_i, hi_i - delta
-    m = max(16, int(math.ceil(2 * (b0 - a0) / delta)))
+    m = max(16, int(math.ceil(2 * (b0 - a0) / delta))) if n_init is None else max(1, int(n_init))
     edges = np.linspace(a0, b0, m + 1)
     ra, rb = edges[:-1], edges[1:]
     fe = fun_up(edges)
@@ -148,13 +149,14 @@ def partition_max(edges, f, K, corr, delta):
     return float(np.max(up))
 
 def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, tol, atol, *, iters=25,
-                      return_edges=False):
+                      return_edges=False, n_init=None):
     """Certified sup over regions R of [upper log N(R x T) - log N0(R) + corr_num] plus sup over R' of
     [-lower log N(R' x T) + log N0(R') + corr_den], and the values met (the decoupled region sweeps of
     the pinned engines).  ``log_box(r)`` -> certified (lower, upper) arrays for the regions
     [r, r + delta] (memoised: both sweeps share the evaluations at the same points); N0 = N(m0, s0^2);
     K1 and K2 bound minus the second derivatives of the numerator and denominator functions.  With
-    ``return_edges`` also the two final partitions (numerator, denominator; :func:`certified_region_max`)."""
+    ``return_edges`` also the two final partitions (numerator, denominator; :func:`certified_region_max`);
+    ``n_init`` is the initial grid of both sweeps."""
     memo = {}
 
     def box(r):
@@ -171,9 +173,9 @@ def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr
         return -box(r)[0] + log_interval_prob(r, r + delta, m0, s0)
 
     r1 = certified_region_max(lo_i, hi_i, delta, f1, K1, corr_num, tol, atol, iters=iters, max_cells=20000,
-                              return_edges=return_edges)
+                              return_edges=return_edges, n_init=n_init)
     r2 = certified_region_max(lo_i, hi_i, delta, f2, K2, corr_den, tol, atol, iters=iters, max_cells=20000,
-                              return_edges=return_edges)
+                              return_edges=return_edges, n_init=n_init)
     if return_edges:
         return r1[0] + r2[0], r1[1] + r2[1], (r1[2], r2[2])
     return r1[0] + r2[0], r1[1] + r2[1]

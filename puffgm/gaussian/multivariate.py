@@ -100,7 +100,7 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
-                 box_tol=1e-2, box_rel=1e-3, max_boxes=2000, n_vertex_axes=3, lower=True):
+                 box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, n_regions=32, lower=True):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
@@ -182,7 +182,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             return lt, ut
 
         bv, ev, edges = region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, rtol,
-                                          atol, iters=40, return_edges=True)
+                                          atol, iters=40, return_edges=True, n_init=n_regions)
         rall = np.unique(np.concatenate(edges))
         parts, found = [], np.zeros(len(rall), bool)
         for r, sub in recs:
