@@ -122,7 +122,7 @@ def test_se_cell_engine_is_tight(se_case):
     tol = 0.02 the engine's relative gap and 2 x box_tol = 0.2 for the two box probabilities of a pair.
     The grid maximum is a lower bound of the exact supremum, not the supremum; but a finer grid (11 x 11
     values of x_C, 11 regions, box bounds at tol 1e-3) gave 35.95 too, and the certified value is 55 times
-    that.  Measured: certified 1967.4 after 39 cells (this test's budget), 973.8 after 199 cells (77 s),
+    that.  Measured: certified 1967.4 after 39 cells (this test's budget), 973.8 after 199 cells (77 s), 498.8 after 599 cells (817 s),
     lower 31.61, grid bracket [35.885, 36.024]: the branch and bound does not close the gap within any
     test budget here."""
     grid = float(se_case["D_up"].max())
