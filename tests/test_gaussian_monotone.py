@@ -6,7 +6,7 @@ References (no Monte Carlo in any assertion):
 * ``scipy.integrate.quad`` (relative to the integrand's maximum) for the one-dimensional closed forms;
 * tensor Gauss-Legendre quadrature on panels graded geometrically towards the box faces, with the last
   coordinate integrated in closed form given the others (``scipy.special.log_ndtr``), everything in log
-  space; its resolution is checked by a second, finer run in every test;
+  space; its resolution is checked by a second, finer run in every test (``tests/gaussian_reference.py``);
 * for the AR(1) / Ornstein-Uhlenbeck (Markov) chains of the end-to-end audits, the chain structure: products of
   transition kernels on Gauss-Legendre grids (log-sum-exp), which gives the marginal P0 of the truncated
   prior and the conditional box probabilities given x_C; checked against the generic reference above.
@@ -17,9 +17,8 @@ import math
 
 import numpy as np
 import pytest
-from numpy.polynomial.legendre import leggauss
+from gaussian_reference import ar_cov, exact_chain_leakage, log_box_ref, ou_cov
 from scipy import integrate, stats
-from scipy.special import log_ndtr, logsumexp
 
 from puffgm.closed_forms import gp_covariance
 from puffgm.gaussian.bivariate import conditional_block, natural_zonotope
@@ -31,119 +30,18 @@ from puffgm.gaussian.monotone import balancing_signs
 # ----------------------------------------------------------------------------------------- references
 def ref_log_trunc_normal(a, b, theta, K):
     """(log int_a^b exp(theta t - K t^2 / 2) dt, mean) by quad, relative to the integrand's maximum."""
-    f = lambda t: theta * t - 0.5 * K * t * t  # noqa: E731
+    f = lambda t: theta * t - 0.5 * K * t * t
     x0 = min(max(theta / K, a), b)  # maximiser on [a, b]
     M = f(x0)
     slope = abs(theta - K * x0)
     scale = min(1 / math.sqrt(K), 1 / slope if slope > 0 else math.inf, b - a)
     pts = sorted({x0 + sg * scale * m for m in (1, 10, 100, 1000) for sg in (-1, 1)} | {x0})
     pts = [p for p in pts if a < p < b] or None
-    g = lambda t: math.exp(f(t) - M)  # noqa: E731
-    kw = dict(points=pts, epsabs=0, epsrel=1e-13, limit=500)
+    g = lambda t: math.exp(f(t) - M)
+    kw = {"points": pts, "epsabs": 0, "epsrel": 1e-13, "limit": 500}
     Z = integrate.quad(g, a, b, **kw)[0]
     J = integrate.quad(lambda t: (t - x0) * g(t), a, b, **kw)[0]
     return M + math.log(Z), x0 + J / Z
-
-
-def graded_gl(a, b, m, k):
-    """Gauss-Legendre nodes and weights on [a, b], 2 m + 1 panels graded geometrically towards both ends
-    (smallest panel 1e-6 of the width), k nodes each."""
-    g = np.geomspace(1e-6, 0.5, m)
-    e = np.unique(np.concatenate([[0.0], g, 1 - g, [1.0]])) * (b - a) + a
-    x, w = leggauss(k)
-    X = ((e[:-1, None] + e[1:, None]) / 2 + (e[1:, None] - e[:-1, None]) / 2 * x[None, :]).ravel()
-    W = ((e[1:, None] - e[:-1, None]) / 2 * w[None, :]).ravel()
-    return X, W
-
-
-def log_std_interval(a, b):
-    """log P(a < Z < b) for a standard normal Z, a < b (arrays), stable in both tails."""
-    up = a > 0
-    a2, b2 = np.where(up, -b, a), np.where(up, -a, b)
-    la, lb = log_ndtr(a2), log_ndtr(b2)
-    return lb + np.log1p(-np.exp(la - lb))
-
-
-def log_box_ref(mu, S, lo, hi, m=14, k=12):
-    """log P(x in [lo, hi]) for x ~ N(mu, S): the last coordinate in closed form given the others, the
-    others by tensor Gauss-Legendre on graded panels, in log space."""
-    mu, lo, hi = (np.asarray(v, float) for v in (mu, lo, hi))
-    d = len(mu)
-    r = list(range(d - 1))
-    Sr = S[np.ix_(r, r)]
-    w = np.linalg.solve(Sr, S[r, d - 1])
-    tau = math.sqrt(S[d - 1, d - 1] - S[d - 1, r] @ w)
-    grids = [graded_gl(a, b, m, k) for a, b in zip(lo[:-1], hi[:-1])]
-    X = np.stack(np.meshgrid(*[g[0] for g in grids], indexing="ij"), -1).reshape(-1, d - 1) - mu[:-1]
-    lw = sum(np.meshgrid(*[np.log(g[1]) for g in grids], indexing="ij")).ravel()
-    lf = -0.5 * np.einsum("ij,jk,ik->i", X, np.linalg.inv(Sr), X) - 0.5 * np.linalg.slogdet(2 * np.pi * Sr)[1]
-    cm = mu[-1] + X @ w
-    return float(logsumexp(lf + lw + log_std_interval((lo[-1] - cm) / tau, (hi[-1] - cm) / tau)))
-
-
-def ou_cov(n, l):
-    idx = np.arange(n)
-    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
-
-
-def ar_cov(n, rho):
-    """Stationary unit-variance AR(1) chain: cov rho^|j - k| (rho = exp(-1 / l) is the OU chain; rho < 0
-    alternates the signs of the correlations and of the precision's off-diagonal entries)."""
-    idx = np.arange(n)
-    return rho ** np.abs(idx[:, None] - idx[None, :])
-
-
-def _ou_log_trans(x, y, rho):
-    """log density of x_{k+1} = y given x_k = x for the stationary unit-variance AR(1) chain."""
-    v = 1 - rho * rho
-    return -0.5 * (y - rho * x) ** 2 / v - 0.5 * math.log(2 * math.pi * v)
-
-
-def _chain_logmass(rho, grids, left, right):
-    """log int left(x_a) prod_k p(x_{k+1} | x_k) right(x_b) over the block x_a .. x_b (grids[k] = nodes,
-    weights); left [nl, N_a] and right [nr, N_b] carry a batch axis; returns [nl, nr]."""
-    cur = left + np.log(grids[0][1])[None, :]
-    for (Xp, _), (X, W) in zip(grids[:-1], grids[1:]):
-        T = _ou_log_trans(Xp[:, None], X[None, :], rho) + np.log(W)[None, :]
-        cur = logsumexp(cur[:, :, None] + T[None, :, :], axis=1)
-    return logsumexp(cur[:, None, :] + right[None, :, :], axis=2)
-
-
-def exact_chain_leakage(n, rho, lo, hi, delta, i, H, n_r, n_x, m=10, k=10, mr=4, kr=10, truncated=True):
-    """Exact leakage a(C) of Definition 7 for the AR(1) chain (cov rho^|j - k|) truncated to [lo, hi],
-    H a contiguous block containing i, C = the rest (the Markov property makes only the coordinates next
-    to the block matter), maximised over a grid of n_r region positions (both ends included) and n_x
-    values per adjacent conditioning coordinate (box corners included).  Returns (max, i.e. a value never
-    above the true supremum, and the array [r, r', x_left, x_right] of log ratios).  With
-    truncated=False the marginal term is that of the untruncated N(0, 1) marginal instead."""
-    rs = np.linspace(lo[i], hi[i] - delta, n_r)
-
-    def grid(j, r):
-        return graded_gl(r, r + delta, mr, kr) if j == i else graded_gl(lo[j], hi[j], m, k)
-
-    def stat(x):
-        return -0.5 * x * x - 0.5 * math.log(2 * math.pi)
-
-    # log P0(x_i in R) under the truncated prior, up to its normaliser
-    if truncated:
-        marg = np.array([_chain_logmass(rho, gs, stat(gs[0][0])[None, :], np.zeros((1, len(gs[-1][0]))))[0, 0]
-                         for gs in ([grid(j, r) for j in range(n)] for r in rs)])
-    else:
-        marg = log_std_interval(rs, rs + delta)
-    a, b = min(H), max(H)
-    xl = np.linspace(lo[a - 1], hi[a - 1], n_x) if a > 0 else None
-    xr = np.linspace(lo[b + 1], hi[b + 1], n_x) if b < n - 1 else None
-    K = []
-    for r in rs:  # log N(R x T | x_C) + a constant in x_C
-        gs = [grid(j, r) for j in range(a, b + 1)]
-        Xa, Xb = gs[0][0], gs[-1][0]
-        left = _ou_log_trans(xl[:, None], Xa[None, :], rho) if xl is not None else stat(Xa)[None, :]
-        right = _ou_log_trans(Xb[None, :], xr[:, None], rho) if xr is not None else np.zeros((1, len(Xb)))
-        K.append(_chain_logmass(rho, gs, left, right))
-    K = np.array(K) - marg[:, None, None]
-    disjoint = np.abs(rs[:, None] - rs[None, :]) >= delta - 1e-12
-    D = np.where(disjoint[:, :, None, None], K[:, None] - K[None, :], -np.inf)
-    return float(D.max()), D
 
 
 def marginal_bonferroni(cov, lo, hi, i, r, delta):
@@ -307,7 +205,7 @@ def test_balancing_signs_gp_block_is_unbalanced():
     has signs (-, -, +), which no choice of signs balances."""
     cov = gp_covariance(20, 2.0)
     H = [9, 7, 8, 10]
-    W, S = conditional_block(cov, H, [k for k in range(20) if k not in H])
+    _, S = conditional_block(cov, H, [k for k in range(20) if k not in H])
     P = np.linalg.inv(S)
     P = (P + P.T) / 2
     idx = np.array(H)
@@ -443,7 +341,7 @@ def test_monotone_engine_conditional_part_is_tight(n, rho, i, H):
 
     cov, lo, hi, cond = _pinned_chain(n, rho, H)
     model = GaussianRegionModel(cov, lo, hi, DELTA, tol=1e-3, atol=1e-3)
-    zero = lambda ua, ub: np.zeros_like(np.asarray(ua, float))  # noqa: E731
+    zero = lambda ua, ub: np.zeros_like(np.asarray(ua, float))
     val, info = monotone_leakage(model, i, [k for k in H if k != i], cond, zero, zero, tol=1e-3, atol=1e-3)
     exact, _ = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, 9, truncated=False)
     fine, _ = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, 9, m=14, k=14, mr=6, kr=14, truncated=False)
@@ -460,7 +358,7 @@ def test_monotone_engine_with_rounding_level_wrong_signs():
     cov, lo, hi, cond = _pinned_chain(n, rho, H)
     Sinv = _conditional_precision(cov, lo, hi, i, H, cond)
     assert 0 < Sinv[1, 2] < 1e-14 and balancing_signs(Sinv) is None
-    res, d, exact, D, cov, lo, hi = _audit(n, rho, i, H)
+    _, d, exact, _, cov, lo, hi = _audit(n, rho, i, H)
     assert math.isfinite(d["monotone"]) and d["bonferroni"] == math.inf
     assert d["monotone"] >= exact - 1e-6 and d["bivariate_lower"] <= exact + 1e-6
     assert d["monotone"] <= exact * (1 + REL_TOL)

@@ -1,0 +1,193 @@
+"""The certified cell engine (``puffgm.gaussian.multivariate.cell_leakage``) against exact references.
+
+No Monte Carlo.  With zero marginal corrections the engine bounds
+
+    sup_{x_C in box} max_{R, R' disjoint} [log N(R x T | x_C) - log N(R' x T | x_C)] - [log N0(R) - log N0(R')]
+
+(N0 = the untruncated marginal of x_i), and ``details["lower"]`` is a certified lower bound of it.
+
+* Squared-exponential kernel (not sign-balanced, Bonferroni bound infinite), b = 4: the reference is the
+  exact value on a grid of regions and of x_C (box corners included), each 4-D box probability bracketed by
+  certified bounds (:class:`~puffgm.gaussian.boxprob.BoxProbability` at tol 1e-4, itself audited against
+  quadrature in ``tests/test_gaussian_monotone.py``) and cross-checked with the tensor Gauss-Legendre
+  reference ``log_box_ref`` at the grid argmax.  Why not ``log_box_ref`` everywhere: in this pinned regime
+  it converges slowly (the argmax pair's log ratio is 40.3675 / 40.3793 / 40.3811 at m = k = 8 / 10 / 12,
+  1.5 / 5.7 / 20 s per pair, 2-core machine shared with other jobs), far from 1e-6 within the test budget;
+  the certified brackets need no convergence argument.
+* AR(1) chain (sign-balanced): the exact transfer-kernel reference ``exact_chain_leakage`` and the
+  monotone engine.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from gaussian_reference import (
+    ar_cov,
+    exact_chain_leakage,
+    log_box_ref,
+    log_std_interval,
+)
+
+from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.bivariate import conditional_block, pinned_conditional
+from puffgm.gaussian.boxprob import BoxProbability
+from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.monotone import balancing_signs, monotone_leakage
+from puffgm.gaussian.multivariate import cell_leakage, zonotope_misses_box
+
+
+def _zero(ua, ub):
+    return np.zeros_like(np.asarray(ua, float))
+
+
+# ------------------------------------------------------------ 1. squared-exponential kernel, b = 4, pinned
+SE_N, SE_L, SE_GAMMA, SE_DELTA = 6, 5.0, 5.0, 0.1
+SE_I, SE_HIGH, SE_C = 2, [1, 3, 4], [0, 5]
+SE_NR, SE_NX = 11, 3            # regions (both ends included) and x_C values per coordinate (corners included)
+# engine settings that fit the test budget (certified for any settings; see the module docstring)
+SE_KW = {"box_tol": 0.1, "max_boxes": 64, "max_cells": 40}
+
+
+@pytest.fixture(scope="module")
+def se_case():
+    n, delta = SE_N, SE_DELTA
+    cov = gp_covariance(n, SE_L)
+    lo, hi = np.full(n, -SE_GAMMA), np.full(n, SE_GAMMA)
+    model = GaussianRegionModel(cov, lo, hi, delta, tol=1e-3, atol=1e-3)
+    H = [SE_I, *SE_HIGH]
+    value, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, **SE_KW)
+    # reference: certified brackets of log N(R x T | x_C) on the grid
+    W, S = conditional_block(cov, H, SE_C)
+    box = BoxProbability(np.linalg.inv(S), tol=1e-3, max_boxes=4000)
+    rs = np.linspace(lo[SE_I], hi[SE_I] - delta, SE_NR)
+    LO, HI = np.tile(lo[H], (SE_NR, 1)), np.tile(hi[H], (SE_NR, 1))
+    LO[:, 0], HI[:, 0] = rs, rs + delta
+    xs = np.linspace(lo[SE_C[0]], hi[SE_C[0]], SE_NX)
+    m0 = log_std_interval(rs, rs + delta)   # untruncated N(0, 1) marginal
+    KL, KU = np.empty((SE_NR, SE_NX, SE_NX)), np.empty((SE_NR, SE_NX, SE_NX))
+    for a, x0 in enumerate(xs):
+        for b, x5 in enumerate(xs):
+            L, U, _ = box.bounds_many(W @ [x0, x5], LO, HI)
+            KL[:, a, b], KU[:, a, b] = L - m0, U - m0
+    disjoint = (np.abs(rs[:, None] - rs[None, :]) >= delta - 1e-12)[:, :, None, None]
+    D_lo = np.where(disjoint, KL[:, None] - KU[None, :], -np.inf)   # <= exact value at each grid point
+    D_up = np.where(disjoint, KU[:, None] - KL[None, :], -np.inf)   # >= exact value at each grid point
+    return {"model": model, "cov": cov, "lo": lo, "hi": hi, "W": W, "S": S, "rs": rs, "xs": xs, "value": value,
+            "info": info, "D_lo": D_lo, "D_up": D_up}
+
+
+def test_se_case_is_unbalanced_and_bonferroni_infinite(se_case):
+    model, lo, hi = se_case["model"], se_case["lo"], se_case["hi"]
+    _, P, _, _ = pinned_conditional(model, [SE_I, *SE_HIGH], SE_C)
+    assert balancing_signs((P + P.T) / 2) is None
+    res = GaussianRegionModel(se_case["cov"], lo, hi, SE_DELTA).leakage(SE_I, SE_C, pinned_engines=False)
+    assert res.details["bonferroni"] == math.inf
+    v, info = monotone_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero)
+    assert v == math.inf and "sign-balanced" in info["reason"]
+
+
+def test_se_cell_engine_is_sound(se_case):
+    """certified value >= the grid maximum of certified lower bounds of the exact value (a necessary check:
+    every grid value is attained, so below the supremum); the lower bound <= certified value; the lower bound
+    (top region against bottom region at corners of the box of x_C) <= the grid's certified upper bound over
+    those pairs and corners, where it claims to be attained.  The grid bracket is narrow (measured: the
+    argmax box probability hits the 4000 sub-box budget, so the bracket is 0.14 wide, not 2e-3) and the
+    tensor quadrature (m = k = 10, within 2e-3 of m = k = 12) lies in it at the argmax.  Measured (l = 5,
+    n = 6): grid bracket [35.885, 36.024], quadrature 35.961, at r = -4.01 against r' = 4.9 and the corner
+    x_C = (-5, -5): the argmax is *not* the top/bottom pair, unlike the sign-balanced case; certified
+    1967.4 after 39 cells (see the xfail below); lower 31.609."""
+    value, info, D_lo, D_up = se_case["value"], se_case["info"], se_case["D_lo"], se_case["D_up"]
+    rs, xs = se_case["rs"], se_case["xs"]
+    grid_lo, grid_up = float(D_lo.max()), float(D_up.max())
+    assert grid_up - grid_lo <= 0.2, (grid_lo, grid_up)
+    assert value >= grid_lo - 1e-6, (value, grid_lo)
+    assert info["lower"] <= value
+    ends = np.ix_([0, SE_NR - 1], [0, SE_NR - 1], [0, SE_NX - 1], [0, SE_NX - 1])
+    assert info["lower"] <= float(D_up[ends].max()) + 1e-9, (info["lower"], D_up[ends].max())
+    # independent cross-check of the grid argmax by tensor Gauss-Legendre quadrature
+    r, rp, a, b = np.unravel_index(np.argmax(D_lo), D_lo.shape)
+    lo, hi, delta = se_case["lo"], se_case["hi"], SE_DELTA
+    H = [SE_I, *SE_HIGH]
+    mu = se_case["W"] @ [xs[a], xs[b]]
+    q = [log_box_ref(mu, se_case["S"], [x, *lo[H[1:]]], [x + delta, *hi[H[1:]]], 10, 10) for x in (rs[r], rs[rp])]
+    q = q[0] - q[1] - float(log_std_interval(rs[r:r + 1], rs[r:r + 1] + delta)[0]
+                            - log_std_interval(rs[rp:rp + 1], rs[rp:rp + 1] + delta)[0])
+    assert D_lo[r, rp, a, b] - 5e-3 <= q <= D_up[r, rp, a, b] + 5e-3, (D_lo[r, rp, a, b], q, D_up[r, rp, a, b])
+
+
+@pytest.mark.xfail(strict=True, reason="cell engine far looser than the exact value on the SE kernel (reported)")
+def test_se_cell_engine_is_tight(se_case):
+    """Expected of a converged branch and bound: value <= grid max (1 + tol) + box tolerance slack, with
+    tol = 0.02 the engine's relative gap and 2 x box_tol = 0.2 for the two box probabilities of a pair.
+    The grid maximum is a lower bound of the exact supremum, not the supremum; but a finer grid (11 x 11
+    values of x_C, 11 regions, box bounds at tol 1e-3) gave 35.95 too, and the certified value is 55 times
+    that.  Measured: certified 1967.4 after 39 cells (this test's budget), 973.8 after 199 cells (77 s), 498.8 after 599 cells (817 s),
+    lower 31.61, grid bracket [35.885, 36.024]: the branch and bound does not close the gap within any
+    test budget here."""
+    grid = float(se_case["D_up"].max())
+    assert se_case["value"] <= grid * 1.02 + 2 * SE_KW["box_tol"], (se_case["value"], grid)
+
+
+# ------------------------------------------------------------------- 2. sign-balanced AR(1) chain, b = 3
+# The branch and bound stops once cert - lower <= tol |lower| (tol = 0.02, the default) with lower <= exact
+# <= monotone value, so a converged run (fewer cells than the budget) is within a factor 1 + tol of both.
+CHAIN_KW = {"box_tol": 0.1, "max_boxes": 64, "max_cells": 60}
+CHAIN_TOL = 0.02
+def test_cell_engine_on_markov_chain_brackets_exact():
+    """OU chain n = 5, l = 5, H = {1, 2, 3}, box [-3, 3] and [-6, 6] for C, delta = 0.25 (the monotone
+    engine's pinned audit): the cell engine's value >= the exact transfer-kernel value and >= its own lower
+    bound, which is <= the exact value; compared with the monotone engine (same quantity, certified).
+    Measured: exact 69.4628, monotone 69.4826, cell engine 70.2674 after 39 cells (1.2 % above the monotone
+    value, ~5 s), its lower bound 69.3945."""
+    n, rho, i, H = 5, math.exp(-1 / 5), 2, [1, 2, 3]
+    cov = ar_cov(n, rho)
+    cond = [k for k in range(n) if k not in H]
+    lo, hi = np.full(n, -3.0), np.full(n, 3.0)
+    lo[cond], hi[cond] = -6.0, 6.0
+    delta = 0.25
+    model = GaussianRegionModel(cov, lo, hi, delta, tol=1e-3, atol=1e-3)
+    exact, _ = exact_chain_leakage(n, rho, lo, hi, delta, i, H, 23, 9, truncated=False)
+    mono, _ = monotone_leakage(model, i, [1, 3], cond, _zero, _zero, tol=1e-3, atol=1e-3)
+    val, info = cell_leakage(model, i, [1, 3], cond, _zero, _zero, tol=CHAIN_TOL, **CHAIN_KW)
+    assert val >= exact - 1e-6 and mono >= exact - 1e-6, (val, mono, exact)
+    assert info["lower"] <= exact + 1e-6 <= val + 2e-6, (info["lower"], exact, val)
+    assert info["cells"] < CHAIN_KW["max_cells"], info   # stopped by the gap, not the budget
+    assert val <= info["lower"] + CHAIN_TOL * abs(info["lower"]) and val <= (1 + CHAIN_TOL) * mono, (val, mono, exact)
+
+
+# ------------------------------------------------------------------------------ 3. zonotope_misses_box
+def test_zonotope_misses_box_never_false_and_detects_far_boxes():
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        dim, m = rng.integers(2, 5), rng.integers(1, 6)
+        center, gens = rng.normal(size=dim) * 3, rng.normal(size=(dim, m)) * rng.uniform(0.1, 5)
+        k = int(rng.integers(1, dim + 1))
+        cons = sorted(rng.choice(dim, size=k, replace=False).tolist())
+        reach = np.sum(np.abs(gens[cons]), axis=1)
+        for _ in range(6):
+            # a point of Z (interior, or a vertex) and a box around it (possibly degenerate)
+            u = rng.uniform(-1, 1, size=m) if rng.random() < 0.5 else rng.choice([-1.0, 1.0], size=m)
+            p = center[cons] + gens[cons] @ u
+            w = rng.uniform(0, 1, size=k) * rng.choice([0.0, 1e-6, 0.5], size=k)
+            assert not zonotope_misses_box(center, gens, cons, p - w, p + w)
+        # far away along the first constrained axis: beyond the reach of Z by 10 %
+        far = center[cons].copy()
+        far[0] += 1.1 * reach[0] + 0.1
+        assert zonotope_misses_box(center, gens, cons, far, far + 1.0)
+        below = center[cons].copy()
+        below[0] -= 1.1 * reach[0] + 0.1
+        assert zonotope_misses_box(center, gens, cons, below - 1.0, below)
+    # a box off a thin (flat) zonotope in a direction no coordinate axis sees: Z = segment from (-1, -1) to
+    # (1, 1); the box [0.4, 1] x [-1, -0.4] lies inside Z's bounding box but misses the segment
+    c, G = np.zeros(2), np.array([[1.0], [1.0]])
+    assert zonotope_misses_box(c, G, [0, 1], [0.4, -1.0], [1.0, -0.4])
+    assert not zonotope_misses_box(c, G, [0, 1], [0.4, 0.3], [1.0, 0.5])
+
+
+# ------------------------------------------------------------------------------------ 5. input checks
+def test_cell_leakage_empty_condition_set():
+    cov = gp_covariance(4, 2.0)
+    model = GaussianRegionModel(cov, np.full(4, -3.0), np.full(4, 3.0), 0.1)
+    val, info = cell_leakage(model, 1, [0, 2], [], _zero, _zero)
+    assert val == math.inf and "reason" in info
