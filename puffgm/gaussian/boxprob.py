@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["log_trunc_normal", "BoxProbability", "SubBoxes"]
+__all__ = ["BoxProbability", "SubBoxes", "log_trunc_normal"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)

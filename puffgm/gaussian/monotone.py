@@ -164,7 +164,7 @@ def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_
 
 
 def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2, box=None, box_tol=1e-2,
-                       max_boxes=2000):
+                       max_boxes=2000, n_regions=41):
     """Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
 
     Any attained x_C and any disjoint pair of regions give a lower bound of the leakage (Definition 7
@@ -173,7 +173,8 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
     (:class:`~puffgm.gaussian.boxprob.BoxProbability`), and the marginal log ratio of the truncated
     prior is at most log N0(R) - log N0(R') - log(1 - E0(R')) (Bonferroni, ``corr_num``).  Starting
     from the corners that maximise and minimise eta_i (or ``starts``), single coordinates of x_C are
-    flipped while the bound improves (``sweeps`` passes).  No sign condition is needed.
+    flipped while the bound improves (``sweeps`` passes); at the best corner every disjoint pair of a grid of
+    ``n_regions`` regions (both ends included) is tried as well.  No sign condition is needed.
 
     Returns (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
     (-inf, None, 0) when x_H is determined by x_cond."""
@@ -206,6 +207,10 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
                 break
         if cur > best:
             best, best_u = cur, u.copy()
+    if best_u is not None and n_regions > 2:
+        # the best pair need not be the top and bottom regions (it is not on the squared-exponential
+        # kernel): every disjoint pair of a region grid at the best corner, also certified
+        best = max(best, value.grid(best_u, n_regions))
     return best, best_u, value.calls
 
 
@@ -231,5 +236,19 @@ def _corner_pair_value(model, i, H, S, center, gens, box, corr_num):
         value.calls += 1
         return float(max((lb[0] - ub[1]) - (m_t - m_b + c_b), (lb[1] - ub[0]) - (m_b - m_t + c_t)))
 
+    def grid(u, n):
+        """max over the disjoint pairs of n regions (ends included) at the corner u, same bound."""
+        r = np.linspace(lo_i, hi_i - delta, n)
+        lo_g, hi_g = np.tile(lo_H, (n, 1)), np.tile(hi_H, (n, 1))
+        lo_g[:, 0], hi_g[:, 0] = r, r + delta
+        mu = S @ (center + gens @ np.asarray(u, float))
+        lb, ub, _ = box.bounds_many(mu, lo_g, hi_g)
+        m = log_interval_prob(r, r + delta, m0, s0)
+        c = corr_num(r, r + delta)
+        D = (lb - m)[:, None] - (ub - m + c)[None, :]
+        D = np.where(np.abs(r[:, None] - r[None, :]) >= delta * (1 - 1e-12), D, -np.inf)
+        return float(np.max(np.where(np.isnan(D), -np.inf, D)))
+
     value.calls = 0
+    value.grid = grid
     return value
