@@ -182,6 +182,9 @@ def main():
     ap.add_argument("--cell-splits", default=None,
                     help="only run the cell engine on the splits b in this comma-separated list (one JSON line per "
                          "split), with --cell-budget cells and --ls length scales")
+    ap.add_argument("--cell-json", nargs="+", default=None,
+                    help="JSON lines of --cell-splits runs: with --merge, each split's certified value lowers the "
+                         "curve at its b and every larger b (the curve is non-increasing)")
     ap.add_argument("--merge", nargs="+", default=None,
                     help="JSON outputs of earlier runs (e.g. one per --ls) to merge, print and plot without computing")
     args = ap.parse_args()
@@ -207,6 +210,19 @@ def main():
             out["cell_budget"] = part.get("cell_budget", 0)
         ls = tuple(sorted(float(v) for v in out["curves"]))
         out["curves"] = {str(l): out["curves"][str(l)] for l in ls}
+        for fn in args.cell_json or []:
+            with open(fn) as fh:
+                for line in fh:
+                    if not line.strip():
+                        continue
+                    rec = json.loads(line)
+                    cur = out["curves"].get(str(float(rec["l"])))
+                    if cur is None:
+                        continue
+                    cur.setdefault("cell_splits", {})[str(rec["b"])] = rec
+                    a = cur.setdefault("certified_center_cells", list(cur["certified_center"]))
+                    for bb in range(rec["b"], len(a) + 1):
+                        a[bb - 1] = min(a[bb - 1], rec["value"])
     for l in ([] if args.merge else ls):
         t0 = time.perf_counter()
         th9 = gp_region_curve(N, l, GAMMA, DELTA, value="theorem9", center_only=True)
@@ -240,8 +256,8 @@ def main():
             rec = out["curves"][str(l)]
             col = f"C{k}"
             ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
-            ax.step(b, np.maximum(rec["certified_center"], 1e-3), where="post", color=col, lw=2,
-                    label=f"certified, l={l:g}")
+            ax.step(b, np.maximum(rec.get("certified_center_cells", rec["certified_center"]), 1e-3), where="post",
+                    color=col, lw=2, label=f"certified, l={l:g}")
             ax.plot([2], [rec["b2"]["lower"]], "x", color=col, ms=8)
             if rec["b3"]["lower"] > 1e-3:
                 ax.plot([3], [rec["b3"]["lower"]], "x", color=col, ms=8)
