@@ -254,11 +254,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             bv, ev, edges, sub, rall = centre_sweep(eta_c)
             bound = bv + lip_slack
             if W and math.isfinite(bv) and sub is not None:
-                corners = []
-                for bits in np.ndindex(*([2] * len(W))):
-                    xi = ctr.copy()
-                    xi[W] = np.where(np.array(bits) == 1, b[W], a[W])
-                    corners.append(np.concatenate([[ei], cH + Rot.T @ xi]))
+                corners = [np.concatenate([[ei], cH + Rot.T @ xi]) for xi in _face_vertices(ctr, a, b, W)]
                 vb = vertex_bound(edges, sub, rall, corners) + rest_slack
                 if vb < bound:
                     bound = vb
@@ -280,35 +276,15 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         if lower:
             details["lower"] = low
         return cert, details
-    a0, b0 = -reach[1:] - pad, reach[1:] + pad
-    heap = []   # (-bound, counter, a, b, estimate)
-    best, counter = -math.inf, 0
 
-    def push(a, b):
-        nonlocal best, counter
+    def evaluate(a, b):
         if zonotope_misses_box(cen2, gens2, cons, a - pad, b + pad):
             stats["dropped_empty"] += 1
-            return
-        bv, ev = cell(a, b)
-        stats["cells"] += 1
-        best = max(best, ev)
-        counter += 1
-        heapq.heappush(heap, (-bv, counter, a, b))
+            return None
+        return cell(a, b)
 
-    push(a0, b0)
-    while heap:
-        cert = -heap[0][0]
-        if (not math.isfinite(cert) or cert - low <= max(atol, tol * abs(low))
-                or stats["cells"] + 2 > max_cells):
-            break
-        _, _, a, b = heapq.heappop(heap)
-        k = int(np.argmax((slopes(a, b) + alpha) * (b - a)))
-        m = (a[k] + b[k]) / 2
-        b1, a2 = b.copy(), a.copy()
-        b1[k], a2[k] = m, m
-        push(a, b1)
-        push(a2, b)
-    cert = -heap[0][0] if heap else -math.inf
+    cert, best = _best_first(-reach[1:] - pad, reach[1:] + pad, evaluate,
+                             lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol, max_cells, stats)
     details = {"estimate": best, **stats, "cell_space": "natural parameters"}
     if lower:
         details["lower"] = low
@@ -322,8 +298,6 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
     needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
     Slopes: |d Lambda / d u_j| <= sum_k |gens_kj| L_k with L_k the Gibbs-conditional bounds for k in H' and
     L_i = hi_i - lo_i.  Returns (certified value, details)."""
-    import heapq as hq
-
     m = gens.shape[1]
     absG = np.abs(gens)
     stats = {"cells": 0, "vertex_wins": 0}
@@ -341,38 +315,56 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
         bound = bv + float(np.sum(sl)) + pad
         W = [j for j in np.argsort(-sl)[:n_vertex_axes] if sl[j] > 0]
         if math.isfinite(bv) and sub is not None:
-            corners = []
-            for bits in np.ndindex(*([2] * len(W))):
-                u = ctr.copy()
-                u[W] = np.where(np.array(bits) == 1, b[W], a[W])
-                corners.append(center + gens @ u)
+            corners = [center + gens @ u for u in _face_vertices(ctr, a, b, W)]
             vb = vertex_bound(edges, sub, rall, corners) + float(np.sum(np.delete(sl, W))) + pad
             if vb < bound:
                 bound = vb
                 stats["vertex_wins"] += 1
-        stats["cells"] += 1
         return bound, ev
 
+    cert, best = _best_first(-np.ones(m), np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
+                             max_cells, stats)
+    return cert, {"estimate": best, **stats}
+
+
+def _face_vertices(ctr, a, b, W):
+    """The 2^|W| points equal to ctr except on the axes W, where they take either end of [a, b]."""
+    out = []
+    for bits in np.ndindex(*([2] * len(W))):
+        x = ctr.copy()
+        x[W] = np.where(np.array(bits) == 1, b[W], a[W])
+        out.append(x)
+    return out
+
+
+def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats):
+    """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
+    None for a cell known to be empty; the cell with the largest bound is halved along the axis of largest
+    ``score(a, b)`` until the bound is within max(atol, tol |low|) of the certified lower bound ``low`` or
+    ``max_cells`` cells were evaluated.  Returns (certified value = the largest bound of the leaves, the
+    largest value met); counts cells in ``stats["cells"]``."""
     heap, best, counter = [], -math.inf, 0
 
     def push(a, b):
         nonlocal best, counter
-        bv, ev = cell(a, b)
-        best = max(best, ev)
+        res = evaluate(a, b)
+        if res is None:
+            return
+        stats["cells"] += 1
+        best = max(best, res[1])
         counter += 1
-        hq.heappush(heap, (-bv, counter, a, b))
+        heapq.heappush(heap, (-res[0], counter, a, b))
 
-    push(-np.ones(m), np.ones(m))
+    push(a0, b0)
     while heap:
         cert = -heap[0][0]
-        if (not math.isfinite(cert) or cert - low <= max(atol, tol * abs(low))
-                or stats["cells"] + 2 > max_cells):
+        if not math.isfinite(cert) or cert - low <= max(atol, tol * abs(low)) or stats["cells"] + 2 > max_cells:
             break
-        _, _, a, b = hq.heappop(heap)
-        k = int(np.argmax(slopes(a, b) * (b - a)))
+        _, _, a, b = heapq.heappop(heap)
+        k = int(np.argmax(score(a, b)))
         mid = (a[k] + b[k]) / 2
         b1, a2 = b.copy(), a.copy()
         b1[k], a2[k] = mid, mid
         push(a, b1)
         push(a2, b)
-    return (-heap[0][0] if heap else -math.inf), {"estimate": best, **stats}
+    return (-heap[0][0] if heap else -math.inf), best
