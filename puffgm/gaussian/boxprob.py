@@ -147,18 +147,29 @@ class BoxProbability:
                 x[:, k] = np.clip(x[:, k] + gk / dg[k], A[:, k], B[:, k])
         return x
 
-    def _sub_bounds(self, mu, A, B, want_mean=False):
-        """(lower, upper, split score per coordinate) on sub-boxes rows of (A, B) (mu broadcast); with
-        ``want_mean`` also the mean of the product density q of the Gibbs bound (absolute coordinates)."""
-        x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B)
+    def _dual_upper(self, mu, A, B, x0, y):
+        """The convex-duality upper bound (module docstring) on sub-boxes rows of (A, B) with expansion
+        points x0 and tangent points y (any x0 and y give a valid bound); also f0 and g = P (mu - x0)."""
         dx = x0 - mu
         f0 = -0.5 * np.einsum("nk,kj,nj->n", dx, self.P, dx)
         g = -dx @ self.P
+        if y is None:
+            return None, f0, g
+        lzu = log_trunc_normal(A - x0, B - x0, g - y @ self.PmD, self.Dp, mean=False)
+        upper = f0 + 0.5 * np.einsum("nk,kj,nj->n", y, self.PmD, y) + np.sum(lzu, axis=1)
+        return np.where(np.isnan(upper), np.inf, upper), f0, g
+
+    def _sub_bounds(self, mu, A, B, want_mean=False, sweeps=None):
+        """(lower, upper, split score per coordinate) on sub-boxes rows of (A, B) (mu broadcast), with
+        ``sweeps`` mean-field sweeps (default the instance's); with ``want_mean`` also the mean of the
+        product density q of the Gibbs bound (absolute coordinates), x0 and y."""
+        x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B)
+        _, f0, g = self._dual_upper(mu, A, B, x0, None)
         a, b = A - x0, B - x0
         dg = self.diag
         theta = g.copy()
         logZ, m = log_trunc_normal(a, b, theta, dg)
-        for _ in range(self.sweeps):
+        for _ in range(self.sweeps if sweeps is None else sweeps):
             for k in range(self.d):
                 theta[:, k] = g[:, k] - m @ self.off[k]
                 lz, mk = log_trunc_normal(a[:, k], b[:, k], theta[:, k], dg[k])
@@ -166,9 +177,7 @@ class BoxProbability:
         cross = np.einsum("nk,kj,nj->n", m, self.off, m)
         lower = f0 + np.sum((g - theta) * m + logZ, axis=1) - 0.5 * cross
         y = m
-        h = g - y @ self.PmD
-        lzu = log_trunc_normal(a, b, h, self.Dp, mean=False)
-        upper = f0 + 0.5 * np.einsum("nk,kj,nj->n", y, self.PmD, y) + np.sum(lzu, axis=1)
+        upper = self._dual_upper(mu, A, B, x0, y)[0]
         # spread proxy: effective width of q_k (exponential decay scale or normal scale), times coupling
         s = 1.0 / np.sqrt(dg)
         nu = theta / dg
@@ -178,7 +187,6 @@ class BoxProbability:
             w = np.minimum(np.minimum(b - a, 2 * s), np.where(lam > 0, 2.0 / lam, np.inf))
         score = w * w * self.rowabs
         lower = np.where(np.isnan(lower), -np.inf, lower)
-        upper = np.where(np.isnan(upper), np.inf, upper)
         if want_mean:
             return lower, upper, score, x0 + m, x0, y
         return lower, upper, score
@@ -254,12 +262,7 @@ class BoxProbability:
     def bounds_fixed(self, mu, sub, sweeps=None):
         """Certified (lower, upper) of the same boxes as ``sub`` (a :class:`SubBoxes`) at another mean
         ``mu``, on ``sub``'s sub-boxes without refinement (the bounds hold on any partition)."""
-        saved = self.sweeps
-        self.sweeps = saved if sweeps is None else sweeps
-        try:
-            L, U, _ = self._sub_bounds(np.asarray(mu, float), sub.A, sub.B)
-        finally:
-            self.sweeps = saved
+        L, U, _ = self._sub_bounds(np.asarray(mu, float), sub.A, sub.B, sweeps=sweeps)
         return self._finish(_group_lse(L, sub.pid, sub.nprob), _group_lse(U, sub.pid, sub.nprob))
 
 
@@ -305,13 +308,7 @@ class SubBoxes:
         :class:`BoxProbability` on the kept sub-boxes with the expansion points x0 and tangent points y of
         mu0 (valid for any x0 and y; one vectorised one-dimensional integral per coordinate)."""
         box = self.box
-        mu = np.asarray(mu, float)
-        dx = self.x0 - mu
-        f0 = -0.5 * np.einsum("nk,kj,nj->n", dx, box.P, dx)
-        h = -dx @ box.P - self.y @ box.PmD
-        lzu = log_trunc_normal(self.A - self.x0, self.B - self.x0, h, box.Dp, mean=False)
-        U = f0 + 0.5 * np.einsum("nk,kj,nj->n", self.y, box.PmD, self.y) + np.sum(lzu, axis=1)
-        U = np.where(np.isnan(U), np.inf, U)
+        U = box._dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
         ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
         with np.errstate(invalid="ignore"):
             return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)

@@ -106,13 +106,11 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
     best, dropped, cert = -math.inf, -math.inf, math.inf
     pruned = [edges]
     for _ in range(iters):
-        up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8
+        up = cell_bounds(ra, rb, fa, fb, K, corr, delta)
         if corr is None:
             pt = np.maximum(fa, fb)
         else:
-            up = up + corr(ra, rb + delta)
             pt = np.maximum(fa + corr(ra, ra + delta), fb + corr(rb, rb + delta))
-        up = np.where(np.isnan(up), np.inf, up)
         best = max(best, float(np.max(np.where(np.isnan(pt), -np.inf, pt))))
         cert = max(float(np.max(up)), dropped)
         if not math.isfinite(cert):
@@ -137,16 +135,20 @@ def certified_region_max(lo_i, hi_i, delta, fun_up, K, corr, tol, atol, *, iters
     return cert, best
 
 
-def partition_max(edges, f, K, corr, delta):
-    """max over the cells [e_j, e_j+1] of max(f_j, f_j+1) + K h^2 / 8 + corr(e_j, e_j+1 + delta): the
-    certified bound of :func:`certified_region_max` on a given partition, for end-point values f of any
-    function with second derivative >= -K (``corr=None``: no correction)."""
-    ra, rb = edges[:-1], edges[1:]
-    up = np.maximum(f[:-1], f[1:]) + K * (rb - ra) ** 2 / 8
+def cell_bounds(ra, rb, fa, fb, K, corr, delta):
+    """Per cell [ra, rb]: max(fa, fb) + K h^2 / 8 + corr(ra, rb + delta) (``corr=None``: no correction),
+    NaN as +inf -- the certified bound of a function with second derivative >= -K on the cell."""
+    up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8
     if corr is not None:
         up = up + corr(ra, rb + delta)
-    up = np.where(np.isnan(up), np.inf, up)
-    return float(np.max(up))
+    return np.where(np.isnan(up), np.inf, up)
+
+
+def partition_max(edges, f, K, corr, delta):
+    """The largest :func:`cell_bounds` over the cells of a partition (end points ``edges``, values f): the
+    certified bound of :func:`certified_region_max` on a given partition, for any function with second
+    derivative >= -K."""
+    return float(np.max(cell_bounds(edges[:-1], edges[1:], f[:-1], f[1:], K, corr, delta)))
 
 def region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, tol, atol, *, iters=25,
                       return_edges=False, n_init=None):

@@ -62,7 +62,7 @@ import numpy as np
 
 from .bivariate import pinned_conditional
 from .boxprob import BoxProbability, SubBoxes, log_trunc_normal
-from .leakage import log_interval_prob, partition_max, region_pair_bound
+from .leakage import cell_bounds, log_interval_prob, partition_max, region_pair_bound
 from .monotone import corner_lower_bound
 from .trivariate import zonotope_max_dual
 
@@ -206,7 +206,6 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         e1, e2 = edges
         i1, i2 = np.searchsorted(rall, e1), np.searchsorted(rall, e2)
         sub1, sub2 = sub.select(i1), sub.select(i2)
-        corr1 = corr_num(e1[:-1], e1[1:] + delta) if corr_num is not None else 0.0
         n1 = log_interval_prob(e1, e1 + delta, m0, s0)
         n2 = log_interval_prob(e2, e2 + delta, m0, s0)
         out = -math.inf
@@ -216,9 +215,8 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             # on the regions near the top (any valid upper bound may be used on any region)
             f1 = sub1.upper_at(mu) - n1
             done = np.zeros(len(f1), bool)
-            h2 = K1 * np.diff(e1) ** 2 / 8 + corr1
             for _ in range(40):
-                cellv = np.maximum(f1[:-1], f1[1:]) + h2
+                cellv = cell_bounds(e1[:-1], e1[1:], f1[:-1], f1[1:], K1, corr_num, delta)
                 mx = float(np.max(cellv))
                 if not math.isfinite(mx):
                     break
