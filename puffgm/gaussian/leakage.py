@@ -31,7 +31,12 @@ probabilities only, by three inequalities:
    variance; the tail probability is quasi-convex in the mean, so the sup is at
    an end of the mean's range (an interval computed from the box).
 2. The same on the marginal: P(A) / P(A') >= N0(R) (1 - E0(R)) / N0(R') with
-   E0(R) = sum_{k != i} sup_{x_i in R} P(x_k not in [lo_k, hi_k] | x_i).
+   E0(R) = sum_{k != i} sup_{x_i in R} P(x_k not in [lo_k, hi_k] | x_i); where that term is large or
+   infinite (option ``marginal``), also the bound of :mod:`puffgm.gaussian.marginal`:
+   G(t) = P(x_-i in B_-i | x_i = t) is log-concave, so P(x_-i in B_-i | x_i in R) >= min of G at the
+   ends of a cell containing R, and P(x_-i in B_-i | x_i in R') <= the probability of the box expanded
+   by the drift of the conditional mean over the cell, both from certified (n - 1)-dimensional box
+   probabilities; the smaller bound is used.
 3. Theorem 9's one-dimensional sweep for N(R | x_C) / N(R' | x_C): x_i | x_C
    is N(mu, sigma^2) with mu affine in x_C and ranging over [mu_lo, mu_hi];
    by the monotone likelihood ratio of the location family the sup over mu is
@@ -421,6 +426,14 @@ class GaussianRegionModel:
         mode = self.marginal
         if mode == "bonferroni" or self.n < 2 or (mode == "auto" and self.n - 1 > _MARGINAL_AUTO_MAX_DIM):
             return bonf_num, bonf_den
+        if mode == "auto":
+            # gate (cost only; any choice is valid): windows of width 2 delta, stride delta / 2, cover
+            # every cell the sweeps query; if Bonferroni's term stays at or below the threshold on all of
+            # them, the one-dimensional callables are returned as they are
+            w0 = np.arange(self.lower[i], self.upper[i] - 2 * self.delta, self.delta / 2)
+            w0 = np.append(w0, self.upper[i] - 2 * self.delta)
+            if not np.any(~(bonf_num(w0, w0 + 2 * self.delta) <= _MARGINAL_AUTO_THRESHOLD)):
+                return bonf_num, bonf_den
         if i not in self._marginal_box:
             from .marginal import TruncatedMarginal
 
@@ -437,14 +450,14 @@ class GaussianRegionModel:
             ua, ub, b, sel = pick(ua, ub)
             out = np.array(b, float, copy=True)
             if np.any(sel):
-                out[sel] = np.minimum(out[sel], tm.corr_num(ua[sel], ub[sel]))
+                out[sel] = np.fmin(out[sel], tm.corr_num(ua[sel], ub[sel]))
             return out
 
         def corr_den(ua, ub):
             ua, ub, _, sel = pick(ua, ub)
             out = np.minimum(np.array(bonf_den(ua, ub), float, copy=True), 0.0)
             if np.any(sel):
-                out[sel] = np.minimum(out[sel], tm.corr_den(ua[sel], ub[sel]))
+                out[sel] = np.fmin(out[sel], tm.corr_den(ua[sel], ub[sel]))
             return out
 
         return corr_num, corr_den
