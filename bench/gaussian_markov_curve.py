@@ -4,11 +4,13 @@ Prior: n coordinates with the Ornstein-Uhlenbeck (AR(1)) kernel Sigma_jk = exp(-
 chain: tridiagonal precision with negative off-diagonals, so every conditional precision is
 sign-balanced and :mod:`puffgm.gaussian.monotone` applies), truncated to [-gamma, gamma]^n, region
 secrets of width delta, center coordinate, farthest low-influence set.  For each l it prints Theorem 9's
-curve, the certified curve without the pinned-regime engines (Bonferroni, range, precision-Lipschitz),
+curve, the certified curve without the pinned-regime engines (Bonferroni, range, precision-Lipschitz; the
+marginal term with box probabilities where Bonferroni's is large, puffgm.gaussian.marginal),
 the certified curve with them (bivariate engine at b = 2, hybrid and monotone engine at b >= 3), the
 certified lower bound of the exact leakage of every split (corner search), and the seconds per curve.
 
     python bench/gaussian_markov_curve.py --plot docs/gaussian/markov_curve.png
+    python bench/gaussian_markov_curve.py --from-json out.json --plot docs/gaussian/markov_curve.png  # re-plot
 """
 
 import argparse
@@ -48,7 +50,14 @@ def lower_bounds(cov, i):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--plot", default=None)
+    ap.add_argument("--from-json", default=None, help="re-plot the JSON a previous run printed (no computation)")
     args = ap.parse_args()
+    if args.from_json:
+        with open(args.from_json) as fh:
+            out = json.load(fh)
+        if args.plot:
+            plot(out, args.plot)
+        return
     out = {"n": N, "gamma": GAMMA, "delta": DELTA, "kernel": "exp(-|j-k|/l)", "center": N // 2 - 1,
            "machine": "2-core machine, shared with other jobs", "curves": {}}
     for l in LS:
@@ -70,32 +79,37 @@ def main():
                                  "seconds_pinned_engines": t3 - t2, "seconds_lower": t4 - t3}
     print(json.dumps(out, indent=1))
     if args.plot:
-        import matplotlib
+        plot(out, args.plot)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, ax = plt.subplots(figsize=(8.4, 4.6))
-        b = np.arange(1, N + 1)
-        for k, l in enumerate(LS):
-            rec = out["curves"][str(l)]
-            col = f"C{k}"
-            ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
-            ax.step(b, np.maximum(rec["certified_default"], 1e-3), where="post", color=col, lw=1, alpha=0.5,
-                    label=f"certified, Bonferroni only, l={l:g}")
-            ax.step(b, np.maximum(rec["certified_pinned_engines"], 1e-3), where="post", color=col, lw=2,
-                    label=f"certified, pinned engines, l={l:g}")
-            low = np.array(rec["lower_b2_to_n-1"])
-            ax.plot(b[1:-1][low > 0], low[low > 0], "x", color=col, ms=7)  # 0: not informative
-        ax.set_yscale("log")
-        ax.set_xlabel("b: number of high-influence coordinates (card(H))")
-        ax.set_ylabel("a(b) (nats, log scale)")
-        ax.set_title(f"Markov (OU) prior, n={N}, gamma={GAMMA:g}, delta={DELTA:g}: certified curves\n"
-                     "x: certified lower bounds of the exact leakage")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1.0), loc="upper left")
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+def plot(out, path):
+    """The figure of docs/gaussian.md from the bench's JSON record."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8.4, 4.6))
+    b = np.arange(1, N + 1)
+    for k, l in enumerate(LS):
+        rec = out["curves"][str(l)]
+        col = f"C{k}"
+        ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
+        ax.step(b, np.maximum(rec["certified_default"], 1e-3), where="post", color=col, lw=1, alpha=0.5,
+                label=f"certified, no pinned engines, l={l:g}")
+        ax.step(b, np.maximum(rec["certified_pinned_engines"], 1e-3), where="post", color=col, lw=2,
+                label=f"certified, pinned engines, l={l:g}")
+        low = np.array(rec["lower_b2_to_n-1"])
+        ax.plot(b[1:-1][low > 0], low[low > 0], "x", color=col, ms=7)  # 0: not informative
+    ax.set_yscale("log")
+    ax.set_xlabel("b: number of high-influence coordinates (card(H))")
+    ax.set_ylabel("a(b) (nats, log scale)")
+    ax.set_title(f"Markov (OU) prior, n={N}, gamma={GAMMA:g}, delta={DELTA:g}: certified curves\n"
+                 "x: certified lower bounds of the exact leakage")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1.0), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":
