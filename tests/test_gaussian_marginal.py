@@ -140,6 +140,21 @@ def test_marginal_bounds_against_brute_force(name):
         assert exp_box - 1e-9 <= den[k] <= min(0.0, exp_box) + 0.06
 
 
+@pytest.mark.parametrize("name, cell", [("ou_l20", (-5.0, -4.8)), ("random", (-3.0, -2.85))])
+def test_expansion_direction_matters(name, cell):
+    # the expansion of the module docstring, [lo_k + min(0, -c_k h), hi_k + max(0, -c_k h)], covers the sup
+    # of G over the cell; the opposite sign (+c_k h) does not on these cells, so the safe-side check of
+    # test_marginal_bounds_against_brute_force would catch a sign slip
+    ref = reference(name)
+    a, b = cell
+    _, g_sup = ref.inf_sup(a, b)
+    ch = ref.c * (b - a)
+    wrong = math.log(box_prob_ref(ref.mu0 + ref.c * (a - ref.m_i), ref.S,
+                                  ref.lo + np.minimum(0.0, ch), ref.hi + np.maximum(0.0, ch)))
+    assert wrong < g_sup - 1e-3
+    assert ref.log_expanded(a, b) >= g_sup - 1e-9
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_model_corrections_are_safe_in_every_mode(name):
     cov, mean, lo, hi, i, cells = CASES[name]
