@@ -266,7 +266,8 @@ class RegionLeakage:
     node, conditioning, high : the split (coordinate i, conditioning set, H).
     details : Mapping
         ``bonferroni``, ``range`` (the two bounds), ``E_max`` (largest Bonferroni sum over H'),
-        ``mu_interval``, ``sigma``, ``gap`` (certified minus best evaluated value of the bound function).
+        ``mu_interval``, ``sigma``, ``gap`` (certified minus best evaluated value of the bound function),
+        ``marginal`` (the model's marginal option).
     """
 
     value: float
@@ -703,7 +704,7 @@ class GaussianRegionModel:
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi),
+                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi), "marginal": self.marginal,
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
