@@ -45,6 +45,22 @@ Lipschitz slack of the other axes.  Its excess over Lambda is the Bregman gap of
 about (eta - eta_c)' Cov_{R'}(x) (eta - eta_c) / 2: second order in the cell width, against first order for
 the Lipschitz bound; the smaller of the two is used.
 
+**The tilted face.**  The face eta_i = U(c) is flat, but Z is nearly flat and tilted: over a wide cell the
+max of eta_i over Z changes a lot with xi, so most of the flat face lies far above Z, where Lambda is large.
+For any slope beta (zero off the vertex axes W), eta_i <= alpha + beta . xi on Z n c with alpha the
+Lagrangian-duality bound of max (eta_i - beta . xi) over Z n c (any beta is valid); Lambda is non-decreasing
+in eta_i, so its sup over Z n c is at most the sup of the convex bound over the tilted face
+{(alpha + beta . xi, xi) : xi in c}, an affine image of the cell: again at a vertex.  beta is the slope of
+the upper hull of Z at the cell's centre (the duals of the equality constraints of the linear program
+max eta_i with xi_W fixed), so the tilted face touches Z near the cell and follows it; the smaller of the
+flat and the tilted bound is used.  (l = 3, b = 5 of Figure 2b: 1092 after 60 cells against 2497 with the
+flat face only; 1248 after 300 cells before.)
+
+**Symmetry.**  When every prior mean is the centre of its box, x -> 2 c - x maps the prior to itself, eta to
+2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the reflected pair with the other
+orientation; every cell bounds both orientations, so the branch and bound runs on half of the cell space
+(first axis >= 0).
+
 The branch and bound refines the cell with the largest bound (along the axis with the largest slope times
 width) until the certified value is within ``tol`` of the largest cell value met, or until ``max_cells``;
 the value returned is certified in every case (cells never refined keep their bound).  The stopping rule
@@ -100,7 +116,8 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
-                 box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, n_regions=32, generator_cells=4, lower=True):
+                 box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, n_regions=32, generator_cells=4, lower=True,
+                 symmetry=True):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
@@ -165,7 +182,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     m0, s0 = float(model.mean[i]), math.sqrt(model.cov[i, i])
     K1, K2 = float(P[0, 0]), 1.0 / model.cov[i, i]
     rtol = min(tol, 1e-3)
-    stats = {"cells": 0, "dropped_empty": 0, "vertex_wins": 0}
+    stats = {"cells": 0, "dropped_empty": 0, "vertex_wins": 0, "tilted_wins": 0}
 
     def centre_sweep(eta_c):
         """The decoupled region sweep at eta_c, keeping the sub-boxes of every box evaluated: returns
@@ -252,11 +269,23 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             bv, ev, edges, sub, rall = centre_sweep(eta_c)
             bound = bv + lip_slack
             if W and math.isfinite(bv) and sub is not None:
-                corners = [np.concatenate([[ei], cH + Rot.T @ xi]) for xi in _face_vertices(ctr, a, b, W)]
+                verts = _face_vertices(ctr, a, b, W)
+                corners = [np.concatenate([[ei], cH + Rot.T @ xi]) for xi in verts]
                 vb = vertex_bound(edges, sub, rall, corners) + rest_slack
                 if vb < bound:
                     bound = vb
                     stats["vertex_wins"] += 1
+                # the tilted face: eta_i <= alpha + beta . xi on Z n cell (beta on the axes W only), so the
+                # convex bound's sup over Z n cell is at the vertices of the tilted face (module docstring)
+                tilt = _tilted_face(sign * cen2, sign * gens2, cons, lo_c, hi_c, W, pad)
+                if tilt is not None:
+                    alpha, beta = tilt
+                    corners = [np.concatenate([[sign * (alpha + beta @ (sign * xi) + pad)], cH + Rot.T @ xi])
+                               for xi in verts]
+                    tb = vertex_bound(edges, sub, rall, corners) + rest_slack
+                    if tb < bound:
+                        bound = tb
+                        stats["tilted_wins"] += 1
             out, est = max(out, bound), max(est, ev)
         return out, est
 
@@ -267,10 +296,15 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     if math.isfinite(low):
         box.tol = max(box.tol, box_rel * abs(low))
     n_gen = gens.shape[1]
+    # point symmetry: when every coordinate's prior mean is the centre of its box, x -> 2 c - x maps the
+    # prior to itself, eta to 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the
+    # reflected pair with the other orientation; every cell bounds both orientations, so half of the
+    # cell space (first axis >= 0) covers all of it
+    sym = bool(symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
     if n_gen <= generator_cells:
         cert, extra = _generator_cells(center, gens, lipschitz, hi_H[0] - lo_H[0], centre_sweep, vertex_bound,
-                                       n_vertex_axes, low, tol, atol, max_cells, pad)
-        details = {**extra, "cell_space": "generators"}
+                                       n_vertex_axes, low, tol, atol, max_cells, pad, sym)
+        details = {**extra, "cell_space": "generators", "symmetric": sym}
         if lower:
             details["lower"] = low
         return cert, details
@@ -281,16 +315,19 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             return None
         return cell(a, b)
 
-    cert, best = _best_first(-reach[1:] - pad, reach[1:] + pad, evaluate,
-                             lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol, max_cells, stats)
-    details = {"estimate": best, **stats, "cell_space": "natural parameters"}
+    a0, b0 = -reach[1:] - pad, reach[1:] + pad
+    if sym:
+        a0[0] = 0.0
+    cert, best = _best_first(a0, b0, evaluate, lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol,
+                             max_cells, stats)
+    details = {"estimate": best, **stats, "cell_space": "natural parameters", "symmetric": sym}
     if lower:
         details["lower"] = low
     return cert, details
 
 
 def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound, n_vertex_axes, low, tol, atol,
-                     max_cells, pad):
+                     max_cells, pad, sym=False):
     """Branch and bound over cells of the generator weights u in [-1, 1]^m (eta = center + gens u, m = the
     number of conditioning coordinates), for a low-dimensional zonotope: every cell lies in Z, no U(c) is
     needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
@@ -320,9 +357,67 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
                 stats["vertex_wins"] += 1
         return bound, ev
 
-    cert, best = _best_first(-np.ones(m), np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
+    a0 = -np.ones(m)
+    if sym:
+        a0[0] = 0.0  # point symmetry (cell_leakage): u -> -u
+    cert, best = _best_first(a0, np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
                              max_cells, stats)
     return cert, {"estimate": best, **stats}
+
+
+def _tilted_face(center, gens, cons, lo, hi, W, pad):
+    """(alpha, beta) with eta_0 <= alpha + beta . xi for every eta = (eta_0, xi) of Z = center + gens [-1, 1]^m
+    with lo <= xi <= hi (xi = eta_cons), beta zero off the axes W; None when no slope is found.
+
+    Any beta is valid: alpha is the Lagrangian-duality bound of max (eta_0 - beta . xi) over Z and the
+    cell (:func:`~puffgm.gaussian.trivariate.zonotope_max_dual`).  beta is the slope of the upper hull
+    of Z over the cell's centre on the axes W (the duals of the equality constraints of max eta_0 with
+    xi_W fixed there, HiGHS), or, when the centre is outside the projection of Z, at the point of the
+    flat face's maximiser; the plane then touches Z near the cell and follows it across."""
+    from scipy.optimize import linprog
+
+    W = list(W)
+    G0, Gc = gens[0], gens[cons]
+    cc = center[cons]
+    rest = [j for j in range(len(cons)) if j not in W]
+    bounds = [(-1.0, 1.0)] * gens.shape[1]
+
+    def slope_at(t_W):
+        kw = {}
+        if rest:
+            Gr = Gc[rest]
+            kw = {"A_ub": np.vstack([Gr, -Gr]),
+                  "b_ub": np.concatenate([hi[rest] - cc[rest] + pad, -(lo[rest] - cc[rest]) + pad])}
+        try:
+            res = linprog(-G0, A_eq=Gc[W], b_eq=t_W - cc[W], bounds=bounds, method="highs", **kw)
+        except ValueError:
+            return None
+        if res.status != 0:
+            return None
+        return -np.asarray(res.eqlin.marginals, float)
+
+    ctr = (lo + hi) / 2
+    bW = slope_at(ctr[W])
+    if bW is None:
+        _, u = zonotope_max_dual(center, gens, 0, cons, lo - pad, hi + pad)
+        if u is None:
+            return None
+        xi_star = np.clip(cc + Gc @ u, lo, hi)
+        bW = slope_at(xi_star[W])
+        if bW is None:
+            return None
+    if not np.all(np.isfinite(bW)):
+        return None
+    beta = np.zeros(len(cons))
+    beta[W] = bW
+    g2 = gens.copy()
+    g2[0] = G0 - beta @ Gc
+    c2 = center.copy()
+    c2[0] = center[0] - float(beta @ cc)
+    alpha, _ = zonotope_max_dual(c2, g2, 0, cons, lo - pad, hi + pad)
+    if not math.isfinite(alpha):
+        return None
+    return float(alpha), beta
 
 
 def _face_vertices(ctr, a, b, W):
