@@ -263,6 +263,16 @@ def test_symmetry_only_for_centred_priors():
     assert sym["symmetric"] and not off["symmetric"] and not shifted["symmetric"]
 
 
+def test_without_lower_bound_only_the_budget_stops():
+    """lower=False: no lower bound, so the gap rule cannot stop the branch and bound; the budget does (a
+    -inf lower bound once made the gap rule true at the first cell)."""
+    cov = gp_covariance(SE_N, SE_L)
+    model = GaussianRegionModel(cov, np.full(SE_N, -SE_GAMMA), np.full(SE_N, SE_GAMMA), SE_DELTA)
+    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64, max_cells=5,
+                           lower=False)
+    assert "lower" not in info and info["cells"] >= 3 and math.isfinite(v), info
+
+
 # ------------------------------------------------------------------------------------ 5. input checks
 def test_cell_leakage_empty_condition_set():
     cov = gp_covariance(4, 2.0)

@@ -451,7 +451,8 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats):
     push(a0, b0)
     while heap:
         cert = -heap[0][0]
-        if not math.isfinite(cert) or cert - low <= max(atol, tol * abs(low)) or stats["cells"] + 2 > max_cells:
+        converged = math.isfinite(low) and cert - low <= max(atol, tol * abs(low))
+        if not math.isfinite(cert) or converged or stats["cells"] + 2 > max_cells:
             break
         _, _, a, b = heapq.heappop(heap)
         k = int(np.argmax(score(a, b)))
