@@ -174,6 +174,14 @@ def test_cell_engine_on_markov_chain_brackets_exact(generator_cells):
     assert info["lower"] <= exact + 1e-6 <= val + 2e-6, (info["lower"], exact, val)
     assert info["cells"] < CHAIN_KW["max_cells"], info   # stopped by the gap, not the budget
     assert val <= info["lower"] + CHAIN_TOL * abs(info["lower"]) and val <= (1 + CHAIN_TOL) * mono, (val, mono, exact)
+    assert info["symmetric"]   # centred prior: half the cell space
+    if generator_cells == 0:
+        # the tilted face decides cells here (measured: 11 of 22 cell orientations), against the exact value
+        assert info["tilted_wins"] > 0, info
+        # the symmetry only halves the work: the whole cell space gives the same value with more cells
+        val_all, info_all = cell_leakage(model, i, [1, 3], cond, _zero, _zero, tol=CHAIN_TOL, generator_cells=0,
+                                         symmetry=False, **CHAIN_KW)
+        assert abs(val_all - val) <= 1e-9 * abs(val) and info_all["cells"] > info["cells"], (val_all, val, info_all)
 
 
 # ------------------------------------------------------------------------------ 3. zonotope_misses_box
