@@ -136,10 +136,9 @@ class BoxProbability:
         self.tol, self.max_boxes, self.sweeps = tol, max_boxes, sweeps
         self.rowabs = np.sum(np.abs(self.P), axis=1)
 
-    def _mode(self, mu, A, B, iters=8, start=None):
-        """Approximate maximiser of f on each sub-box (projected Gauss-Seidel from ``start``, default mu
-        clipped to the sub-box); any point is valid."""
-        x = np.minimum(np.maximum(mu if start is None else start, A), B)
+    def _mode(self, mu, A, B, iters=8):
+        """Approximate maximiser of f on each sub-box (projected Gauss-Seidel); any point is valid."""
+        x = np.minimum(np.maximum(mu, A), B)
         P, dg = self.P, self.diag
         for _ in range(iters):
             for k in range(self.d):
@@ -160,11 +159,11 @@ class BoxProbability:
         upper = f0 + 0.5 * _quad(y, self.PmD) + np.sum(lzu, axis=1)
         return np.where(np.isnan(upper), np.inf, upper), f0, g
 
-    def _sub_bounds(self, mu, A, B, want_mean=False, sweeps=None, start=None, mode_iters=8):
+    def _sub_bounds(self, mu, A, B, want_mean=False, sweeps=None):
         """(lower, upper, split score per coordinate) on sub-boxes rows of (A, B) (mu broadcast), with
         ``sweeps`` mean-field sweeps (default the instance's); with ``want_mean`` also the mean of the
         product density q of the Gibbs bound (absolute coordinates), x0 and y."""
-        x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B, iters=mode_iters, start=start)
+        x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B)
         _, f0, g = self._dual_upper(mu, A, B, x0, None)
         a, b = A - x0, B - x0
         dg = self.diag
@@ -262,11 +261,8 @@ class BoxProbability:
 
     def bounds_fixed(self, mu, sub, sweeps=None):
         """Certified (lower, upper) of the same boxes as ``sub`` (a :class:`SubBoxes`) at another mean
-        ``mu``, on ``sub``'s sub-boxes without refinement (the bounds hold on any partition).  The expansion
-        points start from ``sub``'s, shifted by mu - mu0 (two Gauss-Seidel passes instead of eight: any
-        expansion point gives valid bounds)."""
-        mu = np.asarray(mu, float)
-        L, U, _ = self._sub_bounds(mu, sub.A, sub.B, sweeps=sweeps, start=sub.x0 + (mu - sub.mu0), mode_iters=8)
+        ``mu``, on ``sub``'s sub-boxes without refinement (the bounds hold on any partition)."""
+        L, U, _ = self._sub_bounds(np.asarray(mu, float), sub.A, sub.B, sweeps=sweeps)
         return self._finish(_group_lse(L, sub.pid, sub.nprob), _group_lse(U, sub.pid, sub.nprob))
 
 
