@@ -10,7 +10,7 @@ tighter value).  A certified lower bound brackets the exact value.
     python examples/gaussian_cells.py    # about 3 minutes (2-core machine, shared)
 
 Measured (2-core machine, shared with three other jobs): budget 0 (the cell engine off) 30993.5; 16 cells
-63.97 (262 s; 96.12 before the point symmetry halved the cell space, 53.64 after 40 cells then); certified
+57.12 (272 s; 96.12 before the point symmetry halved the cell space, 53.64 after 40 cells then); certified
 lower bound 35.91; Theorem 9 (not a bound) 39.12.
 """
 
