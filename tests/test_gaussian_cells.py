@@ -216,6 +216,28 @@ def test_zonotope_misses_box_never_false_and_detects_far_boxes():
     assert not zonotope_misses_box(c, G, [0, 1], [0.4, 0.3], [1.0, 0.5])
 
 
+def _random_cells(seed, n, min_dim, min_m):
+    """n random zonotopes Z = center + gens [-1, 1]^m, xi = eta_{1:}, each with a cell [lo, hi] of xi around a point of Z;
+    yields (rng, center, gens, cons, lo, hi)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n):
+        dim, m = int(rng.integers(min_dim, 6)), int(rng.integers(min_m, 8))
+        center, gens = rng.normal(size=dim), rng.normal(size=(dim, m)) * rng.uniform(0.5, 5)
+        cons = list(range(1, dim))
+        p = center[cons] + gens[cons] @ rng.uniform(-1, 1, size=m)
+        half = rng.uniform(0.05, 1.0, size=dim - 1) * np.sum(np.abs(gens[cons]), axis=1)
+        lo, hi = p - half * rng.uniform(0, 1, dim - 1), p + half * rng.uniform(0, 1, dim - 1)
+        yield rng, center, gens, cons, lo, hi
+
+
+def _weights_in_cell(rng, center, gens, cons, lo, hi):
+    """Generator weights of 4000 random points and their sign vertices whose xi lies in [lo, hi]."""
+    U = rng.uniform(-1, 1, size=(4000, gens.shape[1]))
+    U = np.vstack([U, np.sign(U)])
+    xi = center[cons] + U @ gens[cons].T
+    return list(U[np.all((xi >= lo) & (xi <= hi), axis=1)])
+
+
 # ------------------------------------------------------------------------------------ 4. the tilted face
 def test_tilted_face_bounds_eta0_on_the_cell():
     """_tilted_face(center, gens, cons, lo, hi, W) -> (alpha, beta): eta_0 <= alpha + beta . xi for every point
@@ -224,16 +246,9 @@ def test_tilted_face_bounds_eta0_on_the_cell():
     varies with xi."""
     from scipy.optimize import linprog
 
-    rng = np.random.default_rng(5)
     checked = tilted = 0
-    for _ in range(30):
-        dim, m = int(rng.integers(3, 6)), int(rng.integers(3, 8))
-        center, gens = rng.normal(size=dim), rng.normal(size=(dim, m)) * rng.uniform(0.5, 5)
-        cons = list(range(1, dim))
-        u0 = rng.uniform(-1, 1, size=m)
-        p = center[cons] + gens[cons] @ u0
-        half = rng.uniform(0.05, 1.0, size=dim - 1) * np.sum(np.abs(gens[cons]), axis=1)
-        lo, hi = p - half * rng.uniform(0, 1, dim - 1), p + half * rng.uniform(0, 1, dim - 1)
+    for rng, center, gens, cons, lo, hi in _random_cells(5, 30, 3, 3):
+        dim, m = gens.shape
         W = sorted(rng.choice(dim - 1, size=int(rng.integers(1, dim)), replace=False).tolist())
         out = _tilted_face(center, gens, cons, lo, hi, W, 1e-9)
         if out is None:
@@ -246,12 +261,7 @@ def test_tilted_face_bounds_eta0_on_the_cell():
         res = linprog(-(gens[0] - beta @ Gc), A_ub=np.vstack([Gc, -Gc]),
                       b_ub=np.concatenate([hi - center[cons], center[cons] - lo]), bounds=[(-1, 1)] * m,
                       method="highs")
-        pts = [res.x] if res.status == 0 else []
-        U = rng.uniform(-1, 1, size=(4000, m))
-        U = np.vstack([U, np.sign(U)])
-        xi = center[cons] + U @ Gc.T
-        inside = np.all((xi >= lo) & (xi <= hi), axis=1)
-        pts += list(U[inside])
+        pts = ([res.x] if res.status == 0 else []) + _weights_in_cell(rng, center, gens, cons, lo, hi)
         for u in pts:
             eta = center + gens @ u
             assert eta[0] <= alpha + beta @ eta[cons] + 1e-7 * (1 + abs(alpha)), (eta, alpha, beta)
@@ -266,15 +276,9 @@ def test_tighten_keeps_every_point_of_z_in_the_cell():
     extremes of each xi_j over Z n cell); on a thin zonotope it shrinks the box to Z's part of it."""
     from scipy.optimize import linprog
 
-    rng = np.random.default_rng(17)
     checked = shrunk = 0
-    for _ in range(30):
-        dim, m = int(rng.integers(2, 6)), int(rng.integers(2, 8))
-        center, gens = rng.normal(size=dim), rng.normal(size=(dim, m)) * rng.uniform(0.5, 5)
-        cons = list(range(1, dim))
-        p = center[cons] + gens[cons] @ rng.uniform(-1, 1, size=m)
-        half = rng.uniform(0.05, 1.0, size=dim - 1) * np.sum(np.abs(gens[cons]), axis=1)
-        lo, hi = p - half * rng.uniform(0, 1, dim - 1), p + half * rng.uniform(0, 1, dim - 1)
+    for rng, center, gens, cons, lo, hi in _random_cells(17, 30, 2, 2):
+        dim, m = gens.shape
         lo2, hi2 = _tighten(center, gens, cons, lo, hi, 1e-9)
         assert lo2 is not None   # the box holds the point p of Z
         assert np.all(lo2 >= lo) and np.all(hi2 <= hi) and np.all(lo2 <= hi2)
@@ -288,10 +292,7 @@ def test_tighten_keeps_every_point_of_z_in_the_cell():
                               method="highs")
                 assert res.status == 0
                 pts.append(res.x)
-        U = rng.uniform(-1, 1, size=(4000, m))
-        U = np.vstack([U, np.sign(U)])
-        xi = center[cons] + U @ Gc.T
-        pts += list(U[np.all((xi >= lo) & (xi <= hi), axis=1)])
+        pts += _weights_in_cell(rng, center, gens, cons, lo, hi)
         for u in pts:
             x = center[cons] + Gc @ u
             assert np.all(x >= lo2 - 1e-7 * (1 + np.abs(x))) and np.all(x <= hi2 + 1e-7 * (1 + np.abs(x))), (x, lo2, hi2)
