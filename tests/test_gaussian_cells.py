@@ -217,8 +217,8 @@ def test_zonotope_misses_box_never_false_and_detects_far_boxes():
 
 
 def _random_cells(seed, n, min_dim, min_m):
-    """n random zonotopes Z = center + gens [-1, 1]^m, xi = eta_{1:}, each with a cell [lo, hi] of xi around a point of Z;
-    yields (rng, center, gens, cons, lo, hi)."""
+    """n random zonotopes Z = center + gens [-1, 1]^m, xi = eta_{1:}, each with a cell [lo, hi] of xi around a
+    point of Z; yields (rng, center, gens, cons, lo, hi)."""
     rng = np.random.default_rng(seed)
     for _ in range(n):
         dim, m = int(rng.integers(min_dim, 6)), int(rng.integers(min_m, 8))
@@ -295,7 +295,8 @@ def test_tighten_keeps_every_point_of_z_in_the_cell():
         pts += _weights_in_cell(rng, center, gens, cons, lo, hi)
         for u in pts:
             x = center[cons] + Gc @ u
-            assert np.all(x >= lo2 - 1e-7 * (1 + np.abs(x))) and np.all(x <= hi2 + 1e-7 * (1 + np.abs(x))), (x, lo2, hi2)
+            slack = 1e-7 * (1 + np.abs(x))
+            assert np.all(x >= lo2 - slack) and np.all(x <= hi2 + slack), (x, lo2, hi2)
             checked += 1
     assert checked > 1000 and shrunk >= 10, (checked, shrunk)
     # Z = the segment from (-1, -1) to (1, 1): the box [0, 1] x [-1, 1] holds the part from (0, 0) to (1, 1)
