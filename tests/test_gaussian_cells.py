@@ -230,6 +230,15 @@ def _random_cells(seed, n, min_dim, min_m):
         yield rng, center, gens, cons, lo, hi
 
 
+def _lp_over_cell(c, center, gens, cons, lo, hi):
+    """HiGHS's maximiser of c . u over the generator weights u of Z n {lo <= xi <= hi}."""
+    from scipy.optimize import linprog
+
+    Gc = gens[cons]
+    return linprog(-c, A_ub=np.vstack([Gc, -Gc]), b_ub=np.concatenate([hi - center[cons], center[cons] - lo]),
+                   bounds=[(-1, 1)] * gens.shape[1], method="highs")
+
+
 def _weights_in_cell(rng, center, gens, cons, lo, hi):
     """Generator weights of 4000 random points and their sign vertices whose xi lies in [lo, hi]."""
     U = rng.uniform(-1, 1, size=(4000, gens.shape[1]))
@@ -244,11 +253,9 @@ def test_tilted_face_bounds_eta0_on_the_cell():
     of Z = center + gens [-1, 1]^m whose xi = eta_cons lies in [lo, hi] (sampled points, vertices and the LP
     maximisers of eta_0 - beta . xi over Z n cell), with beta zero off W; and the plane is not flat when eta_0
     varies with xi."""
-    from scipy.optimize import linprog
-
     checked = tilted = 0
     for rng, center, gens, cons, lo, hi in _random_cells(5, 30, 3, 3):
-        dim, m = gens.shape
+        dim = gens.shape[0]
         W = sorted(rng.choice(dim - 1, size=int(rng.integers(1, dim)), replace=False).tolist())
         out = _tilted_face(center, gens, cons, lo, hi, W, 1e-9)
         if out is None:
@@ -258,9 +265,7 @@ def test_tilted_face_bounds_eta0_on_the_cell():
         tilted += bool(np.any(beta != 0))
         Gc = gens[cons]
         # LP maximiser of eta_0 - beta . xi over Z n cell, plus random points of Z n cell
-        res = linprog(-(gens[0] - beta @ Gc), A_ub=np.vstack([Gc, -Gc]),
-                      b_ub=np.concatenate([hi - center[cons], center[cons] - lo]), bounds=[(-1, 1)] * m,
-                      method="highs")
+        res = _lp_over_cell(gens[0] - beta @ Gc, center, gens, cons, lo, hi)
         pts = ([res.x] if res.status == 0 else []) + _weights_in_cell(rng, center, gens, cons, lo, hi)
         for u in pts:
             eta = center + gens @ u
@@ -274,11 +279,9 @@ def test_tighten_keeps_every_point_of_z_in_the_cell():
     """_tighten(center, gens, cons, lo, hi, pad) -> (lo', hi') inside [lo, hi] holding every point of
     Z = center + gens [-1, 1]^m whose xi = eta_cons lies in [lo, hi] (sampled points, vertices and the LP
     extremes of each xi_j over Z n cell); on a thin zonotope it shrinks the box to Z's part of it."""
-    from scipy.optimize import linprog
-
     checked = shrunk = 0
     for rng, center, gens, cons, lo, hi in _random_cells(17, 30, 2, 2):
-        dim, m = gens.shape
+        dim = gens.shape[0]
         lo2, hi2 = _tighten(center, gens, cons, lo, hi, 1e-9)
         assert lo2 is not None   # the box holds the point p of Z
         assert np.all(lo2 >= lo) and np.all(hi2 <= hi) and np.all(lo2 <= hi2)
@@ -287,9 +290,7 @@ def test_tighten_keeps_every_point_of_z_in_the_cell():
         pts = []
         for j in range(dim - 1):
             for sgn in (1, -1):
-                res = linprog(-sgn * Gc[j], A_ub=np.vstack([Gc, -Gc]),
-                              b_ub=np.concatenate([hi - center[cons], center[cons] - lo]), bounds=[(-1, 1)] * m,
-                              method="highs")
+                res = _lp_over_cell(sgn * Gc[j], center, gens, cons, lo, hi)
                 assert res.status == 0
                 pts.append(res.x)
         pts += _weights_in_cell(rng, center, gens, cons, lo, hi)

@@ -62,8 +62,8 @@ of Z n c, each side from the Lagrangian-duality bound of max (or min) xi_j over 
 (:func:`~puffgm.gaussian.trivariate.zonotope_max_dual`, padded outward): the sup over Z n c is unchanged,
 the tightened box is what the branch and bound keeps and splits, and a side that closes proves the cell
 empty.  (l = 3, b = 6 of Figure 2b: the top cell after 150 cells without it, xi in [626, 661] x [289, 362] x
-[-26.4, 26.4] x [-11.3, 11.3] x [-0.1, 0.1], had its bound 695 set at vertices outside Z; the largest value
-attained in it is 186.)
+[-26.4, 26.4] x [-11.3, 11.3] x [-0.1, 0.1], had its bound 695 set at vertices outside Z; at the point of
+Z n c that maximises eta_i, Lambda is in [185.1, 186.8].)
 
 **Symmetry.**  When every prior mean is the centre of its box, x -> 2 c - x maps the prior to itself, eta to
 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the reflected pair with the other
@@ -466,8 +466,8 @@ def _face_vertices(ctr, a, b, W):
 def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats):
     """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
     None for a cell known to be empty, or (bound, value met, a', b') with [a', b'] a smaller box holding
-    every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest bound is halved along the axis of largest
-    ``score(a, b)`` until the bound is within max(atol, tol |low|) of the certified lower bound ``low`` or
+    every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest
+    bound is halved along the axis of largest ``score(a, b)`` until the bound is within max(atol, tol |low|) of the certified lower bound ``low`` or
     ``max_cells`` cells were evaluated.  Returns (certified value = the largest bound of the leaves, the
     largest value met); counts cells in ``stats["cells"]``."""
     heap, best, counter = [], -math.inf, 0
