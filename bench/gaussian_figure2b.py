@@ -144,12 +144,12 @@ def corner_lower(l, sweeps=2):
     return out
 
 
-def cell_splits(l, bs, budget):
+def cell_splits(l, bs, budget, seconds=None):
     """The b >= 4 splits (center coordinate, farthest L) with the cell engine: {b: {value, lower, cells,
     seconds}} (GaussianRegionModel.leakage with cell_budget; the value is certified, the lower bound is the
     engine's certified corner lower bound)."""
     cov = gp_covariance(N, l)
-    model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget)
+    model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget, cell_seconds=seconds)
     i = N // 2 - 1
     others = [j for j in range(N) if j != i]
     corr = np.abs(cov[i, others])
@@ -161,7 +161,9 @@ def cell_splits(l, bs, budget):
         t0 = time.perf_counter()
         res = model.leakage(i, C)
         out[b] = {"value": res.value, "cells_value": res.details["cells"], "lower": res.details["bivariate_lower"],
-                  "theorem9": res.theorem9, "seconds": time.perf_counter() - t0}
+                  "theorem9": res.theorem9, "seconds": time.perf_counter() - t0,
+                  "cells_evaluated": res.details["cell_engine"].get("cells"),
+                  "stopped": res.details["cell_engine"].get("stopped")}
         print(json.dumps({"l": l, "b": b, **out[b]}), flush=True)
     return out
 
@@ -174,6 +176,10 @@ def main():
                     help="only print certified lower bounds of the exact leakage for b = 2 .. n - 1 (corner search)")
     ap.add_argument("--cell-budget", type=int, default=0,
                     help="cells per split for the b >= 4 cell engine (0: off; Figure 2b's docs use 400)")
+    ap.add_argument("--cell-seconds", type=float, default=None,
+                    help="wall-time budget per split of the cell engine, on top of --cell-budget")
+    ap.add_argument("--progress", action="store_true",
+                    help="log the cell engine's progress (cells, certified value) on stderr")
     ap.add_argument("--ls", default=None, help="comma-separated length scales (default: 0.5,1,2,3,5)")
     ap.add_argument("--lower-json", default=None,
                     help="JSON of --corner-lower (certified lower bounds) to draw as x marks in --plot")
@@ -188,10 +194,15 @@ def main():
     ap.add_argument("--merge", nargs="+", default=None,
                     help="JSON outputs of earlier runs (e.g. one per --ls) to merge, print and plot without computing")
     args = ap.parse_args()
+    if args.progress:
+        import logging
+
+        logging.basicConfig(format="%(asctime)s %(message)s")
+        logging.getLogger("puffgm.gaussian.multivariate").setLevel(logging.DEBUG)
     if args.cell_splits:
         bs = [int(v) for v in args.cell_splits.split(",")]
         for l in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
-            cell_splits(l, bs, args.cell_budget or 400)
+            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds)
         return
     if args.corner_lower:
         print(json.dumps({str(l): corner_lower(l) for l in LS}, indent=1))

@@ -331,6 +331,28 @@ def test_without_lower_bound_only_the_budget_stops():
     assert "lower" not in info and info["cells"] >= 3 and math.isfinite(v), info
 
 
+@pytest.mark.parametrize("generator_cells", [4, 0])
+def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
+    """max_seconds stops the branch and bound (both cell spaces) once the clock passes it, with the cells
+    budget far away; the value then is the largest bound of the leaves, still certified (>= the grid's
+    certified lower bound of the exact value); the stop rule is reported, here and through the model's
+    cell_seconds, which is validated."""
+    grid_lo = float(se_case["D_lo"].max())
+    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64,
+                           max_cells=10_000, lower=False, max_seconds=1e-6, generator_cells=generator_cells)
+    assert info["stopped"] == "seconds" and info["cells"] == 1 and v >= grid_lo - 1e-6, (v, info)
+    _, done = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64,
+                           max_cells=3, lower=False, max_seconds=1e6, generator_cells=generator_cells)
+    assert done["stopped"] == "cells", done
+    cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
+    res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=50, cell_seconds=1e-6).leakage(SE_I, SE_C)
+    assert res.details["cell_engine"] == {"cells": 1, "stopped": "seconds"}, res.details["cell_engine"]
+    assert res.value >= grid_lo - 1e-6
+    for bad in (0, -1.0, math.inf, math.nan, True, "5"):
+        with pytest.raises(ParameterError, match="cell_seconds"):
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_seconds=bad)
+
+
 # ------------------------------------------------------------------------------------ 6. input checks
 def test_cell_leakage_empty_condition_set():
     cov = gp_covariance(4, 2.0)

@@ -312,6 +312,10 @@ class GaussianRegionModel:
         Cells for the b >= 4 cell engine (:mod:`puffgm.gaussian.multivariate`) on pinned splits whose
         conditional precision is not sign-balanced (0, the default: off; each cell costs two region
         sweeps of b-dimensional box probabilities, 0.1-2 s).
+    cell_seconds : float, optional
+        Wall-time budget in seconds of the cell engine per split, on top of ``cell_budget`` (None, the
+        default: cells only).  The value is certified whenever the engine stops; a time budget makes
+        it depend on the machine's speed, so results meant to be reproduced should use cells only.
     marginal : {"auto", "bonferroni", "box"}
         Bound of the truncated marginal term (:meth:`marginal_corrections`): ``"bonferroni"`` the
         one-dimensional Bonferroni terms only; ``"box"`` also the (n - 1)-dimensional box-probability
@@ -323,7 +327,8 @@ class GaussianRegionModel:
     """
 
     def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
-                 pinned_engines: bool = True, cell_budget: int = 0, marginal: str = "auto"):
+                 pinned_engines: bool = True, cell_budget: int = 0, marginal: str = "auto",
+                 cell_seconds: float | None = None):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -353,6 +358,12 @@ class GaussianRegionModel:
         if isinstance(cell_budget, bool) or not isinstance(cell_budget, (int, np.integer)) or cell_budget < 0:
             raise ParameterError(f"The 'cell_budget' parameter must be an integer >= 0. Got {cell_budget!r} instead.")
         self.cell_budget = int(cell_budget)
+        if cell_seconds is not None and (isinstance(cell_seconds, bool) or not isinstance(
+                cell_seconds, (int, float, np.integer, np.floating)) or not (math.isfinite(cell_seconds)
+                                                                             and cell_seconds > 0)):
+            raise ParameterError(f"The 'cell_seconds' parameter must be None or a finite number > 0. "
+                                 f"Got {cell_seconds!r} instead.")
+        self.cell_seconds = None if cell_seconds is None else float(cell_seconds)
         if not (isinstance(marginal, str) and marginal in _MARGINAL_MODES):
             raise ParameterError(f"The 'marginal' parameter must be one of 'auto', 'bonferroni' or 'box'. "
                                  f"Got {marginal!r} instead.")
@@ -630,7 +641,7 @@ class GaussianRegionModel:
         value = max(0.0, min(bonf, rng, lip))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
         pinned, lower_b2, val3, hybrid, val_m = math.inf, -math.inf, math.inf, math.inf, math.inf
-        val_c = math.inf
+        val_c, info_c = math.inf, {}
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
             from .bivariate import pinned_pair_leakage
@@ -694,7 +705,8 @@ class GaussianRegionModel:
                 from .multivariate import cell_leakage
 
                 val_c, info_c = cell_leakage(self, i, high, cond, corr_num_marg, U_marg,
-                                             atol=max(self.atol, 1e-3), max_cells=self.cell_budget)
+                                             atol=max(self.atol, 1e-3), max_cells=self.cell_budget,
+                                             max_seconds=self.cell_seconds)
                 lower_b2 = max(lower_b2, info_c.get("lower", -math.inf))
                 pinned = min(pinned, val_c)
             value = max(0.0, min(value, pinned))
@@ -704,7 +716,9 @@ class GaussianRegionModel:
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
-                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c, "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi), "marginal": self.marginal,
+                              "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c,
+                              "cell_engine": {k: v for k, v in info_c.items() if k in ("cells", "stopped")},
+                              "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi), "marginal": self.marginal,
                               "sigma": sig, "gap": gap})
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:

@@ -81,7 +81,9 @@ looser, never invalid.  A certified lower bound of the exact leakage comes from
 from __future__ import annotations
 
 import heapq
+import logging
 import math
+import time
 
 import numpy as np
 
@@ -92,6 +94,8 @@ from .monotone import corner_lower_bound
 from .trivariate import zonotope_max_dual
 
 __all__ = ["cell_leakage", "zonotope_misses_box"]
+
+_log = logging.getLogger(__name__)
 
 
 def zonotope_misses_box(center, gens, cons, lo, hi):
@@ -126,7 +130,7 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
                  box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, n_regions=32, generator_cells=4, lower=True,
-                 symmetry=True, tighten=True):
+                 symmetry=True, tighten=True, max_seconds=None):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
@@ -138,7 +142,11 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     exact leakage (corner search; without it, ``lower=False``, only the budget stops the refinement),
     ``details["cells"]`` the cells evaluated and ``details["estimate"]`` the largest cell value met.
     ``symmetry`` and ``tighten`` switch off the point symmetry and the cell tightening (module docstring;
-    both leave the value certified)."""
+    both leave the value certified).  ``max_seconds`` stops the branch and bound after that much wall time
+    as well (the value is certified whenever it stops: the largest bound of the current leaves);
+    ``details["stopped"]`` says which rule stopped it ("converged", "cells", "seconds" or "infinite").
+    Progress (cells, certified value) is logged at DEBUG level on this module's logger."""
+    deadline = None if max_seconds is None else time.monotonic() + float(max_seconds)
     H = [int(i)] + [int(k) for k in high]
     C = [int(c) for c in cond]
     d = len(H) - 1
@@ -314,7 +322,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     sym = bool(symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
     if n_gen <= generator_cells:
         cert, extra = _generator_cells(center, gens, lipschitz, hi_H[0] - lo_H[0], centre_sweep, vertex_bound,
-                                       n_vertex_axes, low, tol, atol, max_cells, pad, sym)
+                                       n_vertex_axes, low, tol, atol, max_cells, pad, sym, deadline)
         details = {**extra, "cell_space": "generators", "symmetric": sym}
         if lower:
             details["lower"] = low
@@ -335,7 +343,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     if sym:
         a0[0] = 0.0
     cert, best = _best_first(a0, b0, evaluate, lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol,
-                             max_cells, stats)
+                             max_cells, stats, deadline)
     details = {"estimate": best, **stats, "cell_space": "natural parameters", "symmetric": sym}
     if lower:
         details["lower"] = low
@@ -343,7 +351,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
 
 
 def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound, n_vertex_axes, low, tol, atol,
-                     max_cells, pad, sym=False):
+                     max_cells, pad, sym=False, deadline=None):
     """Branch and bound over cells of the generator weights u in [-1, 1]^m (eta = center + gens u, m = the
     number of conditioning coordinates), for a low-dimensional zonotope: every cell lies in Z, no U(c) is
     needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
@@ -377,7 +385,7 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
     if sym:
         a0[0] = 0.0  # point symmetry (cell_leakage): u -> -u
     cert, best = _best_first(a0, np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
-                             max_cells, stats)
+                             max_cells, stats, deadline)
     return cert, {"estimate": best, **stats}
 
 
@@ -463,13 +471,15 @@ def _face_vertices(ctr, a, b, W):
     return out
 
 
-def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats):
+def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadline=None):
     """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
     None for a cell known to be empty, or (bound, value met, a', b') with [a', b'] a smaller box holding
     every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest
-    bound is halved along the axis of largest ``score(a, b)`` until the bound is within max(atol, tol |low|) of the certified lower bound ``low`` or
-    ``max_cells`` cells were evaluated.  Returns (certified value = the largest bound of the leaves, the
-    largest value met); counts cells in ``stats["cells"]``."""
+    bound is halved along the axis of largest ``score(a, b)`` until the bound is within
+    max(atol, tol |low|) of the certified lower bound ``low``, ``max_cells`` cells were evaluated or the
+    ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the largest bound of the
+    leaves, the largest value met); counts cells in ``stats["cells"]`` and records the rule that stopped
+    it in ``stats["stopped"]``."""
     heap, best, counter = [], -math.inf, 0
 
     def push(a, b):
@@ -485,10 +495,20 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats):
         heapq.heappush(heap, (-res[0], counter, a, b))
 
     push(a0, b0)
+    stats["stopped"] = "converged"
     while heap:
         cert = -heap[0][0]
-        converged = math.isfinite(low) and cert - low <= max(atol, tol * abs(low))
-        if not math.isfinite(cert) or converged or stats["cells"] + 2 > max_cells:
+        _log.debug("cells %d: certified %.10g, met %.10g", stats["cells"], cert, best)
+        if not math.isfinite(cert):
+            stats["stopped"] = "infinite"
+            break
+        if math.isfinite(low) and cert - low <= max(atol, tol * abs(low)):
+            break
+        if stats["cells"] + 2 > max_cells:
+            stats["stopped"] = "cells"
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            stats["stopped"] = "seconds"
             break
         _, _, a, b = heapq.heappop(heap)
         k = int(np.argmax(score(a, b)))
