@@ -42,57 +42,89 @@ _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _HALF_LOG_PI_2 = 0.5 * math.log(math.pi / 2)
 
 
-def log_trunc_normal(a, b, theta, K, *, mean=True):
+def _sel(x, mask, full):
+    """x on the mask (x itself when the mask is everything or x is a scalar)."""
+    return x if (full or x.ndim == 0) else x[mask]
+
+
+def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
     """(log int_a^b exp(theta t - K t^2 / 2) dt, mean of t under that density), elementwise, K > 0.
 
     The exponent has vertex nu = theta / K and scale s = K^-1/2; with z = (t - nu) / s the integral is
     s exp(theta^2 / (2 K)) int_{z_a}^{z_b} exp(-z^2 / 2) dz.  When nu lies outside [a, b] the last integral
     is written with ``erfcx`` at the near end e, relative to the exponent's value theta e - K e^2 / 2 there
-    (no cancellation however far the vertex); when it lies inside, with normal probabilities."""
+    (no cancellation however far the vertex); when it lies inside, with normal probabilities.
+    ``mean=False`` returns the log-integral only, ``logz=False`` the mean only (the mean-field sweeps need
+    only the means; the same operations, so the same bits, as the pair)."""
     from scipy.special import erfcx, log_ndtr, ndtr
 
-    a, b, theta, K = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, theta, K)))
+    a, b, theta, K = (np.asarray(v, float) for v in (a, b, theta, K))
+    shp = a.shape
+    if not (b.shape == shp and theta.shape == shp and (K.ndim == 0 or K.shape == shp)):
+        a, b, theta, K = np.broadcast_arrays(a, b, theta, K)
+        shp = a.shape
     s = 1.0 / np.sqrt(K)
     nu = theta * s * s
     za, zb = (a - nu) / s, (b - nu) / s
-    log_int = np.empty(za.shape)
-    ez = np.empty(za.shape)
+    log_int, peak, ez = np.empty(shp), np.empty(shp), np.empty(shp)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         # vertex outside [a, b]: reflect so that it lies above, z_lo < z_hi <= 0, and use
         # int_lo^hi exp(-z^2/2) dz = exp(-hi^2/2) sqrt(pi/2) [erfcx(-hi/sqrt2) - rho erfcx(-lo/sqrt2)]
         above = zb <= 0
-        below = (za >= 0) & ~above
-        tail = above | below
-        lo = np.where(above, za, -zb)[tail]
-        hi = np.where(above, zb, -za)[tail]
-        rho = np.exp(0.5 * (hi * hi - lo * lo))
-        bracket = erfcx(-hi / _SQRT2) - rho * erfcx(-lo / _SQRT2)
-        # exponent at the end e of [a, b] nearest the vertex, theta e - K e^2 / 2, formed directly (the
-        # equal theta nu / 2 - hi^2 / 2 cancels when the vertex is far away); log_int is then relative to it
-        e = np.where(above, b, a)[tail]
-        log_int[tail] = _HALF_LOG_PI_2 + np.log(bracket)
-        peak = np.zeros(za.shape)
-        peak[tail] = theta[tail] * e - 0.5 * K[tail] * e * e
-        # E[z] on [lo, hi] = (phi(lo) - phi(hi)) / int = (rho - 1) / (sqrt(pi/2) bracket)
-        ez_t = (rho - 1.0) / (math.sqrt(math.pi / 2) * bracket)
-        ez[tail] = np.where(above[tail], ez_t, -ez_t)
-        # vertex inside: normal probabilities
-        inside = ~tail
-        zi_a, zi_b = za[inside], zb[inside]
-        pin = ndtr(zi_b) - ndtr(zi_a)
-        small = pin <= 1e-3
-        lpin = np.log(np.maximum(pin, 1e-300))
-        if np.any(small):
-            la, lb = log_ndtr(zi_a[small]), log_ndtr(zi_b[small])
-            lpin[small] = lb + np.log1p(-np.exp(la - lb))
-        log_int[inside] = _HALF_LOG_2PI + lpin
-        peak[inside] = 0.5 * theta[inside] * nu[inside]
-        ez[inside] = (np.exp(-0.5 * zi_a * zi_a) - np.exp(-0.5 * zi_b * zi_b)) / np.exp(log_int[inside])
-        logZ = np.log(s) + peak + log_int
-        m = nu + s * ez
-        m = np.minimum(np.maximum(m, a), b)  # rounding only: the mean of a law on [a, b] lies in [a, b]
+        tail = above | (za >= 0)
+        n_tail = int(np.count_nonzero(tail))
+        if n_tail:
+            full = n_tail == tail.size
+            up = _sel(above, tail, full)
+            lo = np.where(up, _sel(za, tail, full), -_sel(zb, tail, full))
+            hi = np.where(up, _sel(zb, tail, full), -_sel(za, tail, full))
+            rho = np.exp(0.5 * (hi * hi - lo * lo))
+            bracket = erfcx(-hi / _SQRT2) - rho * erfcx(-lo / _SQRT2)
+            if logz:
+                # exponent at the end e of [a, b] nearest the vertex, theta e - K e^2 / 2, formed directly
+                # (the equal theta nu / 2 - hi^2 / 2 cancels when the vertex is far away); log_int is then
+                # relative to it
+                e = np.where(up, _sel(b, tail, full), _sel(a, tail, full))
+                li = _HALF_LOG_PI_2 + np.log(bracket)
+                pk = _sel(theta, tail, full) * e - 0.5 * _sel(K, tail, full) * e * e
+                log_int, peak = (li, pk) if full else (_put(log_int, tail, li), _put(peak, tail, pk))
+            if mean:
+                # E[z] on [lo, hi] = (phi(lo) - phi(hi)) / int = (rho - 1) / (sqrt(pi/2) bracket)
+                ez_t = (rho - 1.0) / (math.sqrt(math.pi / 2) * bracket)
+                ez_t = np.where(up, ez_t, -ez_t)
+                ez = ez_t if full else _put(ez, tail, ez_t)
+        if n_tail < tail.size:
+            # vertex inside: normal probabilities
+            full = n_tail == 0
+            inside = ~tail
+            zi_a, zi_b = _sel(za, inside, full), _sel(zb, inside, full)
+            pin = ndtr(zi_b) - ndtr(zi_a)
+            small = pin <= 1e-3
+            lpin = np.log(np.maximum(pin, 1e-300))
+            if np.any(small):
+                la, lb = log_ndtr(zi_a[small]), log_ndtr(zi_b[small])
+                lpin[small] = lb + np.log1p(-np.exp(la - lb))
+            li = _HALF_LOG_2PI + lpin
+            if logz:
+                pk = 0.5 * _sel(theta, inside, full) * _sel(nu, inside, full)
+                log_int, peak = (li, pk) if full else (_put(log_int, inside, li), _put(peak, inside, pk))
+            if mean:
+                ez_i = (np.exp(-0.5 * zi_a * zi_a) - np.exp(-0.5 * zi_b * zi_b)) / np.exp(li)
+                ez = ez_i if full else _put(ez, inside, ez_i)
+        if mean:
+            m = nu + s * ez
+            m = np.minimum(np.maximum(m, a), b)  # rounding only: the mean of a law on [a, b] lies in [a, b]
+        if logz:
+            logZ = np.log(s) + peak + log_int
+    if not logz:
+        return m
     logZ = np.where(b > a, logZ, -np.inf)
     return (logZ, m) if mean else logZ
+
+
+def _put(out, mask, values):
+    out[mask] = values
+    return out
 
 
 def _spread_factor(P):
@@ -168,12 +200,21 @@ class BoxProbability:
         a, b = A - x0, B - x0
         dg = self.diag
         theta = g.copy()
-        logZ, m = log_trunc_normal(a, b, theta, dg)
-        for _ in range(self.sweeps if sweeps is None else sweeps):
+        n_sweeps = self.sweeps if sweeps is None else sweeps
+        # the bound needs log Z_k of the last sweep only: earlier sweeps compute the means alone
+        if n_sweeps > 0:
+            m = log_trunc_normal(a, b, theta, dg, logz=False)
+            logZ = np.empty(a.shape)
+        else:
+            logZ, m = log_trunc_normal(a, b, theta, dg)
+        for t in range(n_sweeps):
+            last = t == n_sweeps - 1
             for k in range(self.d):
                 theta[:, k] = g[:, k] - m @ self.off[k]
-                lz, mk = log_trunc_normal(a[:, k], b[:, k], theta[:, k], dg[k])
-                logZ[:, k], m[:, k] = lz, mk
+                if last:
+                    logZ[:, k], m[:, k] = log_trunc_normal(a[:, k], b[:, k], theta[:, k], dg[k])
+                else:
+                    m[:, k] = log_trunc_normal(a[:, k], b[:, k], theta[:, k], dg[k], logz=False)
         cross = _quad(m, self.off)
         lower = f0 + np.sum((g - theta) * m + logZ, axis=1) - 0.5 * cross
         y = m
