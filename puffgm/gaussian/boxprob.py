@@ -74,7 +74,9 @@ def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
         tail = above | (za >= 0)
         n_tail = int(np.count_nonzero(tail))
         if n_tail:
-            full = n_tail == tail.size
+            # mostly tail: the tail formulas run on every element (the few inside ones are overwritten
+            # below), which is cheaper than copying out the tail elements
+            full = 2 * n_tail >= tail.size
             up = _sel(above, tail, full)
             lo = np.where(up, _sel(za, tail, full), -_sel(zb, tail, full))
             hi = np.where(up, _sel(zb, tail, full), -_sel(za, tail, full))
