@@ -94,6 +94,17 @@ def test_log_trunc_normal_against_quad():
     lz, m = log_trunc_normal(a, b, th, K)
     lz_only = log_trunc_normal(a, b, th, K, mean=False)
     assert np.array_equal(lz, lz_only)
+    assert np.array_equal(m, log_trunc_normal(a, b, th, K, logz=False))   # the means-only call of the sweeps
+    # every branch gives the same bits: each case alone (all tail or all inside), the whole mixed array
+    # (mostly tail: tail formulas on every element) and a mostly-inside array
+    inside = (a < th / K) & (th / K < b)
+    assert 0 < inside.sum() < len(a) / 2, inside.sum()
+    for t in range(len(a)):
+        lz1, m1 = log_trunc_normal(a[t], b[t], th[t], K[t])
+        assert lz1 == lz[t] and m1 == m[t], t
+    pick = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)[:2]])
+    lz2, m2 = log_trunc_normal(a[pick], b[pick], th[pick], K[pick])
+    assert np.array_equal(lz2, lz[pick]) and np.array_equal(m2, m[pick])
     for t, (aa, bb, tt, KK) in enumerate(cases):
         ref, ref_m = ref_log_trunc_normal(aa, bb, tt, KK)
         assert abs(lz[t] - ref) <= 1e-9 * max(1.0, abs(ref)), (aa, bb, tt, KK, lz[t], ref)

@@ -60,9 +60,12 @@ def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
 
     a, b, theta, K = (np.asarray(v, float) for v in (a, b, theta, K))
     shp = a.shape
-    if not (b.shape == shp and theta.shape == shp and (K.ndim == 0 or K.shape == shp)):
+    if not (b.shape == shp and theta.shape == shp and (K.ndim == 0 or K.shape == shp) and a.ndim):
         a, b, theta, K = np.broadcast_arrays(a, b, theta, K)
         shp = a.shape
+        if not shp:  # scalars: computed as length-1 arrays, returned as 0-d arrays
+            out = log_trunc_normal(*(v.reshape(1) for v in (a, b, theta, K)), mean=mean, logz=logz)
+            return tuple(v.reshape(()) for v in out) if (mean and logz) else out.reshape(())
     s = 1.0 / np.sqrt(K)
     nu = theta * s * s
     za, zb = (a - nu) / s, (b - nu) / s
