@@ -18,7 +18,9 @@ No Monte Carlo.  With zero marginal corrections the engine bounds
   monotone engine.
 """
 
+import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -179,7 +181,8 @@ def test_cell_engine_on_markov_chain_brackets_exact(generator_cells):
     assert val <= info["lower"] + CHAIN_TOL * abs(info["lower"]) and val <= (1 + CHAIN_TOL) * mono, (val, mono, exact)
     assert info["symmetric"]   # centred prior: half the cell space
     if generator_cells == 0:
-        # the tilted face decides cells here (measured: 11 of 22 cell orientations), against the exact value
+        # the tilted face decides cells here (measured: it gives the bound of all 22 cell orientations, 11 of
+        # them tied with the flat face), against the exact value
         assert info["tilted_wins"] > 0, info
         # the symmetry only halves the work: the whole cell space gives the same value with more cells
         val_all, info_all = cell_leakage(model, i, [1, 3], cond, _zero, _zero, tol=CHAIN_TOL, generator_cells=0,
@@ -346,14 +349,129 @@ def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
     assert done["stopped"] == "cells", done
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
     res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=50, cell_seconds=1e-6).leakage(SE_I, SE_C)
-    assert res.details["cell_engine"] == {"cells": 1, "stopped": "seconds"}, res.details["cell_engine"]
+    eng = res.details["cell_engine"]
+    assert (eng["cells"], eng["stopped"]) == (1, "seconds") and 0 < eng["seconds"] < 60, eng
     assert res.value >= grid_lo - 1e-6
     for bad in (0, -1.0, math.inf, math.nan, True, "5"):
         with pytest.raises(ParameterError, match="cell_seconds"):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_seconds=bad)
 
 
-# ------------------------------------------------------------------------------------ 6. input checks
+# ----------------------------------------------------------------------------------- 6. face pruning
+_CK_KW = {"box_tol": 0.1, "max_boxes": 64, "lower": False}
+
+
+def test_face_pruning_gives_the_same_bits(se_case, monkeypatch):
+    """Evaluating a face only while it can change the cell's bound (tilted face first, the flat face from
+    its worst corner, each stopped once it cannot win; none when the other orientation is higher) gives the
+    same bits as evaluating every corner of both faces, in both cell spaces; the pruned run evaluates fewer
+    corners."""
+    import puffgm.gaussian.multivariate as mv
+
+    calls = {"n": 0}
+    orig = mv.partition_max
+
+    def counting(*args, **kw):
+        calls["n"] += 1
+        return orig(*args, **kw)
+
+    monkeypatch.setattr(mv, "partition_max", counting)
+    for generator_cells in (4, 0):
+        runs = []
+        for prune in (True, False):
+            monkeypatch.setattr(mv, "_PRUNE_FACES", prune)
+            calls["n"] = 0
+            v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=8,
+                                   generator_cells=generator_cells, **_CK_KW)
+            runs.append((v.hex(), info["estimate"].hex(), info["cells"], calls["n"]))
+        assert runs[0][:3] == runs[1][:3], runs
+        if generator_cells == 0:
+            assert runs[0][3] < runs[1][3], runs
+
+
+# ------------------------------------------------------------------------------------ 7. checkpoints
+@pytest.mark.parametrize("generator_cells", [4, 0])
+def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells):
+    """A run cut in two pieces through a checkpoint ends with the same bits as one uninterrupted run (value,
+    largest value met, cells, leaves), both cell spaces; the value stays >= the grid's certified lower bound;
+    the file holds the certified value and the leaves, and the seconds of both pieces add up."""
+    model, grid_lo = se_case["model"], float(se_case["D_lo"].max())
+    kw = {**_CK_KW, "generator_cells": generator_cells}
+    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, **kw)
+    assert "checkpoint" not in info and info["stopped"] == "cells"
+    v1, i1 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=5, checkpoint_dir=tmp_path,
+                          checkpoint_seconds=0.0, **kw)
+    assert i1["cells"] < info["cells"] and v1 >= v
+    with open(i1["checkpoint"]) as fh:
+        rec = json.load(fh)
+    assert float.fromhex(rec["value"]) == v1 and rec["stats"]["cells"] == i1["cells"]
+    assert max(float.fromhex(e["bound"]) for e in rec["leaves"]) == v1
+    v2, i2 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, checkpoint_dir=tmp_path, **kw)
+    assert (v2, i2["estimate"], i2["cells"]) == (v, info["estimate"], info["cells"]), (v2, i2, v, info)
+    assert v2 >= grid_lo - 1e-6 and i2["checkpoint"] == i1["checkpoint"]
+    assert i2["seconds"] > i1["seconds"] and len(os.listdir(tmp_path)) == 1
+    with open(i2["checkpoint"]) as fh:
+        rec2 = json.load(fh)
+    assert float.fromhex(rec2["value"]) == v and rec2["stopped"] == "cells"
+    # a finished run read back: nothing more is evaluated
+    v3, i3 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, checkpoint_dir=tmp_path, **kw)
+    assert (v3, i3["cells"]) == (v, info["cells"])
+
+
+def test_checkpoint_files_are_per_problem_and_checked(se_case, tmp_path):
+    """Another split, other corrections or other bound options get their own file; a file that is not a
+    checkpoint of the problem (corrupt, or another fingerprint inside) fails with one sentence; bad
+    parameters fail with one sentence."""
+    model = se_case["model"]
+    run = lambda **kw: cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3,  # noqa: E731
+                                    checkpoint_dir=tmp_path, **{**_CK_KW, **kw})
+    _, info = run()
+    path = info["checkpoint"]
+    run(n_vertex_axes=2)
+    cell_leakage(model, SE_I, SE_HIGH, SE_C, lambda a, b: _zero(a, b) + 0.25, _zero, max_cells=3,
+                 checkpoint_dir=tmp_path, **_CK_KW)
+    cell_leakage(model, SE_I, [1, 3], [0, 4, 5], _zero, _zero, max_cells=3, checkpoint_dir=tmp_path, **_CK_KW)
+    assert len([f for f in os.listdir(tmp_path) if f.endswith(".json")]) == 4
+    with open(path) as fh:
+        rec = json.load(fh)
+    rec["fingerprint"] = "0" * 64
+    with open(path, "w") as fh:
+        json.dump(rec, fh)
+    with pytest.raises(ParameterError, match="not a cell-engine checkpoint of this problem"):
+        run()
+    with open(path, "w") as fh:
+        fh.write("{not json")
+    with pytest.raises(ParameterError, match="not a cell-engine checkpoint"):
+        run()
+    with pytest.raises(ParameterError, match="checkpoint_dir"):
+        cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3, checkpoint_dir=5, **_CK_KW)
+    for bad in (-1.0, math.nan, True, "60"):
+        with pytest.raises(ParameterError, match="checkpoint_seconds"):
+            run(checkpoint_seconds=bad)
+
+
+def test_checkpoint_through_region_model(se_case, tmp_path):
+    """GaussianRegionModel(cell_checkpoint_dir=...) keeps each split on disk and resumes it (a budget of 3
+    cells, then 7: the second call continues from the first one's leaves, and its value is the one in the
+    file); the directory is validated.  (Exact resumption: test_checkpoint_resumes_exactly.)"""
+    cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
+    first = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=3,
+                                cell_checkpoint_dir=tmp_path).leakage(SE_I, SE_C)
+    path = first.details["cell_engine"]["checkpoint"]
+    again = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=7,
+                                cell_checkpoint_dir=str(tmp_path)).leakage(SE_I, SE_C)
+    assert again.details["cell_engine"]["checkpoint"] == path and os.listdir(tmp_path) == [os.path.basename(path)]
+    assert again.details["cell_engine"]["cells"] > first.details["cell_engine"]["cells"]
+    with open(path) as fh:
+        rec = json.load(fh)
+    assert float.fromhex(rec["value"]) == again.details["cells"]
+    assert rec["stats"]["cells"] == again.details["cell_engine"]["cells"]
+    for bad in (5, ["dir"]):
+        with pytest.raises(ParameterError, match="cell_checkpoint_dir"):
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_checkpoint_dir=bad)
+
+
+# ------------------------------------------------------------------------------------ 8. input checks
 def test_cell_leakage_empty_condition_set():
     cov = gp_covariance(4, 2.0)
     model = GaussianRegionModel(cov, np.full(4, -3.0), np.full(4, 3.0), 0.1)

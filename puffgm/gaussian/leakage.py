@@ -75,6 +75,7 @@ is returned.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -316,6 +317,12 @@ class GaussianRegionModel:
         Wall-time budget in seconds of the cell engine per split, on top of ``cell_budget`` (None, the
         default: cells only).  The value is certified whenever the engine stops; a time budget makes
         it depend on the machine's speed, so results meant to be reproduced should use cells only.
+    cell_checkpoint_dir : str or path, optional
+        Directory where the cell engine keeps each split's branch and bound on disk (one JSON file per
+        split, named by a fingerprint of the problem) and resumes it on a later call, in this process or
+        another: long certifications can run in pieces (``cell_budget`` then counts the cells of every
+        piece; see :func:`puffgm.gaussian.multivariate.cell_leakage`).  None (the default): nothing is
+        written.
     marginal : {"auto", "bonferroni", "box"}
         Bound of the truncated marginal term (:meth:`marginal_corrections`): ``"bonferroni"`` the
         one-dimensional Bonferroni terms only; ``"box"`` also the (n - 1)-dimensional box-probability
@@ -328,7 +335,7 @@ class GaussianRegionModel:
 
     def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
                  pinned_engines: bool = True, cell_budget: int = 0, marginal: str = "auto",
-                 cell_seconds: float | None = None):
+                 cell_seconds: float | None = None, cell_checkpoint_dir=None):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -364,6 +371,10 @@ class GaussianRegionModel:
             raise ParameterError(f"The 'cell_seconds' parameter must be None or a finite number > 0. "
                                  f"Got {cell_seconds!r} instead.")
         self.cell_seconds = None if cell_seconds is None else float(cell_seconds)
+        if cell_checkpoint_dir is not None and not isinstance(cell_checkpoint_dir, (str, os.PathLike)):
+            raise ParameterError(f"The 'cell_checkpoint_dir' parameter must be None or a directory path. "
+                                 f"Got {cell_checkpoint_dir!r} instead.")
+        self.cell_checkpoint_dir = cell_checkpoint_dir
         if not (isinstance(marginal, str) and marginal in _MARGINAL_MODES):
             raise ParameterError(f"The 'marginal' parameter must be one of 'auto', 'bonferroni' or 'box'. "
                                  f"Got {marginal!r} instead.")
@@ -706,7 +717,8 @@ class GaussianRegionModel:
 
                 val_c, info_c = cell_leakage(self, i, high, cond, corr_num_marg, U_marg,
                                              atol=max(self.atol, 1e-3), max_cells=self.cell_budget,
-                                             max_seconds=self.cell_seconds)
+                                             max_seconds=self.cell_seconds,
+                                             checkpoint_dir=self.cell_checkpoint_dir)
                 lower_b2 = max(lower_b2, info_c.get("lower", -math.inf))
                 pinned = min(pinned, val_c)
             value = max(0.0, min(value, pinned))
@@ -717,7 +729,8 @@ class GaussianRegionModel:
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
                              {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
                               "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c,
-                              "cell_engine": {k: v for k, v in info_c.items() if k in ("cells", "stopped")},
+                              "cell_engine": {k: v for k, v in info_c.items() if k in ("cells", "stopped", "checkpoint",
+                                                                                      "seconds")},
                               "bivariate_lower": lower_b2, "E_max": Emax, "mu_interval": (mu_lo, mu_hi), "marginal": self.marginal,
                               "sigma": sig, "gap": gap})
 

@@ -54,7 +54,10 @@ in eta_i, so its sup over Z n c is at most the sup of the convex bound over the 
 the upper hull of Z at the cell's centre (the duals of the equality constraints of the linear program
 max eta_i with xi_W fixed), so the tilted face touches Z near the cell and follows it; the smaller of the
 flat and the tilted bound is used.  (l = 3, b = 5 of Figure 2b: 1092 after 60 cells against 2497 with the
-flat face only; 1248 after 300 cells before.)
+flat face only; 1248 after 300 cells before.)  A face is evaluated only while it can change the cell's bound (the
+max over both orientations of min(Lipschitz, tilted, flat)): the tilted face first, then the flat face from
+the tilted face's worst corner, each stopped at the first corner that shows it cannot win, neither when the
+orientation's bound so far is not above the other orientation's; the bound is the same to the bit.
 
 **Cell tightening.**  Z is thin: a box cell of the principal axes holds mostly points outside Z, where the
 vertices of the face lie and Lambda is large.  Before a cell is bounded it is replaced by the bounding box
@@ -70,6 +73,16 @@ Z n c that maximises eta_i, Lambda is in [185.1, 186.8].)
 orientation; every cell bounds both orientations, so the branch and bound runs on half of the cell space
 (first axis >= 0).
 
+**Checkpoints.**  With ``checkpoint_dir`` the leaves of the branch and bound (each cell with its certified
+bound), the counters and the accumulated seconds are written to a JSON file in that directory (floats as
+hexadecimal strings, exact) at least every ``checkpoint_seconds`` and when the engine stops; a later call
+for the same problem resumes from them and continues exactly as an uninterrupted run would.  The file is
+named by a SHA-256 fingerprint of the problem (the prior, the split, the marginal corrections on a grid of
+regions, the cell space and the options that change the bounds; not the stopping rules ``tol``, ``atol``,
+``max_cells`` and ``max_seconds``), so runs of other problems never mix; ``max_cells`` counts the cells of
+every run.  The value stays certified because every stored leaf keeps a certified bound of its cell and
+the leaves cover the cell space.
+
 The branch and bound refines the cell with the largest bound (along the axis with the largest slope times
 width) until the certified value is within ``tol`` of the largest cell value met, or until ``max_cells``;
 the value returned is certified in every case (cells never refined keep their bound).  The stopping rule
@@ -80,13 +93,18 @@ looser, never invalid.  A certified lower bound of the exact leakage comes from
 
 from __future__ import annotations
 
+import hashlib
 import heapq
+import json
 import logging
 import math
+import os
+import tempfile
 import time
 
 import numpy as np
 
+from ..exceptions import ParameterError
 from .bivariate import pinned_conditional
 from .boxprob import BoxProbability, SubBoxes, log_trunc_normal
 from .leakage import cell_bounds, log_interval_prob, partition_max, region_pair_bound
@@ -96,6 +114,9 @@ from .trivariate import zonotope_max_dual
 __all__ = ["cell_leakage", "zonotope_misses_box"]
 
 _log = logging.getLogger(__name__)
+# evaluate a face only while it can change the cell's bound (module docstring, the tilted face); False
+# evaluates every corner of both faces in both orientations (the tests compare the bits)
+_PRUNE_FACES = True
 
 
 def zonotope_misses_box(center, gens, cons, lo, hi):
@@ -130,7 +151,7 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
                  box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, n_regions=32, generator_cells=4, lower=True,
-                 symmetry=True, tighten=True, max_seconds=None):
+                 symmetry=True, tighten=True, max_seconds=None, checkpoint_dir=None, checkpoint_seconds=60.0):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
@@ -145,7 +166,10 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     both leave the value certified).  ``max_seconds`` stops the branch and bound after that much wall time
     as well (the value is certified whenever it stops: the largest bound of the current leaves);
     ``details["stopped"]`` says which rule stopped it ("converged", "cells", "seconds" or "infinite").
-    Progress (cells, certified value) is logged at DEBUG level on this module's logger."""
+    Progress (cells, certified value) is logged at DEBUG level on this module's logger.
+    ``checkpoint_dir`` (a directory, created if missing) keeps the branch and bound's leaves on disk every
+    ``checkpoint_seconds`` and at the stop, and resumes from them (module docstring, checkpoints);
+    ``details["checkpoint"]`` is then the file and ``details["seconds"]`` the wall time of every run."""
     deadline = None if max_seconds is None else time.monotonic() + float(max_seconds)
     H = [int(i)] + [int(k) for k in high]
     C = [int(c) for c in cond]
@@ -235,17 +259,20 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         sub = SubBoxes.concat([s_ for _, s_ in parts]).select(order)
         return bv, ev, edges, sub, rall
 
-    def vertex_bound(edges, sub, rall, corners):
-        """max over the given eta (corners of a face) of the bound Psi(eta): the numerator's certified
-        sweep on the centre's partition (box upper bounds on the centre's sub-boxes at each eta) plus the
-        denominator's sweep with the centre's affine minorants (module docstring, the vertex bound)."""
+    def vertex_bound(edges, sub, rall, corners, finish=lambda v: v, cutoff=math.inf):
+        """(max over the given eta (corners of a face) of the bound Psi(eta), index of the corner attaining
+        it): the numerator's certified sweep on the centre's partition (box upper bounds on the centre's
+        sub-boxes at each eta) plus the denominator's sweep with the centre's affine minorants (module
+        docstring, the vertex bound).  Stops at the first corner with ``finish(max)`` >= ``cutoff``
+        (``finish``, non-decreasing, is what the caller adds to the max: the caller then knows the face
+        cannot beat ``cutoff``, and the max returned is only a lower bound)."""
         e1, e2 = edges
         i1, i2 = np.searchsorted(rall, e1), np.searchsorted(rall, e2)
         sub1, sub2 = sub.select(i1), sub.select(i2)
         n1 = log_interval_prob(e1, e1 + delta, m0, s0)
         n2 = log_interval_prob(e2, e2 + delta, m0, s0)
-        out = -math.inf
-        for eta in corners:
+        out, arg = -math.inf, 0
+        for c_idx, eta in enumerate(corners):
             mu = S @ eta
             # numerator: the fixed-parameter upper bound everywhere, re-optimised (one mean-field sweep)
             # on the regions near the top (any valid upper bound may be used on any region)
@@ -265,10 +292,11 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                 done[top] = True
             f2 = n2 - sub2.lower_at(mu)
             v = partition_max(e1, f1, K1, corr_num, delta) + partition_max(e2, f2, K2, corr_den, delta)
-            out = max(out, v)
-            if not math.isfinite(out):
+            if v > out:
+                out, arg = v, c_idx
+            if not math.isfinite(out) or finish(out) >= cutoff:
                 break
-        return out
+        return out, arg
 
     def cell(a, b):
         """(certified bound over Z n cell, value met at the evaluation points) for both orientations."""
@@ -287,13 +315,17 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             eta_c = np.concatenate([[ei], eta_H])
             bv, ev, edges, sub, rall = centre_sweep(eta_c)
             bound = bv + lip_slack
-            if W and math.isfinite(bv) and sub is not None:
+            # the orientation's bound is min(Lipschitz, tilted face, flat face), and the cell's the max over
+            # both orientations; each face is evaluated only while it can still change that (same bits as
+            # evaluating all): none when the bound so far is not above the other orientation's; the tilted
+            # face first (it usually wins), then the flat face, its corners from the tilted face's argmax
+            # on; each stopped at the first corner that shows it cannot beat the bound so far
+            if W and math.isfinite(bv) and sub is not None and (bound > out or not _PRUNE_FACES):
                 verts = _face_vertices(ctr, a, b, W)
-                corners = [np.concatenate([[ei], cH + Rot.T @ xi]) for xi in verts]
-                vb = vertex_bound(edges, sub, rall, corners) + rest_slack
-                if vb < bound:
-                    bound = vb
-                    stats["vertex_wins"] += 1
+                first = 0
+
+                def finish(v):
+                    return v + rest_slack
                 # the tilted face: eta_i <= alpha + beta . xi on Z n cell (beta on the axes W only), so the
                 # convex bound's sup over Z n cell is at the vertices of the tilted face (module docstring)
                 tilt = _tilted_face(sign * cen2, sign * gens2, cons, lo_c, hi_c, W, pad)
@@ -301,10 +333,21 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                     alpha, beta = tilt
                     corners = [np.concatenate([[sign * (alpha + beta @ (sign * xi) + pad)], cH + Rot.T @ xi])
                                for xi in verts]
-                    tb = vertex_bound(edges, sub, rall, corners) + rest_slack
+                    tb, first = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
+                    tb = finish(tb)
                     if tb < bound:
                         bound = tb
                         stats["tilted_wins"] += 1
+                if bound > out or not _PRUNE_FACES:
+                    order = [first] + [k for k in range(len(verts)) if k != first]
+                    corners = [np.concatenate([[ei], cH + Rot.T @ verts[k]]) for k in order]
+                    vb, _ = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
+                    vb = finish(vb)
+                    if vb < bound:
+                        if tilt is not None and tb == bound:
+                            stats["tilted_wins"] -= 1
+                        bound = vb
+                        stats["vertex_wins"] += 1
             out, est = max(out, bound), max(est, ev)
         return out, est
 
@@ -315,15 +358,27 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     if math.isfinite(low):
         box.tol = max(box.tol, box_rel * abs(low))
     n_gen = gens.shape[1]
+    space = "generators" if n_gen <= generator_cells else "natural parameters"
+    ckpt = None
+    if checkpoint_dir is not None:
+        r_grid = np.linspace(lo_i, hi_i - delta, 65)
+        ckpt = _Checkpoint(checkpoint_dir, checkpoint_seconds, {
+            "engine": "cell_leakage", "format": _CHECKPOINT_FORMAT, "cell_space": space,
+            "mean": model.mean, "cov": model.cov, "lower": model.lower, "upper": model.upper, "delta": delta,
+            "i": H[0], "high": H[1:], "cond": C,
+            "corr": [np.asarray(f(r_grid, r_grid + delta), float) for f in (corr_num, corr_den)],
+            "center": center, "gens": gens, "rotation": Rot,
+            "options": [box_tol, box_rel, max_boxes, n_vertex_axes, n_regions, bool(lower), bool(symmetry),
+                        bool(tighten)]})
     # point symmetry: when every coordinate's prior mean is the centre of its box, x -> 2 c - x maps the
     # prior to itself, eta to 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the
     # reflected pair with the other orientation; every cell bounds both orientations, so half of the
     # cell space (first axis >= 0) covers all of it
     sym = bool(symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
-    if n_gen <= generator_cells:
+    if space == "generators":
         cert, extra = _generator_cells(center, gens, lipschitz, hi_H[0] - lo_H[0], centre_sweep, vertex_bound,
-                                       n_vertex_axes, low, tol, atol, max_cells, pad, sym, deadline)
-        details = {**extra, "cell_space": "generators", "symmetric": sym}
+                                       n_vertex_axes, low, tol, atol, max_cells, pad, sym, deadline, ckpt)
+        details = {**extra, "cell_space": space, "symmetric": sym}
         if lower:
             details["lower"] = low
         return cert, details
@@ -343,15 +398,15 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     if sym:
         a0[0] = 0.0
     cert, best = _best_first(a0, b0, evaluate, lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol,
-                             max_cells, stats, deadline)
-    details = {"estimate": best, **stats, "cell_space": "natural parameters", "symmetric": sym}
+                             max_cells, stats, deadline, ckpt)
+    details = {"estimate": best, **stats, "cell_space": space, "symmetric": sym}
     if lower:
         details["lower"] = low
     return cert, details
 
 
 def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound, n_vertex_axes, low, tol, atol,
-                     max_cells, pad, sym=False, deadline=None):
+                     max_cells, pad, sym=False, deadline=None, checkpoint=None):
     """Branch and bound over cells of the generator weights u in [-1, 1]^m (eta = center + gens u, m = the
     number of conditioning coordinates), for a low-dimensional zonotope: every cell lies in Z, no U(c) is
     needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
@@ -375,7 +430,13 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
         W = [j for j in np.argsort(-sl)[:n_vertex_axes] if sl[j] > 0]
         if math.isfinite(bv) and sub is not None:
             corners = [center + gens @ u for u in _face_vertices(ctr, a, b, W)]
-            vb = vertex_bound(edges, sub, rall, corners) + float(np.sum(np.delete(sl, W))) + pad
+            rest = float(np.sum(np.delete(sl, W)))
+
+            def finish(v):
+                return v + rest + pad
+
+            vb, _ = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
+            vb = finish(vb)
             if vb < bound:
                 bound = vb
                 stats["vertex_wins"] += 1
@@ -385,7 +446,7 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
     if sym:
         a0[0] = 0.0  # point symmetry (cell_leakage): u -> -u
     cert, best = _best_first(a0, np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
-                             max_cells, stats, deadline)
+                             max_cells, stats, deadline, checkpoint)
     return cert, {"estimate": best, **stats}
 
 
@@ -471,7 +532,7 @@ def _face_vertices(ctr, a, b, W):
     return out
 
 
-def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadline=None):
+def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadline=None, checkpoint=None):
     """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
     None for a cell known to be empty, or (bound, value met, a', b') with [a', b'] a smaller box holding
     every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest
@@ -479,8 +540,9 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
     max(atol, tol |low|) of the certified lower bound ``low``, ``max_cells`` cells were evaluated or the
     ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the largest bound of the
     leaves, the largest value met); counts cells in ``stats["cells"]`` and records the rule that stopped
-    it in ``stats["stopped"]``."""
+    it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps them on disk."""
     heap, best, counter = [], -math.inf, 0
+    t_start, seconds_before = time.monotonic(), 0.0
 
     def push(a, b):
         nonlocal best, counter
@@ -494,7 +556,21 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
         counter += 1
         heapq.heappush(heap, (-res[0], counter, a, b))
 
-    push(a0, b0)
+    state = checkpoint.load() if checkpoint is not None else None
+    if state is None:
+        push(a0, b0)
+    else:
+        heap, counter, best, seconds_before = state["heap"], state["counter"], state["best"], state["seconds"]
+        heapq.heapify(heap)
+        stats.update(state["stats"])
+        _log.debug("resumed from %s: %d cells, %d leaves", checkpoint.path, stats["cells"], len(heap))
+
+    def save():
+        stats["seconds"] = seconds_before + time.monotonic() - t_start
+        if checkpoint is not None:
+            checkpoint.save(heap, counter, best, stats)
+            stats["checkpoint"] = checkpoint.path
+
     stats["stopped"] = "converged"
     while heap:
         cert = -heap[0][0]
@@ -517,4 +593,90 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
         b1[k], a2[k] = mid, mid
         push(a, b1)
         push(a2, b)
+        if checkpoint is not None and checkpoint.due():
+            save()
+    save()
     return (-heap[0][0] if heap else -math.inf), best
+
+
+_CHECKPOINT_FORMAT = 1
+
+
+def _fingerprint(problem):
+    """SHA-256 of a problem description (arrays by their float64 bytes, the rest by its JSON form)."""
+    h = hashlib.sha256()
+    for key in sorted(problem):
+        vals = problem[key] if isinstance(problem[key], list) else [problem[key]]
+        h.update(f"{key}\0{len(vals)}\0".encode())
+        for v in vals:
+            if isinstance(v, np.ndarray):
+                h.update(f"array{v.shape}\0".encode())
+                h.update(np.ascontiguousarray(v, np.float64).tobytes())
+            else:
+                h.update(json.dumps(float.hex(float(v)) if isinstance(v, float) else v).encode())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+class _Checkpoint:
+    """The leaves of one branch and bound on disk: ``<dir>/cell_engine_<fingerprint>.json`` (module docstring,
+    checkpoints).  Floats are stored as :meth:`float.hex` strings (exact, and infinities survive); writes
+    go to a temporary file that replaces the old one, so an interrupted write leaves the previous state."""
+
+    def __init__(self, directory, every, problem):
+        if not isinstance(directory, (str, os.PathLike)):
+            raise ParameterError(f"The 'checkpoint_dir' parameter must be a path. Got {directory!r} instead.")
+        if isinstance(every, bool) or not isinstance(every, (int, float, np.integer, np.floating)) or not (
+                math.isfinite(every) and every >= 0):
+            raise ParameterError(f"The 'checkpoint_seconds' parameter must be a finite number >= 0. "
+                                 f"Got {every!r} instead.")
+        self.fingerprint = _fingerprint(problem)
+        self.directory = os.fspath(directory)
+        self.path = os.path.join(self.directory, f"cell_engine_{self.fingerprint[:32]}.json")
+        self.every = float(every)
+        self.split = {"i": problem["i"], "high": list(problem["high"]), "cond": list(problem["cond"])}
+        self._last = time.monotonic()
+
+    def due(self):
+        return time.monotonic() - self._last >= self.every
+
+    def load(self):
+        """The stored state (heap of (-bound, counter, a, b), counter, best, stats, seconds), or None."""
+        if not os.path.exists(self.path):
+            return None
+        try:
+            with open(self.path) as fh:
+                rec = json.load(fh)
+            if rec.get("fingerprint") != self.fingerprint or rec.get("format") != _CHECKPOINT_FORMAT:
+                raise ValueError("fingerprint")
+            heap = [(-float.fromhex(e["bound"]), int(e["id"]), np.array([float.fromhex(x) for x in e["lo"]]),
+                     np.array([float.fromhex(x) for x in e["hi"]])) for e in rec["leaves"]]
+            stats = {k: int(v) for k, v in rec["stats"].items()}
+            return {"heap": heap, "counter": int(rec["counter"]), "best": float.fromhex(rec["estimate"]),
+                    "seconds": float(rec["seconds"]), "stats": stats}
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ParameterError(f"The file {self.path} is not a cell-engine checkpoint of this problem "
+                                 f"({type(exc).__name__}); remove it or use another 'checkpoint_dir'.") from None
+
+    def save(self, heap, counter, best, stats):
+        leaves = sorted(heap, key=lambda e: e[1])
+        value = float(max((-e[0] for e in heap), default=-math.inf))
+        rec = {"format": _CHECKPOINT_FORMAT, "fingerprint": self.fingerprint, **self.split,
+               "value": float.hex(value), "value_decimal": f"{value:.10g}", "estimate": float.hex(float(best)), "counter": counter, "seconds": stats.get("seconds", 0.0),
+               "stopped": stats.get("stopped"),
+               "stats": {k: v for k, v in stats.items() if k in ("cells", "dropped_empty", "vertex_wins",
+                                                                  "tilted_wins")},
+               "leaves": [{"id": e[1], "bound": float.hex(-e[0]), "lo": [float.hex(float(x)) for x in e[2]],
+                           "hi": [float.hex(float(x)) for x in e[3]]} for e in leaves]}
+        os.makedirs(self.directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".cell_engine_", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(rec, fh, indent=0)
+            os.chmod(tmp, 0o644)   # mkstemp's 0600 would hide the file from other users of the directory
+            os.replace(tmp, self.path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+        self._last = time.monotonic()
