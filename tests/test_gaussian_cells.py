@@ -450,25 +450,20 @@ def test_checkpoint_files_are_per_problem_and_checked(se_case, tmp_path):
             run(checkpoint_seconds=bad)
 
 
-def test_checkpoint_through_region_model(se_case, tmp_path):
-    """GaussianRegionModel(cell_checkpoint_dir=...) keeps each split on disk and resumes it (a budget of 3
-    cells, then 7: the second call continues from the first one's leaves, and its value is the one in the
-    file); the directory is validated.  (Exact resumption: test_checkpoint_resumes_exactly.)"""
-    cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
-    first = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=3,
-                                cell_checkpoint_dir=tmp_path).leakage(SE_I, SE_C)
-    path = first.details["cell_engine"]["checkpoint"]
-    again = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=7,
-                                cell_checkpoint_dir=str(tmp_path)).leakage(SE_I, SE_C)
-    assert again.details["cell_engine"]["checkpoint"] == path and os.listdir(tmp_path) == [os.path.basename(path)]
-    assert again.details["cell_engine"]["cells"] > first.details["cell_engine"]["cells"]
-    with open(path) as fh:
-        rec = json.load(fh)
-    assert float.fromhex(rec["value"]) == again.details["cells"]
-    assert rec["stats"]["cells"] == again.details["cell_engine"]["cells"]
-    for bad in (5, ["dir"]):
-        with pytest.raises(ParameterError, match="cell_checkpoint_dir"):
-            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_checkpoint_dir=bad)
+@pytest.mark.parametrize("generator_cells, last", [(4, 15), (0, 33)])
+def test_certified_value_never_increases(se_case, tmp_path, generator_cells, last):
+    """A half keeps the smaller of its own bound and its parent's, so the certified value is non-increasing
+    in the cells (one run resumed through a checkpoint, budget by budget) and stays >= the grid's certified
+    lower bound of the exact value.  (Before, the natural-parameter cells went from 63.02 after 27 cells to
+    64.76 after 29.)"""
+    grid_lo = float(se_case["D_lo"].max())
+    values = []
+    for budget in range(3, last + 1, 2):
+        v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=budget,
+                               checkpoint_dir=tmp_path, generator_cells=generator_cells, **_CK_KW)
+        values.append((info["cells"], v))
+    assert all(v2 <= v1 for (_, v1), (_, v2) in zip(values, values[1:])), values
+    assert values[-1][1] >= grid_lo - 1e-6 and values[-1][0] > values[0][0], values
 
 
 # ------------------------------------------------------------------------------------ 8. input checks
@@ -479,16 +474,32 @@ def test_cell_leakage_empty_condition_set():
     assert val == math.inf and "reason" in info
 
 
-def test_cell_engine_through_region_model():
+def test_cell_engine_through_region_model(tmp_path):
     """GaussianRegionModel(cell_budget=N).leakage runs the cell engine on pinned b >= 4 splits that are not
     sign-balanced: its value is reported in details["cells"] and bounds the returned value; cell_budget = 0
-    (the default) leaves it out; a bad budget fails with one sentence."""
+    (the default) leaves it out; with cell_checkpoint_dir the split is kept on disk and a later model resumes
+    it (budget 3 cells, then 7: the second call continues from the first one's leaves, and its value is the
+    one in the file; exact resumption: test_checkpoint_resumes_exactly); bad parameters fail with one
+    sentence."""
     cov = gp_covariance(SE_N, SE_L)
     lo, hi = np.full(SE_N, -SE_GAMMA), np.full(SE_N, SE_GAMMA)
     off = GaussianRegionModel(cov, lo, hi, SE_DELTA).leakage(SE_I, SE_C)
     assert off.details["cells"] == math.inf
-    on = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=2).leakage(SE_I, SE_C)
+    on = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=3, cell_checkpoint_dir=tmp_path).leakage(SE_I, SE_C)
     assert math.isfinite(on.details["cells"]) and on.value <= on.details["cells"] * (1 + 1e-9) + 1e-9
     assert on.value <= off.value
+    path = on.details["cell_engine"]["checkpoint"]
+    again = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=7,
+                                cell_checkpoint_dir=str(tmp_path)).leakage(SE_I, SE_C)
+    assert again.details["cell_engine"]["checkpoint"] == path and os.listdir(tmp_path) == [os.path.basename(path)]
+    assert again.details["cell_engine"]["cells"] > on.details["cell_engine"]["cells"]
+    assert again.details["cells"] <= on.details["cells"]   # halves keep their parent's bound
+    with open(path) as fh:
+        rec = json.load(fh)
+    assert float.fromhex(rec["value"]) == again.details["cells"]
+    assert rec["stats"]["cells"] == again.details["cell_engine"]["cells"]
     with pytest.raises(ParameterError, match="cell_budget"):
         GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=-1)
+    for bad in (5, ["dir"]):
+        with pytest.raises(ParameterError, match="cell_checkpoint_dir"):
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_checkpoint_dir=bad)

@@ -85,7 +85,11 @@ the leaves cover the cell space.
 
 The branch and bound refines the cell with the largest bound (along the axis with the largest slope times
 width) until the certified value is within ``tol`` of the largest cell value met, or until ``max_cells``;
-the value returned is certified in every case (cells never refined keep their bound).  The stopping rule
+the value returned is certified in every case (cells never refined keep their bound).  A half keeps the
+smaller of its own bound and its parent's (it lies inside the parent), so the certified value never
+increases with more cells: without this, a half's bound could jump far above its parent's (l = 3, b = 7 of
+Figure 2b: 440.5 -> 827.4 at the 181st cell), and a run stopped there reported the jump (the cells split are
+the same either way: such a half is the largest leaf with or without the clip).  The stopping rule
 compares with values at points (U(c), m) that need not lie in Z, so it can stop early: the value is then
 looser, never invalid.  A certified lower bound of the exact leakage comes from
 :func:`puffgm.gaussian.monotone.corner_lower_bound`.
@@ -536,7 +540,8 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
     """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
     None for a cell known to be empty, or (bound, value met, a', b') with [a', b'] a smaller box holding
     every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest
-    bound is halved along the axis of largest ``score(a, b)`` until the bound is within
+    bound is halved along the axis of largest ``score(a, b)`` (each half keeps the smaller of its own bound
+    and its parent's: it lies inside the parent, so the certified value never increases) until the bound is within
     max(atol, tol |low|) of the certified lower bound ``low``, ``max_cells`` cells were evaluated or the
     ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the largest bound of the
     leaves, the largest value met); counts cells in ``stats["cells"]`` and records the rule that stopped
@@ -544,7 +549,7 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
     heap, best, counter = [], -math.inf, 0
     t_start, seconds_before = time.monotonic(), 0.0
 
-    def push(a, b):
+    def push(a, b, parent=math.inf):
         nonlocal best, counter
         res = evaluate(a, b)
         if res is None:
@@ -554,7 +559,12 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
         stats["cells"] += 1
         best = max(best, res[1])
         counter += 1
-        heapq.heappush(heap, (-res[0], counter, a, b))
+        bound = res[0]
+        if bound > parent:
+            # the cell lies inside its parent, whose bound holds for it too
+            bound = parent
+            stats["clipped"] = stats.get("clipped", 0) + 1
+        heapq.heappush(heap, (-bound, counter, a, b))
 
     state = checkpoint.load() if checkpoint is not None else None
     if state is None:
@@ -586,13 +596,13 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
         if deadline is not None and time.monotonic() > deadline:
             stats["stopped"] = "seconds"
             break
-        _, _, a, b = heapq.heappop(heap)
+        neg, _, a, b = heapq.heappop(heap)
         k = int(np.argmax(score(a, b)))
         mid = (a[k] + b[k]) / 2
         b1, a2 = b.copy(), a.copy()
         b1[k], a2[k] = mid, mid
-        push(a, b1)
-        push(a2, b)
+        push(a, b1, -neg)
+        push(a2, b, -neg)
         if checkpoint is not None and checkpoint.due():
             save()
     save()
@@ -665,7 +675,7 @@ class _Checkpoint:
                "value": float.hex(value), "value_decimal": f"{value:.10g}", "estimate": float.hex(float(best)), "counter": counter, "seconds": stats.get("seconds", 0.0),
                "stopped": stats.get("stopped"),
                "stats": {k: v for k, v in stats.items() if k in ("cells", "dropped_empty", "vertex_wins",
-                                                                  "tilted_wins")},
+                                                                  "tilted_wins", "clipped")},
                "leaves": [{"id": e[1], "bound": float.hex(-e[0]), "lo": [float.hex(float(x)) for x in e[2]],
                            "hi": [float.hex(float(x)) for x in e[3]]} for e in leaves]}
         os.makedirs(self.directory, exist_ok=True)
