@@ -81,6 +81,7 @@ from typing import Mapping
 
 import numpy as np
 
+from .._validation import check_nonnegative_int, check_positive_finite
 from ..exceptions import ParameterError, PriorError
 from ..results import freeze_record, json_float
 
@@ -362,15 +363,9 @@ class GaussianRegionModel:
         self.tol = float(tol)
         self.atol = float(atol)
         self.pinned_engines = bool(pinned_engines)
-        if isinstance(cell_budget, bool) or not isinstance(cell_budget, (int, np.integer)) or cell_budget < 0:
-            raise ParameterError(f"The 'cell_budget' parameter must be an integer >= 0. Got {cell_budget!r} instead.")
-        self.cell_budget = int(cell_budget)
-        if cell_seconds is not None and (isinstance(cell_seconds, bool) or not isinstance(
-                cell_seconds, (int, float, np.integer, np.floating)) or not (math.isfinite(cell_seconds)
-                                                                             and cell_seconds > 0)):
-            raise ParameterError(f"The 'cell_seconds' parameter must be None or a finite number > 0. "
-                                 f"Got {cell_seconds!r} instead.")
-        self.cell_seconds = None if cell_seconds is None else float(cell_seconds)
+        self.cell_budget = check_nonnegative_int(cell_budget, "cell_budget", "GaussianRegionModel")
+        self.cell_seconds = (None if cell_seconds is None
+                             else check_positive_finite(cell_seconds, "cell_seconds", "GaussianRegionModel"))
         if cell_checkpoint_dir is not None and not isinstance(cell_checkpoint_dir, (str, os.PathLike)):
             raise ParameterError(f"The 'cell_checkpoint_dir' parameter must be None or a directory path. "
                                  f"Got {cell_checkpoint_dir!r} instead.")

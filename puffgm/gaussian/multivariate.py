@@ -108,6 +108,7 @@ import time
 
 import numpy as np
 
+from .._validation import check_nonnegative_finite
 from ..exceptions import ParameterError
 from .bivariate import pinned_conditional
 from .boxprob import BoxProbability, SubBoxes, log_trunc_normal
@@ -326,7 +327,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             # on; each stopped at the first corner that shows it cannot beat the bound so far
             if W and math.isfinite(bv) and sub is not None and (bound > out or not _PRUNE_FACES):
                 verts = _face_vertices(ctr, a, b, W)
-                first = 0
+                first, tilted_won = 0, False
 
                 def finish(v):
                     return v + rest_slack
@@ -340,7 +341,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                     tb, first = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
                     tb = finish(tb)
                     if tb < bound:
-                        bound = tb
+                        bound, tilted_won = tb, True
                         stats["tilted_wins"] += 1
                 if bound > out or not _PRUNE_FACES:
                     order = [first] + [k for k in range(len(verts)) if k != first]
@@ -348,7 +349,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                     vb, _ = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
                     vb = finish(vb)
                     if vb < bound:
-                        if tilt is not None and tb == bound:
+                        if tilted_won:
                             stats["tilted_wins"] -= 1
                         bound = vb
                         stats["vertex_wins"] += 1
@@ -636,14 +637,10 @@ class _Checkpoint:
     def __init__(self, directory, every, problem):
         if not isinstance(directory, (str, os.PathLike)):
             raise ParameterError(f"The 'checkpoint_dir' parameter must be a path. Got {directory!r} instead.")
-        if isinstance(every, bool) or not isinstance(every, (int, float, np.integer, np.floating)) or not (
-                math.isfinite(every) and every >= 0):
-            raise ParameterError(f"The 'checkpoint_seconds' parameter must be a finite number >= 0. "
-                                 f"Got {every!r} instead.")
         self.fingerprint = _fingerprint(problem)
         self.directory = os.fspath(directory)
         self.path = os.path.join(self.directory, f"cell_engine_{self.fingerprint[:32]}.json")
-        self.every = float(every)
+        self.every = check_nonnegative_finite(every, "checkpoint_seconds", "cell_leakage")
         self.split = {"i": problem["i"], "high": list(problem["high"]), "cond": list(problem["cond"])}
         self._last = time.monotonic()
 
