@@ -144,14 +144,15 @@ def corner_lower(l, sweeps=2):
     return out
 
 
-def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None):
+def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None):
     """The b >= 4 splits (center coordinate, farthest L) with the cell engine: {b: {value, lower, cells,
     seconds}} (GaussianRegionModel.leakage with cell_budget; the value is certified, the lower bound is the
     engine's certified corner lower bound).  With ``checkpoint_dir`` each split resumes from its checkpoint
-    there and keeps it up to date; ``cells_evaluated`` and ``engine_seconds`` then count every run."""
+    there and keeps it up to date; ``cells_evaluated`` and ``engine_seconds`` then count every run.  With
+    ``target`` each split stops once its certified value is at or below it."""
     cov = gp_covariance(N, l)
     model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget, cell_seconds=seconds,
-                                cell_checkpoint_dir=checkpoint_dir)
+                                cell_checkpoint_dir=checkpoint_dir, cell_target=target)
     i = N // 2 - 1
     others = [j for j in range(N) if j != i]
     corr = np.abs(cov[i, others])
@@ -183,6 +184,8 @@ def main():
                     help="cells per split for the b >= 4 cell engine (0: off; Figure 2b's docs use 400)")
     ap.add_argument("--cell-seconds", type=float, default=None,
                     help="wall-time budget per split of the cell engine, on top of --cell-budget")
+    ap.add_argument("--cell-target", type=float, default=None,
+                    help="stop each cell-engine split once its certified value is at or below this number")
     ap.add_argument("--checkpoint-dir", default=None,
                     help="keep each cell-engine split on disk in this directory and resume it from there "
                          "(--cell-budget then counts the cells of every run)")
@@ -210,7 +213,7 @@ def main():
     if args.cell_splits:
         bs = [int(v) for v in args.cell_splits.split(",")]
         for l in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
-            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir)
+            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir, args.cell_target)
         return
     if args.corner_lower:
         print(json.dumps({str(l): corner_lower(l) for l in LS}, indent=1))

@@ -33,11 +33,18 @@ from gaussian_reference import (
 
 from puffgm.closed_forms import gp_covariance
 from puffgm.exceptions import ParameterError
+from puffgm.gaussian import multivariate
 from puffgm.gaussian.bivariate import conditional_block, pinned_conditional
 from puffgm.gaussian.boxprob import BoxProbability
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import balancing_signs, monotone_leakage
-from puffgm.gaussian.multivariate import _tighten, _tilted_face, cell_leakage, zonotope_misses_box
+from puffgm.gaussian.multivariate import (
+    _tighten,
+    _tilted_face,
+    _vertex_axes,
+    cell_leakage,
+    zonotope_misses_box,
+)
 
 
 def _zero(ua, ub):
@@ -357,6 +364,29 @@ def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_seconds=bad)
 
 
+@pytest.mark.parametrize("generator_cells", [4, 0])
+def test_target_stops_at_the_first_value_below_it(se_case, generator_cells):
+    """target stops the branch and bound as soon as the certified value is at or below it: with the value
+    of a longer run as target, the run stops there with that value (the certified value never increases),
+    no later; a target above the first cell's bound stops after it; the rule is reported, here and through
+    the model's cell_target, which is validated."""
+    kw = {**_CK_KW, "generator_cells": generator_cells}
+    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=11, **kw)
+    assert info["stopped"] == "cells"
+    vt, it = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=10_000, target=v, **kw)
+    assert (vt, it["stopped"]) == (v, "target") and it["cells"] <= info["cells"], (vt, it, v, info)
+    v1, i1 = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=10_000, target=1e9, **kw)
+    assert (i1["cells"], i1["stopped"]) == (1, "target") and v1 <= 1e9
+    cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
+    res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=50, cell_target=1e9).leakage(SE_I, SE_C)
+    assert (res.details["cell_engine"]["cells"], res.details["cell_engine"]["stopped"]) == (1, "target")
+    for bad in (-1.0, math.inf, math.nan, True, "5"):
+        with pytest.raises(ParameterError, match="cell_target"):
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_target=bad)
+        with pytest.raises(ParameterError, match="target"):
+            cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, target=bad, **kw)
+
+
 # ----------------------------------------------------------------------------------- 6. face pruning
 _CK_KW = {"box_tol": 0.1, "max_boxes": 64, "lower": False}
 
@@ -391,16 +421,26 @@ def test_face_pruning_gives_the_same_bits(se_case, monkeypatch):
 
 # ------------------------------------------------------------------------------------ 7. checkpoints
 @pytest.mark.parametrize("generator_cells", [4, 0])
-def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells):
+def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypatch):
     """A run cut in two pieces through a checkpoint ends with the same bits as one uninterrupted run (value,
     largest value met, cells, leaves), both cell spaces; the value stays >= the grid's certified lower bound;
-    the file holds the certified value and the leaves, and the seconds of both pieces add up."""
+    the file holds the certified value and the leaves, and the seconds of both pieces add up.  The files
+    written on the way say "stopped": null (a run still going, or interrupted), the last one the rule."""
     model, grid_lo = se_case["model"], float(se_case["D_lo"].max())
     kw = {**_CK_KW, "generator_cells": generator_cells}
     v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, **kw)
     assert "checkpoint" not in info and info["stopped"] == "cells"
+    seen, save = [], multivariate._Checkpoint.save
+
+    def spy(self, heap, counter, best, stats):
+        save(self, heap, counter, best, stats)
+        with open(self.path) as fh:
+            seen.append(json.load(fh)["stopped"])
+    monkeypatch.setattr(multivariate._Checkpoint, "save", spy)
     v1, i1 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=5, checkpoint_dir=tmp_path,
                           checkpoint_seconds=0.0, **kw)
+    assert len(seen) >= 2 and seen[-1] == "cells" and all(x is None for x in seen[:-1]), seen
+    monkeypatch.undo()
     assert i1["cells"] < info["cells"] and v1 >= v
     with open(i1["checkpoint"]) as fh:
         rec = json.load(fh)
@@ -464,6 +504,56 @@ def test_certified_value_never_increases(se_case, tmp_path, generator_cells, las
         values.append((info["cells"], v))
     assert all(v2 <= v1 for (_, v1), (_, v2) in zip(values, values[1:])), values
     assert values[-1][1] >= grid_lo - 1e-6 and values[-1][0] > values[0][0], values
+
+
+def test_vertex_axes_rule():
+    """The n_min axes of largest positive slack always, then further axes by decreasing slack while their
+    slack exceeds the threshold, at most n_max in all."""
+    sl = np.array([5.0, 0.0, 40.0, 3.0, 20.0, 0.5])
+    assert _vertex_axes(sl, 3, 3, 0.0) == [2, 4, 0]
+    assert _vertex_axes(sl, 3, 6, 1.0) == [2, 4, 0, 3]          # 0.5 <= 1: stops there
+    assert _vertex_axes(sl, 3, 6, 0.0) == [2, 4, 0, 3, 5]       # a zero slack is never a vertex axis
+    assert _vertex_axes(sl, 2, 4, 4.0) == [2, 4, 0]
+    assert _vertex_axes(sl, 1, 6, 100.0) == [2]
+    assert _vertex_axes(sl, 3, 1, 0.0) == [2, 4, 0]             # n_max below n_min: n_min
+    assert _vertex_axes(np.zeros(3), 3, 6, 0.0) == []
+
+
+@pytest.mark.parametrize("generator_cells", [4, 0])
+def test_adaptive_vertex_axes(se_case, tmp_path, generator_cells):
+    """The adaptive vertex axes: with threshold 0 every axis of positive slack joins, so n_vertex_axes = 1 and
+    max_vertex_axes = 3 gives the same bits as three fixed vertex axes; with a threshold no slack reaches it
+    gives the bits of one fixed axis; in between the value is certified (>= the grid's certified lower bound
+    of the exact value).  Runs that cannot add an axis keep the fingerprint of the fixed rule (also when the
+    cell space has no axis beyond the n_vertex_axes), the others get their own checkpoint file; bad
+    parameters fail with one sentence."""
+    model, grid_lo = se_case["model"], float(se_case["D_lo"].max())
+
+    def run(**kw):
+        v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                               **{**_CK_KW, "max_cells": 7, "generator_cells": generator_cells, **kw})
+        return v, info["estimate"], info["cells"], info.get("checkpoint")
+
+    fixed3 = run(n_vertex_axes=3, max_vertex_axes=3)
+    assert run(n_vertex_axes=1, max_vertex_axes=3, vertex_slack=0.0)[:3] == fixed3[:3]
+    fixed1 = run(n_vertex_axes=1, max_vertex_axes=1)
+    assert run(n_vertex_axes=1, max_vertex_axes=3, vertex_slack=1e9)[:3] == fixed1[:3]
+    assert fixed1[0] != fixed3[0]
+    mid = run(n_vertex_axes=1, max_vertex_axes=3, vertex_slack=0.01)
+    assert min(mid[0], fixed1[0], fixed3[0]) >= grid_lo - 1e-6, (mid, fixed1, fixed3, grid_lo)
+
+    def name(n_min, n_max):
+        path = run(n_vertex_axes=n_min, max_vertex_axes=n_max, checkpoint_dir=tmp_path / f"{n_min}_{n_max}",
+                   max_cells=1)[3]
+        return os.path.basename(path)
+    # no axis can join (max_vertex_axes <= n_vertex_axes, or no axis beyond them: 2 or 3 axes here): the
+    # fixed rule's file; an axis can join: another file
+    assert name(3, 0) == name(3, 3) == name(3, 6)
+    assert name(1, 0) == name(1, 1) != name(1, 3)
+    for name, bad in (("n_vertex_axes", -1), ("max_vertex_axes", 2.5), ("vertex_slack", math.nan),
+                      ("vertex_slack", -0.1)):
+        with pytest.raises(ParameterError, match=name):
+            run(**{name: bad})
 
 
 # ------------------------------------------------------------------------------------ 8. input checks

@@ -81,7 +81,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .._validation import check_nonnegative_int, check_positive_finite
+from .._validation import check_nonnegative_finite, check_nonnegative_int, check_positive_finite
 from ..exceptions import ParameterError, PriorError
 from ..results import freeze_record, json_float
 
@@ -318,6 +318,10 @@ class GaussianRegionModel:
         Wall-time budget in seconds of the cell engine per split, on top of ``cell_budget`` (None, the
         default: cells only).  The value is certified whenever the engine stops; a time budget makes
         it depend on the machine's speed, so results meant to be reproduced should use cells only.
+    cell_target : float, optional
+        Stop the cell engine on a split as soon as its certified value is at or below this number (e.g.
+        the value of a smaller split, when the question is whether the curve decreases); None (the
+        default): no such rule.
     cell_checkpoint_dir : str or path, optional
         Directory where the cell engine keeps each split's branch and bound on disk (one JSON file per
         split, named by a fingerprint of the problem) and resumes it on a later call, in this process or
@@ -336,7 +340,7 @@ class GaussianRegionModel:
 
     def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
                  pinned_engines: bool = True, cell_budget: int = 0, marginal: str = "auto",
-                 cell_seconds: float | None = None, cell_checkpoint_dir=None):
+                 cell_seconds: float | None = None, cell_checkpoint_dir=None, cell_target: float | None = None):
         cov = np.asarray(cov, float)
         if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or cov.shape[0] < 1 or not np.all(np.isfinite(cov)):
             raise PriorError("The covariance must be a finite square matrix.")
@@ -370,6 +374,8 @@ class GaussianRegionModel:
             raise ParameterError(f"The 'cell_checkpoint_dir' parameter must be None or a directory path. "
                                  f"Got {cell_checkpoint_dir!r} instead.")
         self.cell_checkpoint_dir = cell_checkpoint_dir
+        self.cell_target = (None if cell_target is None
+                            else check_nonnegative_finite(cell_target, "cell_target", "GaussianRegionModel"))
         if not (isinstance(marginal, str) and marginal in _MARGINAL_MODES):
             raise ParameterError(f"The 'marginal' parameter must be one of 'auto', 'bonferroni' or 'box'. "
                                  f"Got {marginal!r} instead.")
@@ -712,7 +718,7 @@ class GaussianRegionModel:
 
                 val_c, info_c = cell_leakage(self, i, high, cond, corr_num_marg, U_marg,
                                              atol=max(self.atol, 1e-3), max_cells=self.cell_budget,
-                                             max_seconds=self.cell_seconds,
+                                             max_seconds=self.cell_seconds, target=self.cell_target,
                                              checkpoint_dir=self.cell_checkpoint_dir)
                 lower_b2 = max(lower_b2, info_c.get("lower", -math.inf))
                 pinned = min(pinned, val_c)
