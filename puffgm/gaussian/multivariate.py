@@ -45,7 +45,7 @@ the ``n_vertex_axes`` axes of largest Lipschitz slack (slope times half-width), 
 slack and up to ``max_vertex_axes`` in all, every further axis whose slack exceeds ``vertex_slack`` times
 the centre's value |Lambda(U(c), m)|: each vertex axis doubles the vertices, and an axis left to the
 Lipschitz bound adds its whole slack to the cell's bound.  (l = 3, b = 8 of Figure 2b: the cells of largest
-bound after 327 cells are about 30 x 36 x 24 x 25 wide in four axes; with the fourth axis a vertex axis
+bound after 311 cells are about 30 x 36 x 24 x 25 wide in four axes; with the fourth axis a vertex axis
 their bounds fall from 461.8 to 164.5.)  Its excess over Lambda is the Bregman gap of the denominator,
 about (eta - eta_c)' Cov_{R'}(x) (eta - eta_c) / 2: second order in the cell width, against first order for
 the Lipschitz bound; the smaller of the two is used.
