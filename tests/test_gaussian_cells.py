@@ -550,10 +550,10 @@ def test_adaptive_vertex_axes(se_case, tmp_path, generator_cells):
     # fixed rule's file; an axis can join: another file
     assert name(3, 0) == name(3, 3) == name(3, 6)
     assert name(1, 0) == name(1, 1) != name(1, 3)
-    for name, bad in (("n_vertex_axes", -1), ("max_vertex_axes", 2.5), ("vertex_slack", math.nan),
-                      ("vertex_slack", -0.1)):
-        with pytest.raises(ParameterError, match=name):
-            run(**{name: bad})
+    for param, bad in (("n_vertex_axes", -1), ("max_vertex_axes", 2.5), ("vertex_slack", math.nan),
+                       ("vertex_slack", -0.1)):
+        with pytest.raises(ParameterError, match=param):
+            run(**{param: bad})
 
 
 # ------------------------------------------------------------------------------------ 8. input checks

@@ -319,6 +319,10 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                 break
         return out, arg
 
+    def vertex_axes(sl, bv):
+        """The vertex axes of a cell with Lipschitz slacks sl and centre value bv (module docstring)."""
+        return _vertex_axes(sl, n_vertex_axes, max_vertex_axes, vertex_slack * abs(bv))
+
     def cell(a, b):
         """(certified bound over Z n cell, value met at the evaluation points) for both orientations."""
         ctr = (a + b) / 2
@@ -334,7 +338,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
             bv, ev, edges, sub, rall = centre_sweep(eta_c)
             bound = bv + lip_slack
             # the vertex bound treats the axes W of largest slack by convexity, the rest by Lipschitz
-            W = _vertex_axes(sl, n_vertex_axes, max_vertex_axes, vertex_slack * abs(bv))
+            W = vertex_axes(sl, bv)
             rest_slack = float(np.sum(np.delete(sl, W))) + pad
             # the orientation's bound is min(Lipschitz, tilted face, flat face), and the cell's the max over
             # both orientations; each face is evaluated only while it can still change that (same bits as
@@ -402,8 +406,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     sym = bool(symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
     if space == "generators":
         cert, extra = _generator_cells(center, gens, lipschitz, hi_H[0] - lo_H[0], centre_sweep, vertex_bound,
-                                       (n_vertex_axes, max_vertex_axes, vertex_slack), low, tol, atol, max_cells,
-                                       pad, sym, deadline, ckpt, target)
+                                       vertex_axes, low, tol, atol, max_cells, pad, sym, deadline, ckpt, target)
         details = {**extra, "cell_space": space, "symmetric": sym}
         if lower:
             details["lower"] = low
@@ -437,7 +440,8 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
     number of conditioning coordinates), for a low-dimensional zonotope: every cell lies in Z, no U(c) is
     needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
     Slopes: |d Lambda / d u_j| <= sum_k |gens_kj| L_k with L_k the Gibbs-conditional bounds for k in H' and
-    L_i = hi_i - lo_i.  Returns (certified value, details)."""
+    L_i = hi_i - lo_i; ``vertex_axes(slacks, centre value)`` picks the vertex axes of a cell.  Returns
+    (certified value, details)."""
     m = gens.shape[1]
     absG = np.abs(gens)
     stats = {"cells": 0, "vertex_wins": 0}
@@ -453,8 +457,7 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
         sl = slopes(a, b) * (b - a) / 2
         bv, ev, edges, sub, rall = centre_sweep(center + gens @ ctr)
         bound = bv + float(np.sum(sl)) + pad
-        n_min, n_max, share = vertex_axes
-        W = _vertex_axes(sl, n_min, n_max, share * abs(bv))
+        W = vertex_axes(sl, bv)
         if math.isfinite(bv) and sub is not None:
             corners = [center + gens @ u for u in _face_vertices(ctr, a, b, W)]
             rest = float(np.sum(np.delete(sl, W)))
@@ -582,8 +585,8 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
     and its parent's: it lies inside the parent, so the certified value never increases) until the bound is
     within max(atol, tol |low|) of the certified lower bound ``low``, at most ``target``, ``max_cells`` cells
     were evaluated or the ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the
-    largest bound of the leaves, the largest value met); counts cells in ``stats["cells"]`` and records the rule that stopped
-    it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps them on disk."""
+    largest bound of the leaves, the largest value met); counts cells in ``stats["cells"]`` and records the
+    rule that stopped it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps them on disk."""
     heap, best, counter = [], -math.inf, 0
     t_start, seconds_before = time.monotonic(), 0.0
 
