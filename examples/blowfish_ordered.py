@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from puffgm.blowfish import Domain, Policy, distance_threshold_graph, line_graph  # noqa: E402
+from puffgm.blowfish import Domain, Policy, line_graph  # noqa: E402
 from puffgm.blowfish.ordered import (  # noqa: E402
     hierarchical_plan,
     laplace_histogram_plan,

@@ -1,7 +1,6 @@
 """Infinite chain classes (ChainParameterBox): certified suprema for every calibration."""
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -714,8 +714,8 @@ class _Checkpoint:
         leaves = sorted(heap, key=lambda e: e[1])
         value = float(max((-e[0] for e in heap), default=-math.inf))
         rec = {"format": _CHECKPOINT_FORMAT, "fingerprint": self.fingerprint, **self.split,
-               "value": float.hex(value), "value_decimal": f"{value:.10g}", "estimate": float.hex(float(best)), "counter": counter, "seconds": stats.get("seconds", 0.0),
-               "stopped": stats.get("stopped"),
+               "value": float.hex(value), "value_decimal": f"{value:.10g}", "estimate": float.hex(float(best)),
+               "counter": counter, "seconds": stats.get("seconds", 0.0), "stopped": stats.get("stopped"),
                "stats": {k: v for k, v in stats.items() if k in ("cells", "dropped_empty", "vertex_wins",
                                                                   "tilted_wins", "clipped")},
                "leaves": [{"id": e[1], "bound": float.hex(-e[0]), "lo": [float.hex(float(x)) for x in e[2]],
