@@ -373,7 +373,8 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None,
                           nodes=None, search: str = "auto", value: str = "safe", grid: int = 201,
                           names=None, fingerprint: str | None = None,
-                          pinned_engines: bool = False, cell_budget: int = 0) -> InfluenceCurve:
+                          pinned_engines: bool = False, cell_budget: int = 0, tol: float = 1e-5,
+                          atol: float = 1e-4) -> InfluenceCurve:
     """a(b)-influence curve of a truncated Gaussian prior with region secrets.
 
     For every secret coordinate i (``nodes``, default all) and every b, the
@@ -396,7 +397,11 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     splits at b >= 4 without a sign-balanced conditional precision (the squared-exponential kernel),
     the cell engine of :mod:`puffgm.gaussian.multivariate` with that many cells per split (minutes
     per split).  ``value`` picks
-    ``"safe"`` (default), ``"range"`` or ``"theorem9"`` (see the module docstring).
+    ``"safe"`` (default), ``"range"`` or ``"theorem9"`` (see the module docstring).  ``tol`` and
+    ``atol`` are the branch-and-bound tolerances of the safe value
+    (:class:`~puffgm.gaussian.leakage.GaussianRegionModel`): each split's value is at most
+    max(``atol``, ``tol`` |value|) above its bound function twice over, so a smaller ``atol`` lowers
+    curves whose values are near 1e-4 (at a cost in time).
     """
     cov = np.asarray(cov, float)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or not np.all(np.isfinite(cov)):
@@ -409,6 +414,8 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     if not np.all(upper > lower):
         raise ParameterError("Every truncation interval [lower, upper] must have upper > lower.")
     delta = check_positive_finite(delta, "delta", "gaussian_region_curve")
+    tol = check_positive_finite(tol, "tol", "gaussian_region_curve")
+    atol = check_positive_finite(atol, "atol", "gaussian_region_curve")
     if value not in ("safe", "range", "theorem9"):
         raise ParameterError(f"The 'value' parameter must be 'safe', 'range' or 'theorem9'. Got {value!r} instead.")
     if search not in ("auto", "farthest", "greedy", "exhaustive"):
@@ -424,7 +431,7 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     if value == "safe":
         from .gaussian.leakage import GaussianRegionModel
 
-        model = GaussianRegionModel(cov, lower, upper, delta, mean, cell_budget=cell_budget)
+        model = GaussianRegionModel(cov, lower, upper, delta, mean, cell_budget=cell_budget, tol=tol, atol=atol)
 
     def leak(i, H, engines=False):
         L = [j for j in range(n) if j not in H]
@@ -496,34 +503,40 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     return InfluenceCurve(b=range(1, B + 1), a=a.tolist(),
                           witnesses=tuple(wit[worst[j]][j] for j in range(B)), n_entries=n,
                           method=f"gaussian-region:{value}", fingerprint=fp, theorem=THEOREM9, notes=notes,
-                          details={"search": mode, "delta": delta})
+                          details={"search": mode, "delta": delta,
+                                   **({"tol": tol, "atol": atol} if value == "safe" else {})})
 
 
 def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: float = 0.1, *,
                     max_b: int | None = None, value: str = "safe", center_only: bool = False,
-                    grid: int = 201, pinned_engines: bool = False, cell_budget: int = 0) -> InfluenceCurve:
+                    grid: int = 201, pinned_engines: bool = False, cell_budget: int = 0, tol: float = 1e-5,
+                    atol: float = 1e-4) -> InfluenceCurve:
     """Example 6.2: N(0, Sigma) with Sigma_jk = exp(-(j-k)^2 / l), truncated to [-gamma, gamma]^n.
 
     H grows around the secret coordinate (L = the farthest coordinates, Theorem
     9 (1)).  By default every coordinate is a secret (the max over i is taken);
-    ``center_only=True`` keeps only i* = ceil(n/2) as in the paper.
+    ``center_only=True`` keeps only i* = ceil(n/2) as in the paper.  The other keywords are
+    those of :func:`gaussian_region_curve`.
     """
     gamma = check_positive_finite(gamma, "gamma", "gp_region_curve")
     cov = gp_covariance(n, length_scale)
     nodes = [math.ceil(n / 2) - 1] if center_only else None
     return gaussian_region_curve(cov, -gamma, gamma, delta, max_b=max_b, nodes=nodes, search="farthest",
-                                 value=value, grid=grid, pinned_engines=pinned_engines, cell_budget=cell_budget)
+                                 value=value, grid=grid, pinned_engines=pinned_engines, cell_budget=cell_budget,
+                                 tol=tol, atol=atol)
 
 
 def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None, search: str = "auto",
-                           value: str = "safe", grid: int = 201) -> InfluenceCurve:
+                           value: str = "safe", grid: int = 201, tol: float = 1e-5,
+                           atol: float = 1e-4) -> InfluenceCurve:
     """a(b)-influence curve of a pgmpy ``LinearGaussianBayesianNetwork`` with region secrets.
 
     The joint Gaussian N(m, Sigma) comes from ``model.to_joint_gaussian()``.
     ``bounds`` is a ``(lower, upper)`` pair for every node or a mapping
     node -> (lower, upper): the prior is the joint Gaussian truncated to that
     box (without truncation every region secret leaks infinitely through any
-    correlated coordinate).
+    correlated coordinate).  ``max_b``, ``search``, ``value``, ``grid``, ``tol`` and ``atol`` are those of
+    :func:`gaussian_region_curve`.
     """
     try:
         mean, cov = model.to_joint_gaussian()
@@ -544,7 +557,7 @@ def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = N
         lower, upper = np.full(n, float(lo)), np.full(n, float(hi))
     fp = hashlib.sha256(repr((names, mean.tolist(), cov.tolist(), lower.tolist(), upper.tolist(), delta)).encode()).hexdigest()[:16]
     return gaussian_region_curve(cov, lower, upper, delta, mean=mean, max_b=max_b, search=search,
-                                 value=value, grid=grid, names=names, fingerprint=fp)
+                                 value=value, grid=grid, names=names, fingerprint=fp, tol=tol, atol=atol)
 
 
 def _joint_order(model):

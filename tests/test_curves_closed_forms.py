@@ -175,3 +175,40 @@ def test_safe_gaussian_curve_is_the_certified_bound():
     assert safe.a[n - 1] == 0.0
     assert any("certified" in note for note in safe.notes)
     assert any("not certified" in note or "uncertified" in note for note in th9.notes)
+
+
+def test_gaussian_curve_tolerances():
+    """``atol`` of the safe Gaussian curves: a smaller one lowers the values near its floor, which stay above
+    the exact leakage (n = 2, b = 1: numerical integration of the truncated prior); bad tolerances fail."""
+    rho, gamma, delta = 0.05, 2.0, 0.25
+    cov = np.array([[1.0, rho], [rho, 1.0]])
+    s = math.sqrt(1 - rho**2)
+
+    def p_cond(r, x2):
+        return stats.norm.cdf((r + delta - rho * x2) / s) - stats.norm.cdf((r - rho * x2) / s)
+
+    def p_marg(r):
+        return integrate.quad(lambda x2: stats.norm.pdf(x2) * p_cond(r, x2), -gamma, gamma, epsabs=1e-14)[0]
+
+    rs = np.linspace(-gamma, gamma - delta, 15)
+    exact = 0.0
+    for r in rs:
+        for r2 in rs:
+            if abs(r - r2) < delta - 1e-12:
+                continue
+            sup = max(math.log(p_cond(r, x) / p_cond(r2, x)) for x in (-gamma, gamma))
+            exact = max(exact, sup - math.log(p_marg(r) / p_marg(r2)))
+    loose = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest")
+    tight = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest", atol=1e-9)
+    assert exact <= tight.a[0] <= loose.a[0] and tight.a[0] - exact < 1e-3  # 15 regions: 2.7e-4 apart
+    assert loose.a[0] - tight.a[0] > 1e-5  # the default's floor, 2 atol, is gone
+    assert tight.details["atol"] == 1e-9 and loose.details["atol"] == 1e-4
+    assert gp_region_curve(6, 0.5, max_b=2, center_only=True, atol=1e-9).a[1] <= \
+        gp_region_curve(6, 0.5, max_b=2, center_only=True).a[1]
+    for kw in ({"atol": 0.0}, {"tol": -1e-3}, {"atol": float("nan")}, {"tol": "1e-5"}):
+        with pytest.raises(ParameterError, match=f"'{next(iter(kw))}' parameter of gaussian_region_curve"):
+            gaussian_region_curve(cov, -gamma, gamma, delta, **kw)
+    from puffgm.gaussian.leakage import GaussianRegionModel
+
+    with pytest.raises(ParameterError, match="'atol' parameter of GaussianRegionModel"):
+        GaussianRegionModel(cov, -gamma, gamma, delta, atol=float("inf"))
