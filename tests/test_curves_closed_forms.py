@@ -98,21 +98,18 @@ def test_figure_2b_trend():
     assert th9[0].a[0] < th9[1].a[0] < th9[2].a[0]
 
 
-def test_range_bound_dominates_exact_truncated_leakage_b1():
-    """n = 2, b = 1: exact leakage of the truncated prior by numerical integration <= the 'range' value."""
-    rho, gamma, delta = 0.8, 2.0, 0.25
-    cov = np.array([[1.0, rho], [rho, 1.0]])
-    res = gaussian_region_influence(cov, [-gamma] * 2, [gamma] * 2, delta, 0, [1])
+def _exact_b1_leakage(rho, gamma, delta, n_regions, x2s, epsabs):
+    """n = 2, b = 1, unit variances, box [-gamma, gamma]^2: the exact leakage of the truncated prior through
+    x_2 by numerical integration, max over pairs of ``n_regions`` region positions and x_2 in ``x2s``."""
     s = math.sqrt(1 - rho**2)
 
     def p_cond(r, x2):
         return stats.norm.cdf((r + delta - rho * x2) / s) - stats.norm.cdf((r - rho * x2) / s)
 
     def p_marg(r):  # truncated marginal (unnormalised): integral over x2 in the box
-        return integrate.quad(lambda x2: stats.norm.pdf(x2) * p_cond(r, x2), -gamma, gamma, epsabs=1e-13)[0]
+        return integrate.quad(lambda x2: stats.norm.pdf(x2) * p_cond(r, x2), -gamma, gamma, epsabs=epsabs)[0]
 
-    rs = np.linspace(-gamma, gamma - delta, 9)
-    x2s = np.linspace(-gamma, gamma, 41)
+    rs = np.linspace(-gamma, gamma - delta, n_regions)
     exact = 0.0
     for r in rs:
         for r2 in rs:
@@ -120,6 +117,15 @@ def test_range_bound_dominates_exact_truncated_leakage_b1():
                 continue
             sup = max(math.log(p_cond(r, x) / p_cond(r2, x)) for x in x2s)
             exact = max(exact, sup - math.log(p_marg(r) / p_marg(r2)))
+    return exact
+
+
+def test_range_bound_dominates_exact_truncated_leakage_b1():
+    """n = 2, b = 1: exact leakage of the truncated prior by numerical integration <= the 'range' value."""
+    rho, gamma, delta = 0.8, 2.0, 0.25
+    cov = np.array([[1.0, rho], [rho, 1.0]])
+    res = gaussian_region_influence(cov, [-gamma] * 2, [gamma] * 2, delta, 0, [1])
+    exact = _exact_b1_leakage(rho, gamma, delta, 9, np.linspace(-gamma, gamma, 41), 1e-13)
     assert exact <= res["range"] + 1e-9
     assert exact >= 0.5 * res["range"]  # and the bound is not vacuous
 
@@ -182,22 +188,8 @@ def test_gaussian_curve_tolerances():
     the exact leakage (n = 2, b = 1: numerical integration of the truncated prior); bad tolerances fail."""
     rho, gamma, delta = 0.05, 2.0, 0.25
     cov = np.array([[1.0, rho], [rho, 1.0]])
-    s = math.sqrt(1 - rho**2)
-
-    def p_cond(r, x2):
-        return stats.norm.cdf((r + delta - rho * x2) / s) - stats.norm.cdf((r - rho * x2) / s)
-
-    def p_marg(r):
-        return integrate.quad(lambda x2: stats.norm.pdf(x2) * p_cond(r, x2), -gamma, gamma, epsabs=1e-14)[0]
-
-    rs = np.linspace(-gamma, gamma - delta, 15)
-    exact = 0.0
-    for r in rs:
-        for r2 in rs:
-            if abs(r - r2) < delta - 1e-12:
-                continue
-            sup = max(math.log(p_cond(r, x) / p_cond(r2, x)) for x in (-gamma, gamma))
-            exact = max(exact, sup - math.log(p_marg(r) / p_marg(r2)))
+    # the log-ratio of two regions is monotone in x_2 (Gaussian likelihood ratio): its sup is at an end
+    exact = _exact_b1_leakage(rho, gamma, delta, 15, (-gamma, gamma), 1e-14)
     loose = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest")
     tight = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest", atol=1e-9)
     assert exact <= tight.a[0] <= loose.a[0] and tight.a[0] - exact < 1e-3  # 15 regions: 2.7e-4 apart

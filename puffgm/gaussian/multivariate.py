@@ -586,7 +586,8 @@ def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadl
     within max(atol, tol |low|) of the certified lower bound ``low``, at most ``target``, ``max_cells`` cells
     were evaluated or the ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the
     largest bound of the leaves, the largest value met); counts cells in ``stats["cells"]`` and records the
-    rule that stopped it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps them on disk."""
+    rule that stopped it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps
+    them on disk."""
     heap, best, counter = [], -math.inf, 0
     t_start, seconds_before = time.monotonic(), 0.0
 
