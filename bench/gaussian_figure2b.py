@@ -144,15 +144,17 @@ def corner_lower(l, sweeps=2):
     return out
 
 
-def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None):
+def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None, bonferroni=True, lazy_gap="auto"):
     """The b >= 4 splits (center coordinate, farthest L) with the cell engine: {b: {value, lower, cells,
     seconds}} (GaussianRegionModel.leakage with cell_budget; the value is certified, the lower bound is the
     engine's certified corner lower bound).  With ``checkpoint_dir`` each split resumes from its checkpoint
     there and keeps it up to date; ``cells_evaluated`` and ``engine_seconds`` then count every run.  With
-    ``target`` each split stops once its certified value is at or below it."""
+    ``target`` each split stops once its certified value is at or below it.  ``bonferroni`` and ``lazy_gap``
+    are the cell engine's options of those names."""
     cov = gp_covariance(N, l)
     model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget, cell_seconds=seconds,
-                                cell_checkpoint_dir=checkpoint_dir, cell_target=target)
+                                cell_checkpoint_dir=checkpoint_dir, cell_target=target, cell_bonferroni=bonferroni,
+                                cell_lazy_gap=lazy_gap)
     i = N // 2 - 1
     others = [j for j in range(N) if j != i]
     corr = np.abs(cov[i, others])
@@ -167,7 +169,8 @@ def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None):
                   "theorem9": res.theorem9, "seconds": time.perf_counter() - t0,
                   "cells_evaluated": res.details["cell_engine"].get("cells"),
                   "stopped": res.details["cell_engine"].get("stopped"),
-                  "engine_seconds": res.details["cell_engine"].get("seconds")}
+                  "engine_seconds": res.details["cell_engine"].get("seconds"), "bonferroni": bool(bonferroni),
+                  "lazy_gap": "box-tol" if lazy_gap is None else lazy_gap}
         if checkpoint_dir is not None:
             out[b]["checkpoint"] = res.details["cell_engine"].get("checkpoint")
         print(json.dumps({"l": l, "b": b, **out[b]}), flush=True)
@@ -189,6 +192,11 @@ def main():
     ap.add_argument("--checkpoint-dir", default=None,
                     help="keep each cell-engine split on disk in this directory and resume it from there "
                          "(--cell-budget then counts the cells of every run)")
+    ap.add_argument("--cell-no-bonferroni", action="store_true",
+                    help="cell engine without the Bonferroni sandwich (the engine before stop 22, and its checkpoints)")
+    ap.add_argument("--cell-lazy-gap", default="auto",
+                    help="the cell engine's lazy_gap: auto (default), box-tol (the first version of the sandwich) "
+                         "or a number")
     ap.add_argument("--progress", action="store_true",
                     help="log the cell engine's progress (cells, certified value) on stderr")
     ap.add_argument("--ls", default=None, help="comma-separated length scales (default: 0.5,1,2,3,5)")
@@ -210,10 +218,18 @@ def main():
 
         logging.basicConfig(format="%(asctime)s %(message)s")
         logging.getLogger("puffgm.gaussian.multivariate").setLevel(logging.DEBUG)
+    if args.cell_lazy_gap in ("auto", "box-tol"):
+        lazy = None if args.cell_lazy_gap == "box-tol" else "auto"
+    else:
+        try:
+            lazy = float(args.cell_lazy_gap)
+        except ValueError:
+            ap.error(f"--cell-lazy-gap must be auto, box-tol or a number, not {args.cell_lazy_gap!r}")
     if args.cell_splits:
         bs = [int(v) for v in args.cell_splits.split(",")]
         for l in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
-            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir, args.cell_target)
+            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir, args.cell_target,
+                        not args.cell_no_bonferroni, lazy)
         return
     if args.corner_lower:
         print(json.dumps({str(l): corner_lower(l) for l in LS}, indent=1))
