@@ -614,7 +614,7 @@ def test_bonferroni_options(se_case, tmp_path):
     ``bonferroni=False`` another one; GaussianRegionModel passes them through; bad values fail with one
     sentence naming the parameter."""
     grid_lo = float(se_case["D_lo"].max())
-    kw = {**SE_KW, "max_cells": 6, "checkpoint_dir": tmp_path}
+    kw = {**SE_KW, "max_cells": 3, "checkpoint_dir": tmp_path}
     vals = {}
     for opts in ({"lazy_gap": None}, {"lazy_gap": "auto"}, {"lazy_gap": 0.5}, {"bonferroni": False}):
         v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, **kw, **opts)
@@ -627,7 +627,7 @@ def test_bonferroni_options(se_case, tmp_path):
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
     paths = set()
     for opts in ({}, {"cell_bonferroni": False}, {"cell_lazy_gap": None}):
-        res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=3, cell_checkpoint_dir=tmp_path / "m",
+        res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=2, cell_checkpoint_dir=tmp_path / "m",
                                   **opts).leakage(SE_I, SE_C)
         assert math.isfinite(res.details["cells"]) and res.value <= res.details["cells"] * (1 + 1e-9) + 1e-9
         paths.add(res.details["cell_engine"]["checkpoint"])
