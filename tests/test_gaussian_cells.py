@@ -621,7 +621,7 @@ def test_bonferroni_options(se_case, tmp_path):
         assert grid_lo - 1e-6 <= v < math.inf, (opts, v)
         vals[str(opts)] = (v, info["checkpoint"])
     assert len({p for _, p in vals.values()}) == 4
-    for bad in ("never", -1.0, float("nan")):
+    for bad in ("never", -1.0, float("nan"), [1.0], True):
         with pytest.raises(ParameterError, match="lazy_gap"):
             cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, **SE_KW, lazy_gap=bad)
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]

@@ -239,7 +239,8 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
     bonf = RegionBonferroni(S, lo_H, hi_H, model.delta) if bonferroni else None
     if lazy_gap is not None and not (isinstance(lazy_gap, str) and lazy_gap == "auto"):
-        if isinstance(lazy_gap, str) or not float(lazy_gap) >= 0:
+        ok = isinstance(lazy_gap, (int, float, np.integer, np.floating)) and not isinstance(lazy_gap, bool)
+        if not (ok and float(lazy_gap) >= 0):
             raise ParameterError(f"The 'lazy_gap' parameter must be 'auto', None or a number >= 0. Got {lazy_gap!r} "
                                  "instead.")
         lazy_gap = float(lazy_gap)
