@@ -84,6 +84,7 @@ import numpy as np
 from .._validation import check_nonnegative_finite, check_nonnegative_int, check_positive_finite
 from ..exceptions import ParameterError, PriorError
 from ..results import freeze_record, json_float
+from .boxprob import log_trunc_normal
 
 __all__ = ["RegionLeakage", "RegionBonferroni", "log_interval_prob", "tail_prob", "GaussianRegionModel", "region_leakage"]
 
@@ -248,6 +249,16 @@ def _bonferroni_sum(ua, ub, m_i, base_lo, base_hi, slope, tau, lo, hi):
     return np.sum(np.maximum(_tails(lo, hi, mlo, tau), _tails(lo, hi, mhi, tau)), axis=0)
 
 
+def _max_inf_tail(ua, ub, m_i, base, slope, tau, lo, hi):
+    """max_k inf over x_i in [ua, ub] (cells) of the tail of x_k, x_k | x_i ~ N(base_k + slope_k (x_i - m_i),
+    tau_k^2): the tail is quasi-convex in the mean, so its inf is at the mean closest to the box's centre."""
+    e1 = base[:, None] + slope[:, None] * (ua[None, :] - m_i)
+    e2 = base[:, None] + slope[:, None] * (ub[None, :] - m_i)
+    mid = ((lo + hi) / 2)[:, None]
+    closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
+    return np.max(_tails(lo, hi, closest, tau), axis=0)
+
+
 def _neglog1m(E):
     """-log(1 - E), inf when E >= 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -317,13 +328,8 @@ class RegionBonferroni:
         """Certified (lower, upper) of log P(R x T; mu) for the regions R = [r, r + delta]."""
         r = np.asarray(r, float)
         lm = self.log_marginal(r, mu)
-        base = self._base(mu)[0]
-        # inf over t in R of tail_k: at the t whose conditional mean is closest to the box's centre
-        e1 = base[:, None] + self.beta[:, None] * r[None, :]
-        e2 = base[:, None] + self.beta[:, None] * (r[None, :] + self.delta)
-        mid = ((self.lo + self.hi) / 2)[:, None]
-        closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
-        inf_tail = np.max(_tails(self.lo, self.hi, closest, self.tau), axis=0) if len(self.lo) else 0.0
+        inf_tail = (_max_inf_tail(r, r + self.delta, 0.0, self._base(mu)[0], self.beta, self.tau, self.lo, self.hi)
+                    if len(self.lo) else 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             up = lm + np.log1p(-np.minimum(inf_tail * (1 - 1e-9), 1.0))
             low = lm + np.log1p(-self.eps(r, mu))
@@ -333,8 +339,6 @@ class RegionBonferroni:
     def minorant(self, r, eta_c, eps):
         """The affine minorant's data at the centre's natural parameter ``eta_c`` (mean S eta_c) for the
         regions r, given eps_F(R) (``eps``): (constant part, gradient rows E_c[x | x_0 in R], eta_c)."""
-        from .boxprob import log_trunc_normal
-
         r = np.asarray(r, float)
         eta_c = np.asarray(eta_c, float)
         mu_c = self.S @ eta_c
@@ -626,14 +630,10 @@ class GaussianRegionModel:
 
         def corr_den(ua, ub):
             """log of an upper bound of P(x_-i in box | x_i in [ua, ub]): 1 - max_k inf tail_k."""
-            s = self._beta0[ok, i][:, None]
-            e1 = self.mean[ok][:, None] + s * (ua[None, :] - m_i)
-            e2 = self.mean[ok][:, None] + s * (ub[None, :] - m_i)
-            mid = ((self.lower[ok] + self.upper[ok]) / 2)[:, None]
-            closest = np.clip(mid, np.minimum(e1, e2), np.maximum(e1, e2))
-            inf_tail = _tails(self.lower[ok], self.upper[ok], closest, tau0)
+            inf_tail = _max_inf_tail(ua, ub, m_i, self.mean[ok], self._beta0[ok, i], tau0, self.lower[ok],
+                                     self.upper[ok])
             with np.errstate(divide="ignore"):
-                return np.log1p(-np.max(inf_tail, axis=0))
+                return np.log1p(-inf_tail)
 
         return corr_num, corr_den
 
