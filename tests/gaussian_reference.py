@@ -7,7 +7,8 @@
 * ``exact_chain_leakage``: the exact leakage of an AR(1) / Ornstein-Uhlenbeck chain by products of
   transition kernels on graded grids (log-sum-exp).
 
-Shared by ``tests/test_gaussian_monotone.py`` and ``tests/test_gaussian_cells.py``.
+Shared by ``tests/test_gaussian_monotone.py``, ``tests/test_gaussian_cells.py`` and
+``tests/test_gaussian_mixed_range.py``.
 """
 
 import itertools

@@ -45,8 +45,12 @@ probabilities only, by three inequalities:
 A second bound replaces 2. by "a ratio of averages is at least the smallest
 ratio": P(A) / P(A') >= inf_{x_C} P(A | x_C) / P(A' | x_C) >=
 inf_mu N(R | mu) / N(R' | mu) * (1 - E(R)) (the *range* bound, always finite
-when E < 1; for H = {i} it needs no Bonferroni term at all).  The value
-returned is the smaller of the two.
+when E < 1; for H = {i} it needs no Bonferroni term at all).  A third, the
+*mixed-derivative range* bound (:func:`mixed_range_bound`), bounds sup - inf over x_C of the
+conditional log ratio through the mixed derivative d^2 log P(x_H' in T | x_i = t, x_C) / dt dx_C, so
+the truncation of H' cancels between numerator and denominator instead of being charged to each (the
+Bonferroni terms never fall below the tail mass E); a fourth is the precision-Lipschitz bound.  The
+value returned is the smallest.
 
 The max over the continuum of region positions r, r' is bounded by
 branch-and-bound over cells [r_a, r_b] (r_b - r_a <= delta / 2): on a cell,
@@ -86,7 +90,7 @@ from ..exceptions import ParameterError, PriorError
 from ..results import freeze_record, json_float
 from .boxprob import log_trunc_normal
 
-__all__ = ["RegionLeakage", "RegionBonferroni", "log_interval_prob", "tail_prob", "GaussianRegionModel", "region_leakage"]
+__all__ = ["RegionLeakage", "RegionBonferroni", "log_interval_prob", "tail_prob", "mixed_range_bound", "log_box_hessian_bound", "GaussianRegionModel", "region_leakage"]
 
 EPS = np.finfo(float).eps
 _MARGINAL_MODES = ("auto", "bonferroni", "box")
@@ -265,6 +269,113 @@ def _neglog1m(E):
         return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
 
 
+def _rect_quad_min(a11, a12, a22, u1lo, u1hi, u2lo, u2hi):
+    """Elementwise min of a11 u1^2 + 2 a12 u1 u2 + a22 u2^2 (positive definite) over the rectangle
+    [u1lo, u1hi] x [u2lo, u2hi]: 0 when the rectangle holds the origin, else the smallest of the four
+    edge minima (a convex quadratic restricted to an edge is minimised at its clipped vertex)."""
+    def q(u1, u2):
+        return a11 * u1 * u1 + 2 * a12 * u1 * u2 + a22 * u2 * u2
+
+    out = np.full(np.shape(a11), np.inf)
+    for v in (u1lo, u1hi):
+        out = np.minimum(out, q(v, np.clip(-a12 * v / a22, u2lo, u2hi)))
+    for v in (u2lo, u2hi):
+        out = np.minimum(out, q(np.clip(-a12 * v / a11, u1lo, u1hi), v))
+    inside = (u1lo <= 0) & (u1hi >= 0) & (u2lo <= 0) & (u2hi >= 0)
+    return np.where(inside, 0.0, out)
+
+
+def mixed_range_bound(omega, slope, spread, nu_lo, nu_hi, lo, hi, width_i, mu_spread, var_i, delta):
+    """The *mixed-derivative range bound* of the leakage of a split (i, C, H') (bound 4).
+
+    Given x_i = t and x_C, x_H' ~ N(nu, Omega) with nu = nu_0 + c t + B x_C; let
+    F(t, x_C) = log P_nu(x_H' in T) and Lambda(x_C) = log P(A | x_C) - log P(A' | x_C).  The prior ratio
+    P(A) / P(A') is an average of the conditional ratios, so the leakage is at most
+    sup Lambda - inf Lambda.  Lambda = Lambda_1 + D with Lambda_1 = log N(R | mu) - log N(R' | mu)
+    (x_i | x_C ~ N(mu, sigma^2)) and D the truncation term; for t_0 between R and R', F(t_0, x_C) cancels
+    in D, so D(x) - D(x') is at most (hi_i - lo_i) sup |d^2 F / dt dx_C . (x - x')| plus the change
+    of the weights of t within R and R' (2 delta |mu - mu'| / sigma^2), and
+    |Lambda_1(x) - Lambda_1(x')| <= (hi_i - lo_i) |mu - mu'| / sigma^2.  With H = Hess_nu log P_nu(T),
+
+        d^2 F / dt dx_C . (x - x') = c' H B (x - x'),  |.| <= L = sum_jk |c_j| h_jk r_k,
+
+    r_k = sum_m |B_km| (hi_m - lo_m) the spread of nu_k over the box of x_C, and h_jk >= |H_jk| from
+    the face formulas of P = P_nu(T): |dP / dnu_j| <= max_a f_j(a) (f_j the density of y_j at the faces
+    a in {lo_j, hi_j}); |d^2 P / dnu_j dnu_k| <= sum_ab f_jk(a, b) (bivariate densities at the four
+    corners, j != k); |d^2 P / dnu_j^2| <= (f_j(lo_j) + f_j(hi_j)) sum_k |Omega^-1_jk| w_k (w_k the
+    largest |y_k - nu_k| over the box); P >= 1 - E (Bonferroni), and H = P'' / P - P' P'^T / P^2.  Every
+    density is maximised over the box hull [nu_lo, nu_hi] of nu (the bivariate one by minimising its
+    quadratic form over a rectangle, exactly).  The bound is
+
+        (hi_i - lo_i + 2 delta) (mu_hi - mu_lo) / sigma^2 + (hi_i - lo_i) L,
+
+    small when the truncation is mild (E << 1) and the coordinates near C barely interact with those
+    near i: the terms shrink as C moves away from i, where the Bonferroni bounds (which count the
+    truncation of the numerator and of the denominator separately) stay at E.
+
+    Returns ``(value, info)``; ``inf`` when E >= 1 or Omega is (numerically) singular.
+    """
+    k = len(slope)
+    base = (width_i + 2 * delta) * mu_spread / var_i
+    if k == 0:
+        return base, {"L": 0.0, "E": 0.0}
+    h, info = log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi)
+    if h is None:
+        return math.inf, info
+    L = float(np.abs(slope) @ h @ spread)
+    return base + width_i * L, {"L": L, "E": info["E"]}
+
+
+def log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi):
+    """Entrywise bound h >= |Hess_nu log P(y in T)|, y ~ N(nu, Omega), uniformly over nu in the box
+    [nu_lo, nu_hi], T = prod_j [lo_j, hi_j] (the face formulas of :func:`mixed_range_bound`).
+
+    Returns ``(h, {"E": E})`` with E the Bonferroni sum of the largest tails (P >= 1 - E), or
+    ``(None, info)`` when E >= 1 or Omega is singular or too ill-conditioned for the rounding margin.
+    h is widened by 1e3 eps cond(Omega) (1 + max_k (w_k / s_k)^2) relative for rounding (w_k the largest
+    |y_k - nu_k| over the box, s_k = Omega_kk^(1/2)).
+    """
+    from scipy.special import ndtr
+
+    omega = (np.asarray(omega, float) + np.asarray(omega, float).T) / 2
+    k = omega.shape[0]
+    s = np.sqrt(np.maximum(np.diag(omega), 0.0))
+    try:
+        np.linalg.cholesky(omega)
+        oinv = np.linalg.inv(omega)
+    except np.linalg.LinAlgError:
+        return None, {"reason": "singular conditional covariance"}
+    w = np.maximum(hi - nu_lo, nu_hi - lo)
+    rel = 1e3 * EPS * float(np.linalg.cond(omega)) * (1 + float(np.max(w / s)) ** 2) if np.all(s > 0) else math.inf
+    if not rel < 1e-3:
+        return None, {"reason": "ill-conditioned conditional covariance"}
+    tails = np.maximum(ndtr((lo - nu_lo) / s) + ndtr((nu_lo - hi) / s), ndtr((lo - nu_hi) / s) + ndtr((nu_hi - hi) / s))
+    E = float(np.sum(tails))
+    if not E < 1:
+        return None, {"E": E}
+    P = 1 - E
+
+    def fsup(a):  # sup over nu_j in [nu_lo_j, nu_hi_j] of the density of N(nu_j, s_j^2) at a
+        d = np.maximum(0.0, np.maximum(nu_lo - a, a - nu_hi))
+        return np.exp(-0.5 * (d / s) ** 2) / (math.sqrt(2 * math.pi) * s)
+
+    f_lo, f_hi = fsup(lo), fsup(hi)
+    p1 = np.maximum(f_lo, f_hi)
+    h = np.zeros((k, k))
+    if k > 1:
+        j, l = np.triu_indices(k, 1)
+        det = omega[j, j] * omega[l, l] - omega[j, l] ** 2
+        a11, a12, a22 = omega[l, l] / det, -omega[j, l] / det, omega[j, j] / det
+        p2 = np.zeros(len(j))
+        for a_j in (lo[j], hi[j]):
+            for a_l in (lo[l], hi[l]):
+                qm = _rect_quad_min(a11, a12, a22, a_j - nu_hi[j], a_j - nu_lo[j], a_l - nu_hi[l], a_l - nu_lo[l])
+                p2 += np.exp(-0.5 * qm) / (2 * math.pi * np.sqrt(det))
+        h[j, l] = h[l, j] = p2 / P + p1[j] * p1[l] / P ** 2
+    h[np.diag_indices(k)] = (f_lo + f_hi) * (np.abs(oinv) @ w) / P + p1 ** 2 / P ** 2
+    return h * (1 + rel), {"E": E}
+
+
 class RegionBonferroni:
     """Certified bounds of log P(x_0 in [r, r + delta], x_k in [lo_k, hi_k] for k >= 1), x ~ N(mu, S), that need
     no integral in more than one dimension: condition on x_0 and apply Bonferroni to the other coordinates.
@@ -415,9 +526,11 @@ class GaussianRegionModel:
     tol, atol : float, > 0
         Branch-and-bound tolerance: each maximisation stops within max(atol, tol |value|) of a
         value met (the returned value is still an upper bound; the tolerance bounds its excess
-        over the bound function).  A leakage is a sum of two such maximisations, so values below
-        about 2 ``atol`` are at the tolerance's floor (Figure 2b, l = 0.5: 2.09e-4 from b = 7 on with
-        the default, 5.26e-5 with ``atol=1e-8``, the rest being the Bonferroni truncation terms).
+        over the bound function).  A leakage is a sum of two such maximisations, so the
+        branch-and-bound bounds have a floor near 2 ``atol`` (Figure 2b, l = 0.5: 2.09e-4 from b = 7 on
+        with the default, 5.26e-5 with ``atol=1e-8``, the rest being the Bonferroni truncation terms);
+        the mixed range bound (:func:`mixed_range_bound`) needs no branch and bound and goes below
+        it (6.5e-8 there).
     pinned_engines : bool
         Default of :meth:`leakage`'s ``pinned_engines``.
     cell_budget : int
@@ -753,16 +866,20 @@ class GaussianRegionModel:
         # E_T[y] in the box T and nu = E[x_H' | x_i = t, x_C] in its range, so it moves by at most
         # L_T |x - x'| between x in R and x' in R' (|x - x'| <= hi_i - lo_i): finite even when x_H' is pinned.
         lip = math.inf
+        # (with H' nonempty: Omega = Cov(x_H' | x_i, x_C) and the box hull [nu_lo, nu_hi] of its mean)
+        empty = np.zeros(0)
+        omega, spread, nu_lo, nu_hi = np.zeros((0, 0)), empty, empty, empty
         if high:
             cp = cond_k
-            Sfull = self.cov[np.ix_(high, high)] - self.cov[np.ix_(high, cp)] @ np.linalg.solve(
+            omega = self.cov[np.ix_(high, high)] - self.cov[np.ix_(high, cp)] @ np.linalg.solve(
                 self.cov[np.ix_(cp, cp)], self.cov[np.ix_(cp, high)])
-            Sfull = (Sfull + Sfull.T) / 2
+            omega = (omega + omega.T) / 2
+            e1, e2 = slope_k * (lo_i - m_i), slope_k * (hi_i - m_i)
+            nu_lo = base_k[:, 0] + np.minimum(e1, e2)
+            nu_hi = base_k[:, 1] + np.maximum(e1, e2)
+            spread = base_k[:, 1] - base_k[:, 0]
             try:
-                gamma = np.linalg.solve(Sfull, slope_k)
-                e1, e2 = slope_k * (lo_i - m_i), slope_k * (hi_i - m_i)
-                nu_lo = base_k[:, 0] + np.minimum(e1, e2)
-                nu_hi = base_k[:, 1] + np.maximum(e1, e2)
+                gamma = np.linalg.solve(omega, slope_k)
                 D = np.maximum(self.upper[high] - nu_lo, nu_hi - self.lower[high])
                 LT = float(np.sum(np.abs(gamma) * np.maximum(D, 0.0)))
                 b3 = -math.inf
@@ -773,7 +890,11 @@ class GaussianRegionModel:
                 lip = b3 + LT * (hi_i - lo_i)
             except np.linalg.LinAlgError:
                 lip = math.inf
-        value = max(0.0, min(bonf, rng, lip))
+        # bound 4 (mixed-derivative range): sup - inf of the conditional log ratio over x_C, the
+        # truncation term through the mixed derivative d^2 log P(x_H' in T) / dt dx_C (mixed_range_bound)
+        mixed, _ = mixed_range_bound(omega, slope_k if high else empty, spread, nu_lo, nu_hi,
+                                     self.lower[high], self.upper[high], hi_i - lo_i, mu_hi - mu_lo, var_i, delta)
+        value = max(0.0, min(bonf, rng, lip, mixed))
         Emax = float(np.max(E_cond(np.array([lo_i]), np.array([hi_i])))) if high else 0.0
         pinned, lower_b2, val3, hybrid, val_m = math.inf, -math.inf, math.inf, math.inf, math.inf
         val_c, info_c = math.inf, {}
@@ -852,7 +973,8 @@ class GaussianRegionModel:
             value = value * (1 + rel) + 1e-12
         th9 = self.theorem9(i, mu_lo, mu_hi, sig, theorem9_grid)
         return RegionLeakage(value, th9, i, tuple(cond), tuple([i] + high),
-                             {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "bivariate": pinned,
+                             {"bonferroni": bonf, "range": rng, "precision_lipschitz": lip, "mixed_range": mixed,
+                              "bivariate": pinned,
                               "trivariate": val3, "hybrid": hybrid, "monotone": val_m, "cells": val_c,
                               "cell_engine": {k: v for k, v in info_c.items() if k in ("cells", "stopped", "checkpoint",
                                                                                       "seconds")},
