@@ -637,3 +637,55 @@ def test_bonferroni_options(se_case, tmp_path):
     for bad in ("never", -1.0, math.inf):
         with pytest.raises(ParameterError, match="cell_lazy_gap"):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_lazy_gap=bad)
+
+
+def test_face_minorants_hold_at_every_corner_they_serve(se_case, monkeypatch):
+    """The denominator's Bonferroni affine minorant is fixed for a whole face, with eps taken over the face's
+    corners.  At every corner where the engine evaluates it (recorded from short runs of both cell spaces):
+    the eps it was built with is at least the eps of that corner's mean (wiring eps to the centre's mean
+    alone fails here), and the minorant is at most the certified upper bound of log N(R x T) there (box
+    probabilities with their own error bound; the largest minorants of 12 sampled calls)."""
+    import puffgm.gaussian.multivariate as mv
+
+    seen, calls = {}, []
+    orig_min, orig_at = mv.RegionBonferroni.minorant, mv.RegionBonferroni.minorant_at
+
+    def minorant(self, r, eta_c, eps):
+        data = orig_min(self, r, eta_c, eps)
+        seen[id(data)] = (self, np.array(r, float), np.array(eps, float), data)
+        return data
+
+    def minorant_at(self, data, eta):
+        low = orig_at(self, data, eta)
+        calls.append((id(data), np.array(eta, float), low))
+        return low
+
+    monkeypatch.setattr(mv.RegionBonferroni, "minorant", minorant)
+    monkeypatch.setattr(mv.RegionBonferroni, "minorant_at", minorant_at)
+    for generator_cells in (4, 0):
+        cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3,
+                     generator_cells=generator_cells, **_CK_KW)
+    assert len(calls) >= 8
+    S, lo, hi = se_case["S"], se_case["lo"], se_case["hi"]
+    strict = 0
+    for key, eta, _ in calls:
+        bonf, r, eps, _ = seen[key]
+        assert np.allclose(bonf.S, S)
+        at_corner = bonf.eps(r, np.atleast_2d(S @ eta))
+        assert np.all(eps >= at_corner), (eps, at_corner)
+        strict += int(np.any(eps > at_corner * (1 + 1e-6)))
+    assert strict > 0   # the faces are wide enough for the corners' eps to differ
+    H = [SE_I, *SE_HIGH]
+    box = BoxProbability(np.linalg.inv(S), tol=1e-3, max_boxes=4000)
+    rng = np.random.default_rng(0)
+    checked = 0
+    for key, eta, low in [calls[k] for k in rng.choice(len(calls), size=min(len(calls), 12), replace=False)]:
+        _, r, _, _ = seen[key]
+        finite = np.flatnonzero(np.isfinite(low))
+        pick = finite[np.argsort(low[finite])[-6:]]
+        LO, HI = np.tile(lo[H], (len(pick), 1)), np.tile(hi[H], (len(pick), 1))
+        LO[:, 0], HI[:, 0] = r[pick], r[pick] + SE_DELTA
+        _, U, _ = box.bounds_many(S @ eta, LO, HI)
+        assert np.all(low[pick] <= U), (low[pick], U)
+        checked += len(pick)
+    assert checked >= 24
