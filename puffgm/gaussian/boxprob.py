@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["BoxProbability", "SubBoxes", "log_trunc_normal"]
+__all__ = ["BoxProbability", "SubBoxes", "log_trunc_normal", "region_boxes"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -125,6 +125,15 @@ def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
         return m
     logZ = np.where(b > a, logZ, -np.inf)
     return (logZ, m) if mean else logZ
+
+
+def region_boxes(lo, hi, r, delta):
+    """(LO, HI) rows for :meth:`BoxProbability.bounds_many`: the box [lo, hi] with coordinate 0 replaced by
+    the region [r_t, r_t + delta], one row per r_t."""
+    r = np.asarray(r, float)
+    LO, HI = np.tile(lo, (len(r), 1)), np.tile(hi, (len(r), 1))
+    LO[:, 0], HI[:, 0] = r, r + delta
+    return LO, HI
 
 
 def _put(out, mask, values):

@@ -335,8 +335,6 @@ def log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi):
     h is widened by 1e3 eps cond(Omega) (1 + max_k (w_k / s_k)^2) relative for rounding (w_k the largest
     |y_k - nu_k| over the box, s_k = Omega_kk^(1/2)).
     """
-    from scipy.special import ndtr
-
     omega = (np.asarray(omega, float) + np.asarray(omega, float).T) / 2
     k = omega.shape[0]
     s = np.sqrt(np.maximum(np.diag(omega), 0.0))
@@ -349,8 +347,7 @@ def log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi):
     rel = 1e3 * EPS * float(np.linalg.cond(omega)) * (1 + float(np.max(w / s)) ** 2) if np.all(s > 0) else math.inf
     if not rel < 1e-3:
         return None, {"reason": "ill-conditioned conditional covariance"}
-    tails = np.maximum(ndtr((lo - nu_lo) / s) + ndtr((nu_lo - hi) / s), ndtr((lo - nu_hi) / s) + ndtr((nu_hi - hi) / s))
-    E = float(np.sum(tails))
+    E = float(np.sum(np.maximum(_tails(lo, hi, nu_lo[:, None], s), _tails(lo, hi, nu_hi[:, None], s))))
     if not E < 1:
         return None, {"E": E}
     P = 1 - E

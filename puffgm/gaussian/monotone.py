@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from .bivariate import pinned_conditional
-from .boxprob import BoxProbability
+from .boxprob import BoxProbability, region_boxes
 from .leakage import log_interval_prob, region_pair_bound
 
 __all__ = ["balancing_signs", "corner_lower_bound", "monotone_leakage"]
@@ -134,11 +134,7 @@ def _box_bounds_factory(model, i, H, box, n_boxes=None):
     n_boxes = [0] if n_boxes is None else n_boxes
 
     def box_bounds(mu, r):
-        r = np.asarray(r, float)
-        lo = np.broadcast_to(lo_H, (len(r), len(H))).copy()
-        hi = np.broadcast_to(hi_H, (len(r), len(H))).copy()
-        lo[:, 0], hi[:, 0] = r, r + delta
-        lb, ub, nb = box.bounds_many(mu, lo, hi)
+        lb, ub, nb = box.bounds_many(mu, *region_boxes(lo_H, hi_H, r, delta))
         n_boxes[0] = max(n_boxes[0], int(np.max(nb)))
         return lb, ub
 
@@ -239,10 +235,8 @@ def _corner_pair_value(model, i, H, S, center, gens, box, corr_num):
     def grid(u, n):
         """max over the disjoint pairs of n regions (ends included) at the corner u, same bound."""
         r = np.linspace(lo_i, hi_i - delta, n)
-        lo_g, hi_g = np.tile(lo_H, (n, 1)), np.tile(hi_H, (n, 1))
-        lo_g[:, 0], hi_g[:, 0] = r, r + delta
         mu = S @ (center + gens @ np.asarray(u, float))
-        lb, ub, _ = box.bounds_many(mu, lo_g, hi_g)
+        lb, ub, _ = box.bounds_many(mu, *region_boxes(lo_H, hi_H, r, delta))
         m = log_interval_prob(r, r + delta, m0, s0)
         c = corr_num(r, r + delta)
         D = (lb - m)[:, None] - (ub - m + c)[None, :]

@@ -140,7 +140,7 @@ import numpy as np
 from .._validation import check_nonnegative_finite, check_nonnegative_int
 from ..exceptions import ParameterError
 from .bivariate import pinned_conditional
-from .boxprob import BoxProbability, SubBoxes, log_trunc_normal
+from .boxprob import BoxProbability, SubBoxes, log_trunc_normal, region_boxes
 from .leakage import RegionBonferroni, cell_bounds, log_interval_prob, partition_max, region_pair_bound
 from .monotone import corner_lower_bound
 from .trivariate import zonotope_max_dual
@@ -306,10 +306,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                 lt, ut = np.full(len(r), -np.inf), np.full(len(r), np.inf)
                 need = np.ones(len(r), bool)
             if np.any(need):
-                LO = np.broadcast_to(lo_H, (int(np.sum(need)), len(H))).copy()
-                HI = np.broadcast_to(hi_H, (int(np.sum(need)), len(H))).copy()
-                LO[:, 0], HI[:, 0] = r[need], r[need] + delta
-                lb, ub, _, sub = box.bounds_many(mu_c, LO, HI, keep=True)
+                lb, ub, _, sub = box.bounds_many(mu_c, *region_boxes(lo_H, hi_H, r[need], delta), keep=True)
                 lt[need], ut[need] = np.maximum(lt[need], lb), np.minimum(ut[need], ub)
                 recs.append((r[need], sub))
             return lt, ut
@@ -343,10 +340,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         pos = np.unique(pos[rec["idx"][pos] < 0])
         if not len(pos):
             return
-        LO = np.broadcast_to(lo_H, (len(pos), len(H))).copy()
-        HI = np.broadcast_to(hi_H, (len(pos), len(H))).copy()
-        LO[:, 0], HI[:, 0] = rall[pos], rall[pos] + delta
-        new = box.bounds_many(rec["mu_c"], LO, HI, keep=True)[3]
+        new = box.bounds_many(rec["mu_c"], *region_boxes(lo_H, hi_H, rall[pos], delta), keep=True)[3]
         n_old = 0 if rec["sub"] is None else rec["sub"].nprob
         rec["sub"] = new if rec["sub"] is None else SubBoxes.concat([rec["sub"], new])
         rec["idx"][pos] = n_old + np.arange(len(pos))
@@ -498,9 +492,7 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
     if bonf is not None and lazy_gap == "auto":
         # the gap the sub-boxes reach at the zonotope's centre (median over 9 regions)
         r9 = np.linspace(lo_i, hi_i - delta, 9)
-        LO9, HI9 = np.tile(lo_H, (9, 1)), np.tile(hi_H, (9, 1))
-        LO9[:, 0], HI9[:, 0] = r9, r9 + delta
-        lt9, ut9, _ = box.bounds_many(S @ center, LO9, HI9)
+        lt9, ut9, _ = box.bounds_many(S @ center, *region_boxes(lo_H, hi_H, r9, delta))
         lazy_ref = float(np.median(ut9 - lt9))
     n_gen = gens.shape[1]
     space = "generators" if n_gen <= generator_cells else "natural parameters"
