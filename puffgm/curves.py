@@ -67,6 +67,17 @@ def _jsonable(x):
     return str(x)
 
 
+def _json_ready(x):
+    """``x`` with every float (also inside lists, tuples and dicts) made JSON-safe by :func:`json_float`."""
+    if isinstance(x, float):
+        return json_float(x)
+    if isinstance(x, (tuple, list)):
+        return [_json_ready(v) for v in x]
+    if isinstance(x, dict):
+        return {k: _json_ready(v) for k, v in x.items()}
+    return x
+
+
 @dataclass(frozen=True)
 class InfluenceCurve:
     """An a(b)-influence curve: points (b, a(b)) for b = 1..B with witnesses.
@@ -200,9 +211,7 @@ class InfluenceCurve:
             "theorem": self.theorem,
             "notes": list(self.notes),
             "details": {
-                k: (json_float(v) if isinstance(v, float) else v)
-                for k, v in self.details.items()
-                if k not in ("per_node", "per_node_witnesses")
+                k: _json_ready(v) for k, v in self.details.items() if k not in ("per_node", "per_node_witnesses")
             },
         }
 
