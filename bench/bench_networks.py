@@ -50,8 +50,8 @@ BEFORE = ["alarm", "hailfinder", "win95pts", "hepar2"]
 CHILD = r"""
 import inspect, json, resource, sys, time
 t0 = time.perf_counter()
-from puffgm.calibration import calibrate
-from puffgm.priors import load_prior_class
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.priors import load_prior_class
 t1 = time.perf_counter()
 pc = load_prior_class("example:" + sys.argv[1])
 t2 = time.perf_counter()

@@ -3,10 +3,10 @@
 For each bundled network (every node protected), in one fresh interpreter per network:
 
 * before: ``calibrate(..., search_budget=0)``, today's structured quilt search; its lower
-  bound is the single-node bound (puffgm.quilt_bounds) of the worst nodes;
-* after: ``calibrate(...)`` with the default branch-and-bound budget (puffgm.quilt_search);
+  bound is the single-node bound (puffgm.networks.quilt_bounds) of the worst nodes;
+* after: ``calibrate(...)`` with the default branch-and-bound budget (puffgm.networks.quilt_search);
 * certified (with ``--certify-budget N`` > 0): ``calibrate(..., certify_budget=N)``, the branch and
-  bound followed, where a gap remains, by the cutting-plane certificate (puffgm.quilt_certify);
+  bound followed, where a gap remains, by the cutting-plane certificate (puffgm.networks.quilt_certify);
   its own time is in ``cutting_plane_nodes[*].seconds``;
 * bound_only (first, cheap): ``network_lower_bound`` over the ``--hubs`` highest-degree nodes, a
   certified lower bound that needs no calibration (useful where calibration is too slow).
@@ -29,9 +29,9 @@ DEFAULT = ["alarm", "hailfinder", "win95pts", "hepar2", "pathfinder", "andes", "
 
 CHILD = r"""
 import json, sys, time
-from puffgm.calibration import calibrate
-from puffgm.priors import load_prior_class
-from puffgm.quilt_bounds import network_lower_bound
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.priors import load_prior_class
+from puffgm.networks.quilt_bounds import network_lower_bound
 name, eps, budget, hubs, certify = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 t0 = time.perf_counter()
 pc = load_prior_class("example:" + name)
@@ -69,7 +69,7 @@ def main():
                     help="bound_only: single-node bounds of this many highest-degree nodes, before calibrating")
     ap.add_argument("--certify-budget", type=int, default=0,
                     help="certified: a third calibration with the cutting-plane certificate "
-                         "(puffgm.quilt_certify) and this many influence queries per node (0: skip)")
+                         "(puffgm.networks.quilt_certify) and this many influence queries per node (0: skip)")
     args = ap.parse_args()
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.multivariate import cell_leakage
 

@@ -29,7 +29,7 @@ def main():
     ap.add_argument("--length", type=int, default=10**6)
     args = ap.parse_args()
     from puffgm.chains.priors import ChainPriorClass
-    from puffgm.curves import influence_curve
+    from puffgm.api import influence_curve
 
     out = {}
     t = time.perf_counter()

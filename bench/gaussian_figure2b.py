@@ -25,7 +25,7 @@ import time
 import numpy as np
 from scipy import integrate, stats
 
-from puffgm.closed_forms import gp_covariance, gp_region_curve
+from puffgm.gaussian.closed_forms import gp_covariance, gp_region_curve
 from puffgm.gaussian.leakage import GaussianRegionModel, log_interval_prob
 
 N, GAMMA, DELTA = 20, 5.0, 0.1

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from puffgm.closed_forms import gaussian_region_curve
+from puffgm.gaussian.closed_forms import gaussian_region_curve
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import corner_lower_bound
 

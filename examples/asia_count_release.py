@@ -8,9 +8,9 @@ Run:  python3 examples/asia_count_release.py
 """
 
 from puffgm.accounting import PrivacyAccountant
-from puffgm.calibration import calibrate
+from puffgm.networks.calibration import calibrate
 from puffgm.mechanisms.laplace import release_laplace
-from puffgm.priors import load_network
+from puffgm.networks.priors import load_network
 
 net = load_network("example:asia")
 database = {"asia": "no", "tub": "no", "smoke": "yes", "lung": "no",

@@ -40,7 +40,7 @@ from puffgm.blowfish.ordered import (  # noqa: E402
     ordered_mechanism,
     ordered_plan,
 )
-from puffgm.noise import SeededNoise  # noqa: E402
+from puffgm.core.noise import SeededNoise  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "docs" / "blowfish" / "ordered.png"
 

@@ -1,4 +1,4 @@
-"""Closing the optimality gap on hailfinder: a cutting-plane certificate (puffgm.quilt_certify).
+"""Closing the optimality gap on hailfinder: a cutting-plane certificate (puffgm.networks.quilt_certify).
 
 The default calibration of hailfinder (56 nodes, every node protected, epsilon = 1) gives
 sigma_max 52.44 with a certified lower bound of only 26.18: the worst node R5Fcst gathers influence

@@ -5,9 +5,8 @@ computation disagree; Example 6.2 (truncated Gaussian, GP kernel): the trend of
 Figure 2b, and the certified l = 0.5 curve; and a curve for a pgmpy LinearGaussianBayesianNetwork.
 """
 
-from puffgm.closed_forms import (
-    binary_chain_curve, closed_form_disagreement, gaussian_network_curve, gp_covariance, gp_region_curve,
-)
+from puffgm.chains.closed_forms import binary_chain_curve, closed_form_disagreement
+from puffgm.gaussian.closed_forms import gaussian_network_curve, gp_covariance, gp_region_curve
 from puffgm.gaussian.leakage import GaussianRegionModel
 
 for p, q in [(0.9, 0.7), (0.3, 0.2), (0.1, 0.05)]:

@@ -14,9 +14,9 @@ import numpy as np
 
 from puffgm.accounting import PrivacyAccountant
 from puffgm.chains.priors import ChainPriorClass
-from puffgm.curves import influence_curve
+from puffgm.api import influence_curve
 from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishTopK
-from puffgm.translation import dp_epsilon, puffer_epsilon
+from puffgm.mechanisms.translation import dp_epsilon, puffer_epsilon
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--plot", default=None, help="save the curves to this PNG (needs puffgm[plot])")
@@ -29,7 +29,7 @@ P = np.full((5, 5), 0.05) + np.eye(5) * 0.75
 chain = influence_curve(ChainPriorClass.from_matrices(P, "stationary", 1_000_000), max_b=40)
 print(f"chain of 10^6 steps: a(1) = {chain.a[0]:.4g}, a(10) = {chain.a[9]:.4g}, a(40) = {chain.a[39]:.3g}\n")
 if args.plot:
-    from puffgm._cli.curve import plot_curves
+    from puffgm.cli.curve import plot_curves
 
     plot_curves([("example:child", net), ("5-state chain, T = 10^6", chain)], args.plot)
     print(f"plot saved to {args.plot}\n")

@@ -24,7 +24,7 @@ import os
 import tempfile
 import time
 
-from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel
 
 n, l = 6, 5.0

@@ -10,9 +10,9 @@ network is also built from a pgmpy LinearGaussianBayesianNetwork.  See docs/gaus
 import os
 
 import puffgm
-from puffgm.curves import influence_curve
+from puffgm.api import influence_curve
 from puffgm.gaussian.networks import LinearGaussianPrior, load_linear_gaussian
-from puffgm.translation import translate
+from puffgm.mechanisms.translation import translate
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = os.path.join(HERE, "gaussian_sensors.json")

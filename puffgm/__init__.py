@@ -19,21 +19,21 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _LAZY = {
-    "load_prior_class": "puffgm.priors",
-    "PriorClass": "puffgm.priors",
-    "NetworkPrior": "puffgm.priors",
-    "SecretSpec": "puffgm.secrets",
-    "calibrate": "puffgm.calibration",
-    "evaluate_quilts": "puffgm.calibration",
-    "InfluenceEngine": "puffgm.influence",
-    "influence_curve": "puffgm.curves",
-    "InfluenceCurve": "puffgm.curves",
-    "translate": "puffgm.translation",
+    "load_prior_class": "puffgm.networks.priors",
+    "PriorClass": "puffgm.networks.priors",
+    "NetworkPrior": "puffgm.networks.priors",
+    "SecretSpec": "puffgm.networks.secrets",
+    "calibrate": "puffgm.networks.calibration",
+    "evaluate_quilts": "puffgm.networks.calibration",
+    "InfluenceEngine": "puffgm.networks.influence",
+    "influence_curve": "puffgm.api",
+    "InfluenceCurve": "puffgm.core.curve",
+    "translate": "puffgm.mechanisms.translation",
     "release_laplace": "puffgm.mechanisms.laplace",
     "MarkovQuiltLaplace": "puffgm.mechanisms.laplace",
     "PrivacyAccountant": "puffgm.accounting",
-    "CalibrationResult": "puffgm.results",
-    "calibrate_many": "puffgm.parallel",
+    "CalibrationResult": "puffgm.core.results",
+    "calibrate_many": "puffgm.api.parallel",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

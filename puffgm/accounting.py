@@ -35,7 +35,7 @@ before any noise is drawn, so nothing is released.
 
 Examples
 --------
->>> from puffgm.calibration import calibrate
+>>> from puffgm.networks.calibration import calibrate
 >>> from puffgm.mechanisms.laplace import release_laplace
 >>> acc = PrivacyAccountant(budget=2.0)
 >>> cal = calibrate("example:asia", epsilon=1.0)
@@ -50,8 +50,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validation import check_positive_finite
-from .exceptions import BudgetError, CompositionError
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import BudgetError, CompositionError
 
 __all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
 

@@ -3,7 +3,7 @@
 import networkx as nx
 import numpy as np
 
-from puffgm.priors import NetworkPrior
+from puffgm.networks.priors import NetworkPrior
 
 
 def random_dag(rng, n, p_edge):

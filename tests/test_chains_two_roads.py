@@ -5,7 +5,7 @@ import pytest
 
 from puffgm.chains import ChainPriorClass, MQMExact
 
-calibration = pytest.importorskip("puffgm.calibration")
+calibration = pytest.importorskip("puffgm.networks.calibration")
 
 
 def random_chain(rng, k, zeros):

@@ -79,7 +79,7 @@ def test_help_does_not_import_pgmpy():
 
 
 def test_bundled_network_calibration_does_not_need_pgmpy():
-    code = ("import sys; from puffgm.calibration import calibrate; calibrate('example:asia', 1.0); "
+    code = ("import sys; from puffgm.networks.calibration import calibrate; calibrate('example:asia', 1.0); "
             "print('pgmpy' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"

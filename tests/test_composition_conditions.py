@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from puffgm.curves import influence_curve
+from puffgm.api import influence_curve
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.audit import audit_finite
 from puffgm.framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
@@ -17,7 +17,7 @@ from puffgm.framework.composition_conditions import (
 )
 from puffgm.framework.instantiation import Instantiation, Secret
 from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
-from puffgm.priors import PriorClass
+from puffgm.networks.priors import PriorClass
 
 from test_curves_networks import random_network
 from test_pufferfish_mechanisms import count_utility

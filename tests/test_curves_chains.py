@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from puffgm.chains.priors import ChainPriorClass
-from puffgm.closed_forms import binary_chain_curve_exact
-from puffgm.curves import influence_curve
+from puffgm.chains.closed_forms import binary_chain_curve_exact
+from puffgm.api import influence_curve
 
 
 @pytest.mark.parametrize("P,init,T", [

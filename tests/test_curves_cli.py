@@ -116,7 +116,7 @@ def test_several_priors_form_one_class(capsys, tmp_path, kind):
     assert _a(pooled["points"]) == [max(x, y) for x, y in zip(_a(each[0]["points"]), _a(each[1]["points"]))]
     assert _a(each[0]["points"]) != _a(each[1]["points"])  # the test can tell the members apart
     # the same class through the library
-    from puffgm.curves import influence_curve
+    from puffgm.api import influence_curve
     if kind == "networks":
         lib = influence_curve([p1, p2])
     else:
@@ -134,8 +134,8 @@ def test_several_priors_form_one_class(capsys, tmp_path, kind):
 
 def test_translate_pools_like_calibrate(capsys, tmp_path):
     p1, p2 = _two_nets(tmp_path)
-    from puffgm.curves import influence_curve
-    from puffgm.translation import dp_epsilon
+    from puffgm.api import influence_curve
+    from puffgm.mechanisms.translation import dp_epsilon
     code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-puffer", "3", "--json")
     d = json.loads(out)
     assert code == 0 and d["priors"] == [p1, p2]

@@ -6,19 +6,9 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from puffgm.closed_forms import (
-    binary_chain_curve,
-    binary_chain_curve_exact,
-    closed_form_disagreement,
-    gaussian_network_curve,
-    gaussian_region_curve,
-    gaussian_region_influence,
-    gp_covariance,
-    gp_region_curve,
-    stationary_distribution,
-    theorem8_curve,
-)
-from puffgm.curves import influence_curve
+from puffgm.chains.closed_forms import binary_chain_curve, binary_chain_curve_exact, closed_form_disagreement, stationary_distribution, theorem8_curve
+from puffgm.gaussian.closed_forms import gaussian_network_curve, gaussian_region_curve, gaussian_region_influence, gp_covariance, gp_region_curve
+from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
 
 # a grid covering the whole open square, corners included
@@ -163,7 +153,7 @@ def test_safe_gaussian_curve_is_the_certified_bound():
     larger than the full-conditioning range (its previous, looser, value), and it decreases."""
     import numpy as np
 
-    from puffgm.closed_forms import gaussian_region_curve, gaussian_region_influence, gp_covariance
+    from puffgm.gaussian.closed_forms import gaussian_region_curve, gaussian_region_influence, gp_covariance
     from puffgm.gaussian.leakage import GaussianRegionModel
 
     n = 6

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from puffgm.curves import InfluenceCurve, curve_from_points, influence_curve
+from puffgm.core.curve import InfluenceCurve, curve_from_points
+from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
-from puffgm.priors import PriorClass
-from puffgm.quilts import remote_nodes
+from puffgm.networks.priors import PriorClass
+from puffgm.networks.quilts import remote_nodes
 
 
 def random_network(seed, n=4, card=2, extra_edges=1):

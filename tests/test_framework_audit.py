@@ -351,7 +351,7 @@ def test_pgmpy_network_prior_and_default_instantiation():
 
 
 class _DuckNetworkPrior:
-    """Stands in for puffgm.priors.NetworkPrior (same attributes)."""
+    """Stands in for puffgm.networks.priors.NetworkPrior (same attributes)."""
 
     def __init__(self, table, nodes, states):
         self._t, self.nodes, self.states = table, tuple(nodes), states

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from gaussian_reference import log_box_ref
 
-from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.bivariate import pinned_conditional
 from puffgm.gaussian.boxprob import BoxProbability
 from puffgm.gaussian.leakage import GaussianRegionModel, RegionBonferroni

@@ -31,7 +31,7 @@ from gaussian_reference import (
     log_std_interval,
 )
 
-from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.exceptions import ParameterError
 from puffgm.gaussian import multivariate
 from puffgm.gaussian.bivariate import conditional_block, pinned_conditional

@@ -155,7 +155,7 @@ def test_bivariate_box_bounds_and_zonotope_hull():
 
 def test_b1_certified_value_is_theorem9_up_to_truncation_and_grid():
     """For H = {i} the only differences from Theorem 9 are the marginal's truncation and the region grid."""
-    from puffgm.closed_forms import gp_covariance
+    from puffgm.gaussian.closed_forms import gp_covariance
 
     cov = gp_covariance(7, 1.0)
     m = GaussianRegionModel(cov, -5.0, 5.0, 0.1)

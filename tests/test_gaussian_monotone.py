@@ -20,7 +20,7 @@ import pytest
 from gaussian_reference import ar_cov, exact_chain_leakage, log_box_ref, ou_cov
 from scipy import integrate, stats
 
-from puffgm.closed_forms import gp_covariance
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.bivariate import conditional_block, natural_zonotope
 from puffgm.gaussian.boxprob import BoxProbability, log_trunc_normal
 from puffgm.gaussian.leakage import GaussianRegionModel

@@ -118,8 +118,8 @@ def test_calibration_is_min_over_quilts_and_max_over_class():
 
 def test_public_api_and_class_checks():
     import puffgm
-    from puffgm.curves import influence_curve
-    from puffgm.translation import translate
+    from puffgm.api import influence_curve
+    from puffgm.mechanisms.translation import translate
 
     p = load_linear_gaussian(CHAIN)
     res = puffgm.calibrate(p, 30.0)
@@ -213,7 +213,7 @@ def test_pgmpy_models_and_classes_through_the_public_api():
 def test_secret_spec_selects_protected_nodes():
     import puffgm
     from puffgm.exceptions import SecretError
-    from puffgm.secrets import SecretSpec
+    from puffgm.networks.secrets import SecretSpec
 
     p = load_linear_gaussian(CHAIN)
     res = puffgm.calibrate(p, 30.0, secrets=SecretSpec(protected=["A"]))

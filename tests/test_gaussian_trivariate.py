@@ -158,7 +158,7 @@ def test_pinned_b3_leakage_against_quadrature():
     the conditional mean of x_2 past its box (pinned: the Bonferroni bound is infinite).  The certified
     value is at or above the exact leakage (grid of 9 regions x 9 values of x_3) and within the stated
     tolerance; the engine's certified lower bound is below it."""
-    from puffgm.closed_forms import gp_covariance
+    from puffgm.gaussian.closed_forms import gp_covariance
 
     cov = gp_covariance(4, 2.0)
     lower, upper = np.array([-2.5, -2.5, -2.5, -6.0]), np.array([2.5, 2.5, 2.5, 6.0])
@@ -177,7 +177,7 @@ def test_curve_with_pinned_engines_is_certified_and_lower():
     """The same pinned n = 4 model as a curve (secret x_1, farthest splits): with the pinned engines
     a(3) falls from the flat b = 2 value to a certified value at or above the exact b = 3 leakage
     (the quadrature reference above, 4.2079), and the curve stays non-increasing."""
-    from puffgm.closed_forms import gaussian_region_curve, gp_covariance
+    from puffgm.gaussian.closed_forms import gaussian_region_curve, gp_covariance
 
     cov = gp_covariance(4, 2.0)
     lower, upper = np.array([-2.5, -2.5, -2.5, -6.0]), np.array([2.5, 2.5, 2.5, 6.0])

@@ -19,12 +19,12 @@ import numpy as np
 import pytest
 
 from _nets import chain_network, random_dag, random_network
-from puffgm.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import QuiltSearch, calibrate
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
-from puffgm.inference import LogVariableElimination
-from puffgm.influence import InfluenceEngine
-from puffgm.priors import NetworkPrior, PriorClass, load_network, load_prior_class
-from puffgm.quilts import DSeparationIndex, remote_nodes
+from puffgm.networks.inference import LogVariableElimination
+from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.priors import NetworkPrior, PriorClass, load_network, load_prior_class
+from puffgm.networks.quilts import DSeparationIndex, remote_nodes
 
 
 def _same_table(a, b, tol=1e-9):
@@ -131,7 +131,7 @@ def test_dseparation_index_matches_networkx():
 def _reference_calibrate(monkeypatch, *args, **kwargs):
     """calibrate with every fast road off: log-space elimination on the ancestral set only,
     no junction tree, no vectorised pairs, log-space influences."""
-    from puffgm import inference
+    from puffgm.networks import inference
 
     with monkeypatch.context() as m:
         def log_only(self, keep, root=None):
@@ -238,7 +238,7 @@ def test_candidates_are_valid_quilts_with_the_index():
 
 
 def test_minimal_separator_shortcuts_match_the_plain_definition():
-    from puffgm.quilts import make_quilt
+    from puffgm.networks.quilts import make_quilt
 
     def plain(dag, order, node, quilt):
         q = set(quilt)
@@ -272,9 +272,9 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
 def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     # the limit reached after every node search (here: at the first refinement) returns the
     # structured quilts, which are valid, with the single-node bound and a note
-    from puffgm.calibration import QuiltSearch
-    from puffgm.priors import load_prior_class
-    from puffgm.quilts import make_quilt
+    from puffgm.networks.calibration import QuiltSearch
+    from puffgm.networks.priors import load_prior_class
+    from puffgm.networks.quilts import make_quilt
 
     full = calibrate("example:hailfinder", 1.0)
 

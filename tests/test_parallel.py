@@ -127,7 +127,7 @@ def test_dask_local_cluster_gives_the_local_results(monkeypatch):
         remote = puffgm.calibrate_many(items, 1.5, client=client, chunk_size=2)
         assert _dicts(remote) == local
         # the work really ran on the workers, not in this process
-        ran = client.run(lambda: "puffgm.calibration" in __import__("sys").modules)
+        ran = client.run(lambda: "puffgm.networks.calibration" in __import__("sys").modules)
         assert len(ran) == 2 and any(ran.values())
         # a scheduler address opens (and closes) its own client
         by_address = puffgm.calibrate_many(_chains(), 1.5, client=cluster.scheduler_address)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from puffgm.exceptions import PriorError
-from puffgm.priors import (
+from puffgm.networks.priors import (
     NetworkPrior,
     PriorClass,
     _example_dir,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from puffgm.curves import influence_curve
+from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
 from puffgm.framework.audit import audit_composition, audit_exponential, audit_finite, audit_laplace
 from puffgm.framework.instantiation import Instantiation
@@ -19,8 +19,8 @@ from puffgm.mechanisms.pufferfish import (
     exponential_log_probabilities,
     pufferfish_top_k,
 )
-from puffgm.noise import SeededNoise
-from puffgm.priors import PriorClass
+from puffgm.core.noise import SeededNoise
+from puffgm.networks.priors import PriorClass
 
 from test_curves_networks import random_network
 

@@ -10,14 +10,14 @@ import pytest
 
 from _nets import random_dag, random_network
 from test_quilts_influence import _brute_sigma_one, brute_influence, brute_sigma
-from puffgm.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import QuiltSearch, calibrate
 from puffgm.exceptions import ParameterError
-from puffgm.influence import InfluenceEngine
-from puffgm.priors import PriorClass, load_prior_class
-from puffgm.quilt_bounds import far_set_quilt, single_node_bound
-from puffgm.quilt_bounds import single_influences
-from puffgm.quilt_search import branch_and_bound, far_side_dive
-from puffgm.quilts import make_quilt
+from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.quilt_bounds import far_set_quilt, single_node_bound
+from puffgm.networks.quilt_bounds import single_influences
+from puffgm.networks.quilt_search import branch_and_bound, far_side_dive
+from puffgm.networks.quilts import make_quilt
 
 
 def brute_node_optimum(net, node, epsilon):
@@ -62,7 +62,7 @@ def test_far_set_quilt_d_separates_the_rest_of_the_far_set():
 
 
 def test_far_set_form_equals_the_optimum_over_quilts_and_single_node_bound_is_below():
-    """Theorem of puffgm.quilt_bounds: min over far sets of f(A) is sigma_i*; the single-node bound is below."""
+    """Theorem of puffgm.networks.quilt_bounds: min over far sets of f(A) is sigma_i*; the single-node bound is below."""
     rng = np.random.default_rng(12)
     for trial in range(8):
         net, _ = random_network(rng, n=int(rng.integers(3, 6)), zero_prob=0.2, concentration=5.0)
@@ -227,7 +227,7 @@ def test_lemmas_quilt_as_influential_as_its_far_set_and_separator_reduction():
 
 
 def test_network_lower_bound_is_below_the_brute_force_optimum():
-    from puffgm.quilt_bounds import network_lower_bound
+    from puffgm.networks.quilt_bounds import network_lower_bound
 
     rng = np.random.default_rng(23)
     for trial in range(4):
@@ -248,7 +248,7 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
 def test_zero_budget_keeps_the_structured_search():
     rng = np.random.default_rng(3)
     net, _ = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
-    from puffgm.calibration import _node_optima
+    from puffgm.networks.calibration import _node_optima
 
     search = QuiltSearch(PriorClass([net]))
     structured = _node_optima(search, list(net.nodes), 1.0, [], 0, budget=0)[0]

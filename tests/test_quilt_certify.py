@@ -1,4 +1,4 @@
-"""The cutting-plane certificate (puffgm.quilt_certify) against brute force over every quilt."""
+"""The cutting-plane certificate (puffgm.networks.quilt_certify) against brute force over every quilt."""
 
 import json
 
@@ -8,12 +8,12 @@ import pytest
 from _nets import random_network
 from test_quilt_bounds import assert_valid_quilt, brute_node_optimum
 from test_quilts_influence import brute_sigma
-from puffgm.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import QuiltSearch, calibrate
 from puffgm.cli import main
 from puffgm.exceptions import ParameterError
-from puffgm.priors import PriorClass
-from puffgm.quilt_certify import CERTIFY_RTOL, _active_cuts, _greedy_far_set, _max_far_set, _State, certify_node
-from puffgm.quilts import make_quilt
+from puffgm.networks.priors import PriorClass
+from puffgm.networks.quilt_certify import CERTIFY_RTOL, _active_cuts, _greedy_far_set, _max_far_set, _State, certify_node
+from puffgm.networks.quilts import make_quilt
 
 
 def test_certificate_is_sound_and_meets_the_brute_force_optimum():
@@ -134,9 +134,9 @@ def test_certify_budget_validation_and_cli(capsys, tmp_path):
 
 def test_calibration_bound_includes_the_hubs_single_node_bounds():
     """While a gap remains, the single-node bounds of the 8 highest-degree nodes enter the bound (sound)."""
-    from puffgm.quilt_bounds import single_node_bound
-    from puffgm.quilt_search import HUB_NODES
-    from puffgm.quilts import moral_graph
+    from puffgm.networks.quilt_bounds import single_node_bound
+    from puffgm.networks.quilt_search import HUB_NODES
+    from puffgm.networks.quilts import moral_graph
 
     rng = np.random.default_rng(61)
     for trial in range(3):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from _nets import chain_network, random_dag, random_network
-from puffgm.calibration import QuiltSearch, calibrate, candidate_quilts, evaluate_quilts
+from puffgm.networks.calibration import QuiltSearch, calibrate, candidate_quilts, evaluate_quilts
 from puffgm.exceptions import QuiltError
-from puffgm.influence import InfluenceEngine
-from puffgm.priors import PriorClass, load_prior_class
-from puffgm.quilts import dconnected_nodes, make_quilt, remote_nodes
-from puffgm.secrets import SecretSpec
+from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.quilts import dconnected_nodes, make_quilt, remote_nodes
+from puffgm.networks.secrets import SecretSpec
 
 
 def brute_influence(priors, node, quilt, pairs=None):
@@ -137,7 +137,7 @@ def test_influence_matches_brute_force_on_random_networks_with_zeros():
 
 def test_infinite_influence_rules_a_quilt_out_and_impossible_values_are_skipped():
     # B copies A exactly: the quilt {B} has infinite influence on A; C's value 2 is impossible.
-    from puffgm.priors import NetworkPrior
+    from puffgm.networks.priors import NetworkPrior
 
     net = NetworkPrior(
         ["A", "B", "C"], {"A": ("0", "1"), "B": ("0", "1"), "C": ("0", "1", "2")},

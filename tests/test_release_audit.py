@@ -7,13 +7,13 @@ import pytest
 
 from _nets import chain_network, random_network
 from puffgm.accounting import PrivacyAccountant
-from puffgm.calibration import calibrate
+from puffgm.networks.calibration import calibrate
 from puffgm.exceptions import BudgetError, CompositionError, NotApplicableError, ParameterError
 from puffgm.framework.audit import audit_laplace
 from puffgm.framework.instantiation import Instantiation
 from puffgm.mechanisms.laplace import MarkovQuiltLaplace, release_laplace
-from puffgm.priors import PriorClass
-from puffgm.results import CalibrationResult
+from puffgm.networks.priors import PriorClass
+from puffgm.core.results import CalibrationResult
 
 
 def count_query(states_zero="s0"):

@@ -4,10 +4,11 @@
 import numpy as np
 import pytest
 
-from puffgm.calibration import calibrate
-from puffgm.curves import curve_from_points, influence_curve
+from puffgm.networks.calibration import calibrate
+from puffgm.core.curve import curve_from_points
+from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
-from puffgm.translation import Translation, dp_epsilon, puffer_epsilon, translate
+from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
 
 
 def markov_chain_network(T, P, init):

@@ -17,7 +17,7 @@
   and exact audits.
 """
 
-from .policy import (
+from puffgm.blowfish.policy import (
     CountConstraint,
     Domain,
     Policy,
@@ -33,8 +33,8 @@ from .policy import (
     partition_graph,
     policy_from_dict,
 )
-from .neighbours import are_neighbours, distance_guarantee, enumerate_databases, neighbour_pairs
-from .sensitivity import (
+from puffgm.blowfish.neighbours import are_neighbours, distance_guarantee, enumerate_databases, neighbour_pairs
+from puffgm.blowfish.sensitivity import (
     Sensitivity,
     cumulative_query,
     cumulative_sensitivity,

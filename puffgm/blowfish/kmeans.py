@@ -38,10 +38,10 @@ from typing import Mapping
 
 import numpy as np
 
-from .._validation import check_positive_finite, check_positive_int
-from ..noise import resolve_noise
-from ..results import freeze_record
-from .policy import Policy, PolicyError, _l1_diameter
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.noise import resolve_noise
+from puffgm.core.results import freeze_record
+from puffgm.blowfish.policy import Policy, PolicyError, _l1_diameter
 
 __all__ = ["KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign", "iteration_query"]
 
@@ -237,7 +237,7 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, epsilon: float, *, iterat
                        {"iterations": iterations, "guarantee": sensitivity_override is None,
                         "epsilon_per_query": eps_q})
     if accountant is not None:
-        from .mechanisms import BlowfishRelease
+        from puffgm.blowfish.mechanisms import BlowfishRelease
 
         accountant.record_blowfish(BlowfishRelease(cents, "SuLQ k-means", epsilon, math.nan, math.nan,
                                                    bool(noise.secure), noise.description, policy.key, False, None,

@@ -6,7 +6,7 @@ with S(f, P) the policy-specific global sensitivity (Definition 5.1,
 :mod:`puffgm.blowfish.sensitivity`).  When S(f, P) = 0 (e.g. a histogram over
 the blocks of a partitioned secret graph) the answer is released exactly.
 
-Noise comes from :mod:`puffgm.noise` (OpenDP's secure sampler unless a seed is
+Noise comes from :mod:`puffgm.core.noise` (OpenDP's secure sampler unless a seed is
 given; results then say ``secure=False``).  With an accountant the release is
 checked before any noise is drawn and recorded after (Theorems 4.1, 4.2;
 releases under different policies are refused).
@@ -19,11 +19,11 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._validation import check_nonnegative_finite, check_positive_finite
-from ..noise import resolve_noise
-from ..results import freeze_record
-from .policy import Policy, PolicyError
-from .sensitivity import (
+from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
+from puffgm.core.noise import resolve_noise
+from puffgm.core.results import freeze_record
+from puffgm.blowfish.policy import Policy, PolicyError
+from puffgm.blowfish.sensitivity import (
     Sensitivity,
     cumulative_sensitivity,
     histogram_sensitivity,
@@ -159,7 +159,7 @@ def _data_indices(policy: Policy, data):
 def release_histogram(data, policy: Policy, epsilon: float, partition=None, **kwargs) -> BlowfishRelease:
     """The histogram h_P of ``data`` (a sequence of domain values) with Laplace noise at S(h_P, P)."""
     sens = histogram_sensitivity(policy, partition)
-    from .sensitivity import _cells
+    from puffgm.blowfish.sensitivity import _cells
 
     cell = _cells(policy, partition)
     c = cell[_data_indices(policy, data)]
@@ -177,7 +177,7 @@ def release_cumulative(data, policy: Policy, epsilon: float, **kwargs) -> Blowfi
 
 def release_linear_sum(data, policy: Policy, epsilon: float, values=None, **kwargs) -> BlowfishRelease:
     """sum_i g(x_i) (default g = rank coordinates) with Laplace noise at S(f, P)."""
-    from .sensitivity import _values_matrix
+    from puffgm.blowfish.sensitivity import _values_matrix
 
     sens = linear_sum_sensitivity(policy, values)
     g = _values_matrix(policy, values)

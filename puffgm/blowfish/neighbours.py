@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from .policy import Policy, PolicyError
+from puffgm.blowfish.policy import Policy, PolicyError
 
 __all__ = [
     "MAX_DATABASES",
@@ -160,7 +160,7 @@ def distance_guarantee(policy: Policy, epsilon: float, x, y) -> float:
     Valid for unconstrained policies (section 4, after Definition 4.2); inf when
     x and y lie in different connected components (the adversary may tell them apart).
     """
-    from .._validation import check_positive_finite
+    from puffgm.core.validation import check_positive_finite
 
     epsilon = check_positive_finite(epsilon, "epsilon", "distance_guarantee")
     if not policy.unconstrained:

@@ -44,12 +44,12 @@ from typing import Mapping
 
 import numpy as np
 
-from .._validation import check_positive_finite, check_positive_int
-from ..noise import resolve_noise
-from ..results import freeze_record
-from .mechanisms import BlowfishRelease
-from .policy import Policy, PolicyError
-from .sensitivity import cumulative_sensitivity
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.noise import resolve_noise
+from puffgm.core.results import freeze_record
+from puffgm.blowfish.mechanisms import BlowfishRelease
+from puffgm.blowfish.policy import Policy, PolicyError
+from puffgm.blowfish.sensitivity import cumulative_sensitivity
 
 __all__ = [
     "CumulativePlan",

@@ -38,7 +38,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..exceptions import PuffgmError
+from puffgm.exceptions import PuffgmError
 
 __all__ = [
     "PolicyError",

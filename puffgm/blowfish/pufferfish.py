@@ -34,10 +34,10 @@ import itertools
 
 import numpy as np
 
-from ..framework.audit import AuditResult, audit_laplace, audit_vector_laplace
-from ..framework.instantiation import Instantiation, Secret
-from .neighbours import _n
-from .policy import Policy, PolicyError
+from puffgm.framework.audit import AuditResult, audit_laplace, audit_vector_laplace
+from puffgm.framework.instantiation import Instantiation, Secret
+from puffgm.blowfish.neighbours import _n
+from puffgm.blowfish.policy import Policy, PolicyError
 
 __all__ = ["pufferfish_instantiation", "audit_blowfish_laplace", "THEOREM_4_4", "THEOREM_4_5"]
 

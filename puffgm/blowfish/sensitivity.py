@@ -27,9 +27,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..results import freeze_record
-from .neighbours import MAX_DATABASES, neighbour_pairs
-from .policy import Policy, PolicyError, _l1_diameter
+from puffgm.core.results import freeze_record
+from puffgm.blowfish.neighbours import MAX_DATABASES, neighbour_pairs
+from puffgm.blowfish.policy import Policy, PolicyError, _l1_diameter
 
 __all__ = [
     "Sensitivity",

@@ -36,10 +36,10 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..exceptions import NotApplicableError, ParameterError
-from ..results import CalibrationResult
-from .priors import ChainPriorClass, stationary_distribution
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.core.results import CalibrationResult
+from puffgm.chains.priors import ChainPriorClass, stationary_distribution
 
 __all__ = ["MQMApprox", "mqm_approx", "chain_mixing_parameters", "THEOREM_APPROX"]
 
@@ -137,7 +137,7 @@ class MQMApprox:
     """
 
     def __init__(self, chain_class: ChainPriorClass, *, use_reversible: bool = True):
-        from .box import ChainParameterBox
+        from puffgm.chains.box import ChainParameterBox
 
         if not isinstance(chain_class, (ChainPriorClass, ChainParameterBox)):
             raise ParameterError(f"MQMApprox needs a ChainPriorClass; got {type(chain_class).__name__}.")
@@ -256,7 +256,7 @@ class MQMApprox:
 
     def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
         """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's)."""
-        from .exact import PER_NODE_LIMIT, _choice
+        from puffgm.chains.exact import PER_NODE_LIMIT, _choice
 
         eps = check_positive_finite(epsilon, "epsilon", "MQMApprox.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMApprox.calibrate")

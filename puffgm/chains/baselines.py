@@ -30,9 +30,9 @@ import math
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..results import CalibrationResult
-from .priors import ChainPriorClass
+from puffgm.core.validation import check_positive_finite
+from puffgm.core.results import CalibrationResult
+from puffgm.chains.priors import ChainPriorClass
 
 __all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma"]
 
@@ -100,7 +100,7 @@ def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -
     if chain_class.k != 2:
         return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False,
                        notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))
-    from .box import ChainParameterBox
+    from puffgm.chains.box import ChainParameterBox
 
     if isinstance(chain_class, ChainParameterBox):
         # certified bracket of the sup over the box; the noise grows with gamma, so use the upper end

@@ -2,14 +2,14 @@
 
 Each class is calibrated independently, so a grid is embarrassingly parallel.
 :func:`calibrate_many` is the chain-only face of :func:`puffgm.calibrate_many`
-(:mod:`puffgm.parallel`): contiguous chunks of the grid run in joblib worker
+(:mod:`puffgm.api.parallel`): contiguous chunks of the grid run in joblib worker
 processes, or on a Dask cluster with ``client=``, and the results come back in
 input order, exactly those of calling the method on each class alone.
 """
 
 from __future__ import annotations
 
-from ..exceptions import ParameterError
+from puffgm.exceptions import ParameterError
 
 __all__ = ["calibrate_many"]
 
@@ -26,7 +26,7 @@ def calibrate_many(classes, epsilon: float, lipschitz: float = 1.0, *, method: s
     n_jobs : int, optional
         Local worker processes (joblib); default every core.  ``1`` runs serially here.
     client : distributed.Client or str, optional
-        Run on a Dask cluster instead (see :func:`puffgm.parallel.calibrate_many`).
+        Run on a Dask cluster instead (see :func:`puffgm.api.parallel.calibrate_many`).
     **options
         Passed to :class:`MQMExact` / :class:`MQMApprox` (e.g. ``per_node=False``).
 
@@ -42,7 +42,7 @@ def calibrate_many(classes, epsilon: float, lipschitz: float = 1.0, *, method: s
     ...     [round(MQMExact(c).calibrate(1.0).sigma_max, 3) for c in grid]
     True
     """
-    from ..parallel import _is_chain, calibrate_many as _many
+    from puffgm.api.parallel import _is_chain, calibrate_many as _many
 
     classes = list(classes) if not isinstance(classes, (str, bytes)) else classes
     if isinstance(classes, list):

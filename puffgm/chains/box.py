@@ -65,9 +65,9 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..exceptions import ParameterError, PriorError
-from ..results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.core.results import CalibrationResult
 
 __all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds"]
 
@@ -128,7 +128,7 @@ class ChainParameterBox:
     k = 2
 
     def __init__(self, p0, p1, *, initial="any", length, states=None, name="box"):
-        from .priors import _check_length
+        from puffgm.chains.priors import _check_length
 
         p0 = _interval(p0, "p0")
         p1 = _interval(p1, "p1")
@@ -171,7 +171,7 @@ class ChainParameterBox:
 
     def member(self, p0: float, p1: float):
         """The one-chain :class:`~puffgm.chains.ChainPriorClass` of the point (p0, p1) of the box."""
-        from .priors import ChainPriorClass
+        from puffgm.chains.priors import ChainPriorClass
 
         if not (self.p0[0] <= p0 <= self.p0[1] and self.p1[0] <= p1 <= self.p1[1]):
             raise ParameterError(f"The point ({p0}, {p1}) is outside the parameter box.")
@@ -259,7 +259,7 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
     remaining cells; cells are split in four until upper - lower <= tol
     (relative to max(1, lower)) or ``max_cells`` cells were enclosed.
     """
-    from .baselines import gk16_gamma
+    from puffgm.chains.baselines import gk16_gamma
 
     p0 = _interval(p0, "p0")
     p1 = _interval(p1, "p1")
@@ -463,7 +463,7 @@ def certified_mqm_exact(box: ChainParameterBox, epsilon: float, lipschitz: float
     >>> res.details["lower_bound"] <= res.sigma_max <= res.details["lower_bound"] * 1.001
     True
     """
-    from .exact import PER_NODE_LIMIT, MQMExact, THEOREM_EXACT
+    from puffgm.chains.exact import PER_NODE_LIMIT, MQMExact, THEOREM_EXACT
 
     if not isinstance(box, ChainParameterBox):
         raise ParameterError(f"certified_mqm_exact needs a ChainParameterBox; got {type(box).__name__}.")

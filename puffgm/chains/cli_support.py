@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ..exceptions import ParameterError, PriorError
-from .approx import MQMApprox
-from .baselines import gk16, group_dp
-from .exact import MQMExact
-from .priors import ChainPriorClass
-from .spec import load_chain_spec
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.chains.approx import MQMApprox
+from puffgm.chains.baselines import gk16, group_dp
+from puffgm.chains.exact import MQMExact
+from puffgm.chains.priors import ChainPriorClass
+from puffgm.chains.spec import load_chain_spec
 
 __all__ = ["calibrate_chain_specs", "METHODS"]
 

@@ -19,15 +19,21 @@ classes are computed node by node (cost grows with T).
 from __future__ import annotations
 
 import math
+import time
+from typing import Mapping
 
 import numpy as np
 
-from .._validation import check_positive_int
-from ..exceptions import ParameterError
-from .exact import _Search
-from .priors import ChainPriorClass, node_name
+from puffgm.core.curve import InfluenceCurve
+from puffgm.core.validation import check_positive_int
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.chains.exact import _Search
+from puffgm.chains.priors import ChainPriorClass, node_name
 
-__all__ = ["chain_influence_curve"]
+__all__ = ["chain_influence_curve", "chain_class_curve", "DEFAULT_CHAIN_MAX_B"]
+
+#: Default largest b for chains (curves of million-step chains are flat long before).
+DEFAULT_CHAIN_MAX_B = 200
 
 _WORK_LIMIT = 3e8
 
@@ -144,3 +150,50 @@ def _nodewise_curve(search: _Search, T: int, Bq: int, a, wit):
                 worst_w[c] = hw[c] if hw[c] is not None else (node_name(i), None)
     a[:Bq] = worst
     wit[:Bq] = worst_w
+
+
+def chain_class_curve(chain_class, max_b) -> InfluenceCurve:
+    """The a(b)-influence curve of a Markov-chain class as an :class:`InfluenceCurve`.
+
+    ``max_b`` defaults to ``min(T, DEFAULT_CHAIN_MAX_B)``; a(T) = 0 (the trivial split).
+    """
+    t0 = time.perf_counter()
+    T = _chain_length(chain_class)
+    B = max_b if max_b is not None else (min(T, DEFAULT_CHAIN_MAX_B) if T else DEFAULT_CHAIN_MAX_B)
+    if T:
+        B = min(B, T)  # a(T) = 0: points beyond T add nothing
+    bs, avals, wits = chain_influence_curve(chain_class, B)
+    bs = [int(v) for v in bs]
+    avals = [float(v) for v in avals]
+    if bs != list(range(1, len(bs) + 1)):
+        raise PriorError("The chain machinery returned b values other than 1..B.")
+    wits = list(wits) if wits is not None else [None] * len(bs)
+    norm = []
+    for w in wits:
+        if w is None:
+            norm.append(None)
+        elif isinstance(w, Mapping):
+            norm.append((w.get("node"), tuple(w.get("quilt", ()))))
+        else:
+            w = tuple(w)
+            q = w[1] if len(w) > 1 else ()
+            if q is None:  # no quilt of that size has finite influence
+                norm.append(None)
+                continue
+            norm.append((w[0], tuple(q) if not isinstance(q, str) else q))
+    if T and len(avals) >= T:
+        avals[T - 1] = 0.0  # trivial split
+    fp = getattr(chain_class, "fingerprint", None)
+    if callable(fp):
+        fp = fp()
+    return InfluenceCurve(b=bs, a=avals, witnesses=norm, n_entries=T or len(bs) + 1, method="chain",
+                          fingerprint=str(fp), details={"seconds": time.perf_counter() - t0},
+                          notes=tuple(getattr(chain_class, "notes", ()) or ()))
+
+
+def _chain_length(chain_class) -> int | None:
+    for attr in ("length", "T", "n", "n_nodes"):
+        v = getattr(chain_class, attr, None)
+        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return int(v)
+    return None

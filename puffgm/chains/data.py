@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_positive_int
+from puffgm.core.validation import check_positive_int
 
 __all__ = ["load_real_series", "discretise"]
 

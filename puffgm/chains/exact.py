@@ -15,7 +15,7 @@ and equation (5) splits the max-influence of {X_{i-a}, X_{i+b}} under theta:
                             + log P(X_i = x') / P(X_i = x) ].
 
 Zero probabilities are handled exactly (the library's convention, shared with
-the Bayesian-network road :func:`puffgm.calibration.calibrate`): a secret
+the Bayesian-network road :func:`puffgm.networks.calibration.calibrate`): a secret
 value of probability zero is not a secret pair; a quilt value x_Q of
 probability zero under both secrets is skipped (so the left end ranges only
 over states x_{i-a} with P(X_{i-a} = x_{i-a}) > 0); a zero denominator with a
@@ -73,10 +73,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._validation import check_positive_finite, check_positive_int
-from ..exceptions import NumericalError, ParameterError
-from ..results import CalibrationResult, QuiltChoice
-from .priors import ChainPriorClass, node_name
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import NumericalError, ParameterError
+from puffgm.core.results import CalibrationResult, QuiltChoice
+from puffgm.chains.priors import ChainPriorClass, node_name
 
 __all__ = ["MQMExact", "mqm_exact", "ratio_max", "THEOREM_EXACT"]
 
@@ -593,7 +593,7 @@ class MQMExact:
 
     def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
                  per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6):
-        from .box import ChainParameterBox  # infinite class: certified supremum (puffgm.chains.box)
+        from puffgm.chains.box import ChainParameterBox  # infinite class: certified supremum (puffgm.chains.box)
 
         self._box = isinstance(chain_class, ChainParameterBox)
         if self._box and (paper_convention or max_length is not None):
@@ -617,7 +617,7 @@ class MQMExact:
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
         if self._box:
-            from .box import certified_mqm_exact
+            from puffgm.chains.box import certified_mqm_exact
 
             return certified_mqm_exact(cc, eps, lipschitz)
         if len(cc) > 1:
@@ -748,8 +748,8 @@ class MQMExact:
     # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
     def _stationary_twin(self, search: "_Search", eps: float):
         """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
-        from ..exceptions import PriorError
-        from .priors import ChainPrior
+        from puffgm.exceptions import PriorError
+        from puffgm.chains.priors import ChainPrior
 
         prior = search.members[0].prior
         try:

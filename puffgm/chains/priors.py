@@ -12,7 +12,7 @@ T and the state names; the initial distribution of a member is
 * ``"any"``: every initial distribution of the simplex Delta_k
   (Theta = Delta_k x {P}, appendix C.4).
 
-Validation follows the network priors (:mod:`puffgm.priors`): a row of P (or
+Validation follows the network priors (:mod:`puffgm.networks.priors`): a row of P (or
 an initial vector) whose sum is off 1 by more than ``1e-6`` is rejected,
 smaller slips are renormalised and recorded in :attr:`ChainPriorClass.notes`;
 entries must be finite and non-negative; zero probabilities are legitimate
@@ -36,7 +36,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ..exceptions import PriorError
+from puffgm.exceptions import PriorError
 
 __all__ = ["ChainPrior", "ChainPriorClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "stationary_distribution"]
 

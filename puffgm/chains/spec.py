@@ -25,8 +25,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..exceptions import PriorError
-from .priors import ChainPriorClass
+from puffgm.exceptions import PriorError
+from puffgm.chains.priors import ChainPriorClass
 
 __all__ = ["load_chain_spec", "chain_class_from_spec"]
 
@@ -35,7 +35,7 @@ _BOX_KEYS = {"p0", "p1"}
 
 
 def _box_from_spec(spec: dict, length: int, label: str):
-    from .box import ChainParameterBox
+    from puffgm.chains.box import ChainParameterBox
 
     for key in ("transition", "transitions", "initials"):
         if key in spec:

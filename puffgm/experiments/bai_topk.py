@@ -223,9 +223,9 @@ def ranking_metrics(counts: np.ndarray, pred, k: int) -> dict:
 # ---------------------------------------------------------------- the experiment
 def _mechanisms(theta, curve, T, m, k, eps):
     """The four mechanisms at one epsilon: two top-K objects and two Laplace scales."""
-    from ..chains import MQMExact
-    from ..curves import curve_from_points
-    from ..mechanisms.pufferfish import PufferfishTopK
+    from puffgm.chains import MQMExact
+    from puffgm.core.curve import curve_from_points
+    from puffgm.mechanisms.pufferfish import PufferfishTopK
 
     trivial = curve_from_points([(T, 0.0)], n_entries=T, method="group DP (trivial point)")
     ours = PufferfishTopK(curve, eps, k=k)
@@ -248,12 +248,12 @@ def _summarise(rows) -> dict:
 def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed: int = 0, progress=None,
                 tick=None) -> dict:
     """All four mechanisms on one data set at one K; returns means per epsilon and mechanism."""
-    from ..chains import ChainPriorClass
+    from puffgm.chains import ChainPriorClass
 
     train, test, cats, desc, T = DATASETS[name]()
     m = len(cats)
     theta = ChainPriorClass.fit(train, length=T, states=range(m), initial="stationary", tau=TAU)
-    from ..curves import influence_curve
+    from puffgm.api import influence_curve
 
     curve = influence_curve(theta)
     counts = [np.bincount(np.concatenate(g), minlength=m).astype(float) for _, g in test]

@@ -25,7 +25,7 @@ TITLE = "Bai et al. Theorems 4-5: necessary conditions for composition"
 
 def _chain_inst(P, q, T):
     """Instantiation of a chain of length T (one prior) with the Bayesian-network secret pairs."""
-    from ..framework import Instantiation
+    from puffgm.framework import Instantiation
 
     P, q = np.asarray(P, float), np.asarray(q, float)
     k = q.size
@@ -42,9 +42,9 @@ def _soft(case, lam):
 
 
 def _collapse_rows(progress_tick):
-    from ..framework.audit import audit_finite
-    from ..framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
-    from ..framework.composition_conditions import check_composition_conditions
+    from puffgm.framework.audit import audit_finite
+    from puffgm.framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
+    from puffgm.framework.composition_conditions import check_composition_conditions
 
     cases = [bai_example_4_1(), bai_example_4_2(3), bai_example_4_2(4), bai_example_4_3()]
     rows = []
@@ -57,9 +57,9 @@ def _collapse_rows(progress_tick):
 
 
 def _soft_rows(lams, r_runs, progress_tick):
-    from ..framework.audit import audit_composition
-    from ..framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
-    from ..framework.composition_conditions import check_composition_conditions, repeated_release_loss
+    from puffgm.framework.audit import audit_composition
+    from puffgm.framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
+    from puffgm.framework.composition_conditions import check_composition_conditions, repeated_release_loss
 
     out = []
     for make in (bai_example_4_1, lambda: bai_example_4_2(3), bai_example_4_3):
@@ -83,11 +83,11 @@ def _soft_rows(lams, r_runs, progress_tick):
 
 
 def _dp_rows(eps_list, progress_tick, quick=False):
-    from ..chains import ChainPriorClass
-    from ..curves import influence_curve
-    from ..framework.audit import audit_finite
-    from ..framework.composition_conditions import check_composition_conditions
-    from ..mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
+    from puffgm.chains import ChainPriorClass
+    from puffgm.api import influence_curve
+    from puffgm.framework.audit import audit_finite
+    from puffgm.framework.composition_conditions import check_composition_conditions
+    from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
 
     chains = [("binary chain, T = 5", [[0.8, 0.2], [0.3, 0.7]], [0.6, 0.4], 5),
               ("ternary chain, T = 4", [[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]], [1 / 3, 1 / 3, 1 / 3], 4)]

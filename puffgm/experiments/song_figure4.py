@@ -23,8 +23,8 @@ import time
 
 import numpy as np
 
-from ..chains import ChainParameterBox, MQMApprox, gk16, group_dp
-from ..chains.box import certified_mqm_exact
+from puffgm.chains import ChainParameterBox, MQMApprox, gk16, group_dp
+from puffgm.chains.box import certified_mqm_exact
 
 __all__ = ["TITLE", "run", "gk16_threshold"]
 

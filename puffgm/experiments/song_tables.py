@@ -29,8 +29,8 @@ import time
 
 import numpy as np
 
-from ..chains import ChainPriorClass, MQMApprox, MQMExact, gk16
-from ..chains.data import discretise
+from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, gk16
+from puffgm.chains.data import discretise
 
 __all__ = ["TITLE", "run"]
 

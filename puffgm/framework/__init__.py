@@ -8,7 +8,7 @@ Further modules (imported on demand): :mod:`~puffgm.framework.wasserstein`,
 :mod:`~puffgm.framework.continuous`.
 """
 
-from .audit import (
+from puffgm.framework.audit import (
     AuditResult,
     FiniteMechanism,
     audit_composition,
@@ -17,7 +17,7 @@ from .audit import (
     audit_laplace,
     audit_vector_laplace,
 )
-from .instantiation import MAX_DATABASE_STATES, Instantiation, Secret, joint_log_table_from_pgmpy
+from puffgm.framework.instantiation import MAX_DATABASE_STATES, Instantiation, Secret, joint_log_table_from_pgmpy
 
 __all__ = [
     "AuditResult",

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_nonnegative_finite
-from ..exceptions import ParameterError
-from .instantiation import Instantiation
+from puffgm.core.validation import check_nonnegative_finite
+from puffgm.exceptions import ParameterError
+from puffgm.framework.instantiation import Instantiation
 
 __all__ = ["max_divergence", "CloseAdversary", "close_adversary", "section_2_3_example"]
 
@@ -181,7 +181,7 @@ def section_2_3_example() -> dict:
     rth, rtt = np.round(cth, 4), np.round(ctt, 4)
     paper = max(max_divergence(np.log(rth), np.log(rtt)), max_divergence(np.log(rtt), np.log(rth)))
     # the same through the general routine: one node D with three states, secret s = "D in {D1, D2}"
-    from .instantiation import Secret
+    from puffgm.framework.instantiation import Secret
 
     inst = Instantiation([th], [(Secret.in_set("D", ["D1", "D2"], name="s"), Secret.value("D", "D3"))],
                          nodes=["D"], states={"D": ("D1", "D2", "D3")})

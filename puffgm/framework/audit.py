@@ -43,9 +43,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validation import check_positive_finite, check_positive_int
-from ..exceptions import AuditError, ParameterError
-from .instantiation import Instantiation
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import AuditError, ParameterError
+from puffgm.framework.instantiation import Instantiation
 
 __all__ = [
     "AuditResult",

@@ -25,10 +25,10 @@ from typing import Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from .._validation import check_positive_finite, check_positive_int
-from ..exceptions import AuditError, ParameterError
-from .audit import FiniteMechanism
-from .instantiation import Instantiation, Secret
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import AuditError, ParameterError
+from puffgm.framework.audit import FiniteMechanism
+from puffgm.framework.instantiation import Instantiation, Secret
 
 __all__ = [
     "flu_clique",

@@ -60,11 +60,11 @@ import numpy as np
 from scipy.optimize import linprog
 from scipy.special import logsumexp
 
-from .._validation import check_nonnegative_finite, check_positive_int
-from ..exceptions import AuditError, ParameterError
-from ..results import json_float
-from .audit import _as_finite, audit_finite
-from .instantiation import Instantiation
+from puffgm.core.validation import check_nonnegative_finite, check_positive_int
+from puffgm.exceptions import AuditError, ParameterError
+from puffgm.core.results import json_float
+from puffgm.framework.audit import _as_finite, audit_finite
+from puffgm.framework.instantiation import Instantiation
 
 __all__ = [
     "NfcCheck",

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..exceptions import ParameterError
-from ..noise import resolve_noise
-from .audit import audit_laplace
-from .instantiation import Instantiation, Secret
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError
+from puffgm.core.noise import resolve_noise
+from puffgm.framework.audit import audit_laplace
+from puffgm.framework.instantiation import Instantiation, Secret
 
 __all__ = [
     "ContinuousRelease",

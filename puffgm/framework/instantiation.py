@@ -43,7 +43,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 from scipy.special import logsumexp
 
-from ..exceptions import AuditError, PriorError, SecretError
+from puffgm.exceptions import AuditError, PriorError, SecretError
 
 __all__ = [
     "MAX_DATABASE_STATES",
@@ -268,7 +268,7 @@ def joint_log_table_from_pgmpy(model, notes: list | None = None):
 
 def _prior_to_table(prior, notes: list):
     """(nodes, states, log table, label) of one prior given in any supported form."""
-    # NetworkPrior (puffgm.priors) — duck-typed so that this module works before/without it.
+    # NetworkPrior (puffgm.networks.priors) — duck-typed so that this module works before/without it.
     if hasattr(prior, "log_joint_table") and hasattr(prior, "nodes") and hasattr(prior, "states"):
         nodes = tuple(prior.nodes)
         states = {n: tuple(prior.states[n]) for n in nodes}
@@ -321,10 +321,10 @@ class Instantiation:
     ----------
     priors : sequence
         Theta, a finite list of priors.  Each is a pgmpy ``DiscreteBayesianNetwork``,
-        a :class:`puffgm.priors.NetworkPrior` (anything with ``.nodes``, ``.states``
+        a :class:`puffgm.networks.priors.NetworkPrior` (anything with ``.nodes``, ``.states``
         and ``.log_joint_table()``), or an explicit joint table (array of
         probabilities of shape ``cards``; then ``nodes`` and ``states`` are required).
-        A :class:`puffgm.priors.PriorClass` (anything with ``.priors``) is expanded.
+        A :class:`puffgm.networks.priors.PriorClass` (anything with ``.priors``) is expanded.
     pairs : sequence of (Secret, Secret)
         Q, the discriminative pairs.  A secret may also be given as ``(node, value)``.
     nodes : sequence, optional

@@ -22,8 +22,8 @@ def _f(x):
 
 
 def flu(epsilon: float = 1.0) -> dict:
-    from .cautionary import flu_clique
-    from .wasserstein import calibrate_wasserstein
+    from puffgm.framework.cautionary import flu_clique
+    from puffgm.framework.wasserstein import calibrate_wasserstein
 
     inst, count = flu_clique()
     cal = calibrate_wasserstein(inst, count, epsilon)
@@ -34,7 +34,7 @@ def flu(epsilon: float = 1.0) -> dict:
 
 
 def close_adversary(epsilon: float = 1.0) -> dict:
-    from .adversaries import section_2_3_example
+    from puffgm.framework.adversaries import section_2_3_example
 
     r = section_2_3_example()
     return {"case": "close-adversary", "reference": "Song-Wang-Chaudhuri 2017, section 2.3 after Theorem 2.4",
@@ -48,8 +48,8 @@ def close_adversary(epsilon: float = 1.0) -> dict:
 
 
 def _collapse(case, runs=2) -> dict:
-    from .audit import audit_composition, audit_finite
-    from .cautionary import expected_runs_to_reveal, simulate_runs_to_reveal
+    from puffgm.framework.audit import audit_composition, audit_finite
+    from puffgm.framework.cautionary import expected_runs_to_reveal, simulate_runs_to_reveal
 
     one = audit_finite(case.inst, case.mechanism)
     two = audit_composition(case.inst, case.mechanism, k=runs)
@@ -62,7 +62,7 @@ def _collapse(case, runs=2) -> dict:
 
 
 def bai_4_1() -> dict:
-    from .cautionary import bai_example_4_1
+    from puffgm.framework.cautionary import bai_example_4_1
 
     case = bai_example_4_1()
     d = {"case": "bai-4.1", "reference": "Bai et al., Example 4.1 and Theorem 1",
@@ -74,7 +74,7 @@ def bai_4_1() -> dict:
 
 
 def bai_4_2(n_values=(3, 4, 5, 6, 7, 8)) -> dict:
-    from .cautionary import bai_example_4_2
+    from puffgm.framework.cautionary import bai_example_4_2
 
     rows = []
     for n in n_values:
@@ -86,7 +86,7 @@ def bai_4_2(n_values=(3, 4, 5, 6, 7, 8)) -> dict:
 
 
 def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
-    from .cautionary import bai_example_4_3
+    from puffgm.framework.cautionary import bai_example_4_3
 
     case = bai_example_4_3(LT, UT, LF, UF)
     d = {"case": "bai-4.3", "reference": "Bai et al., Example 4.3 and Theorem 3",
@@ -100,8 +100,8 @@ def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
 
 
 def exam_order(epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
-    from .audit import audit_laplace
-    from .cautionary import exam_order as build, exam_order_laplace_loss
+    from puffgm.framework.audit import audit_laplace
+    from puffgm.framework.cautionary import exam_order as build, exam_order_laplace_loss
 
     rows = []
     for n in n_values:
@@ -120,8 +120,8 @@ def exam_order(epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
 
 
 def theorem_6(epsilon: float = 1.0, n: int = 3) -> dict:
-    from .audit import audit_laplace
-    from .cautionary import dp_as_pufferfish, present_sum
+    from puffgm.framework.audit import audit_laplace
+    from puffgm.framework.cautionary import dp_as_pufferfish, present_sum
 
     ind = audit_laplace(dp_as_pufferfish(n, n_priors=4), present_sum, 1 / epsilon)
     cor = audit_laplace(dp_as_pufferfish(n, correlated=True), present_sum, 1 / epsilon)
@@ -132,7 +132,7 @@ def theorem_6(epsilon: float = 1.0, n: int = 3) -> dict:
 
 
 def lemma_7_1(epsilon: float = 1.0, k: float = 1.0, step: float = 0.25) -> dict:
-    from .continuous import audit_absolute_error_sum
+    from puffgm.framework.continuous import audit_absolute_error_sum
 
     r = audit_absolute_error_sum(k=k, epsilon=epsilon, step=step)
     return {"case": "lemma-7.1", "reference": "Kifer-Machanavajjhala, section 7.1.1, Lemma 7.1",
@@ -155,7 +155,7 @@ CASES = {
 
 def compute_case(name: str, epsilon: float | None = None) -> dict:
     """Compute one case (``epsilon`` overrides the default where the case has one)."""
-    from ..exceptions import ParameterError
+    from puffgm.exceptions import ParameterError
 
     if name not in CASES:
         raise ParameterError(f"Unknown case {name!r}; choose one of {', '.join(CASES)} or all.")

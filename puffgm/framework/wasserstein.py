@@ -30,11 +30,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..exceptions import AuditError, ParameterError
-from ..noise import resolve_noise
-from .audit import AuditResult, _grouped_law, _pair_laws, audit_laplace
-from .instantiation import Instantiation
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import AuditError, ParameterError
+from puffgm.core.noise import resolve_noise
+from puffgm.framework.audit import AuditResult, _grouped_law, _pair_laws, audit_laplace
+from puffgm.framework.instantiation import Instantiation
 
 __all__ = [
     "w_inf",

@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from .leakage import log_interval_prob, region_pair_bound
+from puffgm.gaussian.leakage import log_interval_prob, region_pair_bound
 
 __all__ = ["hull_functions", "log_box_bounds", "pinned_conditional", "pinned_pair_leakage"]
 

@@ -7,14 +7,14 @@ chain JSON specs are told apart by that key.  No pgmpy import on this path.
 
 from __future__ import annotations
 
-from ..exceptions import ParameterError
+from puffgm.exceptions import ParameterError
 
 __all__ = ["gaussian_specs", "calibrate_gaussian_specs", "gaussian_curve"]
 
 
 def gaussian_specs(priors) -> list:
     """The linear-Gaussian network files among ``priors``; raises if they are mixed with other kinds."""
-    from .networks import is_gaussian_spec
+    from puffgm.gaussian.networks import is_gaussian_spec
 
     gauss = [p for p in priors if is_gaussian_spec(p)]
     if gauss and len(gauss) != len(priors):
@@ -30,7 +30,7 @@ def _protected(args):
 
 def calibrate_gaussian_specs(args):
     """``puffgm calibrate`` for linear-Gaussian network files (one class Theta)."""
-    from .networks import gaussian_calibrate
+    from puffgm.gaussian.networks import gaussian_calibrate
 
     if args.method != "exact":
         raise ParameterError(f"Method {args.method!r} applies to Markov-chain specs; Gaussian networks use 'exact'.")
@@ -46,7 +46,7 @@ def calibrate_gaussian_specs(args):
 
 def gaussian_curve(spec_list, args):
     """``puffgm curve`` / ``puffgm translate`` for linear-Gaussian network files."""
-    from .networks import gaussian_influence_curve
+    from puffgm.gaussian.networks import gaussian_influence_curve
 
     if args.max_quilt_states is not None:
         raise ParameterError("--max-quilt-states applies to discrete networks, not Gaussian networks.")

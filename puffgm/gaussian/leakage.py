@@ -85,10 +85,10 @@ from typing import Mapping
 
 import numpy as np
 
-from .._validation import check_nonnegative_finite, check_nonnegative_int, check_positive_finite
-from ..exceptions import ParameterError, PriorError
-from ..results import freeze_record, json_float
-from .boxprob import log_trunc_normal
+from puffgm.core.validation import check_nonnegative_finite, check_nonnegative_int, check_positive_finite
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.core.results import freeze_record, json_float
+from puffgm.gaussian.boxprob import log_trunc_normal
 
 __all__ = ["RegionLeakage", "RegionBonferroni", "log_interval_prob", "tail_prob", "mixed_range_bound", "log_box_hessian_bound", "GaussianRegionModel", "region_leakage"]
 
@@ -696,7 +696,7 @@ class GaussianRegionModel:
             if not np.any(~(bonf_num(w0, w0 + 2 * self.delta) <= _MARGINAL_AUTO_THRESHOLD)):
                 return bonf_num, bonf_den
         if i not in self._marginal_box:
-            from .marginal import TruncatedMarginal
+            from puffgm.gaussian.marginal import TruncatedMarginal
 
             self._marginal_box[i] = TruncatedMarginal(self.cov, self.mean, self.lower, self.upper, i)
         tm = self._marginal_box[i]
@@ -897,7 +897,7 @@ class GaussianRegionModel:
         val_c, info_c = math.inf, {}
         if len(high) == 1 and Emax > 0.2:
             # b = 2 with the other coordinate possibly pinned: certified bivariate computation
-            from .bivariate import pinned_pair_leakage
+            from puffgm.gaussian.bivariate import pinned_pair_leakage
 
             pinned, pinfo = pinned_pair_leakage(self, i, high[0], cond, corr_num_marg, U_marg,
                                                 tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
@@ -911,7 +911,7 @@ class GaussianRegionModel:
             # by Bonferroni given x_i, x_p and x_C:  N(R, T_p, T_U) <= N(R, T_p) and
             # N(R', T_p, T_U) >= N(R', T_p) (1 - E_U(R')),  E_U(R') = sum_{k in U} sup of the tail of x_k
             # over x_i in R', x_p in T_p, x_C in the box (quasi-convexity: at an end of the mean's range)
-            from .bivariate import pinned_pair_leakage
+            from puffgm.gaussian.bivariate import pinned_pair_leakage
 
             grid = np.linspace(lo_i, hi_i - delta, max(16, int(math.ceil(2 * (hi_i - lo_i - delta) / delta))) + 1)
             for p_ in high:
@@ -936,7 +936,7 @@ class GaussianRegionModel:
             # (b) any b >= 3 with a sign-balanced conditional precision (Markov chains, trees):
             # Lambda is monotone in the natural parameters, so the sup over x_C is at one point per
             # orientation, with b-dimensional box probabilities bounded on both sides
-            from .monotone import monotone_leakage
+            from puffgm.gaussian.monotone import monotone_leakage
 
             val_m, info_m = monotone_leakage(self, i, high, cond, corr_num_marg, U_marg,
                                              tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3))
@@ -945,7 +945,7 @@ class GaussianRegionModel:
                 pinned = min(pinned, val_m)
             if len(high) == 2 and not math.isfinite(val_m):
                 # (c) b = 3: both other coordinates exactly, by the certified trivariate engine
-                from .trivariate import pinned_triple_leakage
+                from puffgm.gaussian.trivariate import pinned_triple_leakage
 
                 val3, info3 = pinned_triple_leakage(self, i, high, cond, corr_num_marg, U_marg,
                                                     tol=max(self.tol, 1e-3), atol=max(self.atol, 1e-3),
@@ -955,7 +955,7 @@ class GaussianRegionModel:
             if len(high) >= 3 and not math.isfinite(val_m) and self.cell_budget > 0:
                 # (d) b >= 4 without the sign condition: cell branch and bound over the natural
                 # parameters of x_H' (puffgm.gaussian.multivariate), at most cell_budget cells
-                from .multivariate import cell_leakage
+                from puffgm.gaussian.multivariate import cell_leakage
 
                 val_c, info_c = cell_leakage(self, i, high, cond, corr_num_marg, U_marg,
                                              atol=max(self.atol, 1e-3), max_cells=self.cell_budget,

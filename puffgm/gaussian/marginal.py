@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .boxprob import BoxProbability
+from puffgm.gaussian.boxprob import BoxProbability
 
 __all__ = ["TruncatedMarginal"]
 

@@ -37,9 +37,9 @@ import math
 
 import numpy as np
 
-from .bivariate import pinned_conditional
-from .boxprob import BoxProbability, region_boxes
-from .leakage import log_interval_prob, region_pair_bound
+from puffgm.gaussian.bivariate import pinned_conditional
+from puffgm.gaussian.boxprob import BoxProbability, region_boxes
+from puffgm.gaussian.leakage import log_interval_prob, region_pair_bound
 
 __all__ = ["balancing_signs", "corner_lower_bound", "monotone_leakage"]
 

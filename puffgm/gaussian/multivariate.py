@@ -137,13 +137,13 @@ import time
 
 import numpy as np
 
-from .._validation import check_nonnegative_finite, check_nonnegative_int
-from ..exceptions import ParameterError
-from .bivariate import pinned_conditional
-from .boxprob import BoxProbability, SubBoxes, log_trunc_normal, region_boxes
-from .leakage import RegionBonferroni, cell_bounds, log_interval_prob, partition_max, region_pair_bound
-from .monotone import corner_lower_bound
-from .trivariate import zonotope_max_dual
+from puffgm.core.validation import check_nonnegative_finite, check_nonnegative_int
+from puffgm.exceptions import ParameterError
+from puffgm.gaussian.bivariate import pinned_conditional
+from puffgm.gaussian.boxprob import BoxProbability, SubBoxes, log_trunc_normal, region_boxes
+from puffgm.gaussian.leakage import RegionBonferroni, cell_bounds, log_interval_prob, partition_max, region_pair_bound
+from puffgm.gaussian.monotone import corner_lower_bound
+from puffgm.gaussian.trivariate import zonotope_max_dual
 
 __all__ = ["cell_leakage", "zonotope_misses_box"]
 

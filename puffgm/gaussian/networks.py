@@ -59,9 +59,9 @@ from typing import Iterable
 
 import numpy as np
 
-from .._validation import check_positive_finite
-from ..exceptions import ParameterError, PriorError
-from .leakage import GaussianRegionModel
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.gaussian.leakage import GaussianRegionModel
 
 __all__ = [
     "FORMAT",
@@ -456,7 +456,7 @@ class _Engine:
 
 
 def _resolve(pc, protected, secrets):
-    """Protected nodes from ``protected`` or a :class:`puffgm.secrets.SecretSpec` (nodes only)."""
+    """Protected nodes from ``protected`` or a :class:`puffgm.networks.secrets.SecretSpec` (nodes only)."""
     if secrets is None:
         return _protected(pc, protected)
     if protected is not None:
@@ -485,7 +485,7 @@ def gaussian_calibrate(prior, epsilon, lipschitz=1.0, *, protected=None, secrets
     sigma_max = max over priors theta and protected nodes v of
     min over moral-graph quilts Q of card(X_N) / (epsilon - e_theta(X_Q | X_v)),
     e certified (:mod:`puffgm.gaussian.leakage`).  Returns a
-    :class:`puffgm.results.CalibrationResult` (method ``"mqm-gaussian"``).
+    :class:`puffgm.core.results.CalibrationResult` (method ``"mqm-gaussian"``).
 
     Examples
     --------
@@ -498,7 +498,7 @@ def gaussian_calibrate(prior, epsilon, lipschitz=1.0, *, protected=None, secrets
     """
     import networkx as nx
 
-    from ..results import CalibrationResult, QuiltChoice
+    from puffgm.core.results import CalibrationResult, QuiltChoice
 
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
@@ -556,8 +556,8 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
     a_theta,v(b) = min { e_theta(X_Q | X_v) : moral-graph quilt Q with card(X_N) <= b },
     a(b) = max over theta and v (each prior its own split, as for discrete networks).
     """
-    from .._validation import check_positive_int
-    from ..curves import InfluenceCurve
+    from puffgm.core.validation import check_positive_int
+    from puffgm.core.curve import InfluenceCurve
 
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
     n = len(pc.nodes)

@@ -42,8 +42,8 @@ import math
 
 import numpy as np
 
-from .bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _log_gauss_exp, _lse, hull_functions, pinned_conditional)
-from .leakage import log_interval_prob, region_pair_bound
+from puffgm.gaussian.bivariate import (_LOG_SQRT_2PI, _dlog_g, _hull_max, _log_g, _log_gauss_exp, _lse, hull_functions, pinned_conditional)
+from puffgm.gaussian.leakage import log_interval_prob, region_pair_bound
 
 _DEBUG = False  # print the branch-and-bound rounds (development aid)
 

@@ -7,7 +7,7 @@
   and 7): Laplace, the exponential mechanism, noisy top-K, and a wrapper for
   any per-entry epsilon_DP-DP mechanism.
 
-Every mechanism draws its noise from :mod:`puffgm.noise` (OpenDP's secure,
+Every mechanism draws its noise from :mod:`puffgm.core.noise` (OpenDP's secure,
 floating-point-safe samplers by default; a seeded generator only on request,
 recorded as ``secure=False``) and can charge an explicit
 :class:`puffgm.accounting.PrivacyAccountant` before it releases anything.

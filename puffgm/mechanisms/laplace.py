@@ -3,7 +3,7 @@
 Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3: for an L-Lipschitz
 query F (in L1), releasing F(D) + L * sigma_max * Z with Z ~ Lap(1) on each
 coordinate is epsilon-Pufferfish private in the Bayesian-network
-instantiation, where sigma_max comes from :func:`puffgm.calibration.calibrate`
+instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.calibrate`
 (or the chain calibrations of :mod:`puffgm.chains`).
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from ..exceptions import NotApplicableError, ParameterError
-from ..noise import resolve_noise
-from ..results import CalibrationResult, freeze_record
+from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.core.noise import resolve_noise
+from puffgm.core.results import CalibrationResult, freeze_record
 
 __all__ = ["Release", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
 
@@ -99,11 +99,11 @@ class MarkovQuiltLaplace:
     Parameters
     ----------
     calibration : CalibrationResult
-        From :func:`puffgm.calibration.calibrate` (or a chain calibration).
+        From :func:`puffgm.networks.calibration.calibrate` (or a chain calibration).
 
     Examples
     --------
-    >>> from puffgm.calibration import calibrate
+    >>> from puffgm.networks.calibration import calibrate
     >>> mech = MarkovQuiltLaplace(calibrate("example:asia", epsilon=1.0))
     >>> rel = mech.release(3.0, random_state=0)   # seeded: reproducible, not for production
     >>> rel.secure

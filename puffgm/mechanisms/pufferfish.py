@@ -9,7 +9,7 @@ budget epsilon_puffer, any per-entry epsilon_DP-DP mechanism with
 is epsilon_puffer-Pufferfish, and such releases compose (Theorem 7, see
 :mod:`puffgm.accounting`).  "Per-entry" means neighbouring databases differ in
 one entry (one node's value).  (The paper's Algorithms write ``min`` on line 8,
-which picks the worst point: a slip, see :mod:`puffgm.translation`.)
+which picks the worst point: a slip, see :mod:`puffgm.mechanisms.translation`.)
 
 Mechanisms here:
 
@@ -23,7 +23,7 @@ Mechanisms here:
 * :class:`PufferfishWrapper` — any user-supplied per-entry epsilon_DP-DP
   mechanism ``mechanism(data, epsilon_dp, noise)``.
 
-Noise is OpenDP's secure sampler by default (:func:`puffgm.noise.resolve_noise`);
+Noise is OpenDP's secure sampler by default (:func:`puffgm.core.noise.resolve_noise`);
 a seed gives reproducible, not-for-production noise and the release says
 ``secure=False``.  A mechanism given an accountant asks it first: a release that
 would exceed the budget raises :class:`~puffgm.exceptions.BudgetError` before any
@@ -38,12 +38,12 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..results import freeze_record
+from puffgm.core.results import freeze_record
 
-from .._validation import check_positive_finite, check_positive_int
-from ..exceptions import ParameterError
-from ..noise import resolve_noise
-from ..translation import THEOREM6, Translation, dp_epsilon
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import ParameterError
+from puffgm.core.noise import resolve_noise
+from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
 __all__ = [
     "PufferfishRelease",
@@ -173,7 +173,7 @@ class PufferfishLaplace(_DPBased):
 
     Examples
     --------
-    >>> from puffgm.curves import influence_curve
+    >>> from puffgm import influence_curve
     >>> mech = PufferfishLaplace(influence_curve("example:cancer"), epsilon_puffer=2.0)
     >>> rel = mech.release(10.0, random_state=0)   # seeded: reproducible, not for production
     """
@@ -354,7 +354,7 @@ class PufferfishWrapper(_DPBased):
         Must be epsilon_dp-differentially private with respect to changing one
         entry of the database, for every epsilon_dp it is given (the user's
         responsibility: puffgm cannot check it).  ``noise`` is the
-        :class:`~puffgm.noise.NoiseSource` to draw from (secure by default).
+        :class:`~puffgm.core.noise.NoiseSource` to draw from (secure by default).
     name : str, optional
     """
 

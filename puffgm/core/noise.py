@@ -24,8 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ._validation import check_positive_finite
-from .exceptions import ParameterError
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError
 
 __all__ = ["NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise"]
 

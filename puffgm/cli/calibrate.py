@@ -39,7 +39,7 @@ def register(p) -> None:
                         "single-node bound only)")
     p.add_argument("--certify-budget", type=int, default=None,
                    help="networks: exact influence queries for the cutting-plane certificate of a worst node "
-                        "whose gap the branch and bound leaves open (puffgm.quilt_certify; raises the lower "
+                        "whose gap the branch and bound leaves open (puffgm.networks.quilt_certify; raises the lower "
                         "bound, may find better quilts; seconds to minutes; default 0: off)")
     p.add_argument("--protect", default=None,
                    help="comma-separated protected nodes (default: every node)")
@@ -57,12 +57,12 @@ def register(p) -> None:
 
 
 def run(args) -> str:
-    from ..exceptions import ParameterError
-    from .._validation import check_positive_finite, check_positive_int
+    from puffgm.exceptions import ParameterError
+    from puffgm.core.validation import check_positive_finite, check_positive_int
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
-    from ..gaussian.cli_support import calibrate_gaussian_specs, gaussian_specs
+    from puffgm.gaussian.cli_support import calibrate_gaussian_specs, gaussian_specs
 
     gauss = gaussian_specs(args.priors)
     chains = [p for p in args.priors if p.lower().endswith(".json") and p not in gauss]
@@ -76,7 +76,7 @@ def run(args) -> str:
                 or args.certify_budget is not None:
             raise ParameterError("--protect, --max-quilt-states, --max-table-entries, --time-limit, "
                                  "--certify-budget and --search-budget apply to networks, not chain specs.")
-        from ..chains.cli_support import calibrate_chain_specs
+        from puffgm.chains.cli_support import calibrate_chain_specs
 
         result = calibrate_chain_specs(
             list(args.priors), epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method,
@@ -89,19 +89,19 @@ def run(args) -> str:
             )
         if args.paper_convention:
             raise ParameterError("--paper-convention applies to Markov-chain specs, not networks.")
-        from ..calibration import calibrate
-        from ..quilts import DEFAULT_MAX_QUILT_STATES
+        from puffgm.networks.calibration import calibrate
+        from puffgm.networks.quilts import DEFAULT_MAX_QUILT_STATES
 
         bound = DEFAULT_MAX_QUILT_STATES if args.max_quilt_states is None else check_positive_int(
             args.max_quilt_states, "max-quilt-states", "puffgm calibrate")
         protected = None
         if args.protect is not None:
             protected = [s.strip() for s in args.protect.split(",") if s.strip()]
-        from ..quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget
+        from puffgm.networks.quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget
 
         budget = DEFAULT_SEARCH_BUDGET if args.search_budget is None else check_search_budget(
             args.search_budget, "puffgm calibrate")
-        from ..quilt_certify import check_certify_budget
+        from puffgm.networks.quilt_certify import check_certify_budget
 
         certify = 0 if args.certify_budget is None else check_certify_budget(
             args.certify_budget, "puffgm calibrate")

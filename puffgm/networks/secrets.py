@@ -12,7 +12,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Mapping
 
-from .exceptions import SecretError
+from puffgm.exceptions import SecretError
 
 __all__ = ["SecretSpec"]
 

@@ -31,11 +31,11 @@ distance in M, the family of node X_i is the union of
 
 each filtered by the bound ``max_quilt_states`` on the joint state space of
 X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
-are then refined (:meth:`puffgm.calibration.QuiltSearch.refine`): X_Q is grown
+are then refined (:meth:`puffgm.networks.calibration.QuiltSearch.refine`): X_Q is grown
 greedily from the outside in, one nearby node at a time, choosing the
 addition with the smallest score; the worst node is refined until the worst
 node is one already refined (unless a quick branch and bound,
-:mod:`puffgm.quilt_search`, has certified the structured quilts optimal).
+:mod:`puffgm.networks.quilt_search`, has certified the structured quilts optimal).
 Separation in M implies
 d-separation, and every candidate's remote set is recomputed exactly by
 d-separation, so every candidate is a valid quilt.
@@ -47,7 +47,7 @@ import math
 from dataclasses import dataclass
 from itertools import combinations
 
-from .exceptions import QuiltError
+from puffgm.exceptions import QuiltError
 
 __all__ = [
     "MarkovQuilt",

@@ -1,7 +1,7 @@
 """Calibrating many prior classes at once: locally with joblib, or on a Dask cluster.
 
 Each prior class Theta is calibrated independently (Song, Wang and Chaudhuri,
-Algorithm 2 for Bayesian networks through :func:`puffgm.calibration.calibrate`;
+Algorithm 2 for Bayesian networks through :func:`puffgm.networks.calibration.calibrate`;
 Algorithms 3/4 and the baselines for Markov chains through
 :mod:`puffgm.chains`), so a list of classes -- a parameter grid, a sweep over
 fitted networks, a family of what-if priors -- is embarrassingly parallel.
@@ -18,7 +18,7 @@ objects as given (pickled: ``ChainPriorClass``, ``NetworkPrior``,
 ``PriorClass`` and pgmpy models are shipped whole; strings -- file paths and
 ``"example:NAME"`` -- are shipped as strings and loaded *on the worker*, so a
 path must exist there), epsilon, L, the method and the options; the
-:class:`~puffgm.results.CalibrationResult` objects come back.
+:class:`~puffgm.core.results.CalibrationResult` objects come back.
 
 Determinism.  A calibration draws no randomness and the chunking does not
 change what any one calibration computes, so the results are those of calling
@@ -36,14 +36,14 @@ from __future__ import annotations
 import math
 import os
 
-from ._validation import check_positive_finite, check_positive_int
-from .exceptions import ParameterError
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import ParameterError
 
 __all__ = ["calibrate_many", "CHAIN_METHODS", "NETWORK_METHODS"]
 
 #: Methods for Markov-chain classes (``puffgm.chains``).
 CHAIN_METHODS = ("exact", "approx", "groupdp", "gk16")
-#: Methods for Bayesian-network classes (``puffgm.calibration.calibrate``).
+#: Methods for Bayesian-network classes (``puffgm.networks.calibration.calibrate``).
 NETWORK_METHODS = ("exact",)
 #: Options understood by the chain road (MQMExact / MQMApprox constructors).
 _CHAIN_OPTIONS = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
@@ -54,7 +54,7 @@ _CHUNKS_PER_WORKER = 4
 
 
 def _is_chain(prior) -> bool:
-    from .chains.priors import ChainPrior, ChainPriorClass
+    from puffgm.chains.priors import ChainPrior, ChainPriorClass
 
     return isinstance(prior, (ChainPrior, ChainPriorClass))
 
@@ -63,21 +63,21 @@ def _calibrate_one(prior, epsilon: float, lipschitz: float, method: str, chain_o
                    network_options: dict):
     """One class, exactly as a direct call would calibrate it (runs on the worker)."""
     if _is_chain(prior):
-        from .chains.priors import ChainPrior, ChainPriorClass
+        from puffgm.chains.priors import ChainPrior, ChainPriorClass
 
         cc = ChainPriorClass([prior]) if isinstance(prior, ChainPrior) else prior
         if method == "exact":
-            from .chains.exact import MQMExact
+            from puffgm.chains.exact import MQMExact
 
             return MQMExact(cc, **chain_options).calibrate(epsilon, lipschitz)
         if method == "approx":
-            from .chains.approx import MQMApprox
+            from puffgm.chains.approx import MQMApprox
 
             return MQMApprox(cc, **chain_options).calibrate(epsilon, lipschitz)
-        from .chains.baselines import gk16, group_dp
+        from puffgm.chains.baselines import gk16, group_dp
 
         return group_dp(cc, epsilon, lipschitz) if method == "groupdp" else gk16(cc, epsilon, lipschitz)
-    from .calibration import calibrate
+    from puffgm.networks.calibration import calibrate
 
     return calibrate(prior, epsilon, lipschitz, **network_options)
 
@@ -101,7 +101,7 @@ def _split_options(method: str, kinds: set, options: dict):
             )
         import inspect
 
-        from .calibration import calibrate
+        from puffgm.networks.calibration import calibrate
 
         known = {n for n, p in inspect.signature(calibrate).parameters.items() if p.kind == p.KEYWORD_ONLY}
         unknown = sorted(set(network) - known)
@@ -145,14 +145,14 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
     Each item is one prior class Theta and gets the calibration a direct call
     gives it: Song et al. Algorithm 2 (the Markov Quilt Mechanism,
     sigma_max = max over theta of min over quilts of card(X_N) / (epsilon - e_theta(X_Q | X_i)))
-    for networks via :func:`puffgm.calibration.calibrate`, and MQMExact /
+    for networks via :func:`puffgm.networks.calibration.calibrate`, and MQMExact /
     MQMApprox / GroupDP / GK16 for Markov chains (section 4.4).
 
     Parameters
     ----------
     priors : sequence
         The classes.  A ``ChainPriorClass`` (or one ``ChainPrior``) takes the
-        chain road; anything :func:`puffgm.calibration.calibrate` accepts takes
+        chain road; anything :func:`puffgm.networks.calibration.calibrate` accepts takes
         the network road: a path, ``"example:NAME"``, a pgmpy model, a
         ``NetworkPrior``, a ``PriorClass``, or a list of these (one class).
     epsilon, lipschitz : float
@@ -172,7 +172,7 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
     **options
         Passed on: ``max_length``, ``paper_convention``, ``per_node``, ``mixing``,
         ``mixing_rtol`` (chains, exact), ``use_reversible`` (chains, approx); the keyword options of
-        :func:`puffgm.calibration.calibrate` (``protected``, ``secrets``,
+        :func:`puffgm.networks.calibration.calibrate` (``protected``, ``secrets``,
         ``max_quilt_states``, ...) for networks.
 
     Returns

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 
-from .exceptions import ParameterError
+from puffgm.exceptions import ParameterError
 
 __all__ = ["check_positive_finite", "check_nonnegative_finite", "check_positive_int"]
 

@@ -1,6 +1,6 @@
 """Branch and bound over far sets: a better quilt search with a certified optimality gap.
 
-The far-set form of the optimum (:mod:`puffgm.quilt_bounds`) turns the search
+The far-set form of the optimum (:mod:`puffgm.networks.quilt_bounds`) turns the search
 for the best Markov quilt of X_i into
 
     sigma_i* = min over A ⊆ V \\ {i} of f(A),  f(A) = (n - card(A)) / (epsilon - e(A)),
@@ -13,11 +13,11 @@ A's last element, so every far set is met exactly once.  The subtree of A
 
     B(A) = min over j of (n - card(A) - j) / (epsilon - max(e(A), s_(j)(T)))
 
-(:func:`puffgm.quilt_bounds.far_set_bound`; a j-subset of T holds a node of
+(:func:`puffgm.networks.quilt_bounds.far_set_bound`; a j-subset of T holds a node of
 influence >= the j-th smallest s in T), which is admissible.  The search is
 best first (smallest B first).  Every expanded far set A is turned into a
-real quilt, Q*(A) (:func:`puffgm.quilt_bounds.far_set_quilt`) with its
-remote set recomputed by d-separation (:func:`puffgm.quilts.make_quilt`),
+real quilt, Q*(A) (:func:`puffgm.networks.quilt_bounds.far_set_quilt`) with its
+remote set recomputed by d-separation (:func:`puffgm.networks.quilts.make_quilt`),
 scored exactly, and kept if it beats the incumbent, so the search never
 returns an invalid quilt and never does worse than the incumbent it starts
 from (the structured family's best).  e(A) is computed exactly as
@@ -45,7 +45,7 @@ gap remains, the single-node bounds of the next-worst nodes and of the
 :data:`HUB_NODES` nodes of highest degree in the moral graph are added (the
 hubs' bounds are often the strongest: on pigs 167 against 61 from the worst
 nodes).  With ``certify_budget`` > 0 a processed node whose gap remains goes on
-to the cutting-plane certificate of :mod:`puffgm.quilt_certify`.
+to the cutting-plane certificate of :mod:`puffgm.networks.quilt_certify`.
 """
 
 from __future__ import annotations
@@ -56,9 +56,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ._validation import check_nonnegative_int
-from .quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
-from .quilts import make_quilt
+from puffgm.core.validation import check_nonnegative_int
+from puffgm.networks.quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
+from puffgm.networks.quilts import make_quilt
 
 __all__ = [
     "DEFAULT_SEARCH_BUDGET",
@@ -109,7 +109,7 @@ class NodeCertificate:
     root_bound : float
         The single-node bound (before any branching).
     cutting_planes : GapCertificate or None
-        The record of :func:`puffgm.quilt_certify.certify_node` when it ran after the
+        The record of :func:`puffgm.networks.quilt_certify.certify_node` when it ran after the
         branch and bound (``certify_budget`` > 0 and a gap remained); its bound and
         quilt are already folded into ``lower_bound`` and ``best``.
     """
@@ -129,7 +129,7 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
 
     Parameters
     ----------
-    search : puffgm.calibration.QuiltSearch
+    search : puffgm.networks.calibration.QuiltSearch
         Of a class with one prior (its engine answers the influence queries).
     node : str
     epsilon : float
@@ -234,7 +234,7 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
     far set met gives the quilt Q*(A) with its remote set recomputed by
     d-separation; the best of them competes with ``incumbent`` (ties keep the
     incumbent).  The dive stops when no extension of the current far set can
-    beat the incumbent (the bound of :func:`puffgm.quilt_bounds.far_set_bound`)
+    beat the incumbent (the bound of :func:`puffgm.networks.quilt_bounds.far_set_bound`)
     or after :data:`DIVE_MAX_STEPS` steps; cost: at most ``width`` influence
     queries per step.
     """
@@ -281,7 +281,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
 
     Parameters
     ----------
-    search : puffgm.calibration.QuiltSearch
+    search : puffgm.networks.calibration.QuiltSearch
         Of a class with one prior.
     best : dict
         node -> QuiltChoice, the active quilts found by the structured search.
@@ -297,7 +297,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         At most this many nodes are processed (worst first).
     certify_budget : int
         When > 0, a processed node whose branch and bound leaves a gap is handed to
-        the cutting-plane certificate (:func:`puffgm.quilt_certify.certify_node`)
+        the cutting-plane certificate (:func:`puffgm.networks.quilt_certify.certify_node`)
         with this many exact influence queries; 0 (default) skips it.
     dive : bool
         Run the far-side dive (:func:`far_side_dive`) of each processed node when
@@ -331,7 +331,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         cert = branch_and_bound(search, worst, epsilon, best[worst], budget,
                                 dive_width=DEFAULT_DIVE_WIDTH if budget and dive else 0)
         if certify_budget and not cert.certified:
-            from .quilt_certify import certify_node
+            from puffgm.networks.quilt_certify import certify_node
 
             gap = certify_node(search, worst, epsilon, cert.best, cert.lower_bound, max_queries=certify_budget)
             cert = replace(cert, lower_bound=max(cert.lower_bound, gap.lower_bound), best=gap.best,
@@ -353,7 +353,7 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
     if lower < top:
         # the hubs (highest degree in the moral graph) often hold the strongest single-node
         # bounds, whatever their scores (pigs: 167 from the hubs against 61 from the worst nodes)
-        from .quilts import moral_graph
+        from puffgm.networks.quilts import moral_graph
 
         moral = getattr(search, "_moral", None) or moral_graph(search.dag)
         added = 0

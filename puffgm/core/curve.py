@@ -24,7 +24,7 @@ attaining that node's min.
 Two roads compute the same curve:
 
 * Bayesian-network prior classes go through the quilt finder and exact
-  max-influence (:func:`puffgm.calibration.evaluate_quilts`);
+  max-influence (:func:`puffgm.networks.calibration.evaluate_quilts`);
 * Markov-chain classes (:mod:`puffgm.chains`) go through the chain engineer's
   fast machinery (:func:`puffgm.chains.curve.chain_influence_curve`), which
   handles chains of a million steps.  On chains short enough to unroll into a
@@ -35,21 +35,17 @@ from __future__ import annotations
 
 import hashlib
 import math
-import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
 import numpy as np
 
-from ._validation import check_positive_int
-from .exceptions import ParameterError, PriorError
-from .results import json_float
+from puffgm.core.validation import check_positive_int
+from puffgm.exceptions import ParameterError
+from puffgm.core.results import json_float
 
-__all__ = ["InfluenceCurve", "influence_curve", "curve_from_points", "DEFAULT_CHAIN_MAX_B"]
-
-#: Default largest b for chains (curves of million-step chains are flat long before).
-DEFAULT_CHAIN_MAX_B = 200
+__all__ = ["InfluenceCurve", "curve_from_points", "pointwise_max"]
 
 THEOREM = "Bai-He-Gu-Kifer-Maeng Definition 7 (a(b)-influence) via Markov quilts (Song et al. section 4)"
 
@@ -277,77 +273,7 @@ def curve_from_points(points, n_entries: int, *, method: str = "user", fingerpri
                           method=method, fingerprint=fp, theorem=theorem, notes=notes)
 
 
-# ------------------------------------------------------------------ dispatch
-def _is_chain_class(prior) -> bool:
-    mod = type(prior).__module__ or ""
-    return mod.startswith("puffgm.chains")
-
-
-def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_states: int | None = None,
-                    per_node: bool = False) -> InfluenceCurve:
-    """Compute the a(b)-influence curve of a prior class.
-
-    Parameters
-    ----------
-    prior : PriorClass, Markov-chain class, or anything ``load_prior_class`` accepts
-        Bayesian-network specs (BIF/XMLBIF path, ``"example:NAME"``, pgmpy models)
-        go through the quilt road; chain classes from
-        :func:`puffgm.chains.spec.load_chain_spec` (or a ``*.json`` chain spec path)
-        through the chain road.
-    max_b : int, optional
-        Largest b.  Default: the number of nodes for networks, and
-        ``min(T, DEFAULT_CHAIN_MAX_B)`` for chains.
-    secrets : optional
-        Secret specification passed to the max-influence engine (networks only;
-        default: every value pair of every node, Song et al. section 4).
-    max_quilt_states : int, optional
-        Passed to :func:`puffgm.calibration.evaluate_quilts`.
-    per_node : bool
-        Keep every node's own curve a_i(b) (``curve.node_curve(node)``).
-
-    Returns
-    -------
-    InfluenceCurve
-
-    Examples
-    --------
-    >>> from puffgm.curves import influence_curve
-    >>> c = influence_curve("example:asia")
-    >>> c.a_at(c.n_entries)
-    0.0
-    """
-    if max_b is not None:
-        max_b = check_positive_int(max_b, "max_b", "influence_curve")
-    from .gaussian.networks import gaussian_influence_curve, is_gaussian_prior
-
-    if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
-        return gaussian_influence_curve(prior, max_b, secrets=secrets)
-    if isinstance(prior, str) and prior.lower().endswith(".json"):
-        from .chains.spec import load_chain_spec
-
-        prior = load_chain_spec(prior)
-    # A finite class gets the pointwise max of its members' curves: Pufferfish privacy and
-    # Theorem 6 hold prior by prior, so each prior may use its own best split (never above
-    # the curve of the sup-over-Theta influence, and equal to it for one prior).
-    if _is_chain_class(prior):
-        if secrets is not None:
-            raise ParameterError("Custom secrets are not supported on the chain road of influence_curve.")
-        if len(prior.members) > 1:
-            from .chains.priors import ChainPriorClass
-
-            return _pointwise_max([_chain_curve(ChainPriorClass([m]), max_b) for m in prior.members],
-                                  prior.fingerprint, prior.notes)
-        return _chain_curve(prior, max_b)
-    from .priors import PriorClass, load_prior_class
-
-    theta = load_prior_class(prior)
-    if len(theta.priors) > 1:
-        return _pointwise_max([_network_curve(PriorClass([p]), max_b, secrets, max_quilt_states, False)
-                               for p in theta.priors], theta.fingerprint, theta.notes)
-    return _network_curve(theta, max_b, secrets, max_quilt_states, per_node)
-
-
-def _pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
+def pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
     """a(b) = max over the members' curves, with the witness of the member attaining it."""
     a = np.array([list(c.a) for c in curves], dtype=float)
     top = np.argmax(a, axis=0)  # first of the maxima
@@ -362,100 +288,3 @@ def _pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
                           witnesses=tuple(curves[top[j]].witnesses[j] for j in range(B)),
                           n_entries=first.n_entries, method=first.method, fingerprint=fingerprint,
                           notes=tuple(notes), details=details)
-
-
-def _network_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:
-    from .calibration import QuiltSearch, evaluate_quilts
-    from .secrets import SecretSpec
-
-    t0 = time.perf_counter()
-    n = len(theta.nodes)
-    B = n if max_b is None else min(max_b, n)  # a(n) = 0: points beyond n add nothing
-    spec = secrets if secrets is not None else SecretSpec()
-    if not isinstance(spec, SecretSpec):
-        spec = SecretSpec(protected=spec)
-    args = (theta, spec) if max_quilt_states is None else (theta, spec, max_quilt_states)
-    search = QuiltSearch(*args)  # validated once, reused for every node
-    nodes = tuple(spec.protected_nodes(theta))
-    table = np.full((len(nodes), B), math.inf)
-    wit = [[None] * B for _ in nodes]
-    n_choices = 0
-    for k, node in enumerate(nodes):
-        choices = evaluate_quilts(theta, node, epsilon=None, search=search)
-        n_choices += len(choices)
-        for ch in choices:
-            e = float(ch.max_influence)
-            size = int(ch.n_nearby)
-            if not math.isfinite(e) or size > B:
-                continue
-            # this quilt serves every b >= card(X_N); keep the smallest influence
-            for b in range(size, B + 1):
-                if e < table[k, b - 1]:
-                    table[k, b - 1] = e
-                    wit[k][b - 1] = (node, tuple(ch.quilt))
-        if B >= n and table[k, n - 1] > 0:  # the trivial split H = all, L = {} (a = 0)
-            table[k, n - 1] = 0.0
-            wit[k][n - 1] = (node, ())
-    worst = np.argmax(table, axis=0)
-    a = table[worst, np.arange(B)]
-    witnesses = tuple(wit[worst[j]][j] for j in range(B)) if n else ()
-    details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices,
-               "secrets": spec.canonical(theta), "secrets_description": repr(spec),
-               "quilt_family": search.family}
-    if per_node:
-        details["per_node"] = {node: tuple(table[k].tolist()) for k, node in enumerate(nodes)}
-        details["per_node_witnesses"] = {node: tuple(wit[k]) for k, node in enumerate(nodes)}
-    notes = list(getattr(theta, "notes", ()))
-    if np.isinf(a).any():
-        first = int(np.argmax(np.isfinite(a))) + 1 if np.isfinite(a).any() else None
-        notes.append(
-            "a(b) is inf for b below " + (str(first) if first else str(B + 1))
-            + ": no candidate quilt with that few nearby nodes has a finite max-influence"
-        )
-    return InfluenceCurve(b=range(1, B + 1), a=a.tolist(), witnesses=witnesses, n_entries=n,
-                          method="quilts", fingerprint=theta.fingerprint, notes=tuple(notes), details=details)
-
-
-def _chain_curve(chain_class, max_b) -> InfluenceCurve:
-    from .chains.curve import chain_influence_curve
-
-    t0 = time.perf_counter()
-    T = _chain_length(chain_class)
-    B = max_b if max_b is not None else (min(T, DEFAULT_CHAIN_MAX_B) if T else DEFAULT_CHAIN_MAX_B)
-    if T:
-        B = min(B, T)  # a(T) = 0: points beyond T add nothing
-    bs, avals, wits = chain_influence_curve(chain_class, B)
-    bs = [int(v) for v in bs]
-    avals = [float(v) for v in avals]
-    if bs != list(range(1, len(bs) + 1)):
-        raise PriorError("The chain machinery returned b values other than 1..B.")
-    wits = list(wits) if wits is not None else [None] * len(bs)
-    norm = []
-    for w in wits:
-        if w is None:
-            norm.append(None)
-        elif isinstance(w, Mapping):
-            norm.append((w.get("node"), tuple(w.get("quilt", ()))))
-        else:
-            w = tuple(w)
-            q = w[1] if len(w) > 1 else ()
-            if q is None:  # no quilt of that size has finite influence
-                norm.append(None)
-                continue
-            norm.append((w[0], tuple(q) if not isinstance(q, str) else q))
-    if T and len(avals) >= T:
-        avals[T - 1] = 0.0  # trivial split
-    fp = getattr(chain_class, "fingerprint", None)
-    if callable(fp):
-        fp = fp()
-    return InfluenceCurve(b=bs, a=avals, witnesses=norm, n_entries=T or len(bs) + 1, method="chain",
-                          fingerprint=str(fp), details={"seconds": time.perf_counter() - t0},
-                          notes=tuple(getattr(chain_class, "notes", ()) or ()))
-
-
-def _chain_length(chain_class) -> int | None:
-    for attr in ("length", "T", "n", "n_nodes"):
-        v = getattr(chain_class, attr, None)
-        if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-            return int(v)
-    return None

@@ -73,7 +73,7 @@ def _dumps(obj) -> str:
 
 
 def run(args) -> str:
-    from ..exceptions import ParameterError
+    from puffgm.exceptions import ParameterError
 
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
         raise ParameterError(f"The 'epsilon' parameter of puffgm audit must be a finite number > 0. Got {args.epsilon!r} instead.")
@@ -96,7 +96,7 @@ def run(args) -> str:
 
 
 def _run_cases(args) -> str:
-    from ..framework.paper_numbers import compute_case
+    from puffgm.framework.paper_numbers import compute_case
 
     names = CASE_NAMES if args.case == "all" else (args.case,)
     results = [compute_case(n, args.epsilon) for n in names]
@@ -169,7 +169,7 @@ def _numeric(v, idx):
 def _query(spec_q, inst):
     import numpy as np
 
-    from ..exceptions import ParameterError
+    from puffgm.exceptions import ParameterError
 
     if spec_q is None or spec_q == "sum":
         idx = {n: {s: i for i, s in enumerate(inst.states[n])} for n in inst.nodes}
@@ -187,8 +187,8 @@ def _query(spec_q, inst):
 
 
 def _secret(d):
-    from ..exceptions import SecretError
-    from ..framework import Secret
+    from puffgm.exceptions import SecretError
+    from puffgm.framework import Secret
 
     if not isinstance(d, dict) or "node" not in d:
         raise SecretError(f"A secret must be an object with a 'node' key; got {d!r}.")
@@ -204,14 +204,14 @@ def _secret(d):
 def _load_priors(entries, base):
     import numpy as np
 
-    from ..exceptions import PriorError
+    from puffgm.exceptions import PriorError
 
     out = []
     for e in entries:
         if isinstance(e, dict) and "table" in e:
             out.append(np.asarray(e["table"], dtype=float))
         elif isinstance(e, dict) and "network" in e:
-            from ..priors import load_network
+            from puffgm.networks.priors import load_network
 
             path = e["network"]
             if not path.startswith("example:") and not os.path.isabs(path):
@@ -223,9 +223,9 @@ def _load_priors(entries, base):
 
 
 def _audit(inst, mech: dict):
-    from ..exceptions import ParameterError
-    from ..framework import audit_composition, audit_exponential, audit_finite, audit_laplace
-    from ..framework.wasserstein import calibrate_wasserstein
+    from puffgm.exceptions import ParameterError
+    from puffgm.framework import audit_composition, audit_exponential, audit_finite, audit_laplace
+    from puffgm.framework.wasserstein import calibrate_wasserstein
 
     kind = mech.get("type", "laplace")
     if kind == "laplace":
@@ -253,8 +253,8 @@ def _audit(inst, mech: dict):
 
 
 def _run_spec(args) -> str:
-    from ..exceptions import ParameterError
-    from ..framework import Instantiation
+    from puffgm.exceptions import ParameterError
+    from puffgm.framework import Instantiation
 
     try:
         with open(args.spec, encoding="utf-8") as fh:
@@ -286,10 +286,10 @@ def _run_spec(args) -> str:
 
 
 def _run_network(args) -> str:
-    from ..exceptions import ParameterError
-    from ..framework import Instantiation, audit_laplace
-    from ..framework.wasserstein import calibrate_wasserstein
-    from ..priors import load_network
+    from puffgm.exceptions import ParameterError
+    from puffgm.framework import Instantiation, audit_laplace
+    from puffgm.framework.wasserstein import calibrate_wasserstein
+    from puffgm.networks.priors import load_network
 
     net = load_network(args.spec)
     protect = None if not args.protect else [s.strip() for s in args.protect.split(",") if s.strip()]

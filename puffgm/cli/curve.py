@@ -47,9 +47,9 @@ def compute_curves(args, *, members: bool = False) -> list:
     or one per PRIOR with ``args.each``.  ``members=True`` (pooled mode, several
     PRIORs) appends each member's own curve after the class curve, for plots.
     """
-    from .._validation import check_positive_int
-    from ..curves import influence_curve
-    from ..exceptions import ParameterError
+    from puffgm.core.validation import check_positive_int
+    from puffgm.api import influence_curve
+    from puffgm.exceptions import ParameterError
 
     if args.max_b is not None:
         check_positive_int(args.max_b, "max-b", "puffgm " + getattr(args, "command", "curve"))
@@ -66,11 +66,11 @@ def compute_curves(args, *, members: bool = False) -> list:
         )
     secrets = None
     if args.protect is not None:
-        from ..secrets import SecretSpec
+        from puffgm.networks.secrets import SecretSpec
 
         secrets = SecretSpec(protected=[s.strip() for s in args.protect.split(",") if s.strip()])
 
-    from ..gaussian.cli_support import gaussian_curve, gaussian_specs
+    from puffgm.gaussian.cli_support import gaussian_curve, gaussian_specs
 
     def one(spec_list):
         if gaussian_specs(spec_list):
@@ -78,8 +78,8 @@ def compute_curves(args, *, members: bool = False) -> list:
         if spec_list[0].lower().endswith(".json"):
             if secrets is not None or args.max_quilt_states is not None:
                 raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")
-            from ..chains.priors import ChainPriorClass
-            from ..chains.spec import load_chain_spec
+            from puffgm.chains.priors import ChainPriorClass
+            from puffgm.chains.spec import load_chain_spec
 
             classes = [load_chain_spec(p) for p in spec_list]
             if any(not isinstance(c, ChainPriorClass) for c in classes):
@@ -87,7 +87,7 @@ def compute_curves(args, *, members: bool = False) -> list:
                                      "calibrate it with 'puffgm calibrate' instead.")
             cc = classes[0] if len(classes) == 1 else ChainPriorClass(m for c in classes for m in c.members)
             return influence_curve(cc, args.max_b)
-        from ..priors import load_prior_class
+        from puffgm.networks.priors import load_prior_class
 
         theta = load_prior_class(list(spec_list))
         return influence_curve(theta, args.max_b, secrets=secrets, max_quilt_states=args.max_quilt_states)
@@ -106,7 +106,7 @@ def plot_curves(curves, path: str, *, pooled: bool = False) -> None:
     ``pooled``: ``curves[0]`` is the class curve (drawn bold) and the rest are its
     members' own curves (drawn dashed); otherwise one line per prior.
     """
-    from ..exceptions import ParameterError
+    from puffgm.exceptions import ParameterError
 
     try:
         import matplotlib

@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._validation import check_positive_finite
-from .exceptions import NotApplicableError, ParameterError
-from .results import json_float
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.core.results import json_float
 
 __all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate"]
 
@@ -129,11 +129,11 @@ def _j(x):
 
 
 def _as_curve(curve):
-    from .curves import InfluenceCurve
+    from puffgm.core.curve import InfluenceCurve
 
     if not isinstance(curve, InfluenceCurve):
         raise ParameterError(
-            "The 'curve' parameter must be an InfluenceCurve (see puffgm.curves.influence_curve "
+            "The 'curve' parameter must be an InfluenceCurve (see puffgm.influence_curve "
             f"or curve_from_points). Got {type(curve).__name__} instead."
         )
     return curve

@@ -1,6 +1,6 @@
 """Closing the optimality gap: a cutting-plane certificate from the exact influences of small sets.
 
-The far-set form of the optimum (:mod:`puffgm.quilt_bounds`),
+The far-set form of the optimum (:mod:`puffgm.networks.quilt_bounds`),
 
     sigma_i* = min over A ⊆ V \\ {i} of f(A),  f(A) = (n - card(A)) / (epsilon - e(A)),
 
@@ -36,13 +36,13 @@ the check jumps from k to M(tau_k) and needs few programs.
 set no known cut forbids) is *separated*: starting from A's node of largest
 single influence, the node of A with the largest known pairwise influence
 with the current set S is added and e(S) computed exactly (through
-Q*(S), :func:`puffgm.quilt_bounds.far_set_quilt`, when it has at most
+Q*(S), :func:`puffgm.networks.quilt_bounds.far_set_quilt`, when it has at most
 ``max_quilt_states`` joint states) until e(S) >= tau_k; S then joins K as a
 new cut (after dropping the nodes it does not need, which makes the cut
 forbid more far sets).  If no cut of at most :data:`MAX_CUT_SIZE` nodes is
 found, the target fails (the bisection moves down).  Every set S evaluated on the way is itself a far set
 with exact score f(S): if it beats the incumbent, the quilt Q*(S) with its
-remote set recomputed by d-separation (:func:`puffgm.quilts.make_quilt`) and
+remote set recomputed by d-separation (:func:`puffgm.networks.quilts.make_quilt`) and
 scored exactly becomes the new incumbent, so the search also finds better
 quilts and never returns an invalid one.  If S grows to the whole of A below
 tau_k, then f(A) < t and t is not certifiable.
@@ -55,7 +55,7 @@ that fails (or runs out of budget) lowers the upper end of the bisection
 only.  The
 returned lower bound is the largest certified t, hence sound whatever the
 budget.  Every influence entering a cut is lowered by
-:data:`puffgm.quilt_bounds.INFLUENCE_SLACK`.
+:data:`puffgm.networks.quilt_bounds.INFLUENCE_SLACK`.
 
 Cost: the pairs (all pairs of nodes with single influence below epsilon,
 when at most half the query budget) and the lazy cuts are exact influence
@@ -75,8 +75,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_nonnegative_int
-from .quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
+from puffgm.core.validation import check_nonnegative_int
+from puffgm.networks.quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
 
 __all__ = [
     "DEFAULT_CERTIFY_QUERIES",
@@ -321,7 +321,7 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
 
     Parameters
     ----------
-    search : puffgm.calibration.QuiltSearch
+    search : puffgm.networks.calibration.QuiltSearch
         Of a class with one prior (its engine answers the influence queries).
     node : str
     epsilon : float
@@ -344,16 +344,16 @@ def certify_node(search, node, epsilon: float, incumbent, lower: float = 0.0, *,
 
     Examples
     --------
-    >>> from puffgm.calibration import QuiltSearch
-    >>> from puffgm.priors import load_prior_class
-    >>> from puffgm.quilts import make_quilt
+    >>> from puffgm.networks.calibration import QuiltSearch
+    >>> from puffgm.networks.priors import load_prior_class
+    >>> from puffgm.networks.quilts import make_quilt
     >>> search = QuiltSearch(load_prior_class("example:asia"), exhaustive=False)
     >>> start = search.choice(make_quilt(search.dag, "either", ()), 1.0)   # the trivial quilt
     >>> cert = certify_node(search, "either", 1.0, start)
     >>> cert.certified and cert.lower_bound <= cert.best.score <= start.score
     True
     """
-    from .quilts import make_quilt
+    from puffgm.networks.quilts import make_quilt
 
     import time
 

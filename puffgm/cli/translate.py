@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from .curve import add_prior_arguments, compute_curves
+from puffgm.cli.curve import add_prior_arguments, compute_curves
 
 
 def _number(text: str) -> float:
@@ -34,8 +34,8 @@ def register(p) -> None:
 
 
 def run(args) -> str:
-    from .._validation import check_positive_finite
-    from ..translation import dp_epsilon, puffer_epsilon
+    from puffgm.core.validation import check_positive_finite
+    from puffgm.mechanisms.translation import dp_epsilon, puffer_epsilon
 
     if args.epsilon_puffer is not None:
         eps = check_positive_finite(args.epsilon_puffer, "epsilon-puffer", "puffgm translate")

@@ -23,7 +23,7 @@ privacy is a condition for each theta separately, and the proofs of Theorems
 so this is valid; it is never above min over quilts of the score with the
 sup-over-Theta influence of Definition 4.1, and equal to it for one prior.
 
-The quilt search is described in :mod:`puffgm.quilts`: exhaustive on small
+The quilt search is described in :mod:`puffgm.networks.quilts`: exhaustive on small
 networks (so sigma_max is optimal over all quilts), a structured family
 bounded by ``max_quilt_states`` on larger ones.  Within a node the candidates
 are scanned by increasing card(X_N) and the scan stops once card(X_N) /
@@ -39,12 +39,12 @@ from dataclasses import replace
 from itertools import combinations
 from typing import Iterable
 
-from ._validation import check_positive_finite, check_positive_int
-from .exceptions import InferenceLimitError, ParameterError, TimeLimitError
-from .inference import DEFAULT_MAX_TABLE_ENTRIES
-from .influence import InfluenceEngine
-from .priors import PriorClass, load_prior_class
-from .quilts import (
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import InferenceLimitError, ParameterError, TimeLimitError
+from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
+from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.quilts import (
     DEFAULT_MAX_QUILT_STATES,
     DSeparationIndex,
     MarkovQuilt,
@@ -53,10 +53,10 @@ from .quilts import (
     moral_graph,
     use_exhaustive,
 )
-from .results import CalibrationResult, QuiltChoice
-from .secrets import SecretSpec
-from .quilt_certify import check_certify_budget
-from .quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
+from puffgm.core.results import CalibrationResult, QuiltChoice
+from puffgm.networks.secrets import SecretSpec
+from puffgm.networks.quilt_certify import check_certify_budget
+from puffgm.networks.quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
 
 __all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 
@@ -132,10 +132,10 @@ class QuiltSearch:
         Bound on the joint state space of a candidate quilt (structured family only).
     exhaustive : bool or None
         Force (True) or forbid (False) the exhaustive search; None decides by size
-        (:func:`puffgm.quilts.use_exhaustive`).
+        (:func:`puffgm.networks.quilts.use_exhaustive`).
     max_table_entries : int, optional
         Largest table exact inference may build (default
-        :data:`puffgm.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
+        :data:`puffgm.networks.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
         active quilt, a candidate whose inference would need more is skipped
         (counted in :attr:`skipped`); the trivial quilt needs none.
     """
@@ -423,7 +423,7 @@ class QuiltSearch:
 
 
 def candidate_quilts(prior, node, *, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None):
-    """The candidate Markov quilts of ``node`` (see :mod:`puffgm.quilts`)."""
+    """The candidate Markov quilts of ``node`` (see :mod:`puffgm.networks.quilts`)."""
     pc = load_prior_class(prior)
     if node not in pc.states:
         raise ParameterError(f"{node!r} is not a node of the prior.")
@@ -565,7 +565,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
 
 def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
                  bar=None, clock=None, budget: int = DEFAULT_SEARCH_BUDGET, certify_budget: int = 0):
-    """Active quilt of every node under one prior, improved and bounded (puffgm.quilt_search).
+    """Active quilt of every node under one prior, improved and bounded (puffgm.networks.quilt_search).
 
     1. The structured search gives every node's active quilt (a time limit reached
        here refuses: some node has no quilt yet).
@@ -580,7 +580,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
        keeps the better of this quilt and the quick search's, and the lower bound is the
        larger of the two certified ones (each is a lower bound on max_i sigma_i*).  With
        ``certify_budget`` > 0 the worst nodes left uncertified then get the cutting-plane
-       certificate (:mod:`puffgm.quilt_certify`).
+       certificate (:mod:`puffgm.networks.quilt_certify`).
 
     Steps 2 and 3 only improve quilts that are valid already, so a time limit reached
     there (:class:`~puffgm.exceptions.TimeLimitError` from the engine's deadline check)
@@ -676,9 +676,9 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         Force or forbid the exhaustive quilt search (default: by network size).
     search_budget : int
         Branch-and-bound expansions per processed node on large networks
-        (:mod:`puffgm.quilt_search`, default 300): the worst nodes' quilts are
+        (:mod:`puffgm.networks.quilt_search`, default 300): the worst nodes' quilts are
         improved and ``sigma_lower_bound`` is certified; 0 keeps the structured
-        search alone and gives the single-node bound (:mod:`puffgm.quilt_bounds`).
+        search alone and gives the single-node bound (:mod:`puffgm.networks.quilt_bounds`).
     max_table_entries : int, optional
         Largest table exact inference may build (default 2**25 entries, 256 MiB).
         A candidate quilt that needs more is skipped (counted in
@@ -705,7 +705,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         ``details["time_limit_reached"]`` True.
     certify_budget : int
         When > 0, a worst node whose branch and bound leaves an optimality gap gets
-        the cutting-plane certificate of :mod:`puffgm.quilt_certify` (exact
+        the cutting-plane certificate of :mod:`puffgm.networks.quilt_certify` (exact
         influences of pairs and small sets, 0-1 programs by HiGHS) with this many
         influence queries: a higher ``sigma_lower_bound`` and possibly better
         quilts, at a cost of seconds to minutes.  0 (default) skips it.
@@ -724,7 +724,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     >>> res.scale <= res.groupdp_sigma
     True
     """
-    from .gaussian.networks import gaussian_calibrate, is_gaussian_prior
+    from puffgm.gaussian.networks import gaussian_calibrate, is_gaussian_prior
 
     if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
         return gaussian_calibrate(prior, epsilon, lipschitz, protected=protected, secrets=secrets)
@@ -756,8 +756,8 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         family = search.family
         try:
             # structured search, then branch-and-bound improvement of the worst nodes with a certified
-            # lower bound (puffgm.quilt_search), refinement of the worst nodes left uncertified and,
-            # with certify_budget, the cutting-plane certificate (puffgm.quilt_certify)
+            # lower bound (puffgm.networks.quilt_search), refinement of the worst nodes left uncertified and,
+            # with certify_budget, the cutting-plane certificate (puffgm.networks.quilt_certify)
             mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock,
                                                      search_budget, certify_budget)
             stopped = stopped or cut

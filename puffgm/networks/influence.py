@@ -6,7 +6,7 @@ Song, Wang and Chaudhuri, Definition 4.1:
                          log P(X_A = x_A | X_i = a, theta) / P(X_A = x_A | X_i = b, theta).
 
 Computed from the exact joint log P(X_A, X_i) (log-space variable elimination
-on the ancestral set, :mod:`puffgm.inference`):
+on the ancestral set, :mod:`puffgm.networks.inference`):
 log P(x_A | a) = log P(x_A, a) - log P(a).  Zeros are handled exactly:
 
 * a value a with P(X_i = a | theta) = 0 is not a secret under theta (the
@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .inference import DEFAULT_MAX_TABLE_ENTRIES, LogVariableElimination
-from .secrets import SecretSpec
+from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, LogVariableElimination
+from puffgm.networks.secrets import SecretSpec
 
 __all__ = ["Influence", "InfluenceEngine", "max_divergence_rows"]
 
@@ -96,7 +96,7 @@ def _max_ratio_rows(joint: np.ndarray):
     and the largest is not, columns impossible under every value skipped.  The log is
     monotone, so the column is chosen on the ratio hi / lo and one logarithm is taken
     (hi <= 1 and every positive lo >= 1e-280 / card(X_Q), the underflow guard of
-    :meth:`~puffgm.inference.LogVariableElimination.scaled_marginal`, so the ratio
+    :meth:`~puffgm.networks.inference.LogVariableElimination.scaled_marginal`, so the ratio
     cannot overflow).  Returns (value, a, b, flat column), a and b as row indices of
     ``joint``.
     """
@@ -133,7 +133,7 @@ class InfluenceEngine:
 
     Examples
     --------
-    >>> from puffgm.priors import load_prior_class
+    >>> from puffgm.networks.priors import load_prior_class
     >>> eng = InfluenceEngine(load_prior_class("example:asia"))
     >>> eng.max_influence("smoke", ()).value
     0.0

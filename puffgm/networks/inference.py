@@ -37,7 +37,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .exceptions import InferenceLimitError
+from puffgm.exceptions import InferenceLimitError
 
 __all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIES"]
 
@@ -139,7 +139,7 @@ _LOG_FLOOR = math.log(1e-280)
 
 
 class LogVariableElimination:
-    """Exact log-marginals of one :class:`~puffgm.priors.NetworkPrior`.
+    """Exact log-marginals of one :class:`~puffgm.networks.priors.NetworkPrior`.
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ class LogVariableElimination:
 
     Examples
     --------
-    >>> from puffgm.priors import load_network
+    >>> from puffgm.networks.priors import load_network
     >>> ve = LogVariableElimination(load_network("example:asia"))
     >>> t = ve.log_marginal(("smoke", "lung"))
     >>> round(float(np.exp(t).sum()), 12)

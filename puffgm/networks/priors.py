@@ -36,7 +36,7 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from .exceptions import PriorError
+from puffgm.exceptions import PriorError
 
 __all__ = [
     "NetworkPrior",

@@ -41,7 +41,7 @@ def register(p) -> None:
 
 
 def _load(text: str, what: str):
-    from ..blowfish.policy import PolicyError
+    from puffgm.blowfish.policy import PolicyError
 
     if text.startswith("@"):
         path = pathlib.Path(text[1:])
@@ -55,7 +55,7 @@ def _load(text: str, what: str):
 
 
 def _query(spec, policy):
-    from ..blowfish.policy import PolicyError
+    from puffgm.blowfish.policy import PolicyError
 
     if not isinstance(spec, dict) or spec.get("kind") not in _KINDS:
         raise PolicyError(f"The query needs a 'kind' among {', '.join(_KINDS)}.")
@@ -74,7 +74,7 @@ def _query(spec, policy):
 
 
 def _sensitivity(policy, kind, part, values, method, n):
-    from ..blowfish import sensitivity as S
+    from puffgm.blowfish import sensitivity as S
 
     if method == "auto":
         method = "closed" if policy.unconstrained else "enumerate"
@@ -94,8 +94,8 @@ def _sensitivity(policy, kind, part, values, method, n):
 
 
 def run(args) -> str:
-    from .._validation import check_positive_finite
-    from ..blowfish.policy import PolicyError, policy_from_dict
+    from puffgm.core.validation import check_positive_finite
+    from puffgm.blowfish.policy import PolicyError, policy_from_dict
 
     policy = policy_from_dict(_load(args.policy, "policy"))
     qspec = _load(args.query, "query")
@@ -112,14 +112,14 @@ def run(args) -> str:
     if not isinstance(data, list) or not data:
         raise PolicyError("The data must be a non-empty JSON list of domain values.")
     data = [tuple(v) if isinstance(v, list) else v for v in data]
-    from ..blowfish import mechanisms as M
-    from ..blowfish import ordered as O
+    from puffgm.blowfish import mechanisms as M
+    from puffgm.blowfish import ordered as O
 
     if not policy.unconstrained:
         if kind not in ("histogram", "linear", "cumulative"):
             raise PolicyError("Under count constraints only histogram, linear and cumulative queries are released.")
         s = _sensitivity(policy, kind, part, values, "enumerate", None)
-        from ..blowfish.sensitivity import cumulative_query, histogram_query, linear_query
+        from puffgm.blowfish.sensitivity import cumulative_query, histogram_query, linear_query
 
         f = {"histogram": lambda: histogram_query(policy, part), "linear": lambda: linear_query(policy, values),
              "cumulative": lambda: cumulative_query(policy)}[kind]()

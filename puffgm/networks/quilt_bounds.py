@@ -11,7 +11,7 @@ remote set R(Q) (every node d-separated from X_i by Q).  A smaller remote
 set only enlarges X_N at the same influence, so sigma_i* is also the optimum
 over every Markov quilt of Definition 4.2 whose independence is certified by
 the graph (d-separation).  Everything below holds for one prior theta; for a
-finite class puffgm takes the max over theta (see :mod:`puffgm.calibration`),
+finite class puffgm takes the max over theta (see :mod:`puffgm.networks.calibration`),
 and so does the bound.
 
 Far sets
@@ -54,7 +54,7 @@ card k contains a node of influence >= s_(k), so by Lemma 1 e(A) >= s_(k):
 It costs n - 1 small influence queries (none for nodes d-separated from X_i
 by the empty set, whose influence is 0) and is often close: on ALARM at
 epsilon = 1 it gives 31.37 for the worst node CO, whose best structured
-quilt scores 32.59.  :mod:`puffgm.quilt_search` refines it by branch and
+quilt scores 32.59.  :mod:`puffgm.networks.quilt_search` refines it by branch and
 bound until it meets the best quilt found.
 
 **Separator reduction.**  The influence of a large far set is computed on a
@@ -78,7 +78,7 @@ import math
 
 import numpy as np
 
-from .quilts import remote_nodes
+from puffgm.networks.quilts import remote_nodes
 
 __all__ = [
     "INFLUENCE_SLACK",
@@ -221,8 +221,8 @@ def single_node_bound(engine, node, epsilon: float) -> float:
 
     Examples
     --------
-    >>> from puffgm.priors import load_prior_class
-    >>> from puffgm.influence import InfluenceEngine
+    >>> from puffgm.networks.priors import load_prior_class
+    >>> from puffgm.networks.influence import InfluenceEngine
     >>> eng = InfluenceEngine(load_prior_class("example:asia"))
     >>> round(single_node_bound(eng, "either", 4.0), 4) <= 2.0
     True
@@ -245,7 +245,7 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
 
     Parameters
     ----------
-    prior : anything :func:`puffgm.priors.load_prior_class` accepts
+    prior : anything :func:`puffgm.networks.priors.load_prior_class` accepts
     epsilon : float
     secrets : SecretSpec, optional
     protected : iterable of str, optional
@@ -260,15 +260,15 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
     Examples
     --------
     >>> bound, node = network_lower_bound("example:asia", 4.0)
-    >>> from puffgm.calibration import calibrate
+    >>> from puffgm.networks.calibration import calibrate
     >>> bound <= calibrate("example:asia", 4.0).sigma_max
     True
     """
-    from ._validation import check_positive_finite, check_positive_int
-    from .calibration import resolve_secrets
-    from .influence import InfluenceEngine
-    from .priors import PriorClass, load_prior_class
-    from .quilts import moral_graph
+    from puffgm.core.validation import check_positive_finite, check_positive_int
+    from puffgm.networks.calibration import resolve_secrets
+    from puffgm.networks.influence import InfluenceEngine
+    from puffgm.networks.priors import PriorClass, load_prior_class
+    from puffgm.networks.quilts import moral_graph
 
     epsilon = check_positive_finite(epsilon, "epsilon", "network_lower_bound")
     secrets = resolve_secrets(secrets, protected, "network_lower_bound")

@@ -130,7 +130,7 @@ class CalibrationResult:
     sigma_lower_bound : float
         A certified lower bound on the best sigma_max any choice of Markov
         quilts could give (max over protected nodes, and over the priors of a
-        finite class, of each one's bound; :mod:`puffgm.quilt_bounds`), ``nan``
+        finite class, of each one's bound; :mod:`puffgm.networks.quilt_bounds`), ``nan``
         when the calibration road does not compute one.
     """
 

@@ -1,6 +1,6 @@
 """The ``puffgm`` command line.
 
-Subcommands live in :mod:`puffgm._cli` (one module each, imported lazily so that
+Subcommands live in :mod:`puffgm.cli` (one module each, imported lazily so that
 ``puffgm --help`` and the chain paths never import pgmpy).  Every error a
 subcommand raises on purpose becomes one line on stderr and exit code 2.
 """
@@ -13,7 +13,7 @@ import sys
 
 __all__ = ["main"]
 
-#: (subcommand, module under puffgm._cli, one-line help)
+#: (subcommand, module under puffgm.cli, one-line help)
 COMMANDS = (
     ("calibrate", "calibrate", "calibrate a Markov Quilt Mechanism for a prior class"),
     ("curve", "curve", "derive the a(b)-influence curve of a prior class"),
@@ -40,9 +40,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     for name, module, help_text in COMMANDS:
         try:
-            mod = importlib.import_module(f"puffgm._cli.{module}")
+            mod = importlib.import_module(f"puffgm.cli.{module}")
         except ModuleNotFoundError as exc:  # a subcommand not shipped in this build
-            if exc.name == f"puffgm._cli.{module}":
+            if exc.name == f"puffgm.cli.{module}":
                 continue
             raise
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``puffgm`` command; returns the process exit code."""
-    from .exceptions import PuffgmError
+    from puffgm.exceptions import PuffgmError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -1,0 +1,10 @@
+"""Bayesian-network priors: loading and validation, quilts, max-influence, calibration, curves.
+
+The data flow, one module per stage::
+
+    priors (load, validate)  ->  secrets  ->  quilts (d-separation)  ->  inference, influence
+        ->  quilt_search, quilt_bounds, quilt_certify  ->  calibration  ->  curve
+
+(Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data",
+SIGMOD 2017, arXiv:1603.03977, sections 4.1-4.3.)
+"""
