@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, calibrate_many
+from puffgm import calibrate_many
+from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
 from puffgm.chains.data import discretise, load_real_series
 
 
@@ -91,7 +92,7 @@ def main():
     classes = [ChainPriorClass.from_matrices([[p0, 1 - p0], [1 - p1, p1]], "any", 100) for p0 in grid for p1 in grid]
     for jobs in (1, 2):
         t0 = time.perf_counter()
-        out = calibrate_many(classes, 1.0, method="exact", n_jobs=jobs, per_node=False)
+        out = calibrate_many(classes, epsilon=1.0, method="exact", n_jobs=jobs, per_node=False)
         t = time.perf_counter() - t0
         res[f"binary_grid_T100_any_exact_{jobs}core"] = {
             "seconds_total": t, "chains": len(classes), "seconds_per_chain": t / len(classes),

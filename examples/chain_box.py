@@ -10,7 +10,8 @@ Run: python examples/chain_box.py
 
 import numpy as np
 
-from puffgm.chains import ChainParameterBox, MQMApprox, MQMExact, gk16, group_dp, release_chain
+from puffgm.chains import ChainParameterBox, MQMApprox, MQMExact, gk16, group_dp
+from puffgm.mechanisms.laplace import release_laplace
 
 
 def main(alpha=0.3, epsilon=1.0, T=100):
@@ -28,7 +29,7 @@ def main(alpha=0.3, epsilon=1.0, T=100):
     for _ in range(T - 1):
         stay = p0 if x[-1] == 0 else p1
         x.append(x[-1] if rng.uniform() < stay else 1 - x[-1])
-    rel = release_chain(float(np.mean(x)), exact)
+    rel = release_laplace(float(np.mean(x)), exact)
     print(f"frequency of state 1: true {np.mean(x):.3f}, released {float(rel.value):.3f} (secure={rel.secure})")
 
 

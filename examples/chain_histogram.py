@@ -13,7 +13,8 @@ Run: python examples/chain_histogram.py
 
 import numpy as np
 
-from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, group_dp, release_chain
+from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, group_dp
+from puffgm.mechanisms.laplace import release_laplace
 from puffgm.chains.data import discretise, load_real_series
 
 
@@ -32,7 +33,7 @@ def main(k=51, epsilon=1.0, draws=20):
         ("GroupDP", group_dp(cc, epsilon, L)),
     ]
     for name, res in results:
-        errs = [np.abs(np.asarray(release_chain(hist, res, random_state=rng).value) - hist).sum()
+        errs = [np.abs(np.asarray(release_laplace(hist, res, random_state=rng).value) - hist).sum()
                 for _ in range(draws)]
         print(f"{name:10s} Laplace scale {res.scale:10.5g}   mean L1 error over {draws} draws {np.mean(errs):10.5g}")
 

@@ -1,9 +1,13 @@
 """puffgm: Pufferfish privacy for correlated data with graphical-model priors.
 
-The package mirrors the data flow, one stage per module::
+A prior class of any kind -- Bayesian networks (:mod:`puffgm.networks`), Markov
+chains and parameter boxes (:mod:`puffgm.chains`), linear-Gaussian networks
+(:mod:`puffgm.gaussian`) -- goes through one road (:mod:`puffgm.api`)::
 
-    priors -> quilts -> influence -> calibration -> curves -> translation
-           -> mechanisms -> accounting          (chains: puffgm.chains; audits: puffgm.framework)
+    prior -> as_prior -> calibrate / influence_curve / translate -> mechanisms -> accounting
+
+(Blowfish policies: :mod:`puffgm.blowfish`; exact audits: :mod:`puffgm.framework`;
+the layers are described in docs/architecture.md.)
 
 The most used names are available here and imported on first use, so
 ``import puffgm`` stays fast and never imports pgmpy:
@@ -19,21 +23,34 @@ from importlib import import_module
 __version__ = "0.1.0"
 
 _LAZY = {
+    # one road for every prior kind (puffgm.api)
+    "as_prior": "puffgm.api",
+    "calibrate": "puffgm.api",
+    "calibrate_many": "puffgm.api",
+    "influence_curve": "puffgm.api",
+    "translate": "puffgm.api",
+    # Bayesian networks
     "load_prior_class": "puffgm.networks.priors",
     "PriorClass": "puffgm.networks.priors",
     "NetworkPrior": "puffgm.networks.priors",
     "SecretSpec": "puffgm.networks.secrets",
-    "calibrate": "puffgm.networks.calibration",
-    "evaluate_quilts": "puffgm.networks.calibration",
-    "InfluenceEngine": "puffgm.networks.influence",
-    "influence_curve": "puffgm.api",
-    "InfluenceCurve": "puffgm.core.curve",
-    "translate": "puffgm.mechanisms.translation",
-    "release_laplace": "puffgm.mechanisms.laplace",
-    "MarkovQuiltLaplace": "puffgm.mechanisms.laplace",
-    "PrivacyAccountant": "puffgm.accounting",
+    # Markov chains and parameter boxes
+    "ChainPrior": "puffgm.chains",
+    "ChainPriorClass": "puffgm.chains",
+    "ChainParameterBox": "puffgm.chains",
+    "load_chain_spec": "puffgm.chains",
+    # linear-Gaussian networks
+    "LinearGaussianPrior": "puffgm.gaussian.networks",
+    "load_gaussian_class": "puffgm.gaussian.networks",
+    # Blowfish policies
+    "Domain": "puffgm.blowfish",
+    "Policy": "puffgm.blowfish",
+    # results, releases, accounting
     "CalibrationResult": "puffgm.core.results",
-    "calibrate_many": "puffgm.api.parallel",
+    "InfluenceCurve": "puffgm.core.curve",
+    "Release": "puffgm.core.release",
+    "release_laplace": "puffgm.mechanisms.laplace",
+    "PrivacyAccountant": "puffgm.accounting",
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]

@@ -8,6 +8,7 @@ message is one sentence naming the offending object.
 
 __all__ = [
     "PuffgmError",
+    "WorkerError",
     "ParameterError",
     "PriorError",
     "SecretError",
@@ -71,3 +72,8 @@ class InferenceLimitError(PuffgmError, ValueError):
 class TimeLimitError(PuffgmError, ValueError):
     """A calibration would run longer than its ``time_limit``; the message gives the projected
     time and the options to change."""
+
+
+class WorkerError(PuffgmError, ValueError):
+    """A calibration inside :func:`puffgm.calibrate_many` failed; the one-line message names the
+    prior (its index in the list and its name) and the cause."""

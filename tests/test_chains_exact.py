@@ -266,11 +266,11 @@ def test_calibrate_many_matches_one_by_one_in_order():
             for q in (0.3, 0.7)]
     serial = [MQMExact(c, per_node=False).calibrate(1.0) for c in grid]
     for jobs in (1, 2):
-        got = calibrate_many(grid, 1.0, n_jobs=jobs, per_node=False)
+        got = calibrate_many(grid, epsilon=1.0, n_jobs=jobs, per_node=False)
         assert [r.sigma_max for r in got] == [r.sigma_max for r in serial]
         assert [r.worst.quilt for r in got] == [r.worst.quilt for r in serial]
     with pytest.raises(ParameterError, match="'method' parameter of calibrate_many"):
-        calibrate_many(grid, 1.0, method="nope")
+        calibrate_many(grid, epsilon=1.0, method="nope")
 
 
 @pytest.mark.parametrize("initial", ["any", "stationary", [0.7, 0.3, 0.0]])

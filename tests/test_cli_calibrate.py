@@ -50,7 +50,7 @@ def test_protect_and_theta(capsys, tmp_path):
     (["calibrate", "example:asia", "--epsilon", "1", "--lipschitz", "-2"], "'lipschitz' parameter"),
     (["calibrate", "example:asia", "example:cancer", "--epsilon", "1"], "does not share the graph"),
     (["calibrate", "example:nosuch", "--epsilon", "1"], "no bundled network named 'nosuch'"),
-    (["calibrate", "example:asia", "--epsilon", "1", "--method", "approx"], "applies to Markov-chain specs"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--method", "approx"], "does not apply to Bayesian-network priors; they take 'exact'"),
     (["calibrate", "example:asia", "--epsilon", "1", "--protect", "nosuch"], "protected node 'nosuch' is not a node"),
     (["calibrate", "example:asia", "--epsilon", "1", "--max-quilt-states", "0"], "'max-quilt-states' parameter"),
     (["calibrate", "example:asia"], "the following arguments are required: --epsilon"),
@@ -79,7 +79,7 @@ def test_help_does_not_import_pgmpy():
 
 
 def test_bundled_network_calibration_does_not_need_pgmpy():
-    code = ("import sys; from puffgm.networks.calibration import calibrate; calibrate('example:asia', 1.0); "
+    code = ("import sys; from puffgm.networks.calibration import calibrate; calibrate('example:asia', epsilon=1.0); "
             "print('pgmpy' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"

@@ -83,7 +83,7 @@ def test_different_curves_and_mixing_with_mqm_refused():
     PufferfishLaplace(CURVE, 1.0).release(1.0, random_state=0, accountant=acc)
     with pytest.raises(CompositionError, match="different prior classes"):
         PufferfishLaplace(other, 1.0).release(1.0, random_state=0, accountant=acc)
-    cal = calibrate("example:cancer", 1.0)
+    cal = calibrate("example:cancer", epsilon=1.0)
     with pytest.raises(CompositionError):
         release_laplace(1.0, cal, accountant=acc, random_state=0)
     assert len(acc.entries) == 1

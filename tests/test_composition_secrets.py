@@ -27,7 +27,7 @@ def sticky(stay=0.97):
 
 def test_why_it_matters_the_joint_loss_on_b_exceeds_the_sum():
     net = sticky()
-    only_a, only_b = calibrate(net, 1.0, protected=["A"]), calibrate(net, 1.0, protected=["B"])
+    only_a, only_b = calibrate(net, epsilon=1.0, protected=["A"]), calibrate(net, epsilon=1.0, protected=["B"])
     inst = Instantiation([net], [(Secret.value("B", "0"), Secret.value("B", "1"))])
     count = lambda x: float(sum(v == "1" for v in x.values()))
     joint = audit_vector_laplace(inst, lambda x: [count(x), count(x)], [only_a.scale, only_b.scale])
@@ -36,16 +36,16 @@ def test_why_it_matters_the_joint_loss_on_b_exceeds_the_sum():
 
 def test_mqm_releases_protecting_different_nodes_do_not_compose():
     net = sticky()
-    only_a, only_b = calibrate(net, 1.0, protected=["A"]), calibrate(net, 1.0, protected=["B"])
+    only_a, only_b = calibrate(net, epsilon=1.0, protected=["A"]), calibrate(net, epsilon=1.0, protected=["B"])
     assert quilt_set_key(only_a) != quilt_set_key(only_b)
     acc = PrivacyAccountant(budget=2.0)
     release_laplace(1.0, only_a, accountant=acc, random_state=0)
     with pytest.raises(CompositionError, match="different instantiations or quilt sets"):
         release_laplace(1.0, only_b, accountant=acc, random_state=1)
     # the same secrets written two ways are one instantiation
-    assert quilt_set_key(calibrate(net, 1.0)) == quilt_set_key(calibrate(net, 1.0, protected=list("ABCD")))
-    pairs = calibrate(net, 1.0, secrets=SecretSpec(pairs={"A": [("0", "1")]}))
-    assert quilt_set_key(pairs) == quilt_set_key(calibrate(net, 1.0))
+    assert quilt_set_key(calibrate(net, epsilon=1.0)) == quilt_set_key(calibrate(net, epsilon=1.0, protected=list("ABCD")))
+    pairs = calibrate(net, epsilon=1.0, secrets=SecretSpec(pairs={"A": [("0", "1")]}))
+    assert quilt_set_key(pairs) == quilt_set_key(calibrate(net, epsilon=1.0))
 
 
 def test_curve_releases_protecting_different_nodes_do_not_compose():

@@ -122,7 +122,7 @@ def test_public_api_and_class_checks():
     from puffgm.mechanisms.translation import translate
 
     p = load_linear_gaussian(CHAIN)
-    res = puffgm.calibrate(p, 30.0)
+    res = puffgm.calibrate(p, epsilon=30.0)
     assert res.method == "mqm-gaussian"
     c = influence_curve(p)
     assert c.a[-1] == 0.0 and all(x >= y for x, y in zip(c.a, c.a[1:]))
@@ -199,14 +199,14 @@ def test_pgmpy_models_and_classes_through_the_public_api():
     p = load_linear_gaussian(CHAIN)
     model = p.to_pgmpy()
     with pytest.raises(ParameterError, match="needs 'bounds' and 'delta'"):
-        puffgm.calibrate(model, 30.0)
+        puffgm.calibrate(model, epsilon=30.0)
     wrapped = LinearGaussianPrior.from_pgmpy(model, (-3.0, 3.0), 0.5)
-    a = puffgm.calibrate(wrapped, 30.0)
-    b = puffgm.calibrate(p, 30.0)
+    a = puffgm.calibrate(wrapped, epsilon=30.0)
+    b = puffgm.calibrate(p, epsilon=30.0)
     assert a.sigma_max == pytest.approx(b.sigma_max, rel=1e-9)
     d2 = json.loads(json.dumps(CHAIN))
     d2["nodes"]["C"]["coefficients"] = [0.9]
-    cls = puffgm.calibrate([CHAIN, d2], 30.0)
+    cls = puffgm.calibrate([CHAIN, d2], epsilon=30.0)
     assert cls.details["n_priors"] == 2 and cls.sigma_max >= b.sigma_max
 
 
@@ -216,9 +216,9 @@ def test_secret_spec_selects_protected_nodes():
     from puffgm.networks.secrets import SecretSpec
 
     p = load_linear_gaussian(CHAIN)
-    res = puffgm.calibrate(p, 30.0, secrets=SecretSpec(protected=["A"]))
+    res = puffgm.calibrate(p, epsilon=30.0, secrets=SecretSpec(protected=["A"]))
     assert res.details["protected"] == 1 and res.worst_node == "A"
     with pytest.raises(ParameterError, match="Value pairs do not apply"):
-        puffgm.calibrate(p, 30.0, secrets=SecretSpec(pairs={"A": [("0", "1")]}))
+        puffgm.calibrate(p, epsilon=30.0, secrets=SecretSpec(pairs={"A": [("0", "1")]}))
     with pytest.raises(SecretError, match="'Z'"):
         gaussian_influence_curve(p, secrets=SecretSpec(protected=["Z"]))

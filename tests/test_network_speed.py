@@ -151,8 +151,8 @@ def test_structured_calibration_identical_to_the_reference_roads(monkeypatch):
         members = [net] if trial % 2 == 0 else [net, random_network(rng, dag=dag, n=n, zero_prob=0.1,
                                                                     concentration=20.0)[0]]
         for eps in (0.5, 2.0):
-            fast = calibrate(members, eps)
-            ref = _reference_calibrate(monkeypatch, members, eps)
+            fast = calibrate(members, epsilon=eps)
+            ref = _reference_calibrate(monkeypatch, members, epsilon=eps)
             assert fast.details["quilt_family"].startswith("structured")
             assert fast.worst_node == ref.worst_node
             assert fast.sigma_max == pytest.approx(ref.sigma_max, rel=1e-9)
@@ -164,8 +164,8 @@ def test_structured_calibration_identical_to_the_reference_roads(monkeypatch):
 def test_alarm_identical_to_the_reference_roads(monkeypatch):
     pc = load_prior_class("example:alarm")
     protect = ["CO", "HR", "SHUNT", "PVSAT"]
-    fast = calibrate(pc, 1.0, protected=protect)
-    ref = _reference_calibrate(monkeypatch, pc, 1.0, protected=protect)
+    fast = calibrate(pc, epsilon=1.0, protected=protect)
+    ref = _reference_calibrate(monkeypatch, pc, epsilon=1.0, protected=protect)
     assert [c.quilt for c in fast.per_node] == [c.quilt for c in ref.per_node]
     for a, b in zip(fast.per_node, ref.per_node):
         assert a.score == pytest.approx(b.score, rel=1e-9)
@@ -191,27 +191,27 @@ def test_pairwise_influences_match_the_general_road_with_zeros_and_classes():
 def test_parallel_nodes_give_identical_results():
     pc = load_prior_class("example:alarm")
     protect = ["CO", "HR", "SHUNT", "PVSAT", "BP", "HRBP"]
-    one = calibrate(pc, 1.0, protected=protect, n_jobs=1)
-    two = calibrate(pc, 1.0, protected=protect, n_jobs=2)
+    one = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=1)
+    two = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=2)
     assert one.per_node == two.per_node and one.sigma_max == two.sigma_max
     assert one.details == two.details
 
 
 def test_table_limit_skips_candidates_or_refuses_with_the_option_named():
     pc = load_prior_class("example:alarm")
-    full = calibrate(pc, 1.0, protected=["CO"])
-    small = calibrate(pc, 1.0, protected=["CO"], max_table_entries=2000)
+    full = calibrate(pc, epsilon=1.0, protected=["CO"])
+    small = calibrate(pc, epsilon=1.0, protected=["CO"], max_table_entries=2000)
     assert small.details["skipped_quilts"] > 0
     assert any("max_table_entries=2000" in n for n in small.notes)
     assert small.sigma_max >= full.sigma_max  # fewer candidates: valid, never below the optimum
     with pytest.raises(InferenceLimitError, match="max_table_entries=4"):
-        calibrate(pc, 1.0, protected=["CO"], max_table_entries=4)
+        calibrate(pc, epsilon=1.0, protected=["CO"], max_table_entries=4)
     with pytest.raises(ValueError, match="max_table_entries"):
-        calibrate(pc, 1.0, max_table_entries=0)
+        calibrate(pc, epsilon=1.0, max_table_entries=0)
 
 
 def test_progress_bar_goes_to_stderr_only(capsys):
-    res = calibrate("example:asia", 1.0, progress=True)
+    res = calibrate("example:asia", epsilon=1.0, progress=True)
     out, err = capsys.readouterr()
     assert out == "" and res.sigma_max > 0
 
@@ -263,10 +263,10 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
     from puffgm.exceptions import TimeLimitError
 
     with pytest.raises(TimeLimitError, match=r"time_limit=0.001 s; protect fewer nodes"):
-        calibrate("example:alarm", 1.0, time_limit=0.001)
+        calibrate("example:alarm", epsilon=1.0, time_limit=0.001)
     with pytest.raises(ValueError, match="time_limit"):
-        calibrate("example:asia", 1.0, time_limit=-1)
-    assert calibrate("example:asia", 1.0, time_limit=600).sigma_max == calibrate("example:asia", 1.0).sigma_max
+        calibrate("example:asia", epsilon=1.0, time_limit=-1)
+    assert calibrate("example:asia", epsilon=1.0, time_limit=600).sigma_max == calibrate("example:asia", epsilon=1.0).sigma_max
 
 
 def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
@@ -276,13 +276,13 @@ def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     from puffgm.networks.priors import load_prior_class
     from puffgm.networks.quilts import make_quilt
 
-    full = calibrate("example:hailfinder", 1.0)
+    full = calibrate("example:hailfinder", epsilon=1.0)
 
     def expired(self, node, epsilon, incumbent):
         raise TimeLimitError("Calibrating network 'hailfinder' did not finish within time_limit=1 s.")
 
     monkeypatch.setattr(QuiltSearch, "refine", expired)
-    res = calibrate("example:hailfinder", 1.0, time_limit=600)
+    res = calibrate("example:hailfinder", epsilon=1.0, time_limit=600)
     assert res.details["time_limit_reached"] is True
     assert any("time_limit=600 s reached after every node search" in n for n in res.notes)
     assert res.sigma_max >= full.sigma_max * (1 - 1e-12)

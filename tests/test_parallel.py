@@ -9,7 +9,7 @@ import pytest
 
 import puffgm
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
-from puffgm.exceptions import ParameterError, PriorError
+from puffgm.exceptions import ParameterError, PriorError, WorkerError
 
 from _nets import random_network
 
@@ -52,7 +52,7 @@ def _direct(items, eps, **kw):
         if isinstance(p, ChainPriorClass):
             out.append(MQMExact(p, **{k: v for k, v in kw.items() if k in ("per_node", "mixing")}).calibrate(eps))
         else:
-            out.append(puffgm.calibrate(p, eps, **{k: v for k, v in kw.items() if k not in ("per_node", "mixing")}))
+            out.append(puffgm.calibrate(p, epsilon=eps, **{k: v for k, v in kw.items() if k not in ("per_node", "mixing")}))
     return out
 
 
@@ -60,51 +60,48 @@ def test_local_joblib_matches_direct_calls_in_order():
     items = _chains() + _networks()
     want = _dicts(_direct(items, 1.5))
     assert len({d["fingerprint"] for d in want}) == len(items)  # distinct classes: order is checked
-    assert _dicts(puffgm.calibrate_many(items, 1.5, n_jobs=1)) == want
-    assert _dicts(puffgm.calibrate_many(items, 1.5, n_jobs=2, chunk_size=3)) == want
-    # the old chain entry point delegates and still agrees
-    from puffgm.chains import calibrate_many as chain_many
+    assert _dicts(puffgm.calibrate_many(items, epsilon=1.5, n_jobs=1)) == want
+    assert _dicts(puffgm.calibrate_many(items, epsilon=1.5, n_jobs=2, chunk_size=3)) == want
     chains = _chains()
-    assert _dicts(chain_many(chains, 1.5, n_jobs=2)) == want[: len(chains)]
+    assert _dicts(puffgm.calibrate_many(chains, epsilon=1.5, n_jobs=2)) == want[: len(chains)]
 
 
 def test_chain_methods_and_options_pass_through():
     chains = [c for c in _chains() if c.initial_kinds == {"stationary"}]
-    got = puffgm.calibrate_many(chains, 2.0, method="approx", n_jobs=1, use_reversible=False)
+    got = puffgm.calibrate_many(chains, epsilon=2.0, method="approx", n_jobs=1, use_reversible=False)
     assert _dicts(got) == _dicts([MQMApprox(c, use_reversible=False).calibrate(2.0) for c in chains])
-    from puffgm.chains import calibrate_many as chain_many
-    got = chain_many(_chains(), 2.0, n_jobs=2, per_node=False, max_length=8)
+    got = puffgm.calibrate_many(_chains(), epsilon=2.0, n_jobs=2, per_node=False, max_length=8)
     assert _dicts(got) == _dicts([MQMExact(c, per_node=False, max_length=8).calibrate(2.0) for c in _chains()])
     nets = _networks()[:2]
-    got = puffgm.calibrate_many(nets, 1.0, n_jobs=1, protected=["V0", "V3"])
-    assert _dicts(got) == _dicts([puffgm.calibrate(p, 1.0, protected=["V0", "V3"]) for p in nets])
+    got = puffgm.calibrate_many(nets, epsilon=1.0, n_jobs=1, protected=["V0", "V3"])
+    assert _dicts(got) == _dicts([puffgm.calibrate(p, epsilon=1.0, protected=["V0", "V3"]) for p in nets])
     assert all(len(r.per_node) == 2 for r in got)
 
 
 def test_validation_is_one_clear_sentence():
     chains = _chains()
     with pytest.raises(ParameterError, match="epsilon"):
-        puffgm.calibrate_many(chains, 0.0)
+        puffgm.calibrate_many(chains, epsilon=0.0)
     with pytest.raises(ParameterError, match="'method' parameter of calibrate_many"):
-        puffgm.calibrate_many(chains, 1.0, method="nope")
-    with pytest.raises(ParameterError, match="networks use"):
-        puffgm.calibrate_many(["example:cancer"], 1.0, method="approx")
-    with pytest.raises(ParameterError, match="do not apply to Markov-chain classes"):
-        puffgm.calibrate_many(chains, 1.0, protected=["X1"])
-    with pytest.raises(ParameterError, match="unknown"):
-        puffgm.calibrate_many(["example:cancer"], 1.0, frobnicate=True)
+        puffgm.calibrate_many(chains, epsilon=1.0, method="nope")
+    with pytest.raises(ParameterError, match=r"Prior 0 \('example:cancer'\): Method 'approx' does not apply to "
+                                             "Bayesian-network priors; they take 'exact'"):
+        puffgm.calibrate_many(["example:cancer"], epsilon=1.0, method="approx")
+    with pytest.raises(ParameterError, match="Option.s. protected apply to no prior of the list"):
+        puffgm.calibrate_many(chains, epsilon=1.0, protected=["X1"])
+    with pytest.raises(ParameterError, match="Option.s. frobnicate apply to no prior"):
+        puffgm.calibrate_many(["example:cancer"], epsilon=1.0, frobnicate=True)
     with pytest.raises(ParameterError, match="list of prior classes"):
-        puffgm.calibrate_many("example:cancer", 1.0)
+        puffgm.calibrate_many("example:cancer", epsilon=1.0)
     with pytest.raises(ParameterError, match="n_jobs"):
-        puffgm.calibrate_many(chains, 1.0, n_jobs=0)
+        puffgm.calibrate_many(chains, epsilon=1.0, n_jobs=0)
     with pytest.raises(ParameterError, match="client"):
-        puffgm.calibrate_many(chains, 1.0, client=42)
-    with pytest.raises(ParameterError, match="chain classes"):
-        from puffgm.chains import calibrate_many as chain_many
-        chain_many(["example:cancer"], 1.0)
-    with pytest.raises(PriorError):  # an error inside a worker comes back as itself
-        puffgm.calibrate_many(["example:nosuchnet", "example:cancer"], 1.0, n_jobs=2, chunk_size=1)
-    assert puffgm.calibrate_many([], 1.0) == []
+        puffgm.calibrate_many(chains, epsilon=1.0, client=42)
+    # an error inside a worker comes back as one line naming the prior and the cause
+    with pytest.raises(WorkerError, match=r"^Calibrating prior 0 \('example:nosuchnet'\) failed: .*nosuchnet") as err:
+        puffgm.calibrate_many(["example:nosuchnet", "example:cancer"], epsilon=1.0, n_jobs=2, chunk_size=1)
+    assert len(str(err.value).splitlines()) == 1
+    assert puffgm.calibrate_many([], epsilon=1.0) == []
 
 
 def test_priors_survive_pickling_unchanged():
@@ -121,14 +118,14 @@ def test_dask_local_cluster_gives_the_local_results(monkeypatch):
     # (in CI puffgm is pip-installed and this is harmless)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
     items = _chains() + _networks()
-    local = _dicts(puffgm.calibrate_many(items, 1.5, n_jobs=1))
+    local = _dicts(puffgm.calibrate_many(items, epsilon=1.5, n_jobs=1))
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1, dashboard_address=None,
                                   silence_logs=40) as cluster, distributed.Client(cluster) as client:
-        remote = puffgm.calibrate_many(items, 1.5, client=client, chunk_size=2)
+        remote = puffgm.calibrate_many(items, epsilon=1.5, client=client, chunk_size=2)
         assert _dicts(remote) == local
         # the work really ran on the workers, not in this process
         ran = client.run(lambda: "puffgm.networks.calibration" in __import__("sys").modules)
         assert len(ran) == 2 and any(ran.values())
         # a scheduler address opens (and closes) its own client
-        by_address = puffgm.calibrate_many(_chains(), 1.5, client=cluster.scheduler_address)
+        by_address = puffgm.calibrate_many(_chains(), epsilon=1.5, client=cluster.scheduler_address)
         assert _dicts(by_address) == local[: len(_chains())]

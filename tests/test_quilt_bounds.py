@@ -121,8 +121,8 @@ def test_search_is_never_worse_than_the_structured_family_and_keeps_quilts_valid
         net, dag = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
         other = random_network(rng, dag=dag, n=13, zero_prob=0.05, concentration=20.0)[0]
         for eps in (0.5, 1.5):
-            before = calibrate([net, other], eps, search_budget=0)
-            after = calibrate([net, other], eps, search_budget=50)
+            before = calibrate([net, other], epsilon=eps, search_budget=0)
+            after = calibrate([net, other], epsilon=eps, search_budget=50)
             assert after.sigma_max <= before.sigma_max
             assert after.sigma_lower_bound <= after.sigma_max and before.sigma_lower_bound <= before.sigma_max
             assert after.sigma_lower_bound == max(after.details["per_prior_lower_bound"])
@@ -141,14 +141,14 @@ def test_calibration_bound_equals_the_brute_force_optimum_without_exhaustive_sea
             members.append(random_network(rng, dag=dag, n=n, zero_prob=0.2, concentration=10.0)[0])
         for eps in (0.5, 2.0):
             want = brute_sigma(members, eps)
-            res = calibrate(members, eps, exhaustive=False, max_quilt_states=1 << 20)
+            res = calibrate(members, epsilon=eps, exhaustive=False, max_quilt_states=1 << 20)
             assert res.sigma_lower_bound == pytest.approx(want, rel=1e-9)
             assert res.sigma_lower_bound <= want * (1 + 1e-9)
             assert res.sigma_max == pytest.approx(want, rel=1e-9)
             assert res.optimality_gap == pytest.approx(0.0, abs=1e-9)
             for c in res.per_node:
                 assert_valid_quilt(PriorClass(members).dag, c)
-            exh = calibrate(members, eps)
+            exh = calibrate(members, epsilon=eps)
             assert exh.sigma_lower_bound == exh.sigma_max == pytest.approx(want, rel=1e-9)
 
 
@@ -156,14 +156,14 @@ def test_calibration_bound_equals_the_brute_force_optimum_without_exhaustive_sea
 def test_asia_bound_equals_exhaustive_optimum(eps):
     pc = load_prior_class("example:asia")
     want = brute_sigma(list(pc.priors), eps)
-    res = calibrate(pc, eps, exhaustive=False, max_quilt_states=1 << 20)
+    res = calibrate(pc, epsilon=eps, exhaustive=False, max_quilt_states=1 << 20)
     assert res.sigma_lower_bound == pytest.approx(want, rel=1e-9)
     assert res.sigma_max == pytest.approx(want, rel=1e-9)
 
 
 def test_alarm_is_certified_optimal_and_never_worse_than_the_structured_search():
     pc = load_prior_class("example:alarm")
-    res = calibrate(pc, 1.0)
+    res = calibrate(pc, epsilon=1.0)
     assert res.sigma_max <= 32.5924203 and res.sigma_lower_bound <= res.sigma_max
     assert res.optimality_gap == pytest.approx(0.0, abs=1e-9)  # measured: the bound meets sigma_max
     assert_valid_quilt(pc.dag, res.worst)
@@ -176,13 +176,13 @@ def test_alarm_is_certified_optimal_and_never_worse_than_the_structured_search()
 
 def test_result_fields_json_and_validation():
     net, _ = random_network(np.random.default_rng(1), n=4)
-    res = calibrate(net, 1.0, search_budget=0)
+    res = calibrate(net, epsilon=1.0, search_budget=0)
     assert res.sigma_lower_bound <= res.sigma_max
     assert json.loads(json.dumps(res.to_dict(), allow_nan=False))["optimality_gap"] is not None
     with pytest.raises(ParameterError, match="'search_budget' parameter of calibrate must be an integer >= 0"):
-        calibrate(net, 1.0, search_budget=-1)
+        calibrate(net, epsilon=1.0, search_budget=-1)
     with pytest.raises(ParameterError, match="search_budget"):
-        calibrate(net, 1.0, search_budget=1.5)
+        calibrate(net, epsilon=1.0, search_budget=1.5)
     from puffgm.chains import ChainPriorClass, MQMExact
 
     chain = MQMExact(ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], initial=[1, 0], length=10))
@@ -252,7 +252,7 @@ def test_zero_budget_keeps_the_structured_search():
 
     search = QuiltSearch(PriorClass([net]))
     structured = _node_optima(search, list(net.nodes), 1.0, [], 0, budget=0)[0]
-    res = calibrate(net, 1.0, search_budget=0)
+    res = calibrate(net, epsilon=1.0, search_budget=0)
     assert [c.score for c in res.per_node] == [structured[v].score for v in net.nodes]
     assert res.details["quilt_set"].startswith("structured+refined@")
 

@@ -99,10 +99,10 @@ def test_calibration_with_certificate_is_sound_valid_and_never_worse():
         other = random_network(rng, dag=dag, n=7, zero_prob=0.1, concentration=10.0)[0]
         for members in ([net], [net, other]):
             want = brute_sigma(members, 1.0)
-            plain = calibrate(members, 1.0, exhaustive=False, search_budget=0)
-            res = calibrate(members, 1.0, exhaustive=False, search_budget=0, certify_budget=0)
+            plain = calibrate(members, epsilon=1.0, exhaustive=False, search_budget=0)
+            res = calibrate(members, epsilon=1.0, exhaustive=False, search_budget=0, certify_budget=0)
             assert res.sigma_max == plain.sigma_max and res.sigma_lower_bound == plain.sigma_lower_bound
-            cp = calibrate(members, 1.0, exhaustive=False, search_budget=0, certify_budget=20_000)
+            cp = calibrate(members, epsilon=1.0, exhaustive=False, search_budget=0, certify_budget=20_000)
             assert cp.sigma_lower_bound <= want * (1 + 1e-9) and want <= cp.sigma_max * (1 + 1e-9)
             assert cp.sigma_max <= plain.sigma_max and cp.sigma_lower_bound >= plain.sigma_lower_bound
             assert cp.sigma_lower_bound >= want * (1 - CERTIFY_RTOL) * (1 - 1e-9)
@@ -116,9 +116,9 @@ def test_calibration_with_certificate_is_sound_valid_and_never_worse():
 
 def test_certify_budget_validation_and_cli(capsys, tmp_path):
     with pytest.raises(ParameterError, match="certify_budget"):
-        calibrate("example:asia", 1.0, certify_budget=-1)
+        calibrate("example:asia", epsilon=1.0, certify_budget=-1)
     with pytest.raises(ParameterError, match="certify_budget"):
-        calibrate("example:asia", 1.0, certify_budget=2.5)
+        calibrate("example:asia", epsilon=1.0, certify_budget=2.5)
     assert main(["calibrate", "example:asia", "--epsilon", "1", "--certify-budget", "100", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sigma_lower_bound"] <= out["sigma_max"]
@@ -141,7 +141,7 @@ def test_calibration_bound_includes_the_hubs_single_node_bounds():
     rng = np.random.default_rng(61)
     for trial in range(3):
         net, _ = random_network(rng, n=10, p_edge=0.35, zero_prob=0.05, concentration=20.0, max_card=2)
-        res = calibrate(net, 1.0, exhaustive=False, search_budget=0)
+        res = calibrate(net, epsilon=1.0, exhaustive=False, search_budget=0)
         search = QuiltSearch(PriorClass([net]))
         moral = moral_graph(search.dag)
         hubs = sorted(net.nodes, key=lambda v: (-moral.degree(v), net.nodes.index(v)))[:HUB_NODES]

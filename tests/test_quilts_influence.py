@@ -77,7 +77,7 @@ def test_paper_T3_chain_example():
     for q, (e, s) in expect.items():
         assert by_quilt[q].max_influence == pytest.approx(e, abs=1e-12)
         assert round(by_quilt[q].score, 4) == s
-    cal = calibrate(net, 10.0)
+    cal = calibrate(net, epsilon=10.0)
     x2 = [c for c in cal.per_node if c.node == "X2"][0]
     assert x2.quilt == ("X1", "X3") and x2.score == pytest.approx(1 / (10 - math.log(36)))
 
@@ -148,7 +148,7 @@ def test_infinite_influence_rules_a_quilt_out_and_impossible_values_are_skipped(
     assert eng.max_influence("A", ("B",)).value == math.inf
     # value "2" of C has probability zero: not a secret; the pair (0, 1) remains
     assert eng.max_influence("C", ("B",)).value == pytest.approx(brute_influence([net], "C", ("B",)))
-    cal = calibrate(net, 1.0)
+    cal = calibrate(net, epsilon=1.0)
     a = [c for c in cal.per_node if c.node == "A"][0]
     assert "B" not in a.quilt and math.isfinite(a.score)
 
@@ -174,7 +174,7 @@ def test_calibration_is_optimal_over_all_quilts_on_small_networks():
         if trial % 2:
             members.append(random_network(rng, dag=dag, n=n, zero_prob=0.2)[0])
         for eps in (0.5, 2.0):
-            got = calibrate(members, eps).sigma_max
+            got = calibrate(members, epsilon=eps).sigma_max
             assert got == pytest.approx(brute_sigma(members, eps), rel=1e-9)
 
 
@@ -186,7 +186,7 @@ def test_weakly_correlated_networks_use_nontrivial_quilts_optimally():
         net, dag = random_network(rng, n=n, p_edge=0.6, zero_prob=0.05, concentration=30.0, max_card=2)
         other = random_network(rng, dag=dag, n=n, zero_prob=0.05, concentration=30.0)[0]
         for eps in (0.3, 1.0):
-            res = calibrate([net, other], eps)
+            res = calibrate([net, other], epsilon=eps)
             assert res.sigma_max == pytest.approx(brute_sigma([net, other], eps), rel=1e-9)
             assert res.sigma_max <= brute_sigma_sup([net, other], eps) * (1 + 1e-12)
             nontrivial += sum(1 for c in res.per_node if c.quilt)
@@ -197,9 +197,9 @@ def test_class_calibration_dominates_each_member_and_influence_is_the_max():
     rng = np.random.default_rng(9)
     net, dag = random_network(rng, n=5, zero_prob=0.1)
     other, _ = random_network(rng, dag=dag, n=5, zero_prob=0.1)
-    both = calibrate([net, other], 1.0)
-    assert both.sigma_max == max(calibrate(net, 1.0).sigma_max, calibrate(other, 1.0).sigma_max)
-    assert both.details["per_prior_sigma"] == (calibrate(net, 1.0).sigma_max, calibrate(other, 1.0).sigma_max)
+    both = calibrate([net, other], epsilon=1.0)
+    assert both.sigma_max == max(calibrate(net, epsilon=1.0).sigma_max, calibrate(other, epsilon=1.0).sigma_max)
+    assert both.details["per_prior_sigma"] == (calibrate(net, epsilon=1.0).sigma_max, calibrate(other, epsilon=1.0).sigma_max)
     eng_all = InfluenceEngine(PriorClass([net, other]))
     eng_a, eng_b = InfluenceEngine(PriorClass([net])), InfluenceEngine(PriorClass([other]))
     for node in net.nodes:
@@ -207,14 +207,14 @@ def test_class_calibration_dominates_each_member_and_influence_is_the_max():
             assert eng_all.max_influence(node, q).value == max(
                 eng_a.max_influence(node, q).value, eng_b.max_influence(node, q).value)
     # a class of one prior calibrates exactly like the prior itself
-    assert calibrate([net, net], 1.0).sigma_max == calibrate(net, 1.0).sigma_max
+    assert calibrate([net, net], epsilon=1.0).sigma_max == calibrate(net, epsilon=1.0).sigma_max
 
 
 def test_protected_subset_only_bounds_protected_nodes():
     rng = np.random.default_rng(2)
     net, _ = random_network(rng, n=5, zero_prob=0.1)
-    full = calibrate(net, 1.0)
-    sub = calibrate(net, 1.0, protected=[net.nodes[0]])
+    full = calibrate(net, epsilon=1.0)
+    sub = calibrate(net, epsilon=1.0, protected=[net.nodes[0]])
     assert [c.node for c in sub.per_node] == [net.nodes[0]]
     assert sub.sigma_max == pytest.approx(brute_sigma([net], 1.0, protected=[net.nodes[0]]), rel=1e-9)
     assert sub.sigma_max <= full.sigma_max

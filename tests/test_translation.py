@@ -77,7 +77,7 @@ def test_translation_reduces_to_mqm_on_markov_chains(P, init):
     model = markov_chain_network(7, P, init)
     curve = influence_curve(model, per_node=True)
     for eps in (0.5, 1.0, 3.0):
-        cal = calibrate(model, eps)
+        cal = calibrate(model, epsilon=eps)
         per_node = [dp_epsilon(curve.node_curve(v), eps) for v in curve.details["per_node"]]
         eps_dp = min(t.epsilon_dp for t in per_node)
         assert 1.0 / eps_dp == pytest.approx(cal.sigma_max, rel=1e-9)

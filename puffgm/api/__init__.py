@@ -1,5 +1,11 @@
-"""The entry points that take any prior kind and dispatch on the prior interface."""
+"""The entry points that take any prior kind and dispatch on the prior interface.
 
-from puffgm.api.dispatch import influence_curve
+:func:`as_prior` turns what the user gives into a :class:`~puffgm.core.prior.PriorKind`;
+:func:`calibrate`, :func:`influence_curve`, :func:`translate` and
+:func:`calibrate_many` call only that interface (see :mod:`puffgm.api.dispatch`).
+"""
 
-__all__ = ["influence_curve"]
+from puffgm.api.dispatch import as_prior, calibrate, influence_curve, kind_of, translate
+from puffgm.api.parallel import calibrate_many
+
+__all__ = ["as_prior", "kind_of", "calibrate", "influence_curve", "translate", "calibrate_many"]

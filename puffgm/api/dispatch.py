@@ -1,46 +1,170 @@
 """One road for every prior kind: turn what the user gives into a prior class, then dispatch.
 
-Every entry point of :mod:`puffgm` that takes a prior (:func:`calibrate`,
+Every entry point of :mod:`puffgm` that takes a prior -- :func:`calibrate`,
 :func:`influence_curve`, :func:`translate`, :func:`puffgm.calibrate_many` and the
-``puffgm`` command) goes through :func:`as_prior`, which returns an object of the
-:class:`~puffgm.core.prior.PriorKind` interface, and then calls that interface.
+``puffgm`` command -- goes through :func:`as_prior`, which returns an object of
+the :class:`~puffgm.core.prior.PriorKind` interface, and then calls only that
+interface.  The kinds (networkx's backend dispatch and pgmpy's inference base
+class are the models):
+
+============================  ==========================================  =============================
+input                         kind                                        package
+============================  ==========================================  =============================
+BIF/XMLBIF path,              :class:`~puffgm.networks.kind.               :mod:`puffgm.networks`
+``"example:NAME"``, pgmpy     BayesianNetworkKind`
+network, NetworkPrior,
+PriorClass, or a list
+chain JSON spec path,         :class:`~puffgm.chains.kind.MarkovChainKind` :mod:`puffgm.chains`
+ChainPrior, ChainPriorClass
+box JSON spec,                :class:`~puffgm.chains.kind.ChainBoxKind`    :mod:`puffgm.chains.box`
+ChainParameterBox
+puffgm-linear-gaussian JSON,  :class:`~puffgm.gaussian.kind.               :mod:`puffgm.gaussian`
+LinearGaussianPrior, pgmpy    LinearGaussianKind`
+LinearGaussianBayesianNetwork
+============================  ==========================================  =============================
+
+A list is one class Theta and must hold one kind.  Pufferfish privacy is a
+condition per prior, so every kind calibrates a finite class as the max over its
+members of each member's own optimum, and its curve is the pointwise max of the
+members' curves.
 """
 
 from __future__ import annotations
 
+import os
+
+from puffgm.core.curve import InfluenceCurve
+from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_positive_int
-from puffgm.core.curve import pointwise_max
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import ParameterError, PriorError
 
-__all__ = ["influence_curve"]
-
-
-def _is_chain_class(prior) -> bool:
-    mod = type(prior).__module__ or ""
-    return mod.startswith("puffgm.chains")
+__all__ = ["as_prior", "kind_of", "calibrate", "influence_curve", "translate"]
 
 
-def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_states: int | None = None,
-                    per_node: bool = False) :
-    """Compute the a(b)-influence curve of a prior class.
+def _items(prior) -> list:
+    if isinstance(prior, (list, tuple)):
+        return list(prior)
+    return [prior]
+
+
+def kind_of(prior) -> type:
+    """The :class:`PriorKind` subclass that serves ``prior``, without loading any network.
+
+    Chain specs are read (they are small JSON files) to tell a box from a class;
+    network files and models are classified by type and extension only.
+    """
+    from puffgm.chains.kind import chain_kind, is_chain_prior
+    from puffgm.gaussian.kind import LinearGaussianKind, is_gaussian_prior
+    from puffgm.networks.kind import BayesianNetworkKind
+
+    if isinstance(prior, PriorKind):
+        return type(prior)
+    if is_gaussian_prior(prior):
+        return LinearGaussianKind
+    items = _items(prior)
+    chains = [is_chain_prior(p) for p in items]
+    if items and all(chains):
+        return type(chain_kind(prior))
+    if any(chains):
+        raise PriorError("A prior class mixes Markov chains with other priors; one class holds one kind "
+                         "(Bayesian networks, Markov chains, a parameter box or linear-Gaussian networks).")
+    if any(is_gaussian_prior(p) for p in items):
+        raise PriorError("A prior class mixes linear-Gaussian networks with other priors; one class holds one kind.")
+    return BayesianNetworkKind
+
+
+def as_prior(prior) -> PriorKind:
+    """The prior class of ``prior`` as a :class:`~puffgm.core.prior.PriorKind` (loaded and validated).
 
     Parameters
     ----------
-    prior : PriorClass, Markov-chain class, or anything ``load_prior_class`` accepts
-        Bayesian-network specs (BIF/XMLBIF path, ``"example:NAME"``, pgmpy models)
-        go through the quilt road; chain classes from
-        :func:`puffgm.chains.spec.load_chain_spec` (or a ``*.json`` chain spec path)
-        through the chain road.
+    prior : PriorKind, or any input of the table in :mod:`puffgm.api.dispatch`
+        A list (or tuple) is one class Theta.
+
+    Returns
+    -------
+    PriorKind
+
+    Raises
+    ------
+    PriorError
+        When the input is not a prior, or a list mixes kinds.
+
+    Examples
+    --------
+    >>> from puffgm.api import as_prior
+    >>> as_prior("example:asia").kind
+    'Bayesian-network priors'
+    """
+    if isinstance(prior, PriorKind):
+        return prior
+    if isinstance(prior, (str, os.PathLike, list, tuple)) and not _items(prior):
+        raise PriorError("No prior given: a prior class needs at least one prior.")
+    kind = kind_of(prior)
+    if kind.__module__ == "puffgm.chains.kind":
+        from puffgm.chains.kind import chain_kind
+
+        return chain_kind(prior)
+    return kind(prior)
+
+
+def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options):
+    """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
+
+    Bayesian networks: Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
+    for Correlated Data", SIGMOD 2017 (arXiv:1603.03977), Algorithm 2 and
+    Theorem 4.3; Markov chains: their Algorithms 3 and 4 (``method`` ``"exact"``
+    or ``"approx"``) and the baselines ``"groupdp"`` and ``"gk16"``; parameter boxes:
+    certified suprema over the box (section 5.2); linear-Gaussian networks:
+    Algorithm 2 with certified Gaussian leakage.
+
+    Parameters
+    ----------
+    prior : PriorKind or anything :func:`as_prior` accepts
+        The class Theta.
+    epsilon : float
+        Pufferfish privacy parameter, finite and > 0.
+    lipschitz : float
+        L1 Lipschitz constant of the query.
+    method : str
+        ``"exact"`` (every kind); chains and boxes also take ``"approx"``,
+        ``"groupdp"`` and ``"gk16"``.
+    **options
+        The options of the kind and method (``kind.methods[method]``), e.g.
+        ``protected``, ``max_quilt_states``, ``search_budget`` ... for networks
+        (:class:`puffgm.networks.calibration.NetworkOptions`); an option the
+        kind does not use is refused with a ParameterError naming the options.
+
+    Returns
+    -------
+    CalibrationResult
+
+    Examples
+    --------
+    >>> import puffgm
+    >>> res = puffgm.calibrate("example:asia", epsilon=4.0)
+    >>> round(res.sigma_max, 4)
+    1.7873
+    """
+    return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
+
+
+def influence_curve(prior, max_b: int | None = None, **options) -> InfluenceCurve:
+    """The a(b)-influence curve of a prior class (Bai, He, Gu, Kifer and Maeng, Definition 7).
+
+    Parameters
+    ----------
+    prior : PriorKind or anything :func:`as_prior` accepts
+        Networks, chain classes and linear-Gaussian networks have curves; a
+        parameter box has none (NotApplicableError).
     max_b : int, optional
         Largest b.  Default: the number of nodes for networks, and
         ``min(T, DEFAULT_CHAIN_MAX_B)`` for chains.
-    secrets : optional
-        Secret specification passed to the max-influence engine (networks only;
-        default: every value pair of every node, Song et al. section 4).
-    max_quilt_states : int, optional
-        Passed to :func:`puffgm.networks.calibration.evaluate_quilts`.
-    per_node : bool
-        Keep every node's own curve a_i(b) (``curve.node_curve(node)``).
+    **options
+        The kind's curve options: ``secrets``, ``max_quilt_states`` and
+        ``per_node`` (keep every node's own curve) for networks; ``protected``,
+        ``secrets``, ``bounds``, ``delta``, ``exhaustive`` for linear-Gaussian
+        networks; none for chains.
 
     Returns
     -------
@@ -55,35 +179,35 @@ def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_
     """
     if max_b is not None:
         max_b = check_positive_int(max_b, "max_b", "influence_curve")
-    from puffgm.gaussian.networks import gaussian_influence_curve, is_gaussian_prior
-
-    if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
-        return gaussian_influence_curve(prior, max_b, secrets=secrets)
-    if isinstance(prior, str) and prior.lower().endswith(".json"):
-        from puffgm.chains.spec import load_chain_spec
-
-        prior = load_chain_spec(prior)
-    # A finite class gets the pointwise max of its members' curves: Pufferfish privacy and
-    # Theorem 6 hold prior by prior, so each prior may use its own best split (never above
-    # the curve of the sup-over-Theta influence, and equal to it for one prior).
-    if _is_chain_class(prior):
-        from puffgm.chains.curve import chain_class_curve
-
-        if secrets is not None:
-            raise ParameterError("Custom secrets are not supported on the chain road of influence_curve.")
-        if len(prior.members) > 1:
-            from puffgm.chains.priors import ChainPriorClass
-
-            return pointwise_max([chain_class_curve(ChainPriorClass([m]), max_b) for m in prior.members],
-                                  prior.fingerprint, prior.notes)
-        return chain_class_curve(prior, max_b)
-    from puffgm.networks.curve import network_influence_curve
-    from puffgm.networks.priors import PriorClass, load_prior_class
-
-    theta = load_prior_class(prior)
-    if len(theta.priors) > 1:
-        return pointwise_max([network_influence_curve(PriorClass([p]), max_b, secrets, max_quilt_states, False)
-                               for p in theta.priors], theta.fingerprint, theta.notes)
-    return network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node)
+    return as_prior(prior).influence_curve(max_b, **options)
 
 
+def translate(prior, *, epsilon_puffer=None, epsilon_dp=None, max_b: int | None = None, **options):
+    """Translate between epsilon_puffer and epsilon_DP along a prior class's curve (Bai et al., Theorem 6).
+
+    Parameters
+    ----------
+    prior : InfluenceCurve, PriorKind, or anything :func:`as_prior` accepts
+        A curve is used as it is; a prior class gets its curve first
+        (:func:`influence_curve` with ``max_b`` and ``options``).
+    epsilon_puffer, epsilon_dp : float
+        Exactly one: the Pufferfish target (gives the largest epsilon_DP) or the
+        DP parameter of the mechanism (gives the Pufferfish guarantee).
+
+    Returns
+    -------
+    Translation
+
+    Examples
+    --------
+    >>> import puffgm
+    >>> t = puffgm.translate("example:asia", epsilon_puffer=10.0)
+    >>> t.epsilon_dp > 0
+    True
+    """
+    from puffgm.mechanisms.translation import translate as translate_curve
+
+    if isinstance(prior, InfluenceCurve) and (max_b is not None or options):
+        raise ParameterError("translate was given a curve: max_b and curve options apply only to a prior class.")
+    curve = prior if isinstance(prior, InfluenceCurve) else influence_curve(prior, max_b, **options)
+    return translate_curve(curve, epsilon_puffer=epsilon_puffer, epsilon_dp=epsilon_dp)

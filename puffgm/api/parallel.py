@@ -12,9 +12,11 @@ fitted networks, a family of what-if priors -- is embarrassingly parallel.
 * on a Dask cluster when a ``distributed.Client`` (or its scheduler address)
   is passed as ``client=`` (the ``cluster`` extra: ``pip install 'puffgm[cluster]'``).
 
-What crosses process boundaries: the function (by reference, so every worker
-must be able to ``import puffgm``, the same version), each chunk's prior
-objects as given (pickled: ``ChainPriorClass``, ``NetworkPrior``,
+Every item goes through :func:`puffgm.api.as_prior` on the worker, so every
+prior kind is accepted (Bayesian networks, chain classes, parameter boxes,
+linear-Gaussian networks) and a list may mix kinds.  What crosses process
+boundaries: the function (by reference, so every worker must be able to
+``import puffgm``, the same version), each chunk's prior objects as given (pickled: ``ChainPriorClass``, ``NetworkPrior``,
 ``PriorClass`` and pgmpy models are shipped whole; strings -- file paths and
 ``"example:NAME"`` -- are shipped as strings and loaded *on the worker*, so a
 path must exist there), epsilon, L, the method and the options; the
@@ -22,97 +24,100 @@ path must exist there), epsilon, L, the method and the options; the
 
 Determinism.  A calibration draws no randomness and the chunking does not
 change what any one calibration computes, so the results are those of calling
-the calibration on each class alone, in input order, whatever the backend,
+:func:`puffgm.calibrate` on each class alone, in input order, whatever the backend,
 the number of workers or the chunk size.  With the same versions of puffgm,
 numpy and scipy on every worker they are identical to the local run, down to
 the last bit of every float (the test suite compares the full ``to_dict()``).
 Pufferfish privacy is a condition per prior: every item of the list is its own
 class Theta and gets its own calibration (an item that is a list of networks is
 one class, calibrated as the max over its members of each member's optimum).
+
+Failures.  An error inside one calibration never escapes as a worker
+traceback or a broken process pool: the worker returns it, and the caller gets
+one :class:`~puffgm.exceptions.WorkerError` of one line naming the prior (its
+index and name) and the cause; a worker process that dies is reported the same
+way with the indices of its chunk.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
+from puffgm.api.dispatch import as_prior, kind_of
 from puffgm.core.validation import check_positive_finite, check_positive_int
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import ParameterError, PuffgmError, WorkerError
 
-__all__ = ["calibrate_many", "CHAIN_METHODS", "NETWORK_METHODS"]
+__all__ = ["calibrate_many"]
 
-#: Methods for Markov-chain classes (``puffgm.chains``).
-CHAIN_METHODS = ("exact", "approx", "groupdp", "gk16")
-#: Methods for Bayesian-network classes (``puffgm.networks.calibration.calibrate``).
-NETWORK_METHODS = ("exact",)
-#: Options understood by the chain road (MQMExact / MQMApprox constructors).
-_CHAIN_OPTIONS = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
-                  "approx": ("use_reversible",),
-                  "groupdp": (), "gk16": ()}
+#: The calibration methods of every prior kind (each kind takes some of them).
+METHODS = ("exact", "approx", "groupdp", "gk16")
 #: Chunks per worker: small enough to balance uneven classes, large enough to amortise shipping.
 _CHUNKS_PER_WORKER = 4
 
 
-def _is_chain(prior) -> bool:
-    from puffgm.chains.priors import ChainPrior, ChainPriorClass
+@dataclass(frozen=True)
+class _Failure:
+    """What a worker sends back instead of raising: the prior's index and name, and the cause."""
 
-    return isinstance(prior, (ChainPrior, ChainPriorClass))
+    index: int
+    name: str
+    cause: str
+
+    def error(self) -> WorkerError:
+        return WorkerError(f"Calibrating prior {self.index} ({self.name}) failed: {self.cause}")
 
 
-def _calibrate_one(prior, epsilon: float, lipschitz: float, method: str, chain_options: dict,
-                   network_options: dict):
-    """One class, exactly as a direct call would calibrate it (runs on the worker)."""
-    if _is_chain(prior):
-        from puffgm.chains.priors import ChainPrior, ChainPriorClass
+def _label(prior) -> str:
+    """A short name of a prior for messages (a path, an example name, a class's name)."""
+    if isinstance(prior, (str, os.PathLike)):
+        return repr(os.fspath(prior))
+    name = getattr(prior, "name", None)
+    if isinstance(name, str):
+        return repr(name)
+    if isinstance(prior, (list, tuple)):
+        return "[" + ", ".join(_label(p) for p in prior[:3]) + (", ..." if len(prior) > 3 else "") + "]"
+    return type(prior).__name__
 
-        cc = ChainPriorClass([prior]) if isinstance(prior, ChainPrior) else prior
-        if method == "exact":
-            from puffgm.chains.exact import MQMExact
 
-            return MQMExact(cc, **chain_options).calibrate(epsilon, lipschitz)
-        if method == "approx":
-            from puffgm.chains.approx import MQMApprox
-
-            return MQMApprox(cc, **chain_options).calibrate(epsilon, lipschitz)
-        from puffgm.chains.baselines import gk16, group_dp
-
-        return group_dp(cc, epsilon, lipschitz) if method == "groupdp" else gk16(cc, epsilon, lipschitz)
-    from puffgm.networks.calibration import calibrate
-
-    return calibrate(prior, epsilon, lipschitz, **network_options)
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    detail = text[0] if text else ""
+    if isinstance(exc, PuffgmError):
+        return detail or type(exc).__name__
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
 
 
 def _calibrate_chunk(payload) -> list:
-    """Calibrate one contiguous chunk; ``payload = (priors, epsilon, lipschitz, method, chain_opts, net_opts)``."""
-    priors, epsilon, lipschitz, method, chain_options, network_options = payload
-    return [_calibrate_one(p, epsilon, lipschitz, method, chain_options, network_options) for p in priors]
+    """Calibrate one contiguous chunk (runs on the worker); errors come back as :class:`_Failure`.
+
+    ``payload = (start, items, epsilon, lipschitz, method)`` with ``items`` a list of
+    (prior, options) pairs.
+    """
+    start, items, epsilon, lipschitz, method = payload
+    out = []
+    for k, (prior, options) in enumerate(items):
+        try:
+            out.append(as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options))
+        except Exception as exc:  # noqa: BLE001 - every cause is reported, in one line, by the caller
+            out.append(_Failure(start + k, _label(prior), _one_line(exc)))
+    return out
 
 
-def _split_options(method: str, kinds: set, options: dict):
-    """(chain options, network options), refusing options that no class of the list uses."""
-    chain_keys = set(_CHAIN_OPTIONS[method]) if method in _CHAIN_OPTIONS else set()
-    chain = {k: v for k, v in options.items() if k in chain_keys}
-    network = {k: v for k, v in options.items() if k not in chain_keys}
-    if network:
-        if "network" not in kinds:
-            raise ParameterError(
-                f"Option(s) {sorted(network)} do not apply to Markov-chain classes with method {method!r}; "
-                f"the chain options are {sorted(chain_keys) or 'none'}."
-            )
-        import inspect
-
-        from puffgm.networks.calibration import calibrate
-
-        known = {n for n, p in inspect.signature(calibrate).parameters.items() if p.kind == p.KEYWORD_ONLY}
-        unknown = sorted(set(network) - known)
-        if unknown:
-            raise ParameterError(
-                f"Option(s) {unknown} are unknown: networks take {sorted(known)}, "
-                f"chains ({method}) take {sorted(chain_keys) or 'none'}."
-            )
-    if chain and "chain" not in kinds:
-        raise ParameterError(f"Option(s) {sorted(chain)} apply to Markov-chain classes, and the list has none.")
-    return chain, network
+def _item_options(priors, method: str, options: dict) -> list:
+    """The options each prior's kind takes; refuses a method or an option that no prior of the list uses."""
+    accepted = []
+    for j, prior in enumerate(priors):
+        try:
+            kind = kind_of(prior)
+            accepted.append(set(kind.accepted_options(method)))
+        except PuffgmError as exc:
+            raise type(exc)(f"Prior {j} ({_label(prior)}): {_one_line(exc)}") from None
+    unused = sorted(set(options) - set().union(*accepted)) if accepted else sorted(options)
+    if unused:
+        raise ParameterError(f"Option(s) {', '.join(unused)} apply to no prior of the list with method {method!r}.")
+    return [{k: v for k, v in options.items() if k in acc} for acc in accepted]
 
 
 def _chunks(n: int, workers: int, chunk_size):
@@ -138,8 +143,8 @@ def _dask_client(client):
     return client, False
 
 
-def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: str = "exact",
-                   n_jobs: int | None = None, client=None, chunk_size: int | None = None, **options) -> list:
+def calibrate_many(priors, *, epsilon, lipschitz=1.0, method: str = "exact", n_jobs: int | None = None,
+                   client=None, chunk_size: int | None = None, **options) -> list:
     """Calibrate every prior class of ``priors`` independently, in parallel; results in input order.
 
     Each item is one prior class Theta and gets the calibration a direct call
@@ -151,14 +156,16 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
     Parameters
     ----------
     priors : sequence
-        The classes.  A ``ChainPriorClass`` (or one ``ChainPrior``) takes the
-        chain road; anything :func:`puffgm.networks.calibration.calibrate` accepts takes
-        the network road: a path, ``"example:NAME"``, a pgmpy model, a
-        ``NetworkPrior``, a ``PriorClass``, or a list of these (one class).
+        The classes, of any kind and mixed: anything :func:`puffgm.api.as_prior`
+        accepts (a network path, ``"example:NAME"``, a pgmpy model, a
+        ``PriorClass``, a ``ChainPriorClass`` or ``ChainPrior``, a
+        ``ChainParameterBox``, a chain or linear-Gaussian JSON spec, or a list of
+        these, which is one class).
     epsilon, lipschitz : float
         Pufferfish parameter and the query's L1 Lipschitz constant (finite, > 0).
     method : {"exact", "approx", "groupdp", "gk16"}
-        Chains take every method; networks take ``"exact"`` only.
+        Chains and boxes take every method; networks and linear-Gaussian networks
+        take ``"exact"`` only.
     n_jobs : int, optional
         Local worker processes (joblib); default every core.  ``1`` runs in
         this process.  Ignored with ``client``.
@@ -170,10 +177,11 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
         Classes per task (default: about four tasks per worker).  Does not
         change the results.
     **options
-        Passed on: ``max_length``, ``paper_convention``, ``per_node``, ``mixing``,
-        ``mixing_rtol`` (chains, exact), ``use_reversible`` (chains, approx); the keyword options of
-        :func:`puffgm.networks.calibration.calibrate` (``protected``, ``secrets``,
-        ``max_quilt_states``, ...) for networks.
+        Each prior gets the options its kind takes for ``method``
+        (``PriorKind.methods``): e.g. ``max_length``, ``paper_convention``,
+        ``per_node``, ``mixing``, ``mixing_rtol`` (chains, exact), ``use_reversible``
+        (approx), the :class:`~puffgm.networks.calibration.NetworkOptions` for
+        networks.  An option that no prior of the list takes is refused.
 
     Returns
     -------
@@ -183,63 +191,78 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
     Raises
     ------
     ParameterError
-        On a bad epsilon, L, method, n_jobs, chunk_size, client or option.  An
-        error inside one calibration (an invalid prior, ...) is raised here as
-        the worker raised it.
+        On a bad epsilon, L, method, n_jobs, chunk_size, client or option.
+    WorkerError
+        When one calibration fails (an invalid prior, ...): one line naming the
+        prior's index and name, and the cause.
 
     Examples
     --------
     >>> from puffgm import calibrate_many
     >>> from puffgm.chains import ChainPriorClass, MQMExact
     >>> grid = [ChainPriorClass.from_matrices([[p, 1 - p], [0.3, 0.7]], "any", 50) for p in (0.2, 0.8)]
-    >>> [r.sigma_max for r in calibrate_many(grid, 1.0, n_jobs=1)] == \\
-    ...     [MQMExact(c).calibrate(1.0).sigma_max for c in grid]
+    >>> [r.sigma_max for r in calibrate_many(grid, epsilon=1.0, n_jobs=1)] == \\
+    ...     [MQMExact(c).calibrate(epsilon=1.0).sigma_max for c in grid]
     True
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate_many")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate_many")
-    if method not in CHAIN_METHODS:
-        raise ParameterError(
-            f"The 'method' parameter of calibrate_many must be one of {CHAIN_METHODS}. Got {method!r} instead."
-        )
     if isinstance(priors, (str, bytes)) or not hasattr(priors, "__iter__"):
         raise ParameterError(
             "calibrate_many takes a list of prior classes (one per calibration); for one class call "
-            "puffgm.calibrate or MQMExact."
+            "puffgm.calibrate."
         )
+    if method not in METHODS:
+        raise ParameterError(f"The 'method' parameter of calibrate_many must be one of {METHODS}. Got {method!r} instead.")
     priors = list(priors)
     if chunk_size is not None:
         chunk_size = check_positive_int(chunk_size, "chunk_size", "calibrate_many")
-    kinds = {"chain" if _is_chain(p) else "network" for p in priors}
-    if "network" in kinds and method not in NETWORK_METHODS:
-        raise ParameterError(
-            f"Method {method!r} applies to Markov-chain classes; Bayesian networks use {NETWORK_METHODS}."
-        )
-    chain_options, network_options = _split_options(method, kinds, options)
-    if not priors:
+    items = list(zip(priors, _item_options(priors, method, options)))
+    if not items:
         return []
-
-    def payload(lo, hi):
-        return (priors[lo:hi], epsilon, lipschitz, method, chain_options, network_options)
-
     if client is not None:
-        client, owned = _dask_client(client)
-        try:
-            workers = max(1, sum(client.nthreads().values()))
-            futures = [client.submit(_calibrate_chunk, payload(lo, hi), pure=False)
-                       for lo, hi in _chunks(len(priors), workers, chunk_size)]
-            chunks = client.gather(futures)
-        finally:
-            if owned:
-                client.close()
+        chunks = _run_dask(client, items, (epsilon, lipschitz, method), chunk_size)
     else:
         jobs = (os.cpu_count() or 1) if n_jobs is None else check_positive_int(n_jobs, "n_jobs", "calibrate_many")
-        jobs = min(jobs, len(priors))
-        parts = _chunks(len(priors), jobs, chunk_size)
-        if jobs == 1 or len(parts) == 1:
-            chunks = [_calibrate_chunk(payload(lo, hi)) for lo, hi in parts]
-        else:
-            from joblib import Parallel, delayed
+        chunks = _run_local(min(jobs, len(items)), items, (epsilon, lipschitz, method), chunk_size)
+    results = [r for chunk in chunks for r in chunk]
+    failure = next((r for r in results if isinstance(r, _Failure)), None)
+    if failure is not None:
+        raise failure.error()
+    return results
 
-            chunks = Parallel(n_jobs=jobs)(delayed(_calibrate_chunk)(payload(lo, hi)) for lo, hi in parts)
-    return [r for chunk in chunks for r in chunk]
+
+def _payloads(items, parts, args) -> list:
+    return [(lo, items[lo:hi]) + tuple(args) for lo, hi in parts]
+
+
+def _run_local(jobs: int, items, args, chunk_size) -> list:
+    """The chunks' results with joblib worker processes (or in this process for one job)."""
+    parts = _chunks(len(items), jobs, chunk_size)
+    payloads = _payloads(items, parts, args)
+    if jobs == 1 or len(parts) == 1:
+        return [_calibrate_chunk(p) for p in payloads]
+    from joblib import Parallel, delayed
+
+    try:
+        return Parallel(n_jobs=jobs)(delayed(_calibrate_chunk)(p) for p in payloads)
+    except Exception as exc:  # noqa: BLE001 - a worker process died (the chunk function never raises)
+        raise WorkerError(f"A worker process failed while calibrating priors 0..{len(items) - 1}: "
+                          f"{_one_line(exc)}") from None
+
+
+def _run_dask(client, items, args, chunk_size) -> list:
+    """The chunks' results on a Dask cluster."""
+    client, owned = _dask_client(client)
+    try:
+        workers = max(1, sum(client.nthreads().values()))
+        parts = _chunks(len(items), workers, chunk_size)
+        futures = [client.submit(_calibrate_chunk, p, pure=False) for p in _payloads(items, parts, args)]
+        try:
+            return client.gather(futures)
+        except Exception as exc:  # noqa: BLE001 - a worker died or the cluster failed
+            raise WorkerError(f"A Dask worker failed while calibrating priors 0..{len(items) - 1}: "
+                              f"{_one_line(exc)}") from None
+    finally:
+        if owned:
+            client.close()

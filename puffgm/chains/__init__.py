@@ -9,7 +9,8 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 * :mod:`.curve` -- the a(b) influence curve of a chain class;
 * :mod:`.box` -- infinite classes: a box of binary chains with certified suprema;
 * :mod:`.spec` -- the JSON chain spec of the CLI;
-* :mod:`.batch` -- calibrating parameter grids in parallel (joblib or Dask, via :mod:`puffgm.api.parallel`).
+* :mod:`.kind` -- chain classes and boxes as prior kinds (:mod:`puffgm.core.prior`);
+  parameter grids are calibrated in parallel by :func:`puffgm.calibrate_many`.
 
 pgmpy is imported lazily (only ``to_pgmpy``/``from_pgmpy`` need it).
 """
@@ -19,23 +20,12 @@ from puffgm.chains.exact import MQMExact, mqm_exact  # noqa: F401
 from puffgm.chains.approx import MQMApprox, mqm_approx  # noqa: F401
 from puffgm.chains.baselines import group_dp, plain_dp, gk16  # noqa: F401
 from puffgm.chains.spec import load_chain_spec, chain_class_from_spec  # noqa: F401
-from puffgm.chains.batch import calibrate_many  # noqa: F401
 from puffgm.chains.box import ChainParameterBox  # noqa: F401
 
 __all__ = [
     "ChainPrior", "ChainPriorClass", "stationary_distribution", "smooth_transition",
     "MQMExact", "mqm_exact", "MQMApprox", "mqm_approx",
     "group_dp", "plain_dp", "gk16", "load_chain_spec", "chain_class_from_spec",
-    "release_chain", "calibrate_many", "ChainParameterBox",
+    "ChainParameterBox",
 ]
 
-
-def release_chain(answer, calibration, *, random_state=None, accountant=None, label=None):
-    """Release ``answer + Lap(calibration.scale)`` with the library's Laplace mechanism.
-
-    Thin wrapper over :func:`puffgm.mechanisms.laplace.release_laplace` (secure
-    OpenDP noise by default; a seed gives reproducible, non-production noise).
-    """
-    from puffgm.mechanisms.laplace import release_laplace
-
-    return release_laplace(answer, calibration, random_state=random_state, accountant=accountant, label=label)

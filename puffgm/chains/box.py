@@ -95,6 +95,10 @@ def _interval(value, name: str) -> tuple:
     return lo, hi
 
 
+def _rebuild_box(p0, p1, initial, length, states, name):
+    return ChainParameterBox(p0, p1, initial=initial, length=length, states=states, name=name)
+
+
 class ChainParameterBox:
     """The infinite class of binary chains with p0 in [p0_lo, p0_hi], p1 in [p1_lo, p1_hi].
 
@@ -150,6 +154,9 @@ class ChainParameterBox:
 
     def __setattr__(self, key, value):
         raise AttributeError("ChainParameterBox is immutable")
+
+    def __reduce__(self):  # picklable (for calibrate_many's workers) although immutable
+        return (_rebuild_box, (self.p0, self.p1, self.initial_kind, self.length, self.states, self.name))
 
     def __repr__(self):
         return (f"ChainParameterBox(p0={list(self.p0)}, p1={list(self.p1)}, initial={self.initial_kind!r}, "

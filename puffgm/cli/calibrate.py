@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import math
 
-NETWORK_METHODS = ("exact",)
-CHAIN_METHODS = ("exact", "approx", "groupdp", "gk16")
+__all__ = ["register", "run"]
+
+#: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
+METHODS = ("exact", "approx", "groupdp", "gk16")
 
 
 def _finite_float(text: str) -> float:
@@ -29,7 +31,7 @@ def register(p) -> None:
                         "several PRIORs form the prior class Theta")
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")
-    p.add_argument("--method", choices=sorted(set(NETWORK_METHODS + CHAIN_METHODS)), default="exact",
+    p.add_argument("--method", choices=sorted(METHODS), default="exact",
                    help="exact (networks and chains), approx, groupdp or gk16 (chains)")
     p.add_argument("--max-quilt-states", type=int, default=None,
                    help="bound on the joint state space of candidate quilts (networks)")
@@ -56,61 +58,49 @@ def register(p) -> None:
                         "time, once the projection exceeds the limit (default: none)")
 
 
+def _options(args, accepted) -> dict:
+    """The calibration options given on the command line (flags left out are not passed).
+
+    ``--per-node`` asks chain classes to compute every node's quilt when their
+    method takes ``per_node``; ``--quiet`` turns off the progress bar of the kinds
+    that have one.  Every other flag is passed on, and the prior kind refuses the
+    flags it does not use (one line naming its options).
+    """
+    from puffgm.core.validation import check_positive_int
+    from puffgm.networks.quilt_certify import check_certify_budget
+    from puffgm.networks.quilt_search import check_search_budget
+
+    given = {
+        "protected": None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()],
+        "max_quilt_states": None if args.max_quilt_states is None else check_positive_int(
+            args.max_quilt_states, "max-quilt-states", "puffgm calibrate"),
+        "search_budget": None if args.search_budget is None else check_search_budget(
+            args.search_budget, "puffgm calibrate"),
+        "certify_budget": None if args.certify_budget is None else check_certify_budget(
+            args.certify_budget, "puffgm calibrate"),
+        "max_table_entries": None if args.max_table_entries is None else check_positive_int(
+            args.max_table_entries, "max-table-entries", "puffgm calibrate"),
+        "time_limit": args.time_limit,
+        "paper_convention": True if args.paper_convention else None,
+    }
+    options = {k: v for k, v in given.items() if v is not None}
+    if args.per_node and "per_node" in accepted:
+        options["per_node"] = True
+    if args.quiet and "progress" in accepted:
+        options["progress"] = False
+    return options
+
+
 def run(args) -> str:
+    from puffgm.api import as_prior
+    from puffgm.core.validation import check_positive_finite
     from puffgm.exceptions import ParameterError
-    from puffgm.core.validation import check_positive_finite, check_positive_int
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
-    from puffgm.gaussian.cli_support import calibrate_gaussian_specs, gaussian_specs
-
-    gauss = gaussian_specs(args.priors)
-    chains = [p for p in args.priors if p.lower().endswith(".json") and p not in gauss]
-    if chains and len(chains) != len(args.priors):
-        raise ParameterError("PRIOR arguments mix chain JSON specs and networks; give one kind.")
-    if gauss:
-        result = calibrate_gaussian_specs(args)
-    elif chains:
-        if args.protect or args.max_quilt_states is not None or args.search_budget is not None \
-                or args.max_table_entries is not None or args.time_limit is not None \
-                or args.certify_budget is not None:
-            raise ParameterError("--protect, --max-quilt-states, --max-table-entries, --time-limit, "
-                                 "--certify-budget and --search-budget apply to networks, not chain specs.")
-        from puffgm.chains.cli_support import calibrate_chain_specs
-
-        result = calibrate_chain_specs(
-            list(args.priors), epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method,
-            paper_convention=args.paper_convention, per_node=True if args.per_node else None,
-        )
-    else:
-        if args.method not in NETWORK_METHODS:
-            raise ParameterError(
-                f"Method {args.method!r} applies to Markov-chain specs; networks use 'exact'."
-            )
-        if args.paper_convention:
-            raise ParameterError("--paper-convention applies to Markov-chain specs, not networks.")
-        from puffgm.networks.calibration import calibrate
-        from puffgm.networks.quilts import DEFAULT_MAX_QUILT_STATES
-
-        bound = DEFAULT_MAX_QUILT_STATES if args.max_quilt_states is None else check_positive_int(
-            args.max_quilt_states, "max-quilt-states", "puffgm calibrate")
-        protected = None
-        if args.protect is not None:
-            protected = [s.strip() for s in args.protect.split(",") if s.strip()]
-        from puffgm.networks.quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget
-
-        budget = DEFAULT_SEARCH_BUDGET if args.search_budget is None else check_search_budget(
-            args.search_budget, "puffgm calibrate")
-        from puffgm.networks.quilt_certify import check_certify_budget
-
-        certify = 0 if args.certify_budget is None else check_certify_budget(
-            args.certify_budget, "puffgm calibrate")
-        tables = None if args.max_table_entries is None else check_positive_int(
-            args.max_table_entries, "max-table-entries", "puffgm calibrate")
-        result = calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=protected,
-                           max_quilt_states=bound, search_budget=budget, max_table_entries=tables,
-                           progress=False if args.quiet else None,  # the bar writes to stderr only
-                           time_limit=args.time_limit, certify_budget=certify)
+    prior = as_prior(list(args.priors))
+    options = _options(args, prior.accepted_options(args.method))
+    result = prior.calibrate(epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method, **options)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "

@@ -48,7 +48,7 @@ def compute_curves(args, *, members: bool = False) -> list:
     PRIORs) appends each member's own curve after the class curve, for plots.
     """
     from puffgm.core.validation import check_positive_int
-    from puffgm.api import influence_curve
+    from puffgm.api import as_prior, kind_of
     from puffgm.exceptions import ParameterError
 
     if args.max_b is not None:
@@ -58,39 +58,18 @@ def compute_curves(args, *, members: bool = False) -> list:
     each = bool(getattr(args, "each", False))
     if each and getattr(args, "theta", False):
         raise ParameterError("--each (one curve per PRIOR) contradicts --theta (one pooled class); give one.")
-    chains = [p for p in args.priors if p.lower().endswith(".json")]
-    if chains and len(chains) != len(args.priors) and not each:
-        raise ParameterError(
-            "PRIOR arguments mix chain JSON specs and networks, which cannot form one class; "
-            "give one kind, or --each for one curve per PRIOR."
-        )
-    secrets = None
+    options = {}
     if args.protect is not None:
-        from puffgm.networks.secrets import SecretSpec
+        options["protected"] = [s.strip() for s in args.protect.split(",") if s.strip()]
+    if args.max_quilt_states is not None:
+        options["max_quilt_states"] = args.max_quilt_states
 
-        secrets = SecretSpec(protected=[s.strip() for s in args.protect.split(",") if s.strip()])
-
-    from puffgm.gaussian.cli_support import gaussian_curve, gaussian_specs
+    if not each and len({kind_of(p) for p in args.priors}) > 1:
+        raise ParameterError("PRIOR arguments mix kinds of prior, which cannot form one class; give one kind, "
+                             "or --each for one curve per PRIOR.")
 
     def one(spec_list):
-        if gaussian_specs(spec_list):
-            return gaussian_curve(spec_list, args)
-        if spec_list[0].lower().endswith(".json"):
-            if secrets is not None or args.max_quilt_states is not None:
-                raise ParameterError("--protect and --max-quilt-states apply to networks, not chain specs.")
-            from puffgm.chains.priors import ChainPriorClass
-            from puffgm.chains.spec import load_chain_spec
-
-            classes = [load_chain_spec(p) for p in spec_list]
-            if any(not isinstance(c, ChainPriorClass) for c in classes):
-                raise ParameterError("Influence curves of a parameter box (an infinite class) are not available; "
-                                     "calibrate it with 'puffgm calibrate' instead.")
-            cc = classes[0] if len(classes) == 1 else ChainPriorClass(m for c in classes for m in c.members)
-            return influence_curve(cc, args.max_b)
-        from puffgm.networks.priors import load_prior_class
-
-        theta = load_prior_class(list(spec_list))
-        return influence_curve(theta, args.max_b, secrets=secrets, max_quilt_states=args.max_quilt_states)
+        return as_prior(list(spec_list)).influence_curve(args.max_b, **options)
 
     if each:
         return [(p, one([p])) for p in args.priors]

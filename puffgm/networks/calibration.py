@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from itertools import combinations
 from typing import Iterable
 
@@ -58,7 +58,7 @@ from puffgm.networks.secrets import SecretSpec
 from puffgm.networks.quilt_certify import check_certify_budget
 from puffgm.networks.quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
 
-__all__ = ["calibrate", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
+__all__ = ["calibrate", "NetworkOptions", "NETWORK_OPTIONS", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
 
 THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, Algorithm 2)"
 
@@ -563,8 +563,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     return {n: best[n] for n in nodes}
 
 
-def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index: int, n_jobs: int = 1,
-                 bar=None, clock=None, budget: int = DEFAULT_SEARCH_BUDGET, certify_budget: int = 0):
+def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Run):
     """Active quilt of every node under one prior, improved and bounded (puffgm.networks.quilt_search).
 
     1. The structured search gives every node's active quilt (a time limit reached
@@ -590,7 +589,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, refined: list, prior_index
     Returns (active quilts, lower bound on max_i sigma_i*, certificates, stopped), with
     ``stopped`` True when the time limit cut steps 2-3 short.
     """
-    best = _node_bests(search, nodes, epsilon, n_jobs, bar, clock)
+    refined, budget, certify_budget = run.refined, run.search_budget, run.certify_budget
+    best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock)
     engine = search.engine
     check, engine.deadline_check = engine.deadline_check, None
     try:
@@ -652,20 +652,12 @@ def _progress_bar(progress, total: int, pc):
     return tqdm(total=total, desc=f"calibrate {name}", unit="node", delay=2.0, file=sys.stderr, leave=False)
 
 
-def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = None,
-              protected: Iterable | None = None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-              exhaustive=None, search_budget=DEFAULT_SEARCH_BUDGET, max_table_entries=None,
-              progress=None, n_jobs=None, time_limit=None, certify_budget=0) -> CalibrationResult:
-    """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
+@dataclass(frozen=True)
+class NetworkOptions:
+    """The options of :func:`calibrate` for Bayesian-network classes.
 
     Parameters
     ----------
-    prior : PriorClass, NetworkPrior, pgmpy DiscreteBayesianNetwork, path, "example:NAME", or a list
-        The class Theta (every member shares one DAG and state names).
-    epsilon : float
-        Pufferfish privacy parameter, finite and > 0.
-    lipschitz : float
-        L, the L1 Lipschitz constant of the query (finite, > 0).
     secrets : SecretSpec, optional
         Protected nodes and value pairs (default: every node, every pair).
     protected : iterable of str, optional
@@ -709,7 +701,77 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         influences of pairs and small sets, 0-1 programs by HiGHS) with this many
         influence queries: a higher ``sigma_lower_bound`` and possibly better
         quilts, at a cost of seconds to minutes.  0 (default) skips it.
+    """
 
+    secrets: SecretSpec | None = None
+    protected: Iterable | None = None
+    max_quilt_states: int = DEFAULT_MAX_QUILT_STATES
+    exhaustive: bool | None = None
+    search_budget: int = DEFAULT_SEARCH_BUDGET
+    max_table_entries: int | None = None
+    progress: bool | None = None
+    n_jobs: int | None = None
+    time_limit: float | None = None
+    certify_budget: int = 0
+
+    @classmethod
+    def from_options(cls, options: dict, where: str = "calibrate") -> "NetworkOptions":
+        """The record of ``options`` (keyword arguments); a ParameterError names the options if one is unknown."""
+        unknown = sorted(set(options) - set(NETWORK_OPTIONS))
+        if unknown:
+            raise ParameterError(f"Option(s) {', '.join(unknown)} do not apply to {where} of Bayesian-network "
+                                 f"priors; the options are: {', '.join(NETWORK_OPTIONS)}.")
+        return cls(**options)
+
+
+#: The option names of :func:`calibrate` (the fields of :class:`NetworkOptions`).
+NETWORK_OPTIONS = tuple(f.name for f in fields(NetworkOptions))
+
+
+@dataclass
+class _Run:
+    """The bookkeeping of one calibration: workers, progress bar, time budget, refined nodes."""
+
+    jobs: int
+    bar: object
+    clock: _Clock
+    search_budget: int
+    certify_budget: int
+    refined: list
+
+
+@dataclass
+class _Found:
+    """What the search over every prior of the class found (see :func:`_search_priors`)."""
+
+    best: dict
+    lower: list
+    per_prior: list
+    refined: list
+    searched: list
+    planes: list
+    evaluations: int = 0
+    skipped: int = 0
+    family: str | None = None
+    stopped: bool = False
+
+
+def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
+    """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
+
+    Parameters
+    ----------
+    prior : PriorClass, NetworkPrior, pgmpy DiscreteBayesianNetwork, path, "example:NAME", or a list
+        The class Theta (every member shares one DAG and state names).
+    epsilon : float
+        Pufferfish privacy parameter, finite and > 0.
+    lipschitz : float
+        L, the L1 Lipschitz constant of the query (finite, > 0).
+    **options
+        The fields of :class:`NetworkOptions`: ``secrets``, ``protected``,
+        ``max_quilt_states``, ``exhaustive``, ``search_budget``,
+        ``max_table_entries``, ``progress``, ``n_jobs``, ``time_limit``,
+        ``certify_budget``; any other name is refused.
     Returns
     -------
     CalibrationResult
@@ -724,76 +786,106 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     >>> res.scale <= res.groupdp_sigma
     True
     """
-    from puffgm.gaussian.networks import gaussian_calibrate, is_gaussian_prior
-
-    if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
-        return gaussian_calibrate(prior, epsilon, lipschitz, protected=protected, secrets=secrets)
+    opts = NetworkOptions.from_options(options)
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
-    search_budget = check_search_budget(search_budget, "calibrate")
-    certify_budget = check_certify_budget(certify_budget, "calibrate")
-    secrets = resolve_secrets(secrets, protected, "calibrate")
+    search_budget = check_search_budget(opts.search_budget, "calibrate")
+    certify_budget = check_certify_budget(opts.certify_budget, "calibrate")
+    secrets = resolve_secrets(opts.secrets, opts.protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
-    # Pufferfish privacy is a condition per prior, and so is the proof of Theorem 4.3:
-    # for a finite class, sigma_max = max over theta of each theta's own optimum, with an
-    # active quilt per (node, theta).  This is never above the min over quilts of the
-    # sup-over-Theta score, and equal to it for a single prior.
-    best, refined, evaluations, family, per_prior = {}, [], 0, None, []
-    lower, searched, planes = [], [], []
-    jobs = _resolve_n_jobs(n_jobs, len(nodes))
+    jobs = _resolve_n_jobs(opts.n_jobs, len(nodes))
+    time_limit = opts.time_limit
     if time_limit is not None:
         time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
     clock = _Clock(time_limit, len(pc.priors) * len(nodes),
                    pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
-    bar = _progress_bar(progress, len(pc.priors) * len(nodes), pc)
-    skipped = 0
-    stopped = False  # the time limit cut the refinement / branch and bound short (quilts valid)
+    bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
+    run = _Run(jobs, bar, clock, search_budget, certify_budget, [])
+    found = _search_priors(pc, nodes, epsilon, secrets, replace(opts, time_limit=time_limit), run)
+    return _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found,
+                               replace(opts, time_limit=time_limit, search_budget=search_budget,
+                                       certify_budget=certify_budget))
+
+
+def _search_priors(pc, nodes, epsilon, secrets, opts: NetworkOptions, run: _Run) -> _Found:
+    """Every protected node's active quilt under every prior of the class, with the lower bounds.
+
+    Pufferfish privacy is a condition per prior, and so is the proof of Theorem 4.3:
+    for a finite class, sigma_max = max over theta of each theta's own optimum, with an
+    active quilt per (node, theta).  This is never above the min over quilts of the
+    sup-over-Theta score, and equal to it for a single prior.
+    """
+    found = _Found(best={}, lower=[], per_prior=[], refined=run.refined, searched=[], planes=[])
     for t, theta in enumerate(pc.priors):
-        search = QuiltSearch(PriorClass([theta]), secrets, max_quilt_states, exhaustive, max_table_entries)
-        if time_limit is not None:
-            search.engine.deadline_check = clock.check
-        family = search.family
+        search = QuiltSearch(PriorClass([theta]), secrets, opts.max_quilt_states, opts.exhaustive,
+                             opts.max_table_entries)
+        if opts.time_limit is not None:
+            search.engine.deadline_check = run.clock.check
+        found.family = search.family
         try:
             # structured search, then branch-and-bound improvement of the worst nodes with a certified
             # lower bound (puffgm.networks.quilt_search), refinement of the worst nodes left uncertified and,
             # with certify_budget, the cutting-plane certificate (puffgm.networks.quilt_certify)
-            mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, refined, t, jobs, bar, clock,
-                                                     search_budget, certify_budget)
-            stopped = stopped or cut
+            mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, t, run)
+            found.stopped = found.stopped or cut
         except BaseException:
-            if bar is not None:
-                bar.close()
+            if run.bar is not None:
+                run.bar.close()
             raise
-        lower.append(lower_t)
-        searched.extend(((t, v) if t else v) for v in certs)
-        planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
-                      for c in certs.values() if c.cutting_planes is not None)
-        evaluations += search.engine.evaluations
-        skipped += search.skipped
-        per_prior.append(max(c.score for c in mine.values()))
+        found.lower.append(lower_t)
+        found.searched.extend(((t, v) if t else v) for v in certs)
+        found.planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
+                            for c in certs.values() if c.cutting_planes is not None)
+        found.evaluations += search.engine.evaluations
+        found.skipped += search.skipped
+        found.per_prior.append(max(c.score for c in mine.values()))
         for n in nodes:
-            if n not in best or mine[n].score > best[n].score:  # ties keep the earlier prior
-                best[n] = mine[n]
-    if bar is not None:
-        bar.close()
+            if n not in found.best or mine[n].score > found.best[n].score:  # ties keep the earlier prior
+                found.best[n] = mine[n]
+    if run.bar is not None:
+        run.bar.close()
+    return found
+
+
+def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float, group: float) -> list:
+    """The notes of a network calibration: renormalised CPDs, skipped quilts, time limit, no gain."""
+    notes = list(pc.notes)
+    if found.skipped:
+        limit = opts.max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
+        notes.append(f"{found.skipped} candidate quilt(s) skipped: exact inference on them would exceed "
+                     f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
+    if found.stopped:
+        notes.append(f"time_limit={opts.time_limit:g} s reached after every node search: the refinement and "
+                     "branch and bound of the worst nodes stopped early; every quilt is valid, and the lower bound "
+                     "is the single-node bound (raise time_limit for a smaller sigma_max or gap)")
+    if sigma_max >= group * (1 - 1e-12):
+        notes.append("the quilt search found no gain over group DP for the worst node")
+        if max(found.lower) >= group * (1 - 1e-9):
+            notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
+    return notes
+
+
+def _quilt_set(family, epsilon, search_budget: int, certify_budget: int) -> str:
+    """The key of the quilt sets a calibration used (the structured family adapts to epsilon)."""
+    if family == "exhaustive":
+        return "exhaustive"
+    if not search_budget and not certify_budget:
+        return f"structured+refined@epsilon={epsilon!r}"
+    if not certify_budget:
+        return f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}"
+    return f"structured+refined+bnb{search_budget}+cp{certify_budget}@epsilon={epsilon!r}"
+
+
+def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found,
+                        opts: NetworkOptions) -> CalibrationResult:
+    """The :class:`CalibrationResult` of a network calibration from what the search found."""
+    best = found.best
     per_node = tuple(best[n] for n in nodes)
     worst = best[_first_worst(nodes, lambda n: best[n].score)]  # first of the maxima, in node order
     sigma_max = max(c.score for c in per_node)  # never below any node's computed score
     group = pc.largest_component() / epsilon
-    notes = list(pc.notes)
-    if skipped:
-        limit = max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
-        notes.append(f"{skipped} candidate quilt(s) skipped: exact inference on them would exceed "
-                     f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
-    if stopped:
-        notes.append(f"time_limit={time_limit:g} s reached after every node search: the refinement and branch "
-                     "and bound of the worst nodes stopped early; every quilt is valid, and the lower bound is "
-                     "the single-node bound (raise time_limit for a smaller sigma_max or gap)")
-    if sigma_max >= group * (1 - 1e-12):
-        notes.append("the quilt search found no gain over group DP for the worst node")
-        if max(lower) >= group * (1 - 1e-9):
-            notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
+    notes = _calibration_notes(pc, found, opts, sigma_max, group)
     return CalibrationResult(
         epsilon=epsilon,
         lipschitz=lipschitz,
@@ -803,30 +895,26 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
         per_node=per_node,
         n_nodes=len(pc.nodes),
         groupdp_sigma=group,
-        sigma_lower_bound=max(lower),  # max over theta of each theta's bound, like sigma_max
+        sigma_lower_bound=max(found.lower),  # max over theta of each theta's bound, like sigma_max
         fingerprint=pc.fingerprint,
         theorem=THEOREM,
         notes=tuple(notes),
         details={
-            "quilt_family": family,
+            "quilt_family": found.family,
             "n_priors": len(pc.priors),
-            "per_prior_sigma": tuple(per_prior),
+            "per_prior_sigma": tuple(found.per_prior),
             "protected": len(nodes),
-            "influence_evaluations": evaluations,
+            "influence_evaluations": found.evaluations,
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
             "secrets_description": repr(secrets),
-            "refined_nodes": tuple(refined),
-            "per_prior_lower_bound": tuple(lower),
-            "search_budget": search_budget,
-            "branch_and_bound_nodes": tuple(searched),
-            "certify_budget": certify_budget,
-            "cutting_plane_nodes": tuple(planes),
-            "skipped_quilts": skipped,
-            "time_limit_reached": stopped,
-            # the structured family adapts to epsilon through the refinement
-            "quilt_set": "exhaustive" if family == "exhaustive" else (
-                f"structured+refined@epsilon={epsilon!r}" if not search_budget and not certify_budget
-                else f"structured+refined+bnb{search_budget}@epsilon={epsilon!r}" if not certify_budget
-                else f"structured+refined+bnb{search_budget}+cp{certify_budget}@epsilon={epsilon!r}"),
+            "refined_nodes": tuple(found.refined),
+            "per_prior_lower_bound": tuple(found.lower),
+            "search_budget": opts.search_budget,
+            "branch_and_bound_nodes": tuple(found.searched),
+            "certify_budget": opts.certify_budget,
+            "cutting_plane_nodes": tuple(found.planes),
+            "skipped_quilts": found.skipped,
+            "time_limit_reached": found.stopped,
+            "quilt_set": _quilt_set(found.family, epsilon, opts.search_budget, opts.certify_budget),
         },
     )

@@ -261,7 +261,7 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
     --------
     >>> bound, node = network_lower_bound("example:asia", 4.0)
     >>> from puffgm.networks.calibration import calibrate
-    >>> bound <= calibrate("example:asia", 4.0).sigma_max
+    >>> bound <= calibrate("example:asia", epsilon=4.0).sigma_max
     True
     """
     from puffgm.core.validation import check_positive_finite, check_positive_int

@@ -1,0 +1,110 @@
+"""Markov-chain classes and parameter boxes as :class:`~puffgm.core.prior.PriorKind` objects.
+
+Calibration methods (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
+for Correlated Data", SIGMOD 2017, arXiv:1603.03977, section 4.4): ``"exact"``
+(MQMExact, Algorithm 3), ``"approx"`` (MQMApprox, Algorithm 4), and the
+baselines ``"groupdp"`` and ``"gk16"``.  A finite class's influence curve is the
+pointwise max of its members' curves (:func:`puffgm.chains.curve.chain_class_curve`);
+a parameter box (an infinite class, section 5.2) has certified calibrations
+(:mod:`puffgm.chains.box`) and no influence curve.
+"""
+
+from __future__ import annotations
+
+import os
+
+from puffgm.chains.approx import MQMApprox
+from puffgm.chains.baselines import gk16, group_dp
+from puffgm.chains.box import ChainParameterBox, certified_mqm_exact
+from puffgm.chains.curve import chain_class_curve
+from puffgm.chains.exact import MQMExact
+from puffgm.chains.priors import ChainPrior, ChainPriorClass
+from puffgm.chains.spec import load_chain_spec
+from puffgm.core.curve import pointwise_max
+from puffgm.core.prior import PriorKind
+from puffgm.exceptions import PriorError
+
+__all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
+
+
+def is_chain_prior(prior) -> bool:
+    """True for a chain object (ChainPrior, ChainPriorClass, ChainParameterBox) or a chain JSON spec path.
+
+    A JSON path is taken for a chain spec here; linear-Gaussian JSON files are
+    told apart before (:func:`puffgm.gaussian.networks.is_gaussian_spec`).
+    """
+    if isinstance(prior, (ChainPrior, ChainPriorClass, ChainParameterBox)):
+        return True
+    return isinstance(prior, (str, os.PathLike)) and os.fspath(prior).lower().endswith(".json")
+
+
+def chain_kind(prior) -> PriorKind:
+    """The kind of a chain object, a chain spec path, or a list of them (one class Theta, pooled).
+
+    Several specs pool their members into one :class:`ChainPriorClass` (they must
+    share the length and the states); a parameter box stands alone.
+    """
+    items = list(prior) if isinstance(prior, (list, tuple)) else [prior]
+    if not items:
+        raise PriorError("No chain spec given.")
+    classes = [load_chain_spec(p) if isinstance(p, (str, os.PathLike)) else p for p in items]
+    classes = [ChainPriorClass([c]) if isinstance(c, ChainPrior) else c for c in classes]
+    if len(classes) == 1 and isinstance(classes[0], ChainParameterBox):
+        return ChainBoxKind(classes[0])
+    if any(isinstance(c, ChainParameterBox) for c in classes):
+        raise PriorError("A parameter box cannot be pooled with other chain specs; give it alone.")
+    cc = classes[0] if len(classes) == 1 else ChainPriorClass(m for c in classes for m in c.members)
+    return MarkovChainKind(cc)
+
+
+class MarkovChainKind(PriorKind):
+    """A finite class of Markov chains (:class:`~puffgm.chains.priors.ChainPriorClass`)."""
+
+    kind = "Markov-chain priors"
+    methods = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
+               "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
+    curve_options = ()
+
+    @property
+    def name(self) -> str:
+        return " + ".join(m.name for m in self.prior_class.members)
+
+    def _calibrate(self, *, epsilon, lipschitz, method, options):
+        cc = self.prior_class
+        if method == "exact":
+            return MQMExact(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+        if method == "approx":
+            return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+        baseline = group_dp if method == "groupdp" else gk16
+        return baseline(cc, epsilon=epsilon, lipschitz=lipschitz)
+
+    def _influence_curve(self, *, max_b, options):
+        cc = self.prior_class
+        # A finite class gets the pointwise max of its members' curves (Pufferfish privacy and
+        # Theorem 6 hold prior by prior, so each prior may use its own best split).
+        if len(cc.members) > 1:
+            return pointwise_max([chain_class_curve(ChainPriorClass([m]), max_b) for m in cc.members],
+                                 cc.fingerprint, cc.notes)
+        return chain_class_curve(cc, max_b)
+
+
+class ChainBoxKind(PriorKind):
+    """A parameter box of binary chains (:class:`~puffgm.chains.box.ChainParameterBox`), an infinite class."""
+
+    kind = "chain parameter boxes"
+    methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress"),
+               "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
+    curve_options = None
+
+    @property
+    def name(self) -> str:
+        return str(self.prior_class.name)
+
+    def _calibrate(self, *, epsilon, lipschitz, method, options):
+        box = self.prior_class
+        if method == "exact":
+            return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, **options)
+        if method == "approx":
+            return MQMApprox(box, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+        baseline = group_dp if method == "groupdp" else gk16
+        return baseline(box, epsilon=epsilon, lipschitz=lipschitz)

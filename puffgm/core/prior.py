@@ -1,0 +1,141 @@
+"""The prior interface: what calibration, influence curves and translation need from a prior class.
+
+Pufferfish privacy (Kifer and Machanavajjhala, "Pufferfish: A Framework for
+Mathematical Privacy Definitions", ACM TODS 2014, arXiv:1209.2154) is stated for
+a class Theta of priors.  puffgm knows four kinds of class:
+
+* Bayesian networks (:mod:`puffgm.networks`): finite classes of pgmpy networks
+  on one DAG;
+* Markov-chain classes (:mod:`puffgm.chains`): finite families of transition
+  matrices and initial laws;
+* chain parameter boxes (:mod:`puffgm.chains.box`): the infinite classes of
+  binary chains of Song, Wang and Chaudhuri, section 5.2;
+* linear-Gaussian networks with region secrets (:mod:`puffgm.gaussian`).
+
+Each kind implements :class:`PriorKind` in its own package (``kind.py``), and
+every entry point (:func:`puffgm.calibrate`, :func:`puffgm.influence_curve`,
+:func:`puffgm.translate`, :func:`puffgm.calibrate_many`, the ``puffgm``
+command) reaches a kind through :func:`puffgm.api.as_prior` and then calls only
+this interface.  A kind declares what it supports -- its calibration methods,
+the options of each method, its curve options -- and the interface refuses
+anything else with a :class:`~puffgm.exceptions.ParameterError` that names what
+is supported, so no option is ever dropped silently.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Mapping
+
+from puffgm.exceptions import NotApplicableError, ParameterError
+
+__all__ = ["PriorKind"]
+
+
+class PriorKind:
+    """A prior class Theta of one kind, with the operations every entry point needs.
+
+    Subclasses set the class attributes and implement :meth:`_calibrate` and, if
+    they support curves, :meth:`_influence_curve`.
+
+    Attributes
+    ----------
+    kind : str
+        Plural name of the kind, for messages ("Bayesian-network priors").
+    methods : dict of str to tuple of str
+        The calibration methods and, for each, the options it accepts
+        (besides ``epsilon``, ``lipschitz`` and ``method``).
+    curve_options : tuple of str or None
+        Options of :meth:`influence_curve`; None when the kind has no curves.
+    prior_class : object
+        The validated class itself (``PriorClass``, ``ChainPriorClass``,
+        ``ChainParameterBox`` or ``GaussianPriorClass``).
+    """
+
+    kind: ClassVar[str] = "priors"
+    methods: ClassVar[Mapping[str, tuple]] = {"exact": ()}
+    curve_options: ClassVar[tuple | None] = None
+
+    def __init__(self, prior_class):
+        self.prior_class = prior_class
+
+    @property
+    def name(self) -> str:
+        """A short description of the class (its members' names)."""
+        return str(getattr(self.prior_class, "name", None) or type(self.prior_class).__name__)
+
+    @property
+    def fingerprint(self) -> str:
+        """A hash that identifies the class (the same members give the same fingerprint)."""
+        fp = self.prior_class.fingerprint
+        return fp() if callable(fp) else str(fp)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    @classmethod
+    def accepted_options(cls, method: str = "exact") -> tuple:
+        """The calibration options of ``method`` (raises for a method the kind does not have)."""
+        cls.check_method(method)
+        return tuple(cls.methods[method])
+
+    @classmethod
+    def check_method(cls, method: str) -> None:
+        """Raise a ParameterError naming the methods of the kind if ``method`` is not one of them."""
+        if method not in cls.methods:
+            raise ParameterError(
+                f"Method {method!r} does not apply to {cls.kind}; they take {', '.join(map(repr, cls.methods))}."
+            )
+
+    @classmethod
+    def check_options(cls, options: Mapping, accepted, what: str) -> None:
+        """Raise a ParameterError naming the accepted options if ``options`` has any other."""
+        unknown = sorted(set(options) - set(accepted))
+        if unknown:
+            listed = ", ".join(sorted(accepted)) or "none"
+            raise ParameterError(
+                f"Option(s) {', '.join(unknown)} do not apply to {what} of {cls.kind}; the options are: {listed}."
+            )
+
+    def calibrate(self, *, epsilon, lipschitz=1.0, method: str = "exact", **options):
+        """Calibrate noise for an L-Lipschitz query at Pufferfish parameter ``epsilon``.
+
+        Parameters
+        ----------
+        epsilon : float
+            Pufferfish privacy parameter, finite and > 0.
+        lipschitz : float
+            L1 Lipschitz constant of the query.
+        method : str
+            One of the kind's methods (see :attr:`methods`).
+        **options
+            The method's options; any other is refused.
+
+        Returns
+        -------
+        CalibrationResult
+        """
+        self.check_method(method)
+        self.check_options(options, self.methods[method], f"method {method!r}")
+        return self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
+
+    def influence_curve(self, max_b=None, **options):
+        """The a(b)-influence curve of the class (Bai, He, Gu, Kifer and Maeng, Definition 7).
+
+        Raises
+        ------
+        NotApplicableError
+            When the kind has no influence curves (the message says which kinds have).
+        """
+        if self.curve_options is None:
+            raise NotApplicableError(
+                f"Influence curves are not available for {self.kind}; they are for Bayesian networks, "
+                "Markov-chain classes and linear-Gaussian networks."
+            )
+        self.check_options(options, self.curve_options, "influence curves")
+        return self._influence_curve(max_b=max_b, options=dict(options))
+
+    def _calibrate(self, *, epsilon, lipschitz, method, options):
+        raise NotImplementedError
+
+    def _influence_curve(self, *, max_b, options):
+        raise NotImplementedError
