@@ -260,7 +260,7 @@ def test_bad_parameters():
 
 
 def test_calibrate_many_matches_one_by_one_in_order():
-    from puffgm.chains import calibrate_many
+    from puffgm import calibrate_many
 
     grid = [ChainPriorClass.from_matrices([[p, 1 - p], [1 - q, q]], "any", 60) for p in (0.2, 0.6, 0.9)
             for q in (0.3, 0.7)]
