@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from puffgm.chains import ChainPriorClass, load_chain_spec
-from puffgm.chains.cli_support import calibrate_chain_specs
+from puffgm import calibrate as calibrate_specs
 from puffgm.chains.priors import smooth_transition
 from puffgm.exceptions import ParameterError, PriorError
 
@@ -90,26 +90,26 @@ def test_from_pgmpy_markov_chain():
     assert np.allclose(cc2.members[0].transition, np.kron(P1, [[0.5, 0.5], [0.2, 0.8]]))
 
 
-def test_spec_and_cli_support(tmp_path):
+def test_specs_calibrate_through_the_prior_interface(tmp_path):
     p = tmp_path / "t1.json"
     p.write_text(json.dumps({"transition": P1, "initial": [1, 0], "length": 100}))
-    r = calibrate_chain_specs([str(p)], epsilon=1.0)
+    r = calibrate_specs([str(p)], epsilon=1.0)
     assert r.sigma_max == pytest.approx(12.9341, abs=5e-5) and r.worst.quilt == ("X1", "X13")
     assert r.groupdp_sigma == pytest.approx(100.0) and len(r.per_node) == 100 and "l" in r.details
-    rp = calibrate_chain_specs([str(p)], epsilon=1.0, paper_convention=True)
+    rp = calibrate_specs([str(p)], epsilon=1.0, paper_convention=True)
     assert rp.sigma_max == pytest.approx(13.0219, abs=5e-5)
     q = tmp_path / "t2.json"
     q.write_text(json.dumps({"transitions": [[[0.8, 0.2], [0.3, 0.7]]], "initials": [[0.9, 0.1]], "length": 100}))
-    both = calibrate_chain_specs([str(p), str(q)], epsilon=1.0)
+    both = calibrate_specs([str(p), str(q)], epsilon=1.0)
     assert both.sigma_max >= r.sigma_max - 1e-9
-    a = calibrate_chain_specs([str(p)], epsilon=1.0, method="approx")
+    a = calibrate_specs([str(p)], epsilon=1.0, method="approx")
     assert a.sigma_max >= r.sigma_max and a.details["pi_min"] == pytest.approx(0.2)
-    g = calibrate_chain_specs([str(p)], epsilon=1.0, method="gk16")
+    g = calibrate_specs([str(p)], epsilon=1.0, method="gk16")
     assert not g.applicable
-    assert calibrate_chain_specs([str(p)], epsilon=2.0, method="groupdp").sigma_max == pytest.approx(50)
+    assert calibrate_specs([str(p)], epsilon=2.0, method="groupdp").sigma_max == pytest.approx(50)
     json.dumps(r.to_dict(per_node=True))
-    with pytest.raises(ParameterError, match="method"):
-        calibrate_chain_specs([str(p)], epsilon=1.0, method="fast")
+    with pytest.raises(ParameterError, match="Method 'fast' does not apply to Markov-chain priors"):
+        calibrate_specs([str(p)], epsilon=1.0, method="fast")
 
 
 @pytest.mark.parametrize(

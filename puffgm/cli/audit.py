@@ -29,6 +29,8 @@ import os
 
 CASE_NAMES = ("flu", "close-adversary", "bai-4.1", "bai-4.2", "bai-4.3", "exam-order", "theorem-6", "lemma-7.1")
 
+__all__ = ["register", "run"]
+
 
 def register(p) -> None:
     p.add_argument("spec", nargs="?", default=None,

@@ -22,6 +22,8 @@ import pathlib
 
 _KINDS = ("histogram", "cumulative", "linear", "ordered", "ordered_hierarchical")
 
+__all__ = ["register", "run"]
+
 
 def register(p) -> None:
     sub = p.add_subparsers(dest="mode", metavar="MODE")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import json
 
+__all__ = ["register", "run", "add_prior_arguments", "compute_curves", "plot_curves"]
+
 
 def add_prior_arguments(p) -> None:
     p.add_argument("priors", nargs="+", metavar="PRIOR",

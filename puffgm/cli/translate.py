@@ -15,6 +15,8 @@ import json
 
 from puffgm.cli.curve import add_prior_arguments, compute_curves
 
+__all__ = ["register", "run"]
+
 
 def _number(text: str) -> float:
     import argparse

@@ -8,3 +8,6 @@ The data flow, one module per stage::
 (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data",
 SIGMOD 2017, arXiv:1603.03977, sections 4.1-4.3.)
 """
+
+__all__ = ["calibration", "curve", "inference", "influence", "kind", "priors", "quilt_bounds", "quilt_certify",
+           "quilt_search", "quilts", "secrets"]
