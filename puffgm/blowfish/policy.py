@@ -55,6 +55,7 @@ __all__ = [
     "marginal_constraints",
     "grid_partition_blocks",
     "policy_from_dict",
+    "l1_diameter",
     "MAX_EXPLICIT_EDGES",
 ]
 
@@ -405,7 +406,7 @@ class SecretGraph:
         coords = self.domain.coords()
         cl = self.cliques()
         if cl is not None:
-            return max((_l1_diameter(coords[c]) for c in cl), default=0.0)
+            return max((l1_diameter(coords[c]) for c in cl), default=0.0)
         u, v = self.edge_arrays()
         return float(np.abs(coords[u] - coords[v]).sum(axis=1).max()) if len(u) else 0.0
 
@@ -420,8 +421,22 @@ class SecretGraph:
         return d
 
 
-def _l1_diameter(points: np.ndarray) -> float:
-    """max ||p - q||_1 over pairs of rows, exactly, via the 2^(d-1) sign vectors."""
+def l1_diameter(points: np.ndarray) -> float:
+    """The L1 diameter max ||p - q||_1 over pairs of rows of ``points``, exactly.
+
+    ||p - q||_1 = max over sign vectors s of s . (p - q), so the diameter is the
+    largest spread max s . p - min s . p over the 2^(d-1) sign vectors with s_1 = 1
+    (d the number of columns): O(2^(d-1) m) for m points instead of O(m^2).
+
+    Parameters
+    ----------
+    points : ndarray (m, d)
+
+    Returns
+    -------
+    float
+        0.0 for fewer than two points.
+    """
     if len(points) < 2:
         return 0.0
     d = points.shape[1]
