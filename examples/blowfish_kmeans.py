@@ -38,7 +38,7 @@ from puffgm.blowfish import (  # noqa: E402
     grid_partition_blocks,
     partition_graph,
 )
-from puffgm.blowfish.kmeans import kmeans_objective, sulq_kmeans  # noqa: E402
+from puffgm.blowfish.kmeans import KMeansOptions, kmeans_objective, sulq_kmeans  # noqa: E402
 
 OUT = pathlib.Path(__file__).resolve().parents[1] / "docs" / "blowfish" / "kmeans.png"
 
@@ -80,8 +80,8 @@ def main(epsilons=(0.1, 0.2, 0.5, 1.0, 2.0), reps=20, k=4, iterations=10, plot=T
             ratios = []
             for _ in range(reps):
                 init = rng.uniform(0, levels - 1, size=(k, 3))
-                res = sulq_kmeans(data, pol, k, eps, iterations=iterations, init=init, random_state=rng,
-                                  sensitivity_override=override)
+                res = sulq_kmeans(data, pol, k, epsilon=eps, random_state=rng,
+                                  options=KMeansOptions(iterations=iterations, init=init, sensitivity_override=override))
                 ratios.append(res.objective / base)
             rows.append((float(np.mean(ratios)), float(np.percentile(ratios, 25)), float(np.percentile(ratios, 75))))
         stats[name] = rows

@@ -74,11 +74,11 @@ def main(epsilon=1.0, plot=True, reps=40):
     thetas = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, k]
     oh, om = [], []
     for th in thetas:
-        p = ordered_hierarchical_plan(k, th, epsilon)
+        p = ordered_hierarchical_plan(k, th, epsilon=epsilon)
         oh.append((p.range_mse(), p.details["fanout"], p.details["epsilon_s"]))
-        om.append(ordered_plan(k, epsilon, th).range_mse())
-    hier = hierarchical_plan(k, epsilon)
-    hist = laplace_histogram_plan(k, epsilon)
+        om.append(ordered_plan(k, epsilon=epsilon, sensitivity=th).range_mse())
+    hier = hierarchical_plan(k, epsilon=epsilon)
+    hist = laplace_histogram_plan(k, epsilon=epsilon)
     t_exact = time.perf_counter() - t0
     # simulations on the data
     rng = np.random.default_rng(0)
@@ -86,9 +86,9 @@ def main(epsilon=1.0, plot=True, reps=40):
     pol1 = Policy(line_graph(Domain.ordered(k)))
     sim = {}
     for inference in (False, True):
-        fn = lambda inf=inference: ordered_mechanism(data, pol1, epsilon, inference=inf, random_state=rng).value  # noqa: E731
+        fn = lambda inf=inference: ordered_mechanism(data, pol1, epsilon=epsilon, inference=inf, random_state=rng).value  # noqa: E731
         sim[f"ordered theta=1 inference={inference}"] = empirical_range_mse(fn, truth, reps, rng)
-    p16 = ordered_hierarchical_plan(k, 16, epsilon)
+    p16 = ordered_hierarchical_plan(k, 16, epsilon=epsilon)
     noise = SeededNoise(rng)
     counts = np.bincount(data, minlength=k)
     sim["ordered hierarchical theta=16 (no inference)"] = empirical_range_mse(

@@ -77,12 +77,13 @@ def test_sulq_kmeans_runs_and_records_its_budget():
     pts = np.concatenate([rng.integers(0, 3, size=(40, 2)), rng.integers(5, 8, size=(40, 2))])
     data = np.ravel_multi_index(pts.T, d.shape)
     acc = PrivacyAccountant(budget=5.0)
-    res = km.sulq_kmeans(data, Policy(distance_threshold_graph(d, 1)), 2, 4.0, iterations=5,
-                         init=[[1.0, 6.0], [6.0, 1.0]], random_state=1, accountant=acc)
+    res = km.sulq_kmeans(data, Policy(distance_threshold_graph(d, 1)), 2, epsilon=4.0,
+                         options=km.KMeansOptions(iterations=5, init=[[1.0, 6.0], [6.0, 1.0]]), random_state=1,
+                         accountant=acc)
     assert res.centroids.shape == (2, 2) and len(res.sensitivities) == 5 and not res.secure
     assert acc.total == pytest.approx(4.0) and res.details["guarantee"]
     assert res.objective == pytest.approx(km.kmeans_objective(pts, res.centroids))
     with pytest.raises(PolicyError, match="outside the domain"):
-        km.sulq_kmeans(np.array([99]), Policy(complete_graph(d)), 2, 1.0)
+        km.sulq_kmeans(np.array([99]), Policy(complete_graph(d)), 2, epsilon=1.0)
     with pytest.raises(ValueError, match="epsilon"):
-        km.sulq_kmeans(data, Policy(complete_graph(d)), 2, -1.0)
+        km.sulq_kmeans(data, Policy(complete_graph(d)), 2, epsilon=-1.0)

@@ -62,7 +62,7 @@ def test_laplace_at_policy_sensitivity_passes_the_exact_pufferfish_audit_and_hal
 
 def test_hist_under_partition_is_free_and_released_exactly():
     p = Policy(partition_graph(Domain.ordered(4), [[0, 1], [2, 3]]))
-    r = release_histogram([0, 1, 1, 3], p, 1.0, partition=[[0, 1], [2, 3]], random_state=0)
+    r = release_histogram([0, 1, 1, 3], p, epsilon=1.0, partition=[[0, 1], [2, 3]], random_state=0)
     assert r.scale == 0 and list(r.value) == [3.0, 1.0]
     # the total histogram is not free: the pair (0, 1) is protected
     assert histogram_sensitivity(p).value == 2
@@ -92,44 +92,44 @@ def test_theorem_4_5_contrapositive_under_a_count_constraint():
 
 def test_release_records_and_secure_default():
     p = Policy(line_graph(Domain.ordered(6)))
-    r = release_cumulative([0, 2, 2, 5], p, 1.0)
+    r = release_cumulative([0, 2, 2, 5], p, epsilon=1.0)
     assert r.secure and r.scale == 1.0 and r.value.shape == (6,)
-    s = release_linear_sum([0, 2, 2, 5], p, 0.5, random_state=3)
+    s = release_linear_sum([0, 2, 2, 5], p, epsilon=0.5, random_state=3)
     assert not s.secure and s.scale == 2.0 and "NOT FOR PRODUCTION" in s.explain()
     with pytest.raises(PolicyError, match="another policy"):
-        laplace_mechanism(1.0, Policy(complete_graph(Domain.ordered(6))), 1.0, cumulative_sensitivity(p))
+        laplace_mechanism(1.0, Policy(complete_graph(Domain.ordered(6))), epsilon=1.0, sensitivity=cumulative_sensitivity(p))
     with pytest.raises(ValueError, match="epsilon"):
-        laplace_mechanism(1.0, p, 0.0, 1.0)
+        laplace_mechanism(1.0, p, epsilon=0.0, sensitivity=1.0)
 
 
 def test_sequential_and_parallel_composition_in_the_accountant():
     p = Policy(line_graph(Domain.ordered(5)))
     acc = PrivacyAccountant(budget=2.0)
-    laplace_mechanism(1.0, p, 0.5, 1.0, random_state=0, accountant=acc)
-    laplace_mechanism(1.0, p, 0.25, 1.0, random_state=0, accountant=acc)
+    laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, accountant=acc)
+    laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0, accountant=acc)
     assert acc.total == pytest.approx(0.75) and acc.theorem == THEOREM_BLOWFISH  # Theorem 4.1
     # Theorem 4.2: disjoint subsets of individuals cost the max
-    laplace_mechanism(1.0, p, 0.5, 1.0, random_state=0, accountant=acc, subset={0, 1})
-    laplace_mechanism(1.0, p, 0.5, 1.0, random_state=0, accountant=acc, subset={2, 3})
+    laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, accountant=acc, subset={0, 1})
+    laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, accountant=acc, subset={2, 3})
     assert acc.total == pytest.approx(1.25)
-    laplace_mechanism(1.0, p, 0.25, 1.0, random_state=0, accountant=acc, subset={1})
+    laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0, accountant=acc, subset={1})
     assert acc.total == pytest.approx(1.5)
     other = PrivacyAccountant()
-    other.record(laplace_mechanism(1.0, p, 0.25, 1.0, random_state=0))  # the generic entry point routes Blowfish
+    other.record(laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0))  # the generic entry point routes Blowfish
     assert other.total == pytest.approx(0.25) and other.theorem == THEOREM_BLOWFISH
     with pytest.raises(BudgetError):
-        laplace_mechanism(1.0, p, 0.6, 1.0, random_state=0, accountant=acc)
+        laplace_mechanism(1.0, p, epsilon=0.6, sensitivity=1.0, random_state=0, accountant=acc)
     assert acc.total == pytest.approx(1.5) and len(acc.entries) == 5  # nothing recorded
     with pytest.raises(CompositionError, match="different policies"):
-        laplace_mechanism(1.0, Policy(complete_graph(Domain.ordered(5))), 0.1, 4.0, random_state=0, accountant=acc)
+        laplace_mechanism(1.0, Policy(complete_graph(Domain.ordered(5))), epsilon=0.1, sensitivity=4.0, random_state=0, accountant=acc)
 
 
 def test_parallel_composition_refused_under_count_constraints_and_kinds_do_not_mix():
     p = Policy(complete_graph(Domain.ordered(3)), [CountConstraint((0,), 1)], n=3)
     acc = PrivacyAccountant()
     with pytest.raises(CompositionError, match="Theorem 4.2"):
-        laplace_mechanism(1.0, p, 0.5, 2.0, random_state=0, accountant=acc, subset={0})
-    laplace_mechanism(1.0, p, 0.5, 2.0, random_state=0, accountant=acc)
+        laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=2.0, random_state=0, accountant=acc, subset={0})
+    laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=2.0, random_state=0, accountant=acc)
     with pytest.raises(CompositionError):
         acc.check_mqm(epsilon=1.0, quilt_key="k")
     with pytest.raises(CompositionError):
@@ -139,5 +139,5 @@ def test_parallel_composition_refused_under_count_constraints_and_kinds_do_not_m
 
     mqm.record_mqm(SimpleNamespace(epsilon=1.0, mechanism="m", secure=True), quilt_key="k")
     with pytest.raises(CompositionError, match="another kind"):
-        laplace_mechanism(1.0, Policy(line_graph(Domain.ordered(3))), 0.5, 1.0, random_state=0, accountant=mqm)
+        laplace_mechanism(1.0, Policy(line_graph(Domain.ordered(3))), epsilon=0.5, sensitivity=1.0, random_state=0, accountant=mqm)
     assert np.isclose(mqm.total, 1.0)

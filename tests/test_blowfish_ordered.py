@@ -25,7 +25,7 @@ from puffgm.blowfish.pufferfish import audit_blowfish_laplace
                                                (10, 3, 2)])
 def test_ordered_hierarchical_plan_is_exactly_epsilon_blowfish(k, theta, fanout):
     eps = 1.3
-    plan = ordered_hierarchical_plan(k, theta, eps, fanout=fanout)
+    plan = ordered_hierarchical_plan(k, theta, epsilon=eps, fanout=fanout)
     # Theorem 7.2(1): the exact loss of the independent Laplace nodes over every edge of G^{d,theta} is <= eps
     loss = plan.privacy_loss(Policy(distance_threshold_graph(Domain.ordered(k), theta)))
     assert loss <= eps * (1 + 1e-12)
@@ -40,16 +40,16 @@ def test_ordered_hierarchical_plan_is_exactly_epsilon_blowfish(k, theta, fanout)
 def test_hierarchical_plan_is_dp_and_plain_histogram_too():
     k, eps = 9, 0.9
     dp = Policy(complete_graph(Domain.ordered(k)))
-    assert hierarchical_plan(k, eps, fanout=3).privacy_loss(dp) == pytest.approx(eps)
-    assert laplace_histogram_plan(k, eps).privacy_loss(dp) == pytest.approx(eps)
-    assert ordered_plan(k, eps, k - 1).privacy_loss(dp) == pytest.approx(eps)
+    assert hierarchical_plan(k, epsilon=eps, fanout=3).privacy_loss(dp) == pytest.approx(eps)
+    assert laplace_histogram_plan(k, epsilon=eps).privacy_loss(dp) == pytest.approx(eps)
+    assert ordered_plan(k, epsilon=eps, sensitivity=k - 1).privacy_loss(dp) == pytest.approx(eps)
     # the ordered mechanism at sensitivity 1 is NOT private under DP: loss (k - 1) eps
-    assert ordered_plan(k, eps).privacy_loss(dp) == pytest.approx((k - 1) * eps)
+    assert ordered_plan(k, epsilon=eps).privacy_loss(dp) == pytest.approx((k - 1) * eps)
 
 
 def test_exact_audit_of_the_ordered_hierarchical_release_via_pufferfish():
     k, theta, eps = 4, 2, 1.0
-    plan = ordered_hierarchical_plan(k, theta, eps, fanout=2)
+    plan = ordered_hierarchical_plan(k, theta, epsilon=eps, fanout=2)
     pol = Policy(distance_threshold_graph(Domain.ordered(k), theta))
 
     def nodes(db):
@@ -64,7 +64,7 @@ def test_exact_audit_of_the_ordered_hierarchical_release_via_pufferfish():
 def test_exact_audit_of_the_ordered_mechanism_on_the_line():
     k = 4
     pol = Policy(line_graph(Domain.ordered(k)))
-    plan = ordered_plan(k, 0.7)
+    plan = ordered_plan(k, epsilon=0.7)
 
     def cum(db):
         return plan.node_matrix @ np.bincount(np.asarray(db), minlength=k)
@@ -84,8 +84,8 @@ def _brute_range_mse(plan):
     return tot / cnt
 
 
-@pytest.mark.parametrize("plan", [ordered_plan(9, 0.5), ordered_hierarchical_plan(11, 3, 1.0, fanout=2),
-                                  hierarchical_plan(10, 2.0, fanout=3), laplace_histogram_plan(7, 1.0)],
+@pytest.mark.parametrize("plan", [ordered_plan(9, epsilon=0.5), ordered_hierarchical_plan(11, 3, epsilon=1.0, fanout=2),
+                                  hierarchical_plan(10, epsilon=2.0, fanout=3), laplace_histogram_plan(7, epsilon=1.0)],
                          ids=lambda p: p.name)
 def test_exact_range_error_formula_equals_enumeration(plan):
     assert plan.range_mse() == pytest.approx(_brute_range_mse(plan), rel=1e-12)
@@ -94,9 +94,9 @@ def test_exact_range_error_formula_equals_enumeration(plan):
 
 def test_theorem_7_1_error_of_range_queries():
     k, eps = 20, 0.5
-    p = ordered_plan(k, eps)
-    assert p.range_variance(3, 10) == pytest.approx(ordered_range_error(eps)) == pytest.approx(4 / eps**2)
-    assert p.range_variance(0, 10) == pytest.approx(ordered_range_error(eps, low_known=True))
+    p = ordered_plan(k, epsilon=eps)
+    assert p.range_variance(3, 10) == pytest.approx(ordered_range_error(epsilon=eps)) == pytest.approx(4 / eps**2)
+    assert p.range_variance(0, 10) == pytest.approx(ordered_range_error(epsilon=eps, low_known=True))
     assert p.range_variance(0, k - 1) == 0
     # average over all ranges: 4/eps^2 except ranges touching an end
     n_r = k * (k + 1) // 2
@@ -105,45 +105,45 @@ def test_theorem_7_1_error_of_range_queries():
 
 
 def test_budget_split_is_the_exact_optimum():
-    plan = ordered_hierarchical_plan(64, 8, 1.0, fanout=2)
+    plan = ordered_hierarchical_plan(64, 8, epsilon=1.0, fanout=2)
     a, b = plan.details["error_coefficients"]
     best = plan.range_mse()
     for es in np.linspace(0.05, 0.95, 19):
-        other = ordered_hierarchical_plan(64, 8, 1.0, fanout=2, epsilon_s=float(es))
+        other = ordered_hierarchical_plan(64, 8, epsilon=1.0, fanout=2, epsilon_s=float(es))
         assert other.range_mse() >= best - 1e-9
         assert other.range_mse() == pytest.approx(a / es**2 + b / (1 - es) ** 2)
 
 
 def test_claims_of_section_7_on_a_small_domain():
     k = 256
-    hier = hierarchical_plan(k, 1.0).range_mse()
+    hier = hierarchical_plan(k, epsilon=1.0).range_mse()
     # the ordered mechanism beats the hierarchical mechanism on the line graph by orders of magnitude
-    assert ordered_plan(k, 1.0).range_mse() < hier / 50
+    assert ordered_plan(k, epsilon=1.0).range_mse() < hier / 50
     # the ordered hierarchical mechanism beats it for small theta
-    assert ordered_hierarchical_plan(k, 8, 1.0).range_mse() < hier / 2
+    assert ordered_hierarchical_plan(k, 8, epsilon=1.0).range_mse() < hier / 2
     # best_plan is never worse than any of its candidates
     for theta in (2, 64, 200):
-        b = best_plan(k, theta, 1.0).range_mse()
-        assert b <= min(hier, ordered_plan(k, 1.0, theta).range_mse(),
-                        ordered_hierarchical_plan(k, theta, 1.0).range_mse()) + 1e-9
+        b = best_plan(k, theta, epsilon=1.0).range_mse()
+        assert b <= min(hier, ordered_plan(k, epsilon=1.0, sensitivity=theta).range_mse(),
+                        ordered_hierarchical_plan(k, theta, epsilon=1.0).range_mse()) + 1e-9
 
 
 def test_ordered_mechanism_release_with_isotonic_inference_and_accountant():
     pol = Policy(line_graph(Domain.ordered(8)))
     data = [0, 1, 1, 3, 7, 7, 7]
     acc = PrivacyAccountant(budget=1.0)
-    r = ordered_mechanism(data, pol, 0.5, random_state=1, accountant=acc)
+    r = ordered_mechanism(data, pol, epsilon=0.5, random_state=1, accountant=acc)
     assert np.all(np.diff(r.value) >= 0) and r.value[-1] == len(data) and r.value.min() >= 0
     assert range_query(r.value, 2, 5) == pytest.approx(r.value[5] - r.value[1])
     raw = r.details["raw"]
     from scipy.optimize import isotonic_regression
 
     assert np.allclose(r.value[:-1], np.clip(isotonic_regression(raw[:-1]).x, 0, len(data)))
-    oh = ordered_hierarchical_mechanism(data, Policy(distance_threshold_graph(Domain.ordered(8), 3)), 0.5,
+    oh = ordered_hierarchical_mechanism(data, Policy(distance_threshold_graph(Domain.ordered(8), 3)), epsilon=0.5,
                                         random_state=2)
     assert oh.value.shape == (8,) and oh.value[-1] == len(data)
     assert acc.total == pytest.approx(0.5)
     with pytest.raises(PolicyError, match="distance-threshold"):
-        ordered_hierarchical_mechanism(data, Policy(complete_graph(Domain.ordered(8))), 0.5)
+        ordered_hierarchical_mechanism(data, Policy(complete_graph(Domain.ordered(8))), epsilon=0.5)
     with pytest.raises(PolicyError, match="not inside"):
         range_query(r.value, 3, 9)

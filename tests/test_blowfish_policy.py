@@ -93,11 +93,11 @@ def test_induced_neighbours_under_a_count_constraint_swap_two_tuples():
 def test_distance_guarantee_is_attained_by_a_linear_sum_on_the_line():
     p = Policy(line_graph(Domain.ordered(5)))
     eps = 0.7
-    assert distance_guarantee(p, eps, 0, 3) == pytest.approx(3 * eps)
+    assert distance_guarantee(p, 0, 3, epsilon=eps) == pytest.approx(3 * eps)
     # Laplace on the sum at scale 1/eps: databases differing 0 -> 3 in one tuple have loss exactly 3 eps
     r = audit_blowfish_laplace(Policy(complete_graph(Domain.ordered(5))), lambda db: float(sum(db)), 1 / eps, n=1)
     assert r.loss == pytest.approx(4 * eps)  # the pair (0, 4) at distance 4 on the line
-    assert distance_guarantee(Policy(partition_graph(Domain.ordered(4), [[0, 1], [2, 3]])), 1.0, 0, 3) == math.inf
+    assert distance_guarantee(Policy(partition_graph(Domain.ordered(4), [[0, 1], [2, 3]])), 0, 3, epsilon=1.0) == math.inf
 
 
 @pytest.mark.parametrize("make, message", [

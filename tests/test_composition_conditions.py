@@ -150,7 +150,7 @@ def test_randomised_response_and_edge_cases():
     rr = np.array([[0.75, 0.25], [0.25, 0.75]])
     r = check_composition_conditions(inst, rr)
     assert r.holds and r.nfc_value == pytest.approx(math.log(3), abs=1e-12)
-    assert not r.satisfies(1.0) and r.satisfies(1.1)
+    assert not r.satisfies(epsilon=1.0) and r.satisfies(epsilon=1.1)
     assert nfc_value(inst, rr) == pytest.approx(math.log(3), abs=1e-12)
     # a constant mechanism: value 0, holds at epsilon 0
     r0 = check_composition_conditions(inst, np.array([[0.3, 0.7], [0.3, 0.7]]), epsilon=0.0)

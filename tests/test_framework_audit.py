@@ -69,7 +69,7 @@ def test_laplace_dp_closed_form_independent_records(scale):
     assert r.loss == pytest.approx(1.0 / scale, rel=1e-12, abs=1e-12)
     # the ratio is constant (= e^{+-1/scale}) beyond the extreme query values 0 and 4
     assert r.witness[2] in (math.inf, -math.inf, 0.0, 4.0)
-    assert r.satisfies(1.0 / scale) and not r.satisfies(0.99 / scale)
+    assert r.satisfies(epsilon=1.0 / scale) and not r.satisfies(epsilon=0.99 / scale)
 
 
 def test_laplace_matches_dense_grid_on_correlated_prior():

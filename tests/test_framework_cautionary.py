@@ -69,7 +69,7 @@ def test_exam_order_laplace_is_dp_but_not_pufferfish():
     for n in (2, 3, 6, 10):
         inst = exam_order(n)
         r = audit_laplace(inst, lambda a: sum(a.values()), 1 / eps)
-        assert r.loss == pytest.approx(exam_order_laplace_loss(n, eps), rel=1e-12)
+        assert r.loss == pytest.approx(exam_order_laplace_loss(n, epsilon=eps), rel=1e-12)
         assert r.loss > eps
         # Example 9.2's pair (r1=0, r1=1) and the output region beyond n
         assert r.witness[1] == ("r1=0", "r1=1") and r.witness[2] >= n

@@ -119,9 +119,9 @@ def test_relative_error_is_absolute_error_on_logs():
     pairs = interval_pairs("t1", centers, k) + interval_pairs("t2", centers, k)
     inst = Instantiation(priors, pairs, nodes=nodes, states=states)
     assert len(pairs) >= 4
-    r = audit_laplace(inst, lambda a: float(sum(a.values())), relative_error_scale(c, eps))
+    r = audit_laplace(inst, lambda a: float(sum(a.values())), relative_error_scale(c, epsilon=eps))
     assert 0 < r.loss <= eps + 1e-12
-    rel = release_relative_error(grid, c, eps, random_state=1)
+    rel = release_relative_error(grid, c, epsilon=eps, random_state=1)
     assert rel.secure is False and rel.value > 0 and rel.true_value == pytest.approx(np.exp(logs.mean()))
 
 
@@ -139,19 +139,19 @@ def test_aggregate_secret_scale_passes_exact_audit():
     # a correlated prior too: the bound holds under any prior
     priors.append(rng.dirichlet(np.full(64, 0.3)).reshape(4, 4, 4))
     inst = Instantiation(priors, aggregate_pairs([1.5, 2.0, 2.5], delta), nodes=nodes, states=states)
-    r = audit_laplace(inst, lambda a: float(sum(a.values())), aggregate_sum_scale(delta, eps))
+    r = audit_laplace(inst, lambda a: float(sum(a.values())), aggregate_sum_scale(delta, epsilon=eps))
     assert r.loss <= eps + 1e-12
     # and the noise is not gratuitous: a third of it fails on some prior
-    assert audit_laplace(inst, lambda a: float(sum(a.values())), aggregate_sum_scale(delta, eps) / 3).loss > eps
+    assert audit_laplace(inst, lambda a: float(sum(a.values())), aggregate_sum_scale(delta, epsilon=eps) / 3).loss > eps
 
 
 def test_release_validation_and_secure_flag():
     r = release_sum_absolute_error([1.0, 2.0], k=1.0, epsilon=1.0, random_state=0)
     assert r.scale == 4.0 and r.true_value == 3.0 and r.secure is False
-    assert release_aggregate_sum([1.0, 2.0], 1.0, 1.0, random_state=0).scale == 3.0
+    assert release_aggregate_sum([1.0, 2.0], 1.0, epsilon=1.0, random_state=0).scale == 3.0
     with pytest.raises(ValueError, match="'k' parameter"):
         release_sum_absolute_error([1.0], k=0, epsilon=1.0)
     with pytest.raises(ValueError, match="values > 0"):
-        release_relative_error([1.0, -2.0], 0.5, 1.0)
+        release_relative_error([1.0, -2.0], 0.5, epsilon=1.0)
     with pytest.raises(ValueError, match="'c' parameter"):
-        relative_error_scale(1.5, 1.0)
+        relative_error_scale(1.5, epsilon=1.0)

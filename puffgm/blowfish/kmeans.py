@@ -34,16 +34,17 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.core.noise import resolve_noise
 from puffgm.core.results import freeze_record
-from puffgm.blowfish.policy import Policy, PolicyError, _l1_diameter
+from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 
-__all__ = ["KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign", "iteration_query"]
+__all__ = ["KMeansOptions", "KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign",
+           "iteration_query"]
 
 _EDGES = weakref.WeakKeyDictionary()
 _EDGE_LIMIT = 5_000_000
@@ -103,7 +104,7 @@ def kmeans_sensitivities(policy: Policy, centroids) -> tuple:
         tops = []
         for j in np.unique(labels):
             grp = cl[labels == j]
-            s_sum = max(s_sum, _l1_diameter(coords[grp]))
+            s_sum = max(s_sum, l1_diameter(coords[grp]))
             tops.append(float(f[grp].max()))
         if len(tops) >= 2:
             s_count = 2.0
@@ -167,9 +168,28 @@ class KMeansResult:
                 f"S_sum in [{s[:, 1].min():g}, {s[:, 1].max():g}]")
 
 
-def sulq_kmeans(data, policy: Policy, n_clusters: int, epsilon: float, *, iterations: int = 10, init=None,
-                random_state=None, accountant=None, label: str | None = None,
-                sensitivity_override=None) -> KMeansResult:
+@dataclass(frozen=True)
+class KMeansOptions:
+    """The run of :func:`sulq_kmeans`: iterations, initial centroids, sensitivities.
+
+    Attributes
+    ----------
+    iterations : int
+        Number of SuLQ iterations T (each spends epsilon / T).
+    init : array (K, d), optional
+        Initial centroids (public, data independent); default uniform over the domain box.
+    sensitivity_override : (float, float), optional
+        Research only: use these (S_count, S_sum) instead of the exact ones.  The
+        result then records ``details["guarantee"] = False``.
+    """
+
+    iterations: int = 10
+    init: Any = None
+    sensitivity_override: Any = None
+
+
+def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, options: KMeansOptions | None = None,
+                random_state=None, accountant=None, label: str | None = None) -> KMeansResult:
     """SuLQ k-means under a Blowfish policy (section 6).
 
     Parameters
@@ -180,21 +200,22 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, epsilon: float, *, iterat
     n_clusters : int
     epsilon : float
         Total budget: epsilon / (2 iterations) per noisy query.
-    init : array (K, d), optional
-        Initial centroids (public, data independent); default uniform over the domain box.
+    options : KMeansOptions, optional
+        Iterations (default 10), initial centroids, sensitivity override.
     random_state : None, int or Generator
         None: secure noise (and a fresh numpy generator for the initial centroids).
     accountant : PrivacyAccountant, optional
         Charged epsilon once (the 2T releases compose to epsilon by Theorem 4.1).
-    sensitivity_override : (float, float), optional
-        Research only: use these (S_count, S_sum) instead of the exact ones.  The
-        result then records ``details["guarantee"] = False``.
+    label : str, optional
+        The run's label in the accountant's ledger.
     """
+    options = KMeansOptions() if options is None else options
+    init, sensitivity_override = options.init, options.sensitivity_override
     if not isinstance(policy, Policy):
         raise PolicyError(f"Expected a Blowfish Policy; got {type(policy).__name__}.")
     epsilon = check_positive_finite(epsilon, "epsilon", "sulq_kmeans")
     n_clusters = check_positive_int(n_clusters, "n_clusters", "sulq_kmeans")
-    iterations = check_positive_int(iterations, "iterations", "sulq_kmeans")
+    iterations = check_positive_int(options.iterations, "iterations", "sulq_kmeans")
     coords = policy.domain.coords()
     arr = np.asarray(data)
     if arr.dtype.kind in "iu" and arr.ndim == 1:

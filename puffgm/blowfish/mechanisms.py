@@ -26,12 +26,14 @@ from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import (
     Sensitivity,
     cumulative_sensitivity,
+    histogram_cells,
     histogram_sensitivity,
     linear_sum_sensitivity,
+    values_matrix,
 )
 
-__all__ = ["BlowfishRelease", "laplace_mechanism", "release_histogram", "release_cumulative", "release_linear_sum",
-           "THEOREM_5_1"]
+__all__ = ["BlowfishRelease", "ReleaseOptions", "laplace_mechanism", "release_histogram", "release_cumulative",
+           "release_linear_sum", "THEOREM_5_1"]
 
 THEOREM_5_1 = "He, Machanavajjhala and Ding 2014, Theorem 5.1 (Laplace mechanism at the policy-specific sensitivity)"
 
@@ -93,8 +95,33 @@ class BlowfishRelease:
         return self.explain()
 
 
-def laplace_mechanism(answer, policy: Policy, epsilon: float, sensitivity, *, random_state=None, accountant=None,
-                      label: str | None = None, subset=None, mechanism: str = "Blowfish Laplace") -> BlowfishRelease:
+@dataclass(frozen=True)
+class ReleaseOptions:
+    """How a Blowfish release draws its noise and is recorded.
+
+    The keyword arguments ``random_state``, ``accountant``, ``label`` and ``subset``
+    of the release functions, grouped for the steps they pass through.
+
+    Attributes
+    ----------
+    random_state : None, int or numpy Generator
+        None for OpenDP's secure sampler; a seed for reproducible, non-secure noise.
+    accountant : PrivacyAccountant, optional
+        Checked before any noise is drawn, charged after.
+    label : str, optional
+        The release's label in the accountant's ledger.
+    subset : iterable, optional
+        Ids of the individuals the answer was computed from (parallel composition).
+    """
+
+    random_state: Any = None
+    accountant: Any = None
+    label: str | None = None
+    subset: Any = None
+
+
+def laplace_mechanism(answer, policy: Policy, *, epsilon: float, sensitivity, random_state=None, accountant=None,
+                      label: str | None = None, subset=None) -> BlowfishRelease:
     """Release ``answer + Lap(sensitivity / epsilon)`` coordinate-wise (Theorem 5.1).
 
     Parameters
@@ -108,6 +135,8 @@ def laplace_mechanism(answer, policy: Policy, epsilon: float, sensitivity, *, ra
     random_state : None, int or numpy Generator
         None for OpenDP's secure sampler; a seed for reproducible, non-secure noise.
     accountant : PrivacyAccountant, optional
+    label : str, optional
+        The release's label in the accountant's ledger.
     subset : iterable, optional
         Ids of the individuals the answer was computed from (parallel composition).
 
@@ -115,10 +144,17 @@ def laplace_mechanism(answer, policy: Policy, epsilon: float, sensitivity, *, ra
     --------
     >>> from puffgm.blowfish import Domain, Policy, line_graph
     >>> p = Policy(line_graph(Domain.ordered(10)))
-    >>> r = laplace_mechanism(3.0, p, 1.0, 1.0, random_state=0)
+    >>> r = laplace_mechanism(3.0, p, epsilon=1.0, sensitivity=1.0, random_state=0)
     >>> r.scale, r.secure
     (1.0, False)
     """
+    release = ReleaseOptions(random_state, accountant, label, subset)
+    return _laplace_release(answer, policy, epsilon, sensitivity, release, "Blowfish Laplace")
+
+
+def _laplace_release(answer, policy: Policy, epsilon: float, sensitivity, release: ReleaseOptions,
+                     mechanism: str) -> BlowfishRelease:
+    """The Laplace mechanism of Theorem 5.1, its release named ``mechanism``."""
     if not isinstance(policy, Policy):
         raise PolicyError(f"Expected a Blowfish Policy; got {type(policy).__name__}.")
     epsilon = check_positive_finite(epsilon, "epsilon", "laplace_mechanism")
@@ -131,18 +167,19 @@ def laplace_mechanism(answer, policy: Policy, epsilon: float, sensitivity, *, ra
     arr = np.asarray(answer, dtype=float)
     if not np.all(np.isfinite(arr)):
         raise PolicyError("The query answer contains NaN or infinity.")
+    accountant, subset = release.accountant, release.subset
     if accountant is not None:
         accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key, subset=subset,
                                   constrained=not policy.unconstrained)
     scale = sens / epsilon
-    noise = resolve_noise(random_state)
+    noise = resolve_noise(release.random_state)
     value = noise.laplace(arr, scale) if scale > 0 else arr.copy()
     value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
     rel = BlowfishRelease(value, mechanism, epsilon, scale, sens, bool(noise.secure), noise.description, policy.key,
                           not policy.unconstrained, None if subset is None else frozenset(subset), THEOREM_5_1,
                           {"policy": policy.explain()})
     if accountant is not None:
-        accountant.record_blowfish(rel, label=label)
+        accountant.record_blowfish(rel, label=release.label)
     return rel
 
 
@@ -156,31 +193,40 @@ def _data_indices(policy: Policy, data):
     return idx
 
 
-def release_histogram(data, policy: Policy, epsilon: float, partition=None, **kwargs) -> BlowfishRelease:
-    """The histogram h_P of ``data`` (a sequence of domain values) with Laplace noise at S(h_P, P)."""
-    sens = histogram_sensitivity(policy, partition)
-    from puffgm.blowfish.sensitivity import _cells
+def release_histogram(data, policy: Policy, *, epsilon: float, partition=None, **kwargs) -> BlowfishRelease:
+    """The histogram h_P of ``data`` (a sequence of domain values) with Laplace noise at S(h_P, P).
 
-    cell = _cells(policy, partition)
+    ``partition`` gives the cells (default one per value, see
+    :func:`~puffgm.blowfish.sensitivity.histogram_cells`); ``kwargs`` are the
+    ``random_state``, ``accountant``, ``label`` and ``subset`` of :func:`laplace_mechanism`.
+    """
+    sens = histogram_sensitivity(policy, partition)
+    cell = histogram_cells(policy, partition)
     c = cell[_data_indices(policy, data)]
     ans = np.bincount(c[c >= 0], minlength=int(cell.max()) + 1).astype(float)
-    return laplace_mechanism(ans, policy, epsilon, sens, mechanism="Blowfish Laplace histogram", **kwargs)
+    return _laplace_release(ans, policy, epsilon, sens, ReleaseOptions(**kwargs), "Blowfish Laplace histogram")
 
 
-def release_cumulative(data, policy: Policy, epsilon: float, **kwargs) -> BlowfishRelease:
-    """The cumulative histogram (Definition 7.1) with Laplace noise at S(c, P) (no inference; see
-    :func:`puffgm.blowfish.ordered.ordered_mechanism` for the ordered mechanism)."""
+def release_cumulative(data, policy: Policy, *, epsilon: float, **kwargs) -> BlowfishRelease:
+    """The cumulative histogram (Definition 7.1) with Laplace noise at S(c, P).
+
+    No inference; see :func:`puffgm.blowfish.ordered.ordered_mechanism` for the
+    ordered mechanism.  ``kwargs`` as in :func:`release_histogram`.
+    """
     sens = cumulative_sensitivity(policy)
     ans = np.cumsum(np.bincount(_data_indices(policy, data), minlength=policy.domain.size)).astype(float)
-    return laplace_mechanism(ans, policy, epsilon, sens, mechanism="Blowfish Laplace cumulative histogram", **kwargs)
+    return _laplace_release(ans, policy, epsilon, sens, ReleaseOptions(**kwargs),
+                            "Blowfish Laplace cumulative histogram")
 
 
-def release_linear_sum(data, policy: Policy, epsilon: float, values=None, **kwargs) -> BlowfishRelease:
-    """sum_i g(x_i) (default g = rank coordinates) with Laplace noise at S(f, P)."""
-    from puffgm.blowfish.sensitivity import _values_matrix
+def release_linear_sum(data, policy: Policy, *, epsilon: float, values=None, **kwargs) -> BlowfishRelease:
+    """sum_i g(x_i) with Laplace noise at S(f, P).
 
+    ``values`` gives g (see :func:`~puffgm.blowfish.sensitivity.values_matrix`;
+    default the rank coordinates); ``kwargs`` as in :func:`release_histogram`.
+    """
     sens = linear_sum_sensitivity(policy, values)
-    g = _values_matrix(policy, values)
+    g = values_matrix(policy, values)
     ans = g[_data_indices(policy, data)].sum(axis=0)
-    return laplace_mechanism(ans if ans.size > 1 else float(ans[0]), policy, epsilon, sens,
-                             mechanism="Blowfish Laplace linear sum", **kwargs)
+    return _laplace_release(ans if ans.size > 1 else float(ans[0]), policy, epsilon, sens, ReleaseOptions(**kwargs),
+                            "Blowfish Laplace linear sum")

@@ -42,13 +42,21 @@ __all__ = [
     "neighbour_pairs",
     "are_neighbours",
     "distance_guarantee",
+    "resolve_n",
 ]
 
 #: Largest number of databases |I_Q| enumerated for induced neighbours.
 MAX_DATABASES = 20_000
 
 
-def _n(policy: Policy, n):
+def resolve_n(policy: Policy, n=None) -> int:
+    """The number of tuples n of the databases: ``n`` if given, else ``policy.n``, validated.
+
+    Raises
+    ------
+    PolicyError
+        If neither gives n, or n is not an integer >= 1.
+    """
     n = policy.n if n is None else n
     if n is None:
         raise PolicyError("Enumerating databases needs the number of tuples n (give n or set it in the policy).")
@@ -62,7 +70,7 @@ def enumerate_databases(policy: Policy, n: int | None = None, *, max_databases: 
 
     Raises PolicyError (naming the size) when |T|^n exceeds ``max_databases``.
     """
-    n = _n(policy, n)
+    n = resolve_n(policy, n)
     k = policy.domain.size
     total = k**n
     if total > max_databases:
@@ -154,11 +162,20 @@ def are_neighbours(policy: Policy, d1, d2, *, max_databases: int = MAX_DATABASES
     return (row[tuple(a.tolist())], row[tuple(b.tolist())]) in {tuple(p) for p in pairs.tolist()}
 
 
-def distance_guarantee(policy: Policy, epsilon: float, x, y) -> float:
+def distance_guarantee(policy: Policy, x, y, *, epsilon: float) -> float:
     """The bound epsilon * d_G(x, y) on |log P[M(D1) in S] / P[M(D2) in S]| for D1, D2 differing in one tuple x -> y.
 
     Valid for unconstrained policies (section 4, after Definition 4.2); inf when
     x and y lie in different connected components (the adversary may tell them apart).
+
+    Parameters
+    ----------
+    policy : Policy
+        An unconstrained policy.
+    x, y : domain values
+        The tuple's value in D1 and in D2.
+    epsilon : float
+        The mechanism's (epsilon, P)-Blowfish parameter.
     """
     from puffgm.core.validation import check_positive_finite
 

@@ -47,12 +47,13 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.core.noise import resolve_noise
 from puffgm.core.results import freeze_record
-from puffgm.blowfish.mechanisms import BlowfishRelease
+from puffgm.blowfish.mechanisms import BlowfishRelease, ReleaseOptions
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import cumulative_sensitivity
 
 __all__ = [
     "CumulativePlan",
+    "HierarchicalOptions",
     "ordered_plan",
     "ordered_hierarchical_plan",
     "hierarchical_plan",
@@ -194,12 +195,20 @@ def _check_k(k):
     return k
 
 
-def ordered_plan(k: int, epsilon: float, sensitivity: float = 1.0) -> CumulativePlan:
+def ordered_plan(k: int, *, epsilon: float, sensitivity: float = 1.0) -> CumulativePlan:
     """The ordered mechanism (section 7.1): c_0..c_{k-2} + Lap(S/epsilon), c_{k-1} = n.
+
+    Parameters
+    ----------
+    k : int
+        Domain size.
+    epsilon : float
+    sensitivity : float
+        S = S(c, P) (1 on the line graph, theta under G^{d,theta}).
 
     Examples
     --------
-    >>> p = ordered_plan(10, 1.0)
+    >>> p = ordered_plan(10, epsilon=1.0)
     >>> round(p.range_variance(3, 6), 12), round(p.range_variance(0, 6), 12)
     (4.0, 2.0)
     """
@@ -214,7 +223,7 @@ def ordered_plan(k: int, epsilon: float, sensitivity: float = 1.0) -> Cumulative
                           {"sensitivity": sensitivity})
 
 
-def laplace_histogram_plan(k: int, epsilon: float) -> CumulativePlan:
+def laplace_histogram_plan(k: int, *, epsilon: float) -> CumulativePlan:
     """A plain Laplace histogram (Lap(2/epsilon) per cell, bounded DP); cumulative counts by prefix sums."""
     k = _check_k(k)
     epsilon = check_positive_finite(epsilon, "epsilon", "laplace_histogram_plan")
@@ -284,7 +293,7 @@ def _oh_structure(k: int, theta: int, fanout: int):
     return n_mat, np.array(groups), est, known, height, len(blocks)
 
 
-def ordered_hierarchical_plan(k: int, theta: int, epsilon: float, *, fanout: int | None = None,
+def ordered_hierarchical_plan(k: int, theta: int, *, epsilon: float, fanout: int | None = None,
                               epsilon_s: float | None = None, objective: str = "range") -> CumulativePlan:
     """The ordered hierarchical mechanism for G^{d,theta} (section 7.2, Theorem 7.2).
 
@@ -305,7 +314,7 @@ def ordered_hierarchical_plan(k: int, theta: int, epsilon: float, *, fanout: int
 
     Examples
     --------
-    >>> p = ordered_hierarchical_plan(64, 8, 1.0, fanout=2)
+    >>> p = ordered_hierarchical_plan(64, 8, epsilon=1.0, fanout=2)
     >>> p.details["blocks"], p.details["height"]
     (8, 3)
     """
@@ -318,8 +327,8 @@ def ordered_hierarchical_plan(k: int, theta: int, epsilon: float, *, fanout: int
         raise PolicyError(f"objective must be 'range' or 'cumulative'; got {objective!r}.")
     if fanout is None:
         cands = range(2, max(3, min(16, theta) + 1)) if theta > 1 else [2]
-        plans = [ordered_hierarchical_plan(k, theta, epsilon, fanout=f, epsilon_s=epsilon_s, objective=objective)
-                 for f in cands]
+        plans = [ordered_hierarchical_plan(k, theta, epsilon=epsilon, fanout=f, epsilon_s=epsilon_s,
+                                           objective=objective) for f in cands]
         key = (lambda p: p.range_mse()) if objective == "range" else (lambda p: p.cumulative_mse())
         return min(plans, key=key)
     if isinstance(fanout, bool) or not isinstance(fanout, (int, np.integer)) or fanout < 2:
@@ -355,12 +364,12 @@ def ordered_hierarchical_plan(k: int, theta: int, epsilon: float, *, fanout: int
                            "epsilon_s": epsilon_s, "epsilon_h": epsilon_h, "error_coefficients": (a, b)})
 
 
-def hierarchical_plan(k: int, epsilon: float, *, fanout: int | None = None) -> CumulativePlan:
+def hierarchical_plan(k: int, *, epsilon: float, fanout: int | None = None) -> CumulativePlan:
     """The hierarchical mechanism of differential privacy (Hay et al. 2010; section 7.2 with theta = |T|)."""
-    return ordered_hierarchical_plan(k, _check_k(k), epsilon, fanout=fanout)
+    return ordered_hierarchical_plan(k, _check_k(k), epsilon=epsilon, fanout=fanout)
 
 
-def best_plan(k: int, theta: int, epsilon: float, objective: str = "range") -> CumulativePlan:
+def best_plan(k: int, theta: int, *, epsilon: float, objective: str = "range") -> CumulativePlan:
     """The smallest-error plan among the ordered hierarchical mechanism (Theorem 7.2), the ordered
     mechanism at S = theta and the hierarchical mechanism of DP (valid under every policy, Lemma 5.2).
 
@@ -368,8 +377,9 @@ def best_plan(k: int, theta: int, epsilon: float, objective: str = "range") -> C
     Our reconstruction of Theorem 7.2's structure is not always below the hierarchical
     mechanism (e.g. theta close to k, see docs/blowfish.md); this restores the paper's claim.
     """
-    cands = [ordered_hierarchical_plan(k, theta, epsilon, objective=objective),
-             ordered_plan(k, epsilon, float(min(theta, k - 1))), hierarchical_plan(k, epsilon)]
+    cands = [ordered_hierarchical_plan(k, theta, epsilon=epsilon, objective=objective),
+             ordered_plan(k, epsilon=epsilon, sensitivity=float(min(theta, k - 1))),
+             hierarchical_plan(k, epsilon=epsilon)]
     key = (lambda p: p.range_mse()) if objective == "range" else (lambda p: p.cumulative_mse())
     return min(cands, key=key)
 
@@ -382,7 +392,7 @@ def range_query(cumulative, low: int, high: int) -> float:
     return float(c[high] - (c[low - 1] if low > 0 else 0.0))
 
 
-def ordered_range_error(epsilon: float, sensitivity: float = 1.0, *, low_known: bool = False,
+def ordered_range_error(*, epsilon: float, sensitivity: float = 1.0, low_known: bool = False,
                         high_known: bool = False) -> float:
     """Theorem 7.1: E(r~ - r)^2 = 2 (S/epsilon)^2 per noisy end (4/epsilon^2 on the line graph for an interior range)."""
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_range_error")
@@ -390,8 +400,29 @@ def ordered_range_error(epsilon: float, sensitivity: float = 1.0, *, low_known: 
     return ends * 2.0 * (sensitivity / epsilon) ** 2
 
 
-def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: float, inference: bool, random_state,
-                        accountant, label, theorem):
+@dataclass(frozen=True)
+class HierarchicalOptions:
+    """The plan of :func:`ordered_hierarchical_mechanism` (section 7.2).
+
+    Attributes
+    ----------
+    fanout : int, optional
+        Tree fan-out f >= 2; default: the f in 2..16 with the smallest exact error.
+    epsilon_s : float, optional
+        Budget of the S nodes (0 < epsilon_s < epsilon); default: the exact optimum
+        of Theorem 7.2(2) (see :func:`ordered_hierarchical_plan`).
+    best : bool
+        Use :func:`best_plan` (``fanout`` and ``epsilon_s`` are then not used).
+    """
+
+    fanout: int | None = None
+    epsilon_s: float | None = None
+    best: bool = False
+
+
+def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: float, inference: bool,
+                        release: ReleaseOptions, theorem: str) -> BlowfishRelease:
+    """Release the cumulative histogram of ``data`` by ``plan``, checking its exact loss against ``epsilon``."""
     if policy.domain.kind != "ordered":
         raise PolicyError("Cumulative histograms need an ordered domain.")
     idx = policy.domain.indices(list(data))
@@ -400,9 +431,10 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
     loss = plan.privacy_loss(policy) if policy.domain.size <= 512 else None
     if loss is not None and loss > epsilon * (1 + 1e-9):
         raise PolicyError(f"The plan's exact Blowfish loss {loss:g} exceeds epsilon = {epsilon:g} under this policy.")
+    accountant = release.accountant
     if accountant is not None:
         accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key, constrained=False)
-    noise = resolve_noise(random_state)
+    noise = resolve_noise(release.random_state)
     counts = np.bincount(idx, minlength=policy.domain.size)
     raw = plan.noisy_cumulative(counts, noise)
     value = raw
@@ -418,11 +450,11 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
                           {"raw": raw, "inference": inference, "range_mse_no_inference": plan.range_mse(),
                            **dict(plan.details)})
     if accountant is not None:
-        accountant.record_blowfish(rel, label=label)
+        accountant.record_blowfish(rel, label=release.label)
     return rel
 
 
-def ordered_mechanism(data, policy: Policy, epsilon: float, *, inference: bool = True, random_state=None,
+def ordered_mechanism(data, policy: Policy, *, epsilon: float, inference: bool = True, random_state=None,
                       accountant=None, label: str | None = None) -> BlowfishRelease:
     """Release the cumulative histogram of ``data`` by the ordered mechanism (section 7.1).
 
@@ -430,11 +462,22 @@ def ordered_mechanism(data, policy: Policy, epsilon: float, *, inference: bool =
     with ``inference``, isotonic regression (scipy) and clipping to [0, n].
     Range queries: :func:`range_query` on ``release.value``.
 
+    Parameters
+    ----------
+    data : sequence of domain values
+    policy : Policy
+        An unconstrained policy on an ordered domain.
+    epsilon : float
+    inference : bool
+        Post-process by constrained inference (Hay et al. 2010).
+    random_state, accountant, label
+        As in :func:`puffgm.blowfish.mechanisms.laplace_mechanism`.
+
     Examples
     --------
     >>> from puffgm.blowfish import Domain, Policy, line_graph
     >>> p = Policy(line_graph(Domain.ordered(5)))
-    >>> r = ordered_mechanism([0, 1, 1, 3, 4, 4], p, 1.0, random_state=0)
+    >>> r = ordered_mechanism([0, 1, 1, 3, 4, 4], p, epsilon=1.0, random_state=0)
     >>> bool(np.all(np.diff(r.value) >= 0)), float(r.value[-1])
     (True, 6.0)
     """
@@ -442,26 +485,42 @@ def ordered_mechanism(data, policy: Policy, epsilon: float, *, inference: bool =
     sens = cumulative_sensitivity(policy).value
     if sens == 0:
         raise PolicyError("The secret graph has no edge between different ranks; release the counts exactly.")
-    plan = ordered_plan(policy.domain.size, epsilon, sens)
-    return _cumulative_release(plan, data, policy, epsilon, inference, random_state, accountant, label, THEOREM_7_1)
+    plan = ordered_plan(policy.domain.size, epsilon=epsilon, sensitivity=sens)
+    return _cumulative_release(plan, data, policy, epsilon, inference, ReleaseOptions(random_state, accountant, label),
+                               THEOREM_7_1)
 
 
-def ordered_hierarchical_mechanism(data, policy: Policy, epsilon: float, *, fanout: int | None = None,
-                                   epsilon_s: float | None = None, inference: bool = False, best: bool = False,
-                                   random_state=None, accountant=None, label: str | None = None) -> BlowfishRelease:
+def ordered_hierarchical_mechanism(data, policy: Policy, *, epsilon: float, options: HierarchicalOptions | None = None,
+                                   inference: bool = False, random_state=None, accountant=None,
+                                   label: str | None = None) -> BlowfishRelease:
     """Release the cumulative histogram by the ordered hierarchical mechanism (section 7.2).
 
     The policy's graph must be a distance-threshold (or line) graph on an ordered
-    domain; theta is taken from it.  ``inference`` applies isotonic regression
-    to the estimates (post-processing).  ``best`` uses :func:`best_plan` instead.
+    domain; theta is taken from it.
+
+    Parameters
+    ----------
+    data : sequence of domain values
+    policy : Policy
+    epsilon : float
+    options : HierarchicalOptions, optional
+        Fan-out, budget split, or :func:`best_plan` (default: the plan of
+        :func:`ordered_hierarchical_plan` with its optimal fan-out and split).
+    inference : bool
+        Apply isotonic regression to the estimates (post-processing).
+    random_state, accountant, label
+        As in :func:`puffgm.blowfish.mechanisms.laplace_mechanism`.
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_hierarchical_mechanism")
+    options = HierarchicalOptions() if options is None else options
     g = policy.graph
     if g.kind not in ("distance", "line") or policy.domain.kind != "ordered":
         raise PolicyError("The ordered hierarchical mechanism needs a distance-threshold graph on an ordered domain.")
     theta = int(math.floor(g.params["theta"]))
-    if best:
-        plan = best_plan(policy.domain.size, theta, epsilon)
+    if options.best:
+        plan = best_plan(policy.domain.size, theta, epsilon=epsilon)
     else:
-        plan = ordered_hierarchical_plan(policy.domain.size, theta, epsilon, fanout=fanout, epsilon_s=epsilon_s)
-    return _cumulative_release(plan, data, policy, epsilon, inference, random_state, accountant, label, THEOREM_7_2)
+        plan = ordered_hierarchical_plan(policy.domain.size, theta, epsilon=epsilon, fanout=options.fanout,
+                                         epsilon_s=options.epsilon_s)
+    return _cumulative_release(plan, data, policy, epsilon, inference, ReleaseOptions(random_state, accountant, label),
+                               THEOREM_7_2)

@@ -55,6 +55,7 @@ __all__ = [
     "marginal_constraints",
     "grid_partition_blocks",
     "policy_from_dict",
+    "l1_diameter",
     "MAX_EXPLICIT_EDGES",
 ]
 
@@ -405,7 +406,7 @@ class SecretGraph:
         coords = self.domain.coords()
         cl = self.cliques()
         if cl is not None:
-            return max((_l1_diameter(coords[c]) for c in cl), default=0.0)
+            return max((l1_diameter(coords[c]) for c in cl), default=0.0)
         u, v = self.edge_arrays()
         return float(np.abs(coords[u] - coords[v]).sum(axis=1).max()) if len(u) else 0.0
 
@@ -420,8 +421,22 @@ class SecretGraph:
         return d
 
 
-def _l1_diameter(points: np.ndarray) -> float:
-    """max ||p - q||_1 over pairs of rows, exactly, via the 2^(d-1) sign vectors."""
+def l1_diameter(points: np.ndarray) -> float:
+    """The L1 diameter max ||p - q||_1 over pairs of rows of ``points``, exactly.
+
+    ||p - q||_1 = max over sign vectors s of s . (p - q), so the diameter is the
+    largest spread max s . p - min s . p over the 2^(d-1) sign vectors with s_1 = 1
+    (d the number of columns): O(2^(d-1) m) for m points instead of O(m^2).
+
+    Parameters
+    ----------
+    points : ndarray (m, d)
+
+    Returns
+    -------
+    float
+        0.0 for fewer than two points.
+    """
     if len(points) < 2:
         return 0.0
     d = points.shape[1]
@@ -731,45 +746,51 @@ def policy_from_dict(spec) -> Policy:
     unknown = set(spec) - {"domain", "graph", "constraints", "marginals", "n"}
     if unknown:
         raise PolicyError(f"The policy has unknown field(s) {sorted(unknown)!r}.")
-    dom = spec.get("domain")
+    domain = _domain_from_dict(spec.get("domain"))
+    graph = _graph_from_dict(spec.get("graph"), domain)
+    return Policy(graph, _constraints_from_dict(spec, domain), n=spec.get("n"))
+
+
+def _domain_from_dict(dom) -> Domain:
+    """The ``"domain"`` object of a policy's JSON form."""
     if not isinstance(dom, Mapping) or "kind" not in dom:
         raise PolicyError("The policy needs a 'domain' object with a 'kind'.")
     kind = dom["kind"]
     if kind == "ordered":
         if "size" in dom:
-            domain = Domain.ordered(dom["size"] if _is_int(dom["size"]) else _bad(f"The ordered domain size must be an integer; got {dom['size']!r}."))
-        else:
-            domain = Domain.ordered(dom.get("values", []))
-    elif kind == "categorical":
-        domain = Domain.categorical(dom.get("values", []))
-    elif kind == "grid":
+            return Domain.ordered(dom["size"] if _is_int(dom["size"]) else _bad(f"The ordered domain size must be an integer; got {dom['size']!r}."))
+        return Domain.ordered(dom.get("values", []))
+    if kind == "categorical":
+        return Domain.categorical(dom.get("values", []))
+    if kind == "grid":
         attrs = dom.get("attributes")
         if isinstance(attrs, Mapping):
-            domain = Domain.grid({a: (v if _is_int(v) else [_key(x) for x in v]) for a, v in attrs.items()})
-        else:
-            domain = Domain.grid(attrs if attrs is not None else [])
-    else:
-        raise PolicyError(f"Unknown domain kind {kind!r}; use 'categorical', 'ordered' or 'grid'.")
-    g = spec.get("graph")
+            return Domain.grid({a: (v if _is_int(v) else [_key(x) for x in v]) for a, v in attrs.items()})
+        return Domain.grid(attrs if attrs is not None else [])
+    raise PolicyError(f"Unknown domain kind {kind!r}; use 'categorical', 'ordered' or 'grid'.")
+
+
+def _graph_from_dict(g, domain: Domain) -> SecretGraph:
+    """The ``"graph"`` object of a policy's JSON form, over ``domain``."""
     if not isinstance(g, Mapping) or "kind" not in g:
         raise PolicyError("The policy needs a 'graph' object with a 'kind'.")
     gk = g["kind"]
     if gk == "complete":
-        graph = complete_graph(domain)
-    elif gk == "attribute":
-        graph = attribute_graph(domain)
-    elif gk == "line":
-        graph = line_graph(domain)
-    elif gk == "distance":
-        graph = distance_threshold_graph(domain, g.get("theta"))
-    elif gk == "partition":
+        return complete_graph(domain)
+    if gk == "attribute":
+        return attribute_graph(domain)
+    if gk == "line":
+        return line_graph(domain)
+    if gk == "distance":
+        return distance_threshold_graph(domain, g.get("theta"))
+    if gk == "partition":
         blocks = g.get("blocks")
         if blocks is None and "cell" in g:
             blocks = grid_partition_blocks(domain, g["cell"])
         if not isinstance(blocks, list):
             raise PolicyError("A partition graph needs 'blocks' (a list of lists of values) or 'cell'.")
-        graph = partition_graph(domain, [[_key(v) for v in b] if isinstance(b, list) else b for b in blocks])
-    elif gk == "edges":
+        return partition_graph(domain, [[_key(v) for v in b] if isinstance(b, list) else b for b in blocks])
+    if gk == "edges":
         import networkx as nx
 
         edges = g.get("edges")
@@ -777,9 +798,12 @@ def policy_from_dict(spec) -> Policy:
             raise PolicyError("An 'edges' graph needs 'edges': a list of [x, y] pairs of domain values.")
         nxg = nx.Graph()
         nxg.add_edges_from((_key(a), _key(b)) for a, b in edges)
-        graph = graph_from_networkx(domain, nxg)
-    else:
-        raise PolicyError(f"Unknown graph kind {gk!r}; use complete, attribute, partition, distance, line or edges.")
+        return graph_from_networkx(domain, nxg)
+    raise PolicyError(f"Unknown graph kind {gk!r}; use complete, attribute, partition, distance, line or edges.")
+
+
+def _constraints_from_dict(spec, domain: Domain) -> list:
+    """The count constraints of a policy's JSON form: ``"constraints"``, then ``"marginals"``."""
     cons = []
     for c in spec.get("constraints", []) or []:
         if not isinstance(c, Mapping) or "values" not in c or "count" not in c:
@@ -796,7 +820,7 @@ def policy_from_dict(spec) -> Policy:
                 raise PolicyError(f"A marginal row must list one value per attribute and a count; got {row!r}.")
             counts[tuple(row[:-1])] = row[-1]
         cons.extend(marginal_constraints(domain, m["attributes"], counts))
-    return Policy(graph, cons, n=spec.get("n"))
+    return cons
 
 
 def _bad(msg):

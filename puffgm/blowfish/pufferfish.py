@@ -36,7 +36,7 @@ import numpy as np
 
 from puffgm.framework.audit import AuditResult, audit_laplace, audit_vector_laplace
 from puffgm.framework.instantiation import Instantiation, Secret
-from puffgm.blowfish.neighbours import _n
+from puffgm.blowfish.neighbours import resolve_n
 from puffgm.blowfish.policy import Policy, PolicyError
 
 __all__ = ["pufferfish_instantiation", "audit_blowfish_laplace", "THEOREM_4_4", "THEOREM_4_5"]
@@ -77,7 +77,7 @@ def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_prio
     """
     if not isinstance(policy, Policy):
         raise PolicyError(f"Expected a Blowfish Policy; got {type(policy).__name__}.")
-    n = _n(policy, n)
+    n = resolve_n(policy, n)
     k = policy.domain.size
     if k**n > 2**16:
         raise PolicyError(f"The bridge enumerates {k}^{n} = {k ** n} databases, more than 65536; use a smaller domain or n.")

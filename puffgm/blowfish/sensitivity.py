@@ -29,7 +29,7 @@ import numpy as np
 
 from puffgm.core.results import freeze_record
 from puffgm.blowfish.neighbours import MAX_DATABASES, neighbour_pairs
-from puffgm.blowfish.policy import Policy, PolicyError, _l1_diameter
+from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 
 __all__ = [
     "Sensitivity",
@@ -40,6 +40,8 @@ __all__ = [
     "histogram_query",
     "cumulative_query",
     "linear_query",
+    "histogram_cells",
+    "values_matrix",
     "DEFINITION_5_1",
 ]
 
@@ -152,7 +154,7 @@ def linear_sum_sensitivity(policy: Policy, values=None, weights=None) -> Sensiti
     99.0
     """
     _need_unconstrained(policy, "linear sums")
-    g = _values_matrix(policy, values)
+    g = values_matrix(policy, values)
     wmax = 1.0
     if weights is not None:
         w = np.asarray(weights, dtype=float).ravel()
@@ -166,7 +168,7 @@ def linear_sum_sensitivity(policy: Policy, values=None, weights=None) -> Sensiti
     def clique(c):
         pts = g[c]
         if pts.shape[1] <= 10:
-            d = _l1_diameter(pts)
+            d = l1_diameter(pts)
             if d == 0:
                 return 0.0, None
             # locate a witness pair cheaply: farthest from the first extreme point along the best direction
@@ -185,7 +187,20 @@ def linear_sum_sensitivity(policy: Policy, values=None, weights=None) -> Sensiti
                        {"max_abs_weight": wmax, "max_edge_l1": best})
 
 
-def _values_matrix(policy, values):
+def values_matrix(policy: Policy, values=None) -> np.ndarray:
+    """g(x) for every domain value, one row per value (index order), validated.
+
+    Parameters
+    ----------
+    policy : Policy
+    values : array (|T|,) or (|T|, m), optional
+        The query's values g(x); default the rank coordinates of an ordered or
+        grid domain (``policy.domain.coords()``).
+
+    Returns
+    -------
+    ndarray (|T|, m)
+    """
     if values is None:
         return policy.domain.coords()
     g = np.asarray(values, dtype=float)
@@ -196,8 +211,16 @@ def _values_matrix(policy, values):
     return g
 
 
-def _cells(policy: Policy, partition) -> np.ndarray:
-    """cell[v] = index of the query cell of value v, -1 if v is not counted."""
+def histogram_cells(policy: Policy, partition=None) -> np.ndarray:
+    """The cells of the histogram h_P: cell[v] = index of the cell of value v (index order), -1 if v is not counted.
+
+    Parameters
+    ----------
+    policy : Policy
+    partition : sequence of sequences of domain values, optional
+        The cells, disjoint; values in no cell are not counted.  Default: one cell
+        per value.
+    """
     k = policy.domain.size
     if partition is None:
         return np.arange(k)
@@ -223,7 +246,7 @@ def histogram_sensitivity(policy: Policy, partition: Sequence | None = None) -> 
     (2.0, 0.0)
     """
     _need_unconstrained(policy, "histograms")
-    cell = _cells(policy, partition)
+    cell = histogram_cells(policy, partition)
     counted = (cell >= 0).astype(float)
 
     def pair(u, v):
@@ -284,7 +307,7 @@ def cumulative_sensitivity(policy: Policy) -> Sensitivity:
 
 def histogram_query(policy: Policy, partition=None) -> Callable:
     """f(D) = h_P(D), for :func:`enumerate_sensitivity` (D a tuple of domain values)."""
-    cell = _cells(policy, partition)
+    cell = histogram_cells(policy, partition)
     n_cells = int(cell.max()) + 1
 
     def f(db):
@@ -306,7 +329,7 @@ def cumulative_query(policy: Policy) -> Callable:
 
 def linear_query(policy: Policy, values=None, weights=None) -> Callable:
     """f(D) = sum_i w_i g(x_i)."""
-    g = _values_matrix(policy, values)
+    g = values_matrix(policy, values)
     w = None if weights is None else np.asarray(weights, dtype=float)
 
     def f(db):

@@ -101,7 +101,7 @@ def _run_cases(args) -> str:
     from puffgm.framework.paper_numbers import compute_case
 
     names = CASE_NAMES if args.case == "all" else (args.case,)
-    results = [compute_case(n, args.epsilon) for n in names]
+    results = [compute_case(n, epsilon=args.epsilon) for n in names]
     if args.json:
         return _dumps(results if args.case == "all" else results[0])
     return "\n\n".join(_case_text(r) for r in results)
@@ -250,7 +250,7 @@ def _audit(inst, mech: dict):
     if kind == "wasserstein":
         if "epsilon" not in mech:
             raise ParameterError("A wasserstein mechanism needs 'epsilon'.")
-        return calibrate_wasserstein(inst, _query(mech.get("query"), inst), mech["epsilon"]).to_dict()
+        return calibrate_wasserstein(inst, _query(mech.get("query"), inst), epsilon=mech["epsilon"]).to_dict()
     raise ParameterError(f"Unknown mechanism type {kind!r}; use laplace, finite, exponential or wasserstein.")
 
 
@@ -304,7 +304,7 @@ def _run_network(args) -> str:
     if args.scale is not None:
         out = audit_laplace(inst, query, args.scale).to_dict()
     elif args.epsilon is not None:
-        out = calibrate_wasserstein(inst, query, args.epsilon).to_dict()
+        out = calibrate_wasserstein(inst, query, epsilon=args.epsilon).to_dict()
     else:
         raise ParameterError("Give --scale (audit a Laplace release) or --epsilon (calibrate the Wasserstein mechanism).")
     out["instantiation"] = inst.describe()

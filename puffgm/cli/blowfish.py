@@ -129,20 +129,20 @@ def run(args) -> str:
             raise PolicyError(f"The data has {len(data)} tuples but the policy says n = {policy.n}.")
         if not policy.satisfies(data):
             raise PolicyError("The data does not satisfy the policy's constraints.")
-        rel = M.laplace_mechanism(f(data), policy, eps, s, random_state=args.seed)
+        rel = M.laplace_mechanism(f(data), policy, epsilon=eps, sensitivity=s, random_state=args.seed)
     elif kind == "histogram":
-        rel = M.release_histogram(data, policy, eps, part, random_state=args.seed)
+        rel = M.release_histogram(data, policy, epsilon=eps, partition=part, random_state=args.seed)
     elif kind == "linear":
-        rel = M.release_linear_sum(data, policy, eps, values, random_state=args.seed)
+        rel = M.release_linear_sum(data, policy, epsilon=eps, values=values, random_state=args.seed)
     elif kind == "cumulative":
-        rel = M.release_cumulative(data, policy, eps, random_state=args.seed)
+        rel = M.release_cumulative(data, policy, epsilon=eps, random_state=args.seed)
     elif kind == "ordered":
-        rel = O.ordered_mechanism(data, policy, eps, inference=bool(qspec.get("inference", True)),
+        rel = O.ordered_mechanism(data, policy, epsilon=eps, inference=bool(qspec.get("inference", True)),
                                   random_state=args.seed)
     else:
         fan = qspec.get("fanout")
-        rel = O.ordered_hierarchical_mechanism(data, policy, eps, fanout=fan, random_state=args.seed,
-                                               inference=bool(qspec.get("inference", False)))
+        rel = O.ordered_hierarchical_mechanism(data, policy, epsilon=eps, options=O.HierarchicalOptions(fanout=fan),
+                                               random_state=args.seed, inference=bool(qspec.get("inference", False)))
     out = rel.to_dict()
     ranges = qspec.get("ranges")
     if ranges is not None:

@@ -44,6 +44,8 @@ import time
 
 import numpy as np
 
+__all__ = ["TITLE", "run", "run_dataset", "ranking_metrics", "load_weather", "load_wind", "load_temps", "DATASETS"]
+
 TITLE = "Bai et al. Tables 2-5, 7-8: noisy top-K per group (Ours-Exp, MQM, GroupDP)"
 
 EPSILONS = (0.5, 1.0, 2.0, 3.0, 4.0, 5.0)

@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 
+__all__ = ["TITLE", "run"]
+
 TITLE = "Bai et al. Theorems 4-5: necessary conditions for composition"
 
 

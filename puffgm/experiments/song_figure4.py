@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -34,6 +35,19 @@ METHODS = ("GroupDP", "GK16", "MQMApprox", "MQMExact")
 #: The paper's description of the GroupDP error (section 5.2): "around 5, 1, 0.2".
 PAPER_GROUPDP = {0.2: 5.0, 1.0: 1.0, 5.0: 0.2}
 SEED = 20240501
+
+
+@dataclass(frozen=True)
+class _Setting:
+    """The grid of one run: chain length, alphas, epsilons, trials, MQMExact tolerance and budget."""
+
+    T: int
+    alphas: tuple
+    epsilons: tuple
+    trials: int
+    rtol: float
+    budget: int
+    quick: bool
 
 
 def gk16_threshold(T: int, lo: float = 0.1, hi: float = 0.45, tol: float = 1e-4) -> float:
@@ -75,10 +89,12 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     out_dir = pathlib.Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     if quick:
-        T, alphas, epsilons, trials, rtol, budget = 30, (0.2, 0.4), (1.0, 5.0), 20, 1e-3, 400
+        setting = _Setting(30, (0.2, 0.4), (1.0, 5.0), 20, 1e-3, 400, True)
     else:
-        T, alphas, epsilons, trials, rtol, budget = 100, tuple(np.round(np.arange(0.1, 0.4001, 0.025), 3)), \
-            (0.2, 1.0, 5.0), 500, 1e-3, 4000
+        setting = _Setting(100, tuple(np.round(np.arange(0.1, 0.4001, 0.025), 3)), (0.2, 1.0, 5.0), 500, 1e-3, 4000,
+                           False)
+    T, alphas, epsilons, trials, rtol, budget = (setting.T, setting.alphas, setting.epsilons, setting.trials,
+                                                 setting.rtol, setting.budget)
     total = len(alphas) * len(epsilons) + 1
     done = 0
     t_start = time.perf_counter()
@@ -110,11 +126,12 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             if progress:
                 progress(done, total)
     elapsed = time.perf_counter() - t_start
-    _plot(out_dir / "song_figure4.png", rows, alphas, epsilons, a_star, T, trials)
-    return _markdown(rows, alphas, epsilons, a_star, T, trials, rtol, elapsed, quick)
+    _plot(out_dir / "song_figure4.png", rows, setting, a_star)
+    return _markdown(rows, setting, a_star, elapsed)
 
 
-def _plot(path, rows, alphas, epsilons, a_star, T, trials):
+def _plot(path, rows, setting: _Setting, a_star):
+    alphas, epsilons, T, trials = setting.alphas, setting.epsilons, setting.T, setting.trials
     import matplotlib
 
     matplotlib.use("Agg")
@@ -146,7 +163,8 @@ def _fmt(x):
     return "N/A" if not math.isfinite(x) else f"{x:.4g}"
 
 
-def _markdown(rows, alphas, epsilons, a_star, T, trials, rtol, elapsed, quick):
+def _markdown(rows, setting: _Setting, a_star, elapsed):
+    alphas, epsilons, T, trials, rtol = setting.alphas, setting.epsilons, setting.T, setting.trials, setting.rtol
     lines = [
         f"## {TITLE}",
         "",
@@ -219,7 +237,7 @@ def _markdown(rows, alphas, epsilons, a_star, T, trials, rtol, elapsed, quick):
         + ", ".join(f"{r[0]:.3g}/{r[1]:g}: {r[4]:.1f} s" for r in rows)
         + ".",
     ]
-    if quick:
+    if setting.quick:
         lines.append("")
         lines.append(f"(Quick mode: T = {T}, alpha in {list(alphas)}, epsilon in {list(epsilons)}, {trials} trials.)")
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -228,6 +229,18 @@ def _table2(groups, series, k4, k51, runs, grid_step):
 
 
 # ----------------------------------------------------------------- run
+@dataclass(frozen=True)
+class _Run:
+    """What one run did: its epsilons, trials, timing runs, skipped data sets, duration and mode."""
+
+    epsilons: tuple
+    trials: int
+    runs: int
+    notes: list
+    elapsed: float
+    quick: bool
+
+
 def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     """Compute the Table 1-3 analogues, write ``song_tables.png`` into ``out_dir``, return the Markdown section."""
     out_dir = pathlib.Path(out_dir)
@@ -253,7 +266,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     tick()
     elapsed = time.perf_counter() - t_start
     _plot(out_dir / "song_tables.png", t1, t3, epsilons)
-    return _markdown(t1, t2, t3, n_grid, epsilons, trials, runs, notes1 + notes3, elapsed, quick)
+    return _markdown(t1, t2, t3, n_grid, _Run(epsilons, trials, runs, notes1 + notes3, elapsed, quick))
 
 
 def _plot(path, t1, t3, epsilons):
@@ -300,7 +313,9 @@ def _f(x):
     return "N/A" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.4g}"
 
 
-def _markdown(t1, t2, t3, n_grid, epsilons, trials, runs, notes, elapsed, quick):
+def _markdown(t1, t2, t3, n_grid, run_info: _Run):
+    epsilons, trials, runs, notes, elapsed = (run_info.epsilons, run_info.trials, run_info.runs, run_info.notes,
+                                              run_info.elapsed)
     L = [f"## {TITLE}", "",
          "Song, Wang and Chaudhuri, section 5.3 and Tables 1-3.  The paper's data (activity traces of cyclists, "
          "older and overweight women; a Vancouver household's minute-level power) are not shipped by any package, "
@@ -402,6 +417,6 @@ def _markdown(t1, t2, t3, n_grid, epsilons, trials, runs, notes, elapsed, quick)
           + " -- MQMExact is never above MQMApprox, and MQMApprox reaches GroupDP (no gain) where the chain is too "
           "short for its mixing bounds, as for El Nino's 732 months over 51 states."]
     L += ["", f"Time: {elapsed:.1f} s for this section (2-core machine shared with other jobs)."]
-    if quick:
+    if run_info.quick:
         L += ["", f"(Quick mode: epsilon in {list(epsilons)}, {trials} trials, a 5 x 5 synthetic grid, fewer data sets.)"]
     return "\n".join(L) + "\n"

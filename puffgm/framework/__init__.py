@@ -5,7 +5,8 @@
 
 Further modules (imported on demand): :mod:`~puffgm.framework.wasserstein`,
 :mod:`~puffgm.framework.adversaries`, :mod:`~puffgm.framework.cautionary`,
-:mod:`~puffgm.framework.continuous`.
+:mod:`~puffgm.framework.continuous`, :mod:`~puffgm.framework.composition_conditions`,
+:mod:`~puffgm.framework.paper_numbers`.
 """
 
 from puffgm.framework.audit import (

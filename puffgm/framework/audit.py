@@ -55,6 +55,9 @@ __all__ = [
     "audit_laplace",
     "audit_vector_laplace",
     "audit_exponential",
+    "as_finite",
+    "grouped_law",
+    "pair_laws",
     "MAX_CELLS",
 ]
 
@@ -122,7 +125,7 @@ class AuditResult:
         object.__setattr__(self, "per_prior", tuple(self.per_prior))
         object.__setattr__(self, "notes", tuple(self.notes))
 
-    def satisfies(self, epsilon: float, tol: float = 1e-9) -> bool:
+    def satisfies(self, *, epsilon: float, tol: float = 1e-9) -> bool:
         """True iff the mechanism is epsilon-Pufferfish private (loss <= epsilon + tol)."""
         return self.loss <= epsilon + tol
 
@@ -225,7 +228,20 @@ class FiniteMechanism:
         return k if self.outputs is None else self.outputs[k]
 
 
-def _as_finite(mechanism) -> FiniteMechanism:
+def as_finite(mechanism) -> FiniteMechanism:
+    """``mechanism`` as a :class:`FiniteMechanism`.
+
+    Parameters
+    ----------
+    mechanism : FiniteMechanism, array or callable
+        A FiniteMechanism is returned as is; a callable is read as
+        ``assignment -> log-probabilities of the outputs``; anything else as the
+        table of output probabilities (see :func:`audit_finite`).
+
+    Returns
+    -------
+    FiniteMechanism
+    """
     if isinstance(mechanism, FiniteMechanism):
         return mechanism
     if callable(mechanism):
@@ -256,7 +272,7 @@ def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: st
         return logsumexp(cond[idx, None] + logm[idx], axis=0)
 
     any_active = False
-    for t, a, b, law_a, law_b in _pair_laws(inst, output_law):
+    for t, a, b, law_a, law_b in pair_laws(inst, output_law):
         any_active = True
         val, k = _log_ratio_max(law_a, law_b)
         if val > per_prior[t]:
@@ -303,7 +319,7 @@ def audit_finite(inst: Instantiation, mechanism) -> AuditResult:
     >>> bool(abs(r.loss - np.log(3)) < 1e-12)
     True
     """
-    mech = _as_finite(mechanism)
+    mech = as_finite(mechanism)
     logm = mech.log_table(inst)
     return _audit_log_table(inst, logm, mech.label, mech.name)
 
@@ -331,7 +347,7 @@ def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> 
     """
     if k is not None:
         k = check_positive_int(k, "k", "audit_composition")
-        mech = _as_finite(mechanisms)
+        mech = as_finite(mechanisms)
         logm = mech.log_table(inst)
         m = logm.shape[1]
         n_multi = math.comb(m + k - 1, k)
@@ -350,7 +366,7 @@ def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> 
         labels = [tuple(mech.label(o) for o in c) for c in combos]
         return _audit_log_table(inst, joint, lambda j: labels[j], f"{k}-fold composition of {mech.name}",
                                 details={"k": k, "n_multisets": n_multi})
-    mechs = [_as_finite(mm) for mm in mechanisms]
+    mechs = [as_finite(mm) for mm in mechanisms]
     if not mechs:
         raise AuditError("audit_composition needs at least one mechanism.")
     tables = [mm.log_table(inst) for mm in mechs]
@@ -443,10 +459,24 @@ def _abs_log_ratio(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(d), np.inf, d)
 
 
-def _grouped_law(cond: np.ndarray, q: np.ndarray):
-    """Law of q(Data) given a secret: (distinct values, log-probabilities).
+def grouped_law(cond: np.ndarray, q: np.ndarray):
+    """The law of q(Data) given a secret, as (distinct values, log-probabilities).
 
-    ``q`` has one row per database: scalars (shape (n,)) or vectors (shape (n, d)).
+    Parameters
+    ----------
+    cond : ndarray (n,)
+        log P(Data = x | s, theta) over the flattened databases (``-inf`` outside s),
+        as returned by :meth:`Instantiation.conditional`.
+    q : ndarray (n,) or (n, d)
+        The query's value on every database: scalars or vectors.
+
+    Returns
+    -------
+    values : ndarray
+        The distinct values of q on the databases of positive probability, sorted
+        (rows for a vector query).
+    log_weights : ndarray
+        log P(q(Data) = value | s, theta) of each.
     """
     idx = np.flatnonzero(cond > -np.inf)
     vals, inv = np.unique(q[idx], axis=0, return_inverse=True)
@@ -455,11 +485,18 @@ def _grouped_law(cond: np.ndarray, q: np.ndarray):
     return vals, logw
 
 
-def _pair_laws(inst: Instantiation, law_of):
+def pair_laws(inst: Instantiation, law_of):
     """Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
 
-    ``law_of(cond)`` maps log P(Data = x | s, theta) over the databases to the law the
-    auditor needs; each (theta, secret) law is computed once and shared by every pair.
+    Parameters
+    ----------
+    inst : Instantiation
+        The combinations are those of :meth:`Instantiation.active` (the technical
+        condition P(s_i | theta), P(s_j | theta) > 0 holds for each).
+    law_of : callable
+        Maps log P(Data = x | s, theta) over the databases to the law the auditor
+        needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (theta, secret) law
+        is computed once and shared by every pair.
     """
     cache = {}
     for t, a, b in inst.active():
@@ -521,7 +558,7 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
     best, witness = 0.0, None
     per_prior = [0.0] * inst.n_priors
     n_points = 0
-    for t, a, b, (va, wa), (vb, wb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
+    for t, a, b, (va, wa), (vb, wb) in pair_laws(inst, lambda cond: grouped_law(cond, q)):
         points = np.concatenate([np.union1d(va, vb), [-np.inf, np.inf]])
         n_points = max(n_points, points.size)
         both = np.concatenate([va, vb])
@@ -573,7 +610,7 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
     best, witness = 0.0, None
     per_prior = [0.0] * inst.n_priors
     n_points = 0
-    for t, a, b, (va, wa), (vb, wb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
+    for t, a, b, (va, wa), (vb, wb) in pair_laws(inst, lambda cond: grouped_law(cond, q)):
         axes = [np.concatenate([np.union1d(va[:, d], vb[:, d]), [-np.inf, np.inf]]) for d in range(dim)]
         size = math.prod(ax.size for ax in axes)
         if size > max_points:

@@ -364,7 +364,7 @@ def exam_order(n: int, f1=None) -> Instantiation:
     return Instantiation.bayesian_network_default(priors, nodes=nodes, states=[2] * n)
 
 
-def exam_order_laplace_loss(n: int, epsilon: float) -> float:
+def exam_order_laplace_loss(n: int, *, epsilon: float) -> float:
     """Closed form of the exact loss of Lap(1/epsilon) on the count under the uniform exam-order prior.
 
     For pair i, r_i = 1 means the count is uniform on {i..n}, r_i = 0 on {0..i-1};

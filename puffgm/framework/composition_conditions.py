@@ -63,7 +63,7 @@ from scipy.special import logsumexp
 from puffgm.core.validation import check_nonnegative_finite, check_positive_int
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.core.results import json_float
-from puffgm.framework.audit import _as_finite, audit_finite
+from puffgm.framework.audit import as_finite, audit_finite
 from puffgm.framework.instantiation import Instantiation
 
 __all__ = [
@@ -197,7 +197,7 @@ class CompositionConditions:
     notes: tuple = ()
     theorem: str = THEOREM4
 
-    def satisfies(self, epsilon: float) -> bool:
+    def satisfies(self, *, epsilon: float) -> bool:
         """Whether the necessary conditions hold at another epsilon."""
         return self.nfc_value <= float(epsilon) + self.tol
 
@@ -270,9 +270,9 @@ def _fmt(d: Mapping) -> str:
 def _stack(inst: Instantiation, mechanisms):
     """log P(w | D) over the union of the mechanisms' ranges (disjoint by construction)."""
     if isinstance(mechanisms, (list, tuple)):
-        mechs = [_as_finite(m) for m in mechanisms]
+        mechs = [as_finite(m) for m in mechanisms]
     else:
-        mechs = [_as_finite(mechanisms)]
+        mechs = [as_finite(mechanisms)]
     if not mechs:
         raise ParameterError("check_composition_conditions needs at least one mechanism.")
     tables, labels = [], []
@@ -320,7 +320,7 @@ def _solve(logm: np.ndarray, star: int, cands: np.ndarray):
     return max(min(val, dp_val), 0.0), beta, alpha, max(dp_val, 0.0), j_dp
 
 
-def check_composition_conditions(inst: Instantiation, mechanisms, epsilon: float | None = None, *,
+def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: float | None = None,
                                  tol: float = DEFAULT_TOL, max_reported: int = 10) -> CompositionConditions:
     """Decide Bai et al.'s necessary conditions for composition (Theorem 4) and their DP-style form (Theorem 5).
 
@@ -460,7 +460,7 @@ def repeated_release_loss(inst: Instantiation, mechanism, counts, *, prior: int 
     AuditError
         If the multiset is impossible under both secrets.
     """
-    mech = _as_finite(mechanism)
+    mech = as_finite(mechanism)
     logm = mech.log_table(inst)
     c = np.asarray(counts, dtype=float)
     if c.shape != (logm.shape[1],) or np.any(c < 0) or not np.all(np.isfinite(c)):

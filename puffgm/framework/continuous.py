@@ -48,20 +48,20 @@ __all__ = [
 ]
 
 
-def absolute_error_scale(k: float, epsilon: float) -> float:
+def absolute_error_scale(k: float, *, epsilon: float) -> float:
     """Laplace scale 4k / epsilon of Lemma 7.1."""
     return 4 * check_positive_finite(k, "k", "absolute_error_scale") / check_positive_finite(
         epsilon, "epsilon", "absolute_error_scale")
 
 
-def relative_error_scale(c: float, epsilon: float) -> float:
+def relative_error_scale(c: float, *, epsilon: float) -> float:
     """Laplace scale 4 log(1/c) / epsilon on sum_i log t_i (section 7.1.2), 0 < c < 1."""
     if not (isinstance(c, (int, float)) and 0 < c < 1):
         raise ParameterError(f"The 'c' parameter of relative_error_scale must be in (0, 1). Got {c!r} instead.")
     return 4 * math.log(1 / c) / check_positive_finite(epsilon, "epsilon", "relative_error_scale")
 
 
-def aggregate_sum_scale(delta: float, epsilon: float) -> float:
+def aggregate_sum_scale(delta: float, *, epsilon: float) -> float:
     """Laplace scale 3 delta / epsilon protecting the sum within a metric ball of radius delta (section 7.2)."""
     return 3 * check_positive_finite(delta, "delta", "aggregate_sum_scale") / check_positive_finite(
         epsilon, "epsilon", "aggregate_sum_scale")
@@ -114,14 +114,14 @@ def _release_sum(values, scale: float, epsilon: float, guarantee: str, theorem: 
                              guarantee, theorem, noise.secure)
 
 
-def release_sum_absolute_error(values, k: float, epsilon: float, random_state=None) -> ContinuousRelease:
+def release_sum_absolute_error(values, k: float, *, epsilon: float, random_state=None) -> ContinuousRelease:
     """sum(values) + Lap(4k/epsilon): no value can be inferred to within +-k (Lemma 7.1)."""
-    return _release_sum(values, absolute_error_scale(k, epsilon), epsilon,
+    return _release_sum(values, absolute_error_scale(k, epsilon=epsilon), epsilon,
                         f"each value to within absolute error {k:g}", "Kifer-Machanavajjhala Lemma 7.1",
                         random_state)
 
 
-def release_relative_error(values, c: float, epsilon: float, statistic: str = "geometric_mean",
+def release_relative_error(values, c: float, *, epsilon: float, statistic: str = "geometric_mean",
                            random_state=None) -> ContinuousRelease:
     """Multiplicative noise: exp(sum log t + Lap(4 log(1/c)/epsilon)) (section 7.1.2).
 
@@ -131,7 +131,7 @@ def release_relative_error(values, c: float, epsilon: float, statistic: str = "g
     v = _values(values)
     if np.any(v <= 0):
         raise ParameterError("Relative-error releases need values > 0 (the log transform).")
-    scale = relative_error_scale(c, epsilon)
+    scale = relative_error_scale(c, epsilon=epsilon)
     noise = resolve_noise(random_state)
     s = float(np.log(v).sum())
     noisy = float(noise.laplace(s, scale))
@@ -146,9 +146,9 @@ def release_relative_error(values, c: float, epsilon: float, statistic: str = "g
                              "Kifer-Machanavajjhala section 7.1.2 (log transform of Lemma 7.1)", noise.secure)
 
 
-def release_aggregate_sum(values, delta: float, epsilon: float, random_state=None) -> ContinuousRelease:
+def release_aggregate_sum(values, delta: float, *, epsilon: float, random_state=None) -> ContinuousRelease:
     """sum + Lap(3 delta / epsilon): the sum cannot be placed within +-delta versus (delta, 2 delta] (section 7.2)."""
-    return _release_sum(values, aggregate_sum_scale(delta, epsilon), epsilon,
+    return _release_sum(values, aggregate_sum_scale(delta, epsilon=epsilon), epsilon,
                         f"the sum to within {delta:g} (metric ball vs its 2-delta shell)",
                         "Kifer-Machanavajjhala section 7.2 (scale 3 delta / epsilon derived in puffgm)",
                         random_state)
@@ -182,7 +182,7 @@ def aggregate_pairs(centers, delta: float, statistic=None, name: str = "sum"):
     return pairs
 
 
-def audit_absolute_error_sum(k: float = 1.0, epsilon: float = 1.0, step: float = 0.25, n: int = 2,
+def audit_absolute_error_sum(k: float = 1.0, *, epsilon: float = 1.0, step: float = 0.25, n: int = 2,
                              top: float | None = None, n_random: int = 3, random_state: int = 0) -> dict:
     """Exact audit of Lemma 7.1 on a discretised domain.
 
@@ -224,7 +224,7 @@ def audit_absolute_error_sum(k: float = 1.0, epsilon: float = 1.0, step: float =
         joint = np.multiply.outer(joint, rng.dirichlet(np.ones(grid.size)))
     priors.append(joint)
     inst = Instantiation(priors, pairs, nodes=nodes, states=states)
-    scale = absolute_error_scale(k, epsilon)
+    scale = absolute_error_scale(k, epsilon=epsilon)
     res = audit_laplace(inst, lambda a: float(sum(a.values())), scale)
     return {"loss": res.loss, "expected_worst": epsilon * (1 - step / (4 * k)), "result": res,
             "n_databases": inst.n_databases, "n_pairs": len(pairs)}

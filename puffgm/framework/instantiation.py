@@ -268,7 +268,7 @@ def joint_log_table_from_pgmpy(model, notes: list | None = None):
 
 def _prior_to_table(prior, notes: list):
     """(nodes, states, log table, label) of one prior given in any supported form."""
-    # NetworkPrior (puffgm.networks.priors) — duck-typed so that this module works before/without it.
+    # a NetworkPrior (puffgm.networks.priors), duck-typed: this module does not import puffgm.networks
     if hasattr(prior, "log_joint_table") and hasattr(prior, "nodes") and hasattr(prior, "states"):
         nodes = tuple(prior.nodes)
         states = {n: tuple(prior.states[n]) for n in nodes}
@@ -305,6 +305,63 @@ def _validate_joint(table, shape, label, notes, log=False):
             notes.append(f"Prior {label} renormalised (sum off 1 by {abs(s - 1.0):.2e}).")
         t = t / s
     return _log(t)
+
+
+def _expand_priors(priors) -> list:
+    """Theta as a flat list: one prior, a sequence of priors, and prior classes (``.priors``) expanded."""
+    expanded = []
+    for p in priors if isinstance(priors, (list, tuple)) else [priors]:
+        if hasattr(p, "priors") and not hasattr(p, "log_joint_table"):
+            expanded.extend(p.priors)
+        else:
+            expanded.append(p)
+    if not expanded:
+        raise PriorError("Theta is empty: give at least one prior.")
+    return expanded
+
+
+def _resolve_prior(prior, notes: list) -> tuple:
+    """``("table", array, None)`` for an explicit joint table, ``("model", nodes, states, log table, label)`` else."""
+    if isinstance(prior, np.ndarray) or (isinstance(prior, (list, tuple)) and not hasattr(prior, "nodes")):
+        return ("table", prior, None)
+    return ("model",) + tuple(_prior_to_table(prior, notes))
+
+
+def _nodes_and_states(resolved: list, nodes, states) -> tuple:
+    """The database's nodes and ``{node: states}``: given, or those of the first model prior."""
+    if nodes is None:
+        first = next((r for r in resolved if r[0] == "model"), None)
+        if first is None:
+            raise PriorError("Give 'nodes' and 'states' for explicit joint tables.")
+        nodes = first[1]
+    nodes = tuple(nodes)
+    if len(set(nodes)) != len(nodes):
+        raise PriorError(f"The node list {list(nodes)!r} has duplicates.")
+    if states is None:
+        first = next(r for r in resolved if r[0] == "model")
+        states = first[2]
+    states = {n: tuple(states[n]) for n in nodes}
+    for n in nodes:
+        if len(states[n]) < 1 or len(set(states[n])) != len(states[n]):
+            raise PriorError(f"Node {n!r} must have distinct states; got {list(states[n])!r}.")
+    return nodes, states
+
+
+def _dependency_edges(expanded: list, edges) -> tuple | None:
+    """Dependency edges, the union over Theta of the networks' edges (and ``edges``), for group-DP baselines.
+
+    None when no prior is a network and no ``edges`` are given (the dependencies are unknown).
+    """
+    found = set() if edges is None else {tuple(e) for e in edges}
+    known = edges is not None
+    for p in expanded:
+        if hasattr(p, "get_cpds") and hasattr(p, "edges"):
+            found.update(tuple(e) for e in p.edges())
+            known = True
+        elif hasattr(p, "parents") and isinstance(getattr(p, "parents"), Mapping):
+            found.update((u, v) for v, ps in p.parents.items() for u in ps)
+            known = True
+    return tuple(sorted(found, key=str)) if known else None
 
 
 # --------------------------------------------------------------------------- instantiation
@@ -370,41 +427,20 @@ class Instantiation:
         edges: Sequence | None = None,
     ):
         notes: list[str] = []
-        expanded = []
-        for p in priors if isinstance(priors, (list, tuple)) else [priors]:
-            if hasattr(p, "priors") and not hasattr(p, "log_joint_table"):
-                expanded.extend(p.priors)
-            else:
-                expanded.append(p)
-        if not expanded:
-            raise PriorError("Theta is empty: give at least one prior.")
-
-        # nodes and states
+        expanded = _expand_priors(priors)
         if states is not None and not isinstance(states, Mapping):
             if nodes is None:
                 raise PriorError("Give 'nodes' along with the cardinalities in 'states'.")
             states = {n: tuple(range(int(c))) for n, c in zip(nodes, states)}
-        resolved = []
-        for k, p in enumerate(expanded):
-            if isinstance(p, np.ndarray) or (isinstance(p, (list, tuple)) and not hasattr(p, "nodes")):
-                resolved.append(("table", p, None))
-            else:
-                resolved.append(("model",) + tuple(_prior_to_table(p, notes)))
-        if nodes is None:
-            first = next((r for r in resolved if r[0] == "model"), None)
-            if first is None:
-                raise PriorError("Give 'nodes' and 'states' for explicit joint tables.")
-            nodes = first[1]
-        nodes = tuple(nodes)
-        if len(set(nodes)) != len(nodes):
-            raise PriorError(f"The node list {list(nodes)!r} has duplicates.")
-        if states is None:
-            first = next(r for r in resolved if r[0] == "model")
-            states = first[2]
-        states = {n: tuple(states[n]) for n in nodes}
-        for n in nodes:
-            if len(states[n]) < 1 or len(set(states[n])) != len(states[n]):
-                raise PriorError(f"Node {n!r} must have distinct states; got {list(states[n])!r}.")
+        resolved = [_resolve_prior(p, notes) for p in expanded]
+        self._set_database(*_nodes_and_states(resolved, nodes, states), max_states)
+        self._tabulate_priors(resolved, prior_names, log_tables, notes)
+        self.edges = _dependency_edges(expanded, edges)
+        self._tabulate_secrets(pairs, notes)
+        self.notes = tuple(dict.fromkeys(notes))
+
+    def _set_database(self, nodes: tuple, states: dict, max_states: int) -> None:
+        """The database's nodes, states, axes and shape; refuse more than ``max_states`` joint states."""
         self.nodes = nodes
         self.states = states
         self.axis = {n: i for i, n in enumerate(nodes)}
@@ -416,7 +452,8 @@ class Instantiation:
                 "auditor enumerates; audit a smaller model or raise max_states."
             )
 
-        # log joint tables, axes in self.nodes order
+    def _tabulate_priors(self, resolved: list, prior_names, log_tables: bool, notes: list) -> None:
+        """Theta as validated log joint tables with axes in ``self.nodes`` order, and the priors' labels."""
         tables = []
         names = []
         for k, r in enumerate(resolved):
@@ -424,34 +461,29 @@ class Instantiation:
             if r[0] == "table":
                 tables.append(_validate_joint(r[1], self.shape, label, notes, log=log_tables))
             else:
-                _, pn, ps, t, _default = r
-                if set(pn) != set(nodes):
-                    raise PriorError(f"Prior {label} has nodes {sorted(map(str, pn))!r}, expected {sorted(map(str, nodes))!r}.")
-                t = np.transpose(t, [list(pn).index(n) for n in nodes])
-                for n in nodes:
-                    if tuple(ps[n]) != states[n]:
-                        if set(ps[n]) != set(states[n]):
-                            raise PriorError(f"Prior {label} gives node {n!r} states {list(ps[n])!r}, expected {list(states[n])!r}.")
-                        t = np.take(t, [list(ps[n]).index(s) for s in states[n]], axis=self.axis[n])
-                tables.append(_validate_joint(t, self.shape, label, notes, log=True))
+                tables.append(_validate_joint(self._align(r, label), self.shape, label, notes, log=True))
             names.append(label)
         self.log_priors = tuple(np.ascontiguousarray(t) for t in tables)
         for t in self.log_priors:
             t.setflags(write=False)
         self.prior_names = tuple(names)
-        # dependency edges (union over Theta) when the priors are networks, for group-DP baselines
-        found = set() if edges is None else {tuple(e) for e in edges}
-        known = edges is not None
-        for p in expanded:
-            if hasattr(p, "get_cpds") and hasattr(p, "edges"):
-                found.update(tuple(e) for e in p.edges())
-                known = True
-            elif hasattr(p, "parents") and isinstance(getattr(p, "parents"), Mapping):
-                found.update((u, v) for v, ps in p.parents.items() for u in ps)
-                known = True
-        self.edges = tuple(sorted(found, key=str)) if known else None
 
-        # secrets and pairs
+    def _align(self, resolved_model: tuple, label: str) -> np.ndarray:
+        """A model prior's log table with its axes and states reordered to the instantiation's."""
+        _, pn, ps, t, _default = resolved_model
+        nodes, states = self.nodes, self.states
+        if set(pn) != set(nodes):
+            raise PriorError(f"Prior {label} has nodes {sorted(map(str, pn))!r}, expected {sorted(map(str, nodes))!r}.")
+        t = np.transpose(t, [list(pn).index(n) for n in nodes])
+        for n in nodes:
+            if tuple(ps[n]) != states[n]:
+                if set(ps[n]) != set(states[n]):
+                    raise PriorError(f"Prior {label} gives node {n!r} states {list(ps[n])!r}, expected {list(states[n])!r}.")
+                t = np.take(t, [list(ps[n]).index(s) for s in states[n]], axis=self.axis[n])
+        return t
+
+    def _tabulate_secrets(self, pairs, notes: list) -> None:
+        """Q, the mask of every secret, log P(s | theta), and the (theta, pair) combinations skipped."""
         self.pairs = tuple((_coerce_secret(a), _coerce_secret(b)) for a, b in pairs)
         if not self.pairs:
             raise SecretError("Q is empty: give at least one discriminative pair.")
@@ -466,7 +498,6 @@ class Instantiation:
                     self._masks[s.name] = m
             if np.any(self._masks[a.name] & self._masks[b.name]):
                 notes.append(f"Secrets {a.name!r} and {b.name!r} are not mutually exclusive.")
-        # log P(s | theta) and skipped combinations
         self._log_p = {}
         skipped = []
         for t_idx, lp in enumerate(self.log_priors):
@@ -480,7 +511,6 @@ class Instantiation:
                 if zero:
                     skipped.append((t_idx, (a.name, b.name), f"P({' and '.join(zero)} | theta) = 0"))
         self.skipped = tuple(skipped)
-        self.notes = tuple(dict.fromkeys(notes))
 
     # ------------------------------------------------------------------ constructors
     @classmethod

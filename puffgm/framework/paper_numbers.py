@@ -1,8 +1,15 @@
-"""Every number of issue 5, recomputed by the exact auditor (used by ``puffgm audit --case``).
+"""The worked examples of the Pufferfish papers, recomputed by the exact auditor (``puffgm audit --case``).
 
-Each function returns a JSON-ready dict: the value the paper states, the value
+Each case returns a JSON-ready dict: the value the paper states, the value
 computed here, and the audited losses.  Where they differ the dict says so in
-``slip`` (see docs/framework/paper_slips.md).
+``slip`` (see docs/framework/paper_slips.md).  The cases:
+
+* ``flu``: Song, Wang and Chaudhuri, section 3 (the Wasserstein mechanism's example);
+* ``close-adversary``: Song, Wang and Chaudhuri, section 2.3 (Theorem 2.4);
+* ``bai-4.1``, ``bai-4.2``, ``bai-4.3``: Bai et al., Examples 4.1-4.3 (privacy collapse);
+* ``exam-order``: Kifer-Machanavajjhala, Examples 9.1/9.2;
+* ``theorem-6``: Kifer-Machanavajjhala, Theorems 6.1 and 6.2;
+* ``lemma-7.1``: Kifer-Machanavajjhala, section 7.1.1, Lemma 7.1.
 """
 
 from __future__ import annotations
@@ -21,19 +28,21 @@ def _f(x):
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
-def flu(epsilon: float = 1.0) -> dict:
+def flu(*, epsilon: float = 1.0) -> dict:
+    """The flu clique of Song et al. section 3: W = 2 against the group-DP sensitivity 4, at ``epsilon``."""
     from puffgm.framework.cautionary import flu_clique
     from puffgm.framework.wasserstein import calibrate_wasserstein
 
     inst, count = flu_clique()
-    cal = calibrate_wasserstein(inst, count, epsilon)
+    cal = calibrate_wasserstein(inst, count, epsilon=epsilon)
     return {"case": "flu", "reference": "Song-Wang-Chaudhuri 2017, section 3 (Algorithm 1 example)",
             "paper": {"W": 2, "group_dp_sensitivity": 4}, "W": cal.W,
             "group_dp_sensitivity": cal.group_dp_sensitivity, "epsilon": epsilon, "scale": cal.scale,
             "group_dp_scale": cal.group_dp_sensitivity / epsilon, "audited_loss": _f(cal.audit.loss)}
 
 
-def close_adversary(epsilon: float = 1.0) -> dict:
+def close_adversary(*, epsilon: float = 1.0) -> dict:
+    """Song et al. section 2.3: Delta of the close adversary and the degraded guarantee epsilon + 2 Delta."""
     from puffgm.framework.adversaries import section_2_3_example
 
     r = section_2_3_example()
@@ -48,6 +57,7 @@ def close_adversary(epsilon: float = 1.0) -> dict:
 
 
 def _collapse(case, runs=2) -> dict:
+    """One- and ``runs``-run losses and the expected runs to reveal (exact and simulated) of a collapse case."""
     from puffgm.framework.audit import audit_composition, audit_finite
     from puffgm.framework.cautionary import expected_runs_to_reveal, simulate_runs_to_reveal
 
@@ -62,6 +72,7 @@ def _collapse(case, runs=2) -> dict:
 
 
 def bai_4_1() -> dict:
+    """Bai et al. Example 4.1: no loss in one run, the database revealed by repeated runs (Theorem 1)."""
     from puffgm.framework.cautionary import bai_example_4_1
 
     case = bai_example_4_1()
@@ -74,6 +85,7 @@ def bai_4_1() -> dict:
 
 
 def bai_4_2(n_values=(3, 4, 5, 6, 7, 8)) -> dict:
+    """Bai et al. Example 4.2 for each n of ``n_values``: 3 runs on average reveal the database (Theorem 2)."""
     from puffgm.framework.cautionary import bai_example_4_2
 
     rows = []
@@ -86,6 +98,7 @@ def bai_4_2(n_values=(3, 4, 5, 6, 7, 8)) -> dict:
 
 
 def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
+    """Bai et al. Example 4.3: Theorem 3's epsilon for one run, the secret revealed in 3 runs on average."""
     from puffgm.framework.cautionary import bai_example_4_3
 
     case = bai_example_4_3(LT, UT, LF, UF)
@@ -99,7 +112,8 @@ def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
     return d
 
 
-def exam_order(epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
+def exam_order(*, epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
+    """Kifer-Machanavajjhala Examples 9.1/9.2: Lap(1/epsilon) on the count loses more than epsilon."""
     from puffgm.framework.audit import audit_laplace
     from puffgm.framework.cautionary import exam_order as build, exam_order_laplace_loss
 
@@ -109,7 +123,7 @@ def exam_order(epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
         dp = audit_laplace(inst, lambda a: sum(a.values()), 1 / epsilon)
         safe = audit_laplace(inst, lambda a: sum(a.values()), n / epsilon)
         rows.append({"n": n, "laplace_scale": 1 / epsilon, "audited_loss": dp.loss,
-                     "closed_form": exam_order_laplace_loss(n, epsilon),
+                     "closed_form": exam_order_laplace_loss(n, epsilon=epsilon),
                      "example_9_2_ratio_log": math.log(np.mean(np.exp(epsilon * np.arange(1, n + 1)))),
                      "witness_pair": list(dp.witness[1]), "violates_epsilon": dp.loss > epsilon,
                      "scale_n_over_epsilon_loss": safe.loss})
@@ -119,7 +133,8 @@ def exam_order(epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
                     "the DP mechanism and Example 9.2 use (eps/2) e^{-eps|x|} (scale 1/eps), audited here."}
 
 
-def theorem_6(epsilon: float = 1.0, n: int = 3) -> dict:
+def theorem_6(*, epsilon: float = 1.0, n: int = 3) -> dict:
+    """Kifer-Machanavajjhala Theorems 6.1/6.2: Lap(1/epsilon) passes for independent records, fails when correlated."""
     from puffgm.framework.audit import audit_laplace
     from puffgm.framework.cautionary import dp_as_pufferfish, present_sum
 
@@ -127,11 +142,12 @@ def theorem_6(epsilon: float = 1.0, n: int = 3) -> dict:
     cor = audit_laplace(dp_as_pufferfish(n, correlated=True), present_sum, 1 / epsilon)
     return {"case": "theorem-6", "reference": "Kifer-Machanavajjhala, Theorems 6.1 and 6.2",
             "epsilon": epsilon, "n": n, "independent_priors_loss": ind.loss,
-            "correlated_prior_loss": cor.loss, "passes_independent": ind.satisfies(epsilon),
-            "passes_correlated": cor.satisfies(epsilon)}
+            "correlated_prior_loss": cor.loss, "passes_independent": ind.satisfies(epsilon=epsilon),
+            "passes_correlated": cor.satisfies(epsilon=epsilon)}
 
 
-def lemma_7_1(epsilon: float = 1.0, k: float = 1.0, step: float = 0.25) -> dict:
+def lemma_7_1(*, epsilon: float = 1.0, k: float = 1.0, step: float = 0.25) -> dict:
+    """Kifer-Machanavajjhala Lemma 7.1: sum + Lap(4k/epsilon) audited on a grid of step ``step``."""
     from puffgm.framework.continuous import audit_absolute_error_sum
 
     r = audit_absolute_error_sum(k=k, epsilon=epsilon, step=step)
@@ -153,7 +169,7 @@ CASES = {
 }
 
 
-def compute_case(name: str, epsilon: float | None = None) -> dict:
+def compute_case(name: str, *, epsilon: float | None = None) -> dict:
     """Compute one case (``epsilon`` overrides the default where the case has one)."""
     from puffgm.exceptions import ParameterError
 

@@ -33,7 +33,7 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.core.noise import resolve_noise
-from puffgm.framework.audit import AuditResult, _grouped_law, _pair_laws, audit_laplace
+from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
 from puffgm.framework.instantiation import Instantiation
 
 __all__ = [
@@ -231,7 +231,8 @@ def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] 
     return best
 
 
-def calibrate_wasserstein(inst: Instantiation, query, epsilon: float, *, groups=None, audit: bool = True) -> WassersteinCalibration:
+def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=None,
+                          audit: bool = True) -> WassersteinCalibration:
     """Algorithm 1 of Song et al.: W = sup W_inf(mu_i, mu_j), Laplace scale W / epsilon.
 
     Parameters
@@ -269,7 +270,7 @@ def calibrate_wasserstein(inst: Instantiation, query, epsilon: float, *, groups=
     if q.ndim != 1 or not np.all(np.isfinite(q)):
         raise AuditError("The Wasserstein mechanism needs a finite scalar query.")
     per_pair, best, witness = [], 0.0, None
-    for t, a, b, (va, la), (vb, lb) in _pair_laws(inst, lambda cond: _grouped_law(cond, q)):
+    for t, a, b, (va, la), (vb, lb) in pair_laws(inst, lambda cond: grouped_law(cond, q)):
         w = w_inf(va, np.exp(la), vb, np.exp(lb))
         per_pair.append((t, (a.name, b.name), w))
         if witness is None or w > best:
