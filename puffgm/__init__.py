@@ -24,7 +24,7 @@ _LAZY = {
     "NetworkPrior": "puffgm.networks.priors",
     "SecretSpec": "puffgm.networks.secrets",
     "calibrate": "puffgm.networks.calibration",
-    "evaluate_quilts": "puffgm.networks.calibration",
+    "evaluate_quilts": "puffgm.networks.quilt_scores",
     "InfluenceEngine": "puffgm.networks.influence",
     "influence_curve": "puffgm.api",
     "InfluenceCurve": "puffgm.core.curve",

@@ -38,7 +38,7 @@ def influence_curve(prior, max_b: int | None = None, *, secrets=None, max_quilt_
         Secret specification passed to the max-influence engine (networks only;
         default: every value pair of every node, Song et al. section 4).
     max_quilt_states : int, optional
-        Passed to :func:`puffgm.networks.calibration.evaluate_quilts`.
+        Passed to :func:`puffgm.networks.quilt_scores.evaluate_quilts`.
     per_node : bool
         Keep every node's own curve a_i(b) (``curve.node_curve(node)``).
 

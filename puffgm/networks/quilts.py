@@ -31,7 +31,7 @@ distance in M, the family of node X_i is the union of
 
 each filtered by the bound ``max_quilt_states`` on the joint state space of
 X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
-are then refined (:meth:`puffgm.networks.calibration.QuiltSearch.refine`): X_Q is grown
+are then refined (:meth:`puffgm.networks.quilt_scores.QuiltSearch.refine`): X_Q is grown
 greedily from the outside in, one nearby node at a time, choosing the
 addition with the smallest score; the worst node is refined until the worst
 node is one already refined (unless a quick branch and bound,
