@@ -81,7 +81,7 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
-from puffgm.networks.quilts import moral_graph, remote_nodes
+from puffgm.networks.quilts import ancestral_set, moral_graph, remote_nodes
 from puffgm.networks.secrets import resolve_secrets
 
 __all__ = [
@@ -124,15 +124,7 @@ def far_set_quilt(dag, node, far) -> frozenset:
     far = set(far)
     if not far:
         return frozenset()
-    # ancestral set H = An(A ∪ {i})
-    anc = set(far) | {node}
-    stack = list(anc)
-    while stack:
-        v = stack.pop()
-        for p in dag.predecessors(v):
-            if p not in anc:
-                anc.add(p)
-                stack.append(p)
+    anc = ancestral_set(dag, far | {node})  # H = An(A ∪ {i})
     # breadth-first search from i in moral(H) minus A; A-nodes touched form Q*
     seen = {node}
     touched = set()
@@ -269,7 +261,7 @@ def network_lower_bound(prior, *, epsilon, secrets=None, protected=None, max_nod
     --------
     >>> bound, node = network_lower_bound("example:asia", epsilon=4.0)
     >>> from puffgm.networks.calibration import calibrate
-    >>> bound <= calibrate("example:asia", 4.0).sigma_max
+    >>> bound <= calibrate("example:asia", epsilon=4.0).sigma_max
     True
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "network_lower_bound")

@@ -136,6 +136,7 @@ class GapCertificate:
     seconds: float = math.nan
 
     def to_dict(self) -> dict:
+        """The record as plain JSON-ready data (the best quilt by its score only)."""
         return {"node": self.node, "lower_bound": self.lower_bound, "best_score": self.best.score,
                 "certified": self.certified, "start_bound": self.start_bound, "queries": self.queries,
                 "cuts": self.cuts, "programs": self.programs, "seconds": self.seconds}
@@ -422,11 +423,11 @@ class _Certifier:
         search, st = self.search, self.st
         names = [self.cand[j] for j in sorted(members)]
         q = far_set_quilt(search.dag, self.node, names)
-        if search.engine.quilt_states(q) > search.max_quilt_states:
+        e = search.influence_if_fits(self.node, q)
+        if e is None:
             self.cache[key] = None
             return None
         st.queries += 1
-        e = search.engine.max_influence(self.node, q).value if q else 0.0
         val = max(0.0, e - INFLUENCE_SLACK) if math.isfinite(e) else math.inf
         self.cache[key] = val
         self.consider(members, q, e)

@@ -144,6 +144,10 @@ class QuiltSearch:
         conditional law is no more distinguishable), so e(Q) >= max_j in Q of this."""
         return self.engine.max_influence(node, (j,)).value
 
+    def influence_if_fits(self, node, quilt):
+        """e(quilt | node) exactly, or None when the quilt has more than ``max_quilt_states`` joint states."""
+        return self.engine.max_influence(node, quilt).value if self._fits(quilt) else None
+
     def influence_floor(self, node, quilt) -> float:
         """A lower bound on e(quilt | node): the largest single-node influence in the quilt."""
         return max((self._single(node, j) for j in quilt), default=0.0)
@@ -171,6 +175,7 @@ class QuiltSearch:
 
     # -------------------------------------------------------------- structured
     def _fits(self, quilt) -> bool:
+        """True when the quilt has at most ``max_quilt_states`` joint states."""
         return self.engine.quilt_states(quilt) <= self.max_quilt_states
 
     def _structured(self, node) -> list:

@@ -156,7 +156,6 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
     singles = single_influences(engine, node)
     universe = sorted(singles, key=lambda v: (singles[v], order(v)))
     s = np.array([singles[v] for v in universe], dtype=float)
-    limit = search.max_quilt_states
     best = incumbent
     root = far_set_bound(n, 0, 0.0, s, epsilon=epsilon)
     heap = [(root, 0, (), 0.0, True)]  # (bound, tiebreak, far set as universe indices, e lower bound, exact)
@@ -165,16 +164,12 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
     exact_cache = {}
 
     def exact_influence(far, names=False):
-        """e(A) exactly through Q*(A), or None when Q*(A) is too large."""
+        """(Q*(A), e(A)), e(A) exactly through Q*(A), or None when Q*(A) is too large."""
         q = far_set_quilt(dag, node, far if names else [universe[k] for k in far])
-        if q in exact_cache:
-            return exact_cache[q]
-        if engine.quilt_states(q) > limit:
-            val = None
-        else:
-            val = (q, engine.max_influence(node, q).value)
-        exact_cache[q] = val
-        return val
+        if q not in exact_cache:
+            e = search.influence_if_fits(node, q)
+            exact_cache[q] = None if e is None else (q, e)
+        return exact_cache[q]
 
     lower = None
     while heap:
@@ -271,9 +266,8 @@ def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, wid
     if exact_influence_of is None:
         def exact_influence_of(far, names=True):
             q = far_set_quilt(dag, node, far)
-            if search.engine.quilt_states(q) > search.max_quilt_states:
-                return None
-            return q, search.engine.max_influence(node, q).value
+            e = search.influence_if_fits(node, q)
+            return None if e is None else (q, e)
     best = incumbent
     far = set()
     ranked = sorted(singles, key=lambda v: (singles[v], order(v)))
