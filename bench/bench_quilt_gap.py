@@ -38,7 +38,7 @@ pc = load_prior_class("example:" + name)
 out = {"nodes": len(pc.nodes), "load_s": time.perf_counter() - t0,
        "groupdp_sigma": pc.largest_component() / eps}
 t = time.perf_counter()
-bound, node = network_lower_bound(pc, eps, max_nodes=hubs)
+bound, node = network_lower_bound(pc, epsilon=eps, max_nodes=hubs)
 out["bound_only"] = {"sigma_lower_bound": bound, "node": node, "nodes_bounded": min(hubs, len(pc.nodes)),
                      "groupdp_over_bound": out["groupdp_sigma"] / bound, "time_s": time.perf_counter() - t}
 print(json.dumps({"bound_only": out["bound_only"]}), file=sys.stderr, flush=True)

@@ -14,7 +14,7 @@ from puffgm.networks.priors import PriorClass
 
 
 def test_network_family_curve_is_the_pointwise_max_and_below_the_sup_curve():
-    from puffgm.networks.calibration import QuiltSearch
+    from puffgm.networks.quilt_scores import QuiltSearch
 
     rng = np.random.default_rng(44)
     net, dag = random_network(rng, n=5, p_edge=0.6, zero_prob=0.05, concentration=10.0)

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 from _nets import chain_network, random_dag, random_network
-from puffgm.networks.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.networks.inference import LogVariableElimination
 from puffgm.networks.influence import InfluenceEngine
@@ -272,7 +273,7 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
 def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     # the limit reached after every node search (here: at the first refinement) returns the
     # structured quilts, which are valid, with the single-node bound and a note
-    from puffgm.networks.calibration import QuiltSearch
+    from puffgm.networks.quilt_scores import QuiltSearch
     from puffgm.networks.priors import load_prior_class
     from puffgm.networks.quilts import make_quilt
 

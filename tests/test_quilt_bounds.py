@@ -10,7 +10,8 @@ import pytest
 
 from _nets import random_dag, random_network
 from test_quilts_influence import _brute_sigma_one, brute_influence, brute_sigma
-from puffgm.networks.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.exceptions import ParameterError
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
@@ -71,7 +72,7 @@ def test_far_set_form_equals_the_optimum_over_quilts_and_single_node_bound_is_be
             for node in net.nodes:
                 opt = brute_node_optimum(net, node, eps)
                 assert brute_far_set_optimum(net, node, eps) == pytest.approx(opt, rel=1e-9)
-                assert single_node_bound(eng, node, eps) <= opt * (1 + 1e-9)
+                assert single_node_bound(eng, node, epsilon=eps) <= opt * (1 + 1e-9)
 
 
 def test_branch_and_bound_finds_and_certifies_the_optimum_of_every_node():
@@ -83,8 +84,8 @@ def test_branch_and_bound_finds_and_certifies_the_optimum_of_every_node():
         search = QuiltSearch(PriorClass([net]), exhaustive=False, max_quilt_states=1 << 20)
         for eps in (0.3, 1.0):
             for node in net.nodes:
-                start = search.choice(make_quilt(search.dag, node, ()), eps)
-                cert = branch_and_bound(search, node, eps, start, budget=10_000)
+                start = search.choice(make_quilt(search.dag, node, ()), epsilon=eps)
+                cert = branch_and_bound(search, node, start, epsilon=eps, budget=10_000)
                 opt = brute_node_optimum(net, node, eps)
                 assert cert.certified
                 assert cert.best.score == pytest.approx(opt, rel=1e-9)
@@ -100,17 +101,17 @@ def test_truncated_search_gives_a_sound_bound_that_grows_with_the_budget():
     search = QuiltSearch(PriorClass([net]), exhaustive=False)
     for node in net.nodes[::3]:
         opt = brute_node_optimum(net, node, 1.0)
-        start = search.choice(make_quilt(search.dag, node, ()), 1.0)
+        start = search.choice(make_quilt(search.dag, node, ()), epsilon=1.0)
         previous = 0.0
         for budget in (0, 1, 2, 4, 8, 32, 100_000):
-            cert = branch_and_bound(search, node, 1.0, start, budget=budget)
+            cert = branch_and_bound(search, node, start, epsilon=1.0, budget=budget)
             assert cert.lower_bound <= opt * (1 + 1e-9) and opt <= cert.best.score * (1 + 1e-9)
             assert cert.lower_bound >= previous * (1 - 1e-12)
             assert_valid_quilt(search.dag, cert.best)
             previous = cert.lower_bound
         assert cert.certified and cert.lower_bound == pytest.approx(opt, rel=1e-9)
         for width in (1, 3, 20):
-            dive = far_side_dive(search, node, 1.0, start, single_influences(search.engine, node), width)
+            dive = far_side_dive(search, node, start, single_influences(search.engine, node), epsilon=1.0, width=width)
             assert opt <= dive.score * (1 + 1e-9) and dive.score <= start.score
             assert_valid_quilt(search.dag, dive)
 
@@ -167,7 +168,7 @@ def test_alarm_is_certified_optimal_and_never_worse_than_the_structured_search()
     assert res.sigma_max <= 32.5924203 and res.sigma_lower_bound <= res.sigma_max
     assert res.optimality_gap == pytest.approx(0.0, abs=1e-9)  # measured: the bound meets sigma_max
     assert_valid_quilt(pc.dag, res.worst)
-    single = single_node_bound(InfluenceEngine(pc), res.worst_node, 1.0)
+    single = single_node_bound(InfluenceEngine(pc), res.worst_node, epsilon=1.0)
     assert 30 < single <= res.sigma_lower_bound * (1 + 1e-12)
     d = res.to_dict()
     assert d["sigma_lower_bound"] == res.sigma_lower_bound and d["optimality_gap"] == res.optimality_gap
@@ -235,14 +236,14 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
         net, dag = random_network(rng, n=n, zero_prob=0.2, concentration=5.0)
         other = random_network(rng, dag=dag, n=n, zero_prob=0.2, concentration=5.0)[0]
         for eps in (0.5, 2.0):
-            bound, node = network_lower_bound([net, other], eps)
+            bound, node = network_lower_bound([net, other], epsilon=eps)
             assert bound <= brute_sigma([net, other], eps) * (1 + 1e-9)
-            assert network_lower_bound([net, other], eps, max_nodes=1)[0] <= bound
+            assert network_lower_bound([net, other], epsilon=eps, max_nodes=1)[0] <= bound
             assert node in net.nodes
     with pytest.raises(ParameterError, match="'max_nodes' parameter of network_lower_bound"):
-        network_lower_bound(net, 1.0, max_nodes=0)
+        network_lower_bound(net, epsilon=1.0, max_nodes=0)
     with pytest.raises(ParameterError, match="'epsilon' parameter of network_lower_bound"):
-        network_lower_bound(net, math.inf)
+        network_lower_bound(net, epsilon=math.inf)
 
 
 def test_zero_budget_keeps_the_structured_search():

@@ -8,7 +8,8 @@ import pytest
 from _nets import random_network
 from test_quilt_bounds import assert_valid_quilt, brute_node_optimum
 from test_quilts_influence import brute_sigma
-from puffgm.networks.calibration import QuiltSearch, calibrate
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.cli import main
 from puffgm.exceptions import ParameterError
 from puffgm.networks.priors import PriorClass
@@ -26,8 +27,8 @@ def test_certificate_is_sound_and_meets_the_brute_force_optimum():
         search = QuiltSearch(PriorClass([net]), exhaustive=False, max_quilt_states=1 << 20)
         for eps in (0.4, 1.5):
             for node in net.nodes:
-                start = search.choice(make_quilt(search.dag, node, ()), eps)
-                cert = certify_node(search, node, eps, start, 0.0, max_queries=100_000)
+                start = search.choice(make_quilt(search.dag, node, ()), epsilon=eps)
+                cert = certify_node(search, node, start, 0.0, epsilon=eps, max_queries=100_000)
                 opt = brute_node_optimum(net, node, eps)
                 assert cert.lower_bound <= opt * (1 + 1e-9)
                 assert opt <= cert.best.score * (1 + 1e-9) and cert.best.score <= start.score
@@ -46,10 +47,10 @@ def test_truncated_certificate_is_sound_and_grows_with_the_budget():
     checked = 0
     for node in net.nodes[::2]:
         opt = brute_node_optimum(net, node, 1.0)
-        start = search.choice(make_quilt(search.dag, node, ()), 1.0)
+        start = search.choice(make_quilt(search.dag, node, ()), epsilon=1.0)
         previous = 0.0
         for budget in (0, 2, 10, 40, 200, 5000):
-            cert = certify_node(search, node, 1.0, start, 0.0, max_queries=budget, max_programs=budget)
+            cert = certify_node(search, node, start, 0.0, epsilon=1.0, max_queries=budget, max_programs=budget)
             assert cert.lower_bound <= opt * (1 + 1e-9) <= cert.best.score * (1 + 2e-9)
             # more budget never loses more than the bisection's tolerance
             assert cert.lower_bound >= previous * (1 - CERTIFY_RTOL)
@@ -145,6 +146,6 @@ def test_calibration_bound_includes_the_hubs_single_node_bounds():
         search = QuiltSearch(PriorClass([net]))
         moral = moral_graph(search.dag)
         hubs = sorted(net.nodes, key=lambda v: (-moral.degree(v), net.nodes.index(v)))[:HUB_NODES]
-        hub_bound = max(single_node_bound(search.engine, v, 1.0) for v in hubs)
+        hub_bound = max(single_node_bound(search.engine, v, epsilon=1.0) for v in hubs)
         assert res.sigma_lower_bound >= min(res.sigma_max, hub_bound) * (1 - 1e-12)
         assert res.sigma_lower_bound <= brute_sigma([net], 1.0) * (1 + 1e-9)

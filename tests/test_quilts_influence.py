@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from _nets import chain_network, random_dag, random_network
-from puffgm.networks.calibration import QuiltSearch, calibrate, candidate_quilts, evaluate_quilts
+from puffgm.networks.calibration import calibrate
+from puffgm.networks.quilt_scores import QuiltSearch, candidate_quilts, evaluate_quilts
 from puffgm.exceptions import QuiltError
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class

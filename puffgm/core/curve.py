@@ -24,7 +24,7 @@ attaining that node's min.
 Two roads compute the same curve:
 
 * Bayesian-network prior classes go through the quilt finder and exact
-  max-influence (:func:`puffgm.networks.calibration.evaluate_quilts`);
+  max-influence (:func:`puffgm.networks.quilt_scores.evaluate_quilts`);
 * Markov-chain classes (:mod:`puffgm.chains`) go through the chain engineer's
   fast machinery (:func:`puffgm.chains.curve.chain_influence_curve`), which
   handles chains of a million steps.  On chains short enough to unroll into a

@@ -25,10 +25,11 @@ sup-over-Theta influence of Definition 4.1, and equal to it for one prior.
 
 The quilt search is described in :mod:`puffgm.networks.quilts`: exhaustive on small
 networks (so sigma_max is optimal over all quilts), a structured family
-bounded by ``max_quilt_states`` on larger ones.  Within a node the candidates
-are scanned by increasing card(X_N) and the scan stops once card(X_N) /
-epsilon cannot beat the best score (a score is never below card(X_N) /
-epsilon), so the pruning never changes the result.
+bounded by ``max_quilt_states`` on larger ones.  Each node's active quilt comes
+from :class:`puffgm.networks.quilt_scores.QuiltSearch`; on the structured family
+the worst nodes' quilts are then improved, and sigma_max bounded from below, by
+the branch and bound of :mod:`puffgm.networks.quilt_search` and, with
+``certify_budget``, the cutting planes of :mod:`puffgm.networks.quilt_certify`.
 """
 
 from __future__ import annotations
@@ -36,60 +37,22 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, fields, replace
-from itertools import combinations
 from typing import Iterable
 
-from puffgm.core.validation import check_positive_finite, check_positive_int
-from puffgm.exceptions import InferenceLimitError, ParameterError, TimeLimitError
+from puffgm.core.results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError, TimeLimitError
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
-from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
-from puffgm.networks.quilts import (
-    DEFAULT_MAX_QUILT_STATES,
-    DSeparationIndex,
-    MarkovQuilt,
-    distance_layers,
-    exhaustive_quilts,
-    moral_graph,
-    use_exhaustive,
-)
-from puffgm.core.results import CalibrationResult, QuiltChoice
-from puffgm.networks.secrets import SecretSpec
 from puffgm.networks.quilt_certify import check_certify_budget
+from puffgm.networks.quilt_scores import QuiltSearch, better
 from puffgm.networks.quilt_search import DEFAULT_SEARCH_BUDGET, check_search_budget, improve_and_certify
+from puffgm.networks.quilts import DEFAULT_MAX_QUILT_STATES
+from puffgm.networks.secrets import SecretSpec, resolve_secrets
 
-__all__ = ["calibrate", "NetworkOptions", "NETWORK_OPTIONS", "evaluate_quilts", "candidate_quilts", "QuiltSearch"]
+__all__ = ["calibrate", "NetworkOptions", "NETWORK_OPTIONS"]
 
 THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, Algorithm 2)"
-
-
-#: Absolute slack on computed log-influences when a lower bound is used to skip a
-#: quilt (rounding of exact inference is ~1e-14): a quilt is skipped only if its
-#: score with influence ``bound - _BOUND_SLACK`` still cannot win.
-_BOUND_SLACK = 1e-9
-
-
-#: Values closer than this (relative for scores, absolute for log-influences) are ties in
-#: the structured search; they differ only by floating-point rounding.
-_TIE = 1e-9
-
-#: Quilts whose joint table with the node has at least this many entries are first
-#: probed with their two and three strongest nodes (a cheap lower bound on e).  Below it a
-#: probe costs about as much as the query it may save (measured: alarm's node searches are
-#: 18 % faster at 2**14 than at 512, hailfinder's are unchanged; no probes at all makes
-#: hailfinder's 25 % slower).
-_PROBE_MIN_ENTRIES = 1 << 14
-#: After the two and three strongest nodes, one more probe: the most strongest nodes whose
-#: joint table is at most 1/_PROBE_RATIO of the quilt's (measured, node searches against the
-#: two and three strongest only: hailfinder 22 % faster, alarm 7 %, win95pts and hepar2
-#: unchanged within noise).
-_PROBE_RATIO = 16
-
-
-def _score_floor(n_nearby: int, bound: float, epsilon: float) -> float:
-    """A lower bound on the computed score of a quilt whose influence is at least ``bound``."""
-    lo = bound - _BOUND_SLACK
-    return n_nearby / (epsilon - lo) if lo < epsilon else math.inf
 
 
 def _first_worst(nodes, score):
@@ -105,353 +68,9 @@ def _first_worst(nodes, score):
     return next(n for n in nodes if score(n) >= top - 1e-9 * abs(top))
 
 
-def resolve_secrets(secrets, protected, where: str) -> SecretSpec:
-    """The :class:`SecretSpec` of a call given ``secrets`` or its shorthand ``protected`` (not both)."""
-    if secrets is not None and protected is not None:
-        raise ParameterError(f"Give either 'secrets' or 'protected' to {where}, not both.")
-    if protected is not None:
-        return SecretSpec(protected=protected)
-    return secrets or SecretSpec()
-
-
-def _better(score: float, incumbent: float) -> bool:
-    """Strictly better beyond rounding: ties (equal up to 1e-12 relative) keep the
-    incumbent, which was met first in the scan by (card(X_N), card(X_Q)), so the
-    active quilt carries no superfluous nodes."""
-    return score < incumbent * (1 - 1e-12)
-
-
-class QuiltSearch:
-    """Candidate quilts of every node of one prior class, sharing one influence engine.
-
-    Parameters
-    ----------
-    prior_class : PriorClass
-    secrets : SecretSpec, optional
-    max_quilt_states : int
-        Bound on the joint state space of a candidate quilt (structured family only).
-    exhaustive : bool or None
-        Force (True) or forbid (False) the exhaustive search; None decides by size
-        (:func:`puffgm.networks.quilts.use_exhaustive`).
-    max_table_entries : int, optional
-        Largest table exact inference may build (default
-        :data:`puffgm.networks.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
-        active quilt, a candidate whose inference would need more is skipped
-        (counted in :attr:`skipped`); the trivial quilt needs none.
-    """
-
-    def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None,
-                 max_table_entries=None):
-        self.prior_class = prior_class
-        self.secrets = secrets or SecretSpec()
-        self.max_quilt_states = check_positive_int(max_quilt_states, "max_quilt_states", "calibrate")
-        self.exhaustive = use_exhaustive(prior_class) if exhaustive is None else bool(exhaustive)
-        if max_table_entries is not None:
-            max_table_entries = check_positive_int(max_table_entries, "max_table_entries", "calibrate")
-        self.max_table_entries = max_table_entries
-        self.engine = InfluenceEngine(prior_class, self.secrets, max_table_entries)
-        self.skipped = 0  # candidates skipped by best/refine because inference exceeded max_table_entries
-        self.dag = prior_class.dag
-        self._moral = None
-        self._dsep = DSeparationIndex(self.dag)
-        self._order = {n: k for k, n in enumerate(prior_class.nodes)}
-        self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
-
-    def _make(self, node, quilt) -> MarkovQuilt:
-        """make_quilt(dag, node, quilt), on the compiled DAG and memoised."""
-        key = (node, quilt if isinstance(quilt, frozenset) else frozenset(quilt))
-        mq = self._quilts.get(key)
-        if mq is None:
-            mq = self._dsep.make_quilt(node, key[1])
-            self._quilts[key] = mq
-        return mq
-
-    def _single(self, node, j) -> float:
-        """e({X_j} | X_i): max-influence is monotone in the quilt (a marginal of a
-        conditional law is no more distinguishable), so e(Q) >= max_j in Q of this."""
-        return self.engine.max_influence(node, (j,)).value
-
-    def influence_floor(self, node, quilt) -> float:
-        """A lower bound on e(quilt | node): the largest single-node influence in the quilt."""
-        return max((self._single(node, j) for j in quilt), default=0.0)
-
-    @property
-    def family(self) -> str:
-        return "exhaustive" if self.exhaustive else f"structured (max_quilt_states={self.max_quilt_states})"
-
-    def candidates(self, node) -> list:
-        """Candidate quilts of ``node``, trivial quilt first, deduplicated."""
-        if self.exhaustive:
-            if node not in self._dsep.index:
-                return list(exhaustive_quilts(self.dag, node))  # raises the QuiltError
-            others = [v for v in self.dag.nodes if v != node]
-            return [self._make(node, q) for r in range(len(others) + 1) for q in combinations(others, r)]
-        return self._structured(node)
-
-    # -------------------------------------------------------------- structured
-    def _fits(self, quilt) -> bool:
-        return self.engine.quilt_states(quilt) <= self.max_quilt_states
-
-    def _structured(self, node) -> list:
-        if self._moral is None:
-            self._moral = moral_graph(self.dag)
-            self._moral_bits = {v: self._dsep.bits(self._moral.neighbors(v)) for v in self._moral}
-        moral = self._moral
-        seen = {}
-
-        def add(q):
-            q = frozenset(q)
-            if q in seen or (q and not self._fits(q)):
-                return
-            seen[q] = self._make(node, q)
-
-        add(())
-        for layer in distance_layers(moral, node):
-            add(layer)
-        # region growing: absorb the boundary node with the largest single-node influence
-        single = {}
-
-        def strength(j):
-            if j not in single:
-                single[j] = self.engine.max_influence(node, (j,)).value
-            return single[j]
-
-        dsep, mbits = self._dsep, self._moral_bits
-        region = dsep.bits([node])
-        near = mbits[node]  # moral neighbours of the region (region included after growth)
-        while True:
-            bb = near & ~region
-            if not bb:
-                break
-            boundary = dsep.names(bb)
-            add(boundary)
-            minimal = self._minimal(node, boundary)
-            if minimal != boundary:
-                add(minimal)
-            # the strongest boundary node; strengths within 1e-9 are ties (they differ by
-            # rounding only), broken by name, so the family does not depend on rounding
-            ranked = sorted(boundary)
-            top = max(strength(j) for j in ranked)
-            nxt = next(j for j in ranked if strength(j) >= top - _TIE)
-            region |= 1 << dsep.index[nxt]
-            near |= mbits[nxt]
-        return list(seen.values())
-
-    def _minimal(self, node, quilt) -> frozenset:
-        """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set."""
-        dsep = self._dsep
-        q = dsep.bits(quilt)
-        reach, touched = dsep.reach_and_touched(node, q)
-        first_touched, fresh = touched, True
-        target = dsep.all_bits & ~reach & ~q
-        for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
-            k = dsep.index[v]
-            vb = 1 << k
-            trial = q & ~vb
-            if not first_touched & vb:
-                # the ball never reaches v: v is d-separated by the rest (touched sets only
-                # shrink as d-separated nodes leave the quilt), and dropping a d-separated
-                # node only closes trails (the remote set cannot shrink)
-                q, fresh = trial, False
-                continue
-            if dsep.desc[k] & trial:
-                # v is an ancestor of another quilt node, so An(quilt) does not change without v:
-                # the ball given the rest reaches v iff the ball given the quilt touches v
-                if not fresh:
-                    touched, fresh = dsep.reach_and_touched(node, q)[1], True
-                if touched & vb:
-                    continue  # v is d-connected given the rest: it stays
-                q, fresh = trial, False
-                continue
-            # v is screened off and nothing moves nearby: the ball given the rest reaches
-            # neither v nor any node of the remote set (stopped at the first it reaches)
-            if not dsep.reaches_any(node, trial, target | vb):
-                q, fresh = trial, False
-        return dsep.names(q)
-
-    # ----------------------------------------------------------------- scoring
-    def choice(self, quilt: MarkovQuilt, epsilon=None) -> QuiltChoice:
-        infl = self.engine.max_influence(quilt.node, quilt.quilt)
-        order = self._order.__getitem__
-        if epsilon is None:
-            score = math.nan
-        elif infl.value < epsilon:
-            score = len(quilt.nearby) / (epsilon - infl.value)
-        else:
-            score = math.inf
-        return QuiltChoice(
-            node=quilt.node,
-            quilt=tuple(sorted(quilt.quilt, key=order)),
-            nearby=tuple(sorted(quilt.nearby, key=order)),
-            remote=tuple(sorted(quilt.remote, key=order)),
-            max_influence=infl.value,
-            score=score,
-            witness=infl.witness,
-        )
-
-    def _try_choice(self, quilt: MarkovQuilt, epsilon):
-        """:meth:`choice`, or None (counted in :attr:`skipped`) when exact inference on the
-        quilt would exceed ``max_table_entries``: leaving a candidate out keeps every
-        remaining candidate valid, so the calibration stays valid (never below the optimum
-        over the remaining candidates)."""
-        try:
-            return self.choice(quilt, epsilon)
-        except InferenceLimitError:
-            if not quilt.quilt or len(quilt.quilt) == 1:
-                raise  # single-node influences drive the search itself: refuse
-            self.skipped += 1
-            return None
-
-    def refine(self, node, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
-        """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
-
-        Starting from the trivial quilt, repeatedly move into X_Q the nearby node
-        whose addition gives the smallest score (ties: smaller influence), while
-        some addition keeps the influence below epsilon and the quilt within
-        ``max_quilt_states``; the best quilt met on the way competes with the
-        incumbent.
-        """
-        best = incumbent
-        quilt = frozenset()
-        current = self._make(node, quilt)
-        order = self._order.__getitem__
-        e_quilt = 0.0  # e(quilt | node): a lower bound for every extension (monotonicity)
-        while True:
-            # each addition's score has a floor from max(e(quilt), e({j})); options are
-            # scored in order of that floor, and once a floor exceeds the smallest score
-            # found no later option can be the minimum, so the choice is unchanged
-            cands = []
-            for j in sorted(current.nearby - {node}, key=order):
-                q = quilt | {j}
-                if not self._fits(q):
-                    continue
-                mq = self._make(node, q)
-                floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j)), epsilon)
-                cands.append((floor, order(j), j, mq))
-            cands.sort(key=lambda c: c[:2])
-            options = []
-            for floor, _, j, mq in cands:
-                if floor == math.inf or (options and floor > min(o[0] for o in options) * (1 + 1e-9)):
-                    break
-                ch = self._try_choice(mq, epsilon)
-                if ch is None:
-                    continue
-                if math.isfinite(ch.score):
-                    options.append((ch.score, ch.max_influence, order(j), j, ch))
-            if not options:
-                return best
-            # smallest score, then smaller influence, then node order; values within 1e-9
-            # (relative for scores, absolute for influences) are ties
-            low = min(o[0] for o in options)
-            near = [o for o in options if o[0] <= low * (1 + _TIE)]
-            low_e = min(o[1] for o in near)
-            score, e_quilt, _, j, ch = min((o for o in near if o[1] <= low_e + _TIE), key=lambda o: o[2])
-            if _better(score, best.score):
-                best = ch
-            quilt = quilt | {j}
-            current = self._make(node, quilt)
-
-    def best(self, node, epsilon) -> QuiltChoice:
-        """The active quilt of ``node``: the candidate of smallest score.
-
-        The result is that of a scan by increasing (card(X_N), card(X_Q)) that keeps the
-        incumbent unless a candidate is strictly better (:func:`_better`).  To score few
-        quilts, a candidate is skipped when a floor on its score is at least
-        (1 + 1e-9) times the smallest score found so far (the trivial quilt's, to start):
-        max-influence is monotone in the quilt (a marginal of a conditional law is no
-        more distinguishable), so e(Q) is at least the largest single-node influence in
-        Q, at least e(Q') of every evaluated candidate Q' inside Q, and, for large
-        quilts, at least e of the m strongest nodes of Q for m = 2, 3 and the largest m
-        whose table is small beside the quilt's (:data:`_PROBE_RATIO`) (cheap probes);
-        and a score is at least card(X_N) / epsilon.  Every skipped candidate scores
-        above (1 + 1e-9) * minimum, while only candidates within 1e-12 of the minimum
-        can be chosen by the scan, so the scan over the evaluated candidates, in the
-        original order, picks exactly the quilt the full scan picks.
-        """
-        cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
-        known = {k: self.choice(c, epsilon) for k, c in enumerate(cands) if not c.quilt}  # no inference
-        top = min((ch.score for ch in known.values()), default=math.inf)
-        evaluated = []  # (quilt, influence) of the evaluated candidates
-        k_node = len(self.prior_class.states[node])
-        best = None  # the scan's incumbent, over the candidates evaluated so far
-        for k, c in enumerate(cands):
-            # skip when the floor reaches the incumbent (c cannot be strictly better) or
-            # (1 + 1e-9) * the smallest score found (c cannot be the minimum)
-            limit = min(top * (1 + 1e-9), best.score if best is not None else math.inf)
-            if len(c.nearby) / epsilon >= limit:
-                break  # every later candidate has at least as many nearby nodes
-            if c.quilt:
-                e = max((v for q, v in evaluated if q <= c.quilt), default=0.0)
-                e = max(e, self.influence_floor(node, c.quilt))
-                if _score_floor(len(c.nearby), e, epsilon) >= limit:
-                    continue
-                if len(c.quilt) > 2 and self.engine.quilt_states(c.quilt) * k_node >= _PROBE_MIN_ENTRIES:
-                    strongest = sorted(c.quilt, key=lambda j: (-self._single(node, j), self._order[j]))
-                    # probes: the 2 and 3 strongest, then the most strongest nodes whose table is
-                    # at most 1/_PROBE_RATIO of the quilt's (the highest floor at that cost)
-                    full = self.engine.quilt_states(c.quilt)
-                    m_max = 3
-                    while (m_max + 1 < len(c.quilt)
-                           and self.engine.quilt_states(strongest[:m_max + 1]) * _PROBE_RATIO <= full):
-                        m_max += 1
-                    for m in (2, 3, m_max) if m_max > 3 else (2, 3):
-                        if m >= len(c.quilt) or _score_floor(len(c.nearby), e, epsilon) >= limit:
-                            break
-                        try:
-                            e = max(e, self.engine.max_influence(node, strongest[:m]).value)
-                        except InferenceLimitError:
-                            break
-                    if _score_floor(len(c.nearby), e, epsilon) >= limit:
-                        continue
-                ch = self._try_choice(c, epsilon)
-                if ch is None:
-                    continue
-                known[k] = ch
-                evaluated.append((c.quilt, ch.max_influence))
-                top = min(top, ch.score)
-            ch = known[k]
-            if best is None or _better(ch.score, best.score):
-                best = ch
-        best = None
-        for k, c in enumerate(cands):  # the scan, over the candidates that can matter
-            if best is not None and len(c.nearby) / epsilon >= best.score:
-                break
-            ch = known.get(k)
-            if ch is not None and (best is None or _better(ch.score, best.score)):
-                best = ch
-        return best
-
-
-def candidate_quilts(prior, node, *, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None):
-    """The candidate Markov quilts of ``node`` (see :mod:`puffgm.networks.quilts`)."""
-    pc = load_prior_class(prior)
-    if node not in pc.states:
-        raise ParameterError(f"{node!r} is not a node of the prior.")
-    return QuiltSearch(pc, secrets, max_quilt_states, exhaustive).candidates(node)
-
-
-def evaluate_quilts(prior, node, *, epsilon=None, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
-                    exhaustive=None, search: QuiltSearch | None = None) -> list:
-    """Every candidate quilt of ``node`` with its max-influence (and score when epsilon is given).
-
-    Returns
-    -------
-    list of QuiltChoice
-        ``score`` is ``nan`` when ``epsilon`` is None.
-    """
-    if epsilon is not None:
-        epsilon = check_positive_finite(epsilon, "epsilon", "evaluate_quilts")
-    if search is None:
-        pc = load_prior_class(prior)
-        search = QuiltSearch(pc, secrets, max_quilt_states, exhaustive)
-    if node not in search.prior_class.states:
-        raise ParameterError(f"{node!r} is not a node of the prior.")
-    return [search.choice(c, epsilon) for c in search.candidates(node)]
-
-
 #: Expansions per node of the quick branch and bound (no dive) that runs before any
-#: refinement, when the single-node bound is within QUICK_SEARCH_GAP of sigma_max
-#: (alarm needs 18 expansions, win95pts 20; hailfinder's bound is 2x away and skips it).
+#: refinement, when the single-node bound is within QUICK_SEARCH_GAP of sigma_max: a
+#: few expansions often certify the structured search's quilt optimal already.
 QUICK_SEARCH_BUDGET = 32
 QUICK_SEARCH_GAP = 0.9
 
@@ -485,7 +104,7 @@ def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_en
                     "time_limit (--time-limit).")
 
         search.engine.deadline_check = check
-    out = {n: search.best(n, epsilon) for n in nodes}
+    out = {n: search.best(n, epsilon=epsilon) for n in nodes}
     return out, search.engine._cache, search.engine.evaluations, search.skipped
 
 
@@ -532,7 +151,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     if n_jobs <= 1 or len(nodes) < 2 * n_jobs:
         best = {}
         for n in nodes:
-            best[n] = search.best(n, epsilon)
+            best[n] = search.best(n, epsilon=epsilon)
             if bar is not None:
                 bar.update(1)
             if clock is not None:
@@ -594,18 +213,17 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     engine = search.engine
     check, engine.deadline_check = engine.deadline_check, None
     try:
-        quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon, 0, prior_index=prior_index)
+        quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=0)
     finally:
         engine.deadline_check = check
     try:
         if not search.exhaustive and budget > 0:
             top = max(c.score for c in best.values())
             if lower0 >= QUICK_SEARCH_GAP * top:  # close already: a few expansions may certify
-                quick, lower_q, certs = improve_and_certify(search, best, nodes, epsilon,
-                                                            min(budget, QUICK_SEARCH_BUDGET),
-                                                            prior_index=prior_index, dive=False)
+                quick, lower_q, certs = improve_and_certify(search, best, nodes, epsilon=epsilon,
+                                                            budget=min(budget, QUICK_SEARCH_BUDGET), dive=False)
                 lower0 = max(lower0, lower_q)
-            if not _better(lower0, max(c.score for c in quick.values())):
+            if not better(lower0, max(c.score for c in quick.values())):
                 return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
         if not search.exhaustive:
             # sigma_max is set by the worst node: refine the worst until the worst is refined
@@ -616,14 +234,14 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
                     break
                 done.add(node)
                 refined.append((prior_index, node) if prior_index else node)
-                best[node] = search.refine(node, epsilon, best[node])
-        best, lower, certs = improve_and_certify(search, best, nodes, epsilon, budget, prior_index=prior_index,
+                best[node] = search.refine(node, epsilon=epsilon, incumbent=best[node])
+        best, lower, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=budget,
                                                  certify_budget=certify_budget)
         stopped = False
     except TimeLimitError:
         lower, stopped = lower0, True  # best holds every node's best valid quilt so far
     # the quick search's quilts compete (both are valid; the better score wins, ties keep the full road's)
-    best = {n: quick[n] if _better(quick[n].score, c.score) else c for n, c in best.items()}
+    best = {n: quick[n] if better(quick[n].score, c.score) else c for n, c in best.items()}
     return _with_prior(best, prior_index), max(lower, lower0), certs, stopped
 
 

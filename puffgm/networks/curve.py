@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 from puffgm.core.curve import InfluenceCurve
-from puffgm.networks.calibration import QuiltSearch, evaluate_quilts
+from puffgm.networks.quilt_scores import QuiltSearch, evaluate_quilts
 from puffgm.networks.secrets import SecretSpec
 
 __all__ = ["network_influence_curve"]

@@ -25,8 +25,7 @@ zero.  Zeros are exact on every road: a product is zero iff a factor entry is,
 a sum iff every term is, and a conditional P(C | S) is set to 0 where P(S) = 0
 (then P(C) = 0 as well).  Intermediate tables are bounded by
 ``max_table_entries`` (:class:`~puffgm.exceptions.InferenceLimitError` names the
-limit and the option).  (pgmpy's ``BeliefPropagation`` builds a clique of 143
-million entries on alarm; these roads answer the same query in milliseconds.)
+limit and the option).
 """
 
 from __future__ import annotations

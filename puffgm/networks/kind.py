@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
-from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate, resolve_secrets
+from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
 from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.secrets import resolve_secrets
 
 __all__ = ["BayesianNetworkKind"]
 

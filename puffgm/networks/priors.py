@@ -198,6 +198,7 @@ class NetworkPrior:
         return self._fingerprint
 
     def cardinality(self, node) -> int:
+        """The number of values of ``node``."""
         return len(self.states[node])
 
     # ------------------------------------------------------------- conversions

@@ -78,7 +78,11 @@ import math
 
 import numpy as np
 
-from puffgm.networks.quilts import remote_nodes
+from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.quilts import ancestral_set, moral_graph, remote_nodes
+from puffgm.networks.secrets import resolve_secrets
 
 __all__ = [
     "INFLUENCE_SLACK",
@@ -120,15 +124,7 @@ def far_set_quilt(dag, node, far) -> frozenset:
     far = set(far)
     if not far:
         return frozenset()
-    # ancestral set H = An(A ∪ {i})
-    anc = set(far) | {node}
-    stack = list(anc)
-    while stack:
-        v = stack.pop()
-        for p in dag.predecessors(v):
-            if p not in anc:
-                anc.add(p)
-                stack.append(p)
+    anc = ancestral_set(dag, far | {node})  # H = An(A ∪ {i})
     # breadth-first search from i in moral(H) minus A; A-nodes touched form Q*
     seen = {node}
     touched = set()
@@ -170,20 +166,21 @@ def single_influences(engine, node, slack: float = INFLUENCE_SLACK) -> dict:
     return out
 
 
-def far_set_bound(n: int, epsilon: float, k_in: int, e_in: float, tail) -> float:
+def far_set_bound(n: int, k_in: int, e_in: float, tail, *, epsilon: float) -> float:
     """min f over far sets A' = A ∪ J, J ⊆ T: a lower bound for a region of the search space.
 
     Parameters
     ----------
     n : int
         Number of nodes of the network.
-    epsilon : float
     k_in : int
         card(A), the nodes already in the far set.
     e_in : float
         A lower bound on e(A).
     tail : 1-D array, ascending
         Lower bounds on the single-node influences of the nodes T that may still join.
+    epsilon : float
+        The privacy parameter of the scores.
 
     Returns
     -------
@@ -204,7 +201,7 @@ def far_set_bound(n: int, epsilon: float, k_in: int, e_in: float, tail) -> float
     return best
 
 
-def single_node_bound(engine, node, epsilon: float) -> float:
+def single_node_bound(engine, node, *, epsilon: float) -> float:
     """The single-node lower bound on sigma_i* (module docstring, Corollary).
 
     Parameters
@@ -212,7 +209,9 @@ def single_node_bound(engine, node, epsilon: float) -> float:
     engine : InfluenceEngine
         Of a class with one prior (for a class, take the max over its priors).
     node : str
+        The protected node X_i.
     epsilon : float
+        The privacy parameter of the scores.
 
     Returns
     -------
@@ -224,14 +223,14 @@ def single_node_bound(engine, node, epsilon: float) -> float:
     >>> from puffgm.networks.priors import load_prior_class
     >>> from puffgm.networks.influence import InfluenceEngine
     >>> eng = InfluenceEngine(load_prior_class("example:asia"))
-    >>> round(single_node_bound(eng, "either", 4.0), 4) <= 2.0
+    >>> round(single_node_bound(eng, "either", epsilon=4.0), 4) <= 2.0
     True
     """
     s = np.sort(np.fromiter(single_influences(engine, node).values(), float))
-    return far_set_bound(len(engine.prior_class.nodes), float(epsilon), 0, 0.0, s)
+    return far_set_bound(len(engine.prior_class.nodes), 0, 0.0, s, epsilon=float(epsilon))
 
 
-def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nodes=None):
+def network_lower_bound(prior, *, epsilon, secrets=None, protected=None, max_nodes=None):
     """A certified lower bound on the best sigma_max any Markov quilts can give, without calibrating.
 
     The max, over priors of the class and over protected nodes, of the
@@ -247,6 +246,7 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
     ----------
     prior : anything :func:`puffgm.networks.priors.load_prior_class` accepts
     epsilon : float
+        The privacy parameter, finite and > 0.
     secrets : SecretSpec, optional
     protected : iterable of str, optional
     max_nodes : int or None
@@ -259,17 +259,11 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
 
     Examples
     --------
-    >>> bound, node = network_lower_bound("example:asia", 4.0)
+    >>> bound, node = network_lower_bound("example:asia", epsilon=4.0)
     >>> from puffgm.networks.calibration import calibrate
     >>> bound <= calibrate("example:asia", epsilon=4.0).sigma_max
     True
     """
-    from puffgm.core.validation import check_positive_finite, check_positive_int
-    from puffgm.networks.calibration import resolve_secrets
-    from puffgm.networks.influence import InfluenceEngine
-    from puffgm.networks.priors import PriorClass, load_prior_class
-    from puffgm.networks.quilts import moral_graph
-
     epsilon = check_positive_finite(epsilon, "epsilon", "network_lower_bound")
     secrets = resolve_secrets(secrets, protected, "network_lower_bound")
     pc = load_prior_class(prior)
@@ -282,7 +276,7 @@ def network_lower_bound(prior, epsilon, *, secrets=None, protected=None, max_nod
     for theta in pc.priors:
         engine = InfluenceEngine(PriorClass([theta]), secrets)
         for v in nodes:
-            b = single_node_bound(engine, v, epsilon)
+            b = single_node_bound(engine, v, epsilon=epsilon)
             if b > best:
                 best, arg = b, v
     return float(best), arg

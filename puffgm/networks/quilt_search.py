@@ -43,8 +43,7 @@ above the lower bound already proved cannot raise it.  A node's bound never
 exceeds its score, so once the worst node is certified the gap is 0.  While a
 gap remains, the single-node bounds of the next-worst nodes and of the
 :data:`HUB_NODES` nodes of highest degree in the moral graph are added (the
-hubs' bounds are often the strongest: on pigs 167 against 61 from the worst
-nodes).  With ``certify_budget`` > 0 a processed node whose gap remains goes on
+hubs' bounds are often stronger than the worst nodes' own).  With ``certify_budget`` > 0 a processed node whose gap remains goes on
 to the cutting-plane certificate of :mod:`puffgm.networks.quilt_certify`.
 """
 
@@ -58,10 +57,16 @@ import numpy as np
 
 from puffgm.core.validation import check_nonnegative_int
 from puffgm.networks.quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
+from puffgm.networks.quilt_certify import certify_node
+from puffgm.networks.quilt_scores import better
 from puffgm.networks.quilts import make_quilt
 
 __all__ = [
     "DEFAULT_SEARCH_BUDGET",
+    "MAX_PROCESSED_NODES",
+    "HUB_NODES",
+    "DEFAULT_DIVE_WIDTH",
+    "DIVE_MAX_STEPS",
     "NodeCertificate",
     "branch_and_bound",
     "far_side_dive",
@@ -84,10 +89,6 @@ DIVE_MAX_STEPS = 40
 def check_search_budget(value, where: str) -> int:
     """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
     return check_nonnegative_int(value, "search_budget", where)
-
-
-def _better(score: float, incumbent: float) -> bool:
-    return score < incumbent * (1 - 1e-12)
 
 
 @dataclass(frozen=True)
@@ -123,18 +124,20 @@ class NodeCertificate:
     cutting_planes: object = None
 
 
-def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFAULT_SEARCH_BUDGET,
+def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
                      dive_width: int = DEFAULT_DIVE_WIDTH) -> NodeCertificate:
     """Best-first branch and bound over the far sets of ``node`` (module docstring).
 
     Parameters
     ----------
-    search : puffgm.networks.calibration.QuiltSearch
+    search : puffgm.networks.quilt_scores.QuiltSearch
         Of a class with one prior (its engine answers the influence queries).
     node : str
-    epsilon : float
+        The protected node X_i.
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon`` (the search starts from it).
+    epsilon : float
+        The privacy parameter the scores are computed at.
     budget : int
         Maximum number of far sets expanded; 0 gives the single-node bound only.
     dive_width : int
@@ -153,30 +156,25 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
     singles = single_influences(engine, node)
     universe = sorted(singles, key=lambda v: (singles[v], order(v)))
     s = np.array([singles[v] for v in universe], dtype=float)
-    limit = search.max_quilt_states
     best = incumbent
-    root = far_set_bound(n, epsilon, 0, 0.0, s)
+    root = far_set_bound(n, 0, 0.0, s, epsilon=epsilon)
     heap = [(root, 0, (), 0.0, True)]  # (bound, tiebreak, far set as universe indices, e lower bound, exact)
     tick = 1
     expansions = 0
     exact_cache = {}
 
     def exact_influence(far, names=False):
-        """e(A) exactly through Q*(A), or None when Q*(A) is too large."""
+        """(Q*(A), e(A)), e(A) exactly through Q*(A), or None when Q*(A) is too large."""
         q = far_set_quilt(dag, node, far if names else [universe[k] for k in far])
-        if q in exact_cache:
-            return exact_cache[q]
-        if engine.quilt_states(q) > limit:
-            val = None
-        else:
-            val = (q, engine.max_influence(node, q).value)
-        exact_cache[q] = val
-        return val
+        if q not in exact_cache:
+            e = search.influence_if_fits(node, q)
+            exact_cache[q] = None if e is None else (q, e)
+        return exact_cache[q]
 
     lower = None
     while heap:
         bound, _, far, e_lb, exact = heapq.heappop(heap)
-        if not _better(bound, best.score):
+        if not better(bound, best.score):
             lower = min(bound, best.score)
             heap = []
             break
@@ -189,7 +187,7 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
             if got is not None:
                 e_val = got[1]
                 e_new = max(e_lb, e_val - INFLUENCE_SLACK) if math.isfinite(e_val) else math.inf
-                nb = far_set_bound(n, epsilon, len(far), e_new, s[p:])
+                nb = far_set_bound(n, len(far), e_new, s[p:], epsilon=epsilon)
                 heapq.heappush(heap, (nb, tick, far, e_new, True))
                 tick += 1
                 continue
@@ -197,33 +195,34 @@ def branch_and_bound(search, node, epsilon: float, incumbent, budget: int = DEFA
         if far:
             got = exact_influence(far) if exact else None
             if got is not None and math.isfinite(got[1]) and got[1] < epsilon:
-                ch = search.choice(make_quilt(dag, node, got[0]), epsilon)
-                if _better(ch.score, best.score):
+                ch = search.choice(make_quilt(dag, node, got[0]), epsilon=epsilon)
+                if better(ch.score, best.score):
                     best = ch
         # children A ∪ {v_q}, q >= p: their bounds increase with q, so stop at the first hopeless one
         for q in range(p, len(universe)):
             e_child = max(e_lb, s[q])
             if e_child >= epsilon:
                 break
-            cb = far_set_bound(n, epsilon, len(far) + 1, e_child, s[q + 1:])
-            if not _better(cb, best.score):
+            cb = far_set_bound(n, len(far) + 1, e_child, s[q + 1:], epsilon=epsilon)
+            if not better(cb, best.score):
                 break
             heapq.heappush(heap, (cb, tick, far + (q,), e_child, False))
             tick += 1
     if lower is None:
         lower = min([best.score] + [h[0] for h in heap])
-        certified = not heap or not _better(min(h[0] for h in heap), best.score)
+        certified = not heap or not better(min(h[0] for h in heap), best.score)
     else:
         certified = True
     if not certified and dive_width:
         # the bound did not meet the incumbent: look for a better quilt by a greedy dive
-        best = far_side_dive(search, node, epsilon, best, singles, dive_width, exact_influence_of=exact_influence)
+        best = far_side_dive(search, node, best, singles, epsilon=epsilon, width=dive_width,
+                             exact_influence_of=exact_influence)
         lower = min(lower, best.score)
     return NodeCertificate(node=node, lower_bound=float(lower), best=best, certified=certified,
                            expansions=expansions, root_bound=float(root))
 
 
-def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width: int = 8,
+def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, width: int = DEFAULT_DIVE_WIDTH,
                   exact_influence_of=None):
     """Greedy far-set growth: the best quilt met while adding, one at a time, the node of least joint influence.
 
@@ -237,15 +236,38 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
     beat the incumbent (the bound of :func:`puffgm.networks.quilt_bounds.far_set_bound`)
     or after :data:`DIVE_MAX_STEPS` steps; cost: at most ``width`` influence
     queries per step.
+
+    Parameters
+    ----------
+    search : puffgm.networks.quilt_scores.QuiltSearch
+        Of a class with one prior.
+    node : str
+        The protected node X_i.
+    incumbent : QuiltChoice
+        A valid quilt of ``node`` scored at ``epsilon``.
+    singles : dict
+        node -> lower bound on its single-node influence
+        (:func:`puffgm.networks.quilt_bounds.single_influences`).
+    epsilon : float
+        The privacy parameter the scores are computed at.
+    width : int
+        Nodes tried per step.
+    exact_influence_of : callable, optional
+        ``(far set, names=True) -> (Q*(A), e(Q*(A)))`` or None when Q*(A) is too
+        large; the branch and bound passes its own, which shares its cache.
+
+    Returns
+    -------
+    QuiltChoice
+        The better of ``incumbent`` and the best quilt met on the way.
     """
     dag = search.dag
     order = search.prior_class.nodes.index
     if exact_influence_of is None:
         def exact_influence_of(far, names=True):
             q = far_set_quilt(dag, node, far)
-            if search.engine.quilt_states(q) > search.max_quilt_states:
-                return None
-            return q, search.engine.max_influence(node, q).value
+            e = search.influence_if_fits(node, q)
+            return None if e is None else (q, e)
     best = incumbent
     far = set()
     ranked = sorted(singles, key=lambda v: (singles[v], order(v)))
@@ -256,7 +278,7 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
         rest = [u for u in ranked if u not in far]
         # no extension of the current far set can beat the incumbent: stop
         tail = np.array([singles[u] for u in rest], dtype=float)
-        if not _better(far_set_bound(n, epsilon, len(far), max(0.0, e_far - INFLUENCE_SLACK), tail), best.score):
+        if not better(far_set_bound(n, len(far), max(0.0, e_far - INFLUENCE_SLACK), tail, epsilon=epsilon), best.score):
             return best
         trials = []
         for v in rest[:width]:
@@ -268,31 +290,30 @@ def far_side_dive(search, node, epsilon: float, incumbent, singles: dict, width:
             return best
         e_far, _, v, q = min(trials)
         far.add(v)
-        ch = search.choice(make_quilt(dag, node, q), epsilon)
-        if _better(ch.score, best.score):
+        ch = search.choice(make_quilt(dag, node, q), epsilon=epsilon)
+        if better(ch.score, best.score):
             best = ch
     return best
 
 
-def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
-                        prior_index: int = 0, max_nodes: int = MAX_PROCESSED_NODES, certify_budget: int = 0,
-                        dive: bool = True):
+def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
+                        max_nodes: int = MAX_PROCESSED_NODES, certify_budget: int = 0, dive: bool = True):
     """Improve the worst nodes' quilts and bound the optimum sigma_max* from below, for one prior.
 
     Parameters
     ----------
-    search : puffgm.networks.calibration.QuiltSearch
-        Of a class with one prior.
+    search : puffgm.networks.quilt_scores.QuiltSearch
+        Of a class with one prior (the witnesses of new quilts name prior 0: a
+        caller searching the prior of index t in a class relabels them).
     best : dict
         node -> QuiltChoice, the active quilts found by the structured search.
     nodes : sequence of str
         The protected nodes.
     epsilon : float
+        The privacy parameter the scores are computed at.
     budget : int
         Branch-and-bound expansions per processed node (0: single-node bounds only,
         no dive: the quilts are the structured search's).
-    prior_index : int
-        Index of the prior in its class (recorded in the witnesses of new quilts).
     max_nodes : int
         At most this many nodes are processed (worst first).
     certify_budget : int
@@ -328,41 +349,35 @@ def improve_and_certify(search, best: dict, nodes, epsilon: float, budget: int =
         top = best[worst].score
         if worst in certs or top <= lower or len(certs) >= max_nodes:
             break
-        cert = branch_and_bound(search, worst, epsilon, best[worst], budget,
+        cert = branch_and_bound(search, worst, best[worst], epsilon=epsilon, budget=budget,
                                 dive_width=DEFAULT_DIVE_WIDTH if budget and dive else 0)
         if certify_budget and not cert.certified:
-            from puffgm.networks.quilt_certify import certify_node
-
-            gap = certify_node(search, worst, epsilon, cert.best, cert.lower_bound, max_queries=certify_budget)
+            gap = certify_node(search, worst, cert.best, cert.lower_bound, epsilon=epsilon,
+                               max_queries=certify_budget)
             cert = replace(cert, lower_bound=max(cert.lower_bound, gap.lower_bound), best=gap.best,
                            certified=gap.certified, cutting_planes=gap)
         certs[worst] = cert
-        ch = cert.best
-        if ch is not best[worst] and ch.witness is not None and prior_index:
-            ch = replace(ch, witness=(prior_index,) + tuple(ch.witness[1:]))
-        best[worst] = ch
+        best[worst] = cert.best
         lower = max(lower, cert.lower_bound)
     # a node below the worst can still hold a higher bound: single-node bounds (cheap) of the next ones
     for v in sorted(nodes, key=lambda v: (-best[v].score, rank[v])):
         if len(certs) >= max_nodes or best[v].score <= lower:
             break
         if v not in certs:
-            certs[v] = branch_and_bound(search, v, epsilon, best[v], 0, dive_width=0)
+            certs[v] = branch_and_bound(search, v, best[v], epsilon=epsilon, budget=0, dive_width=0)
             lower = max(lower, certs[v].lower_bound)
     top = max(best[v].score for v in nodes)
     if lower < top:
         # the hubs (highest degree in the moral graph) often hold the strongest single-node
-        # bounds, whatever their scores (pigs: 167 from the hubs against 61 from the worst nodes)
-        from puffgm.networks.quilts import moral_graph
-
-        moral = getattr(search, "_moral", None) or moral_graph(search.dag)
+        # bounds, whatever their scores
+        moral = search.moral
         added = 0
         for v in sorted(nodes, key=lambda v: (-moral.degree(v), rank[v])):
             if added >= HUB_NODES or lower >= top:
                 break
             if v in certs or best[v].score <= lower:  # a node's bound never exceeds its score
                 continue
-            certs[v] = branch_and_bound(search, v, epsilon, best[v], 0, dive_width=0)
+            certs[v] = branch_and_bound(search, v, best[v], epsilon=epsilon, budget=0, dive_width=0)
             lower = max(lower, certs[v].lower_bound)
             added += 1
     return best, min(lower, top), certs

@@ -31,7 +31,7 @@ distance in M, the family of node X_i is the union of
 
 each filtered by the bound ``max_quilt_states`` on the joint state space of
 X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
-are then refined (:meth:`puffgm.networks.calibration.QuiltSearch.refine`): X_Q is grown
+are then refined (:meth:`puffgm.networks.quilt_scores.QuiltSearch.refine`): X_Q is grown
 greedily from the outside in, one nearby node at a time, choosing the
 addition with the smallest score; the worst node is refined until the worst
 node is one already refined (unless a quick branch and bound,
@@ -52,6 +52,7 @@ from puffgm.exceptions import QuiltError
 __all__ = [
     "MarkovQuilt",
     "DSeparationIndex",
+    "ancestral_set",
     "dconnected_nodes",
     "remote_nodes",
     "make_quilt",
@@ -83,7 +84,38 @@ class MarkovQuilt:
 
     @property
     def is_trivial(self) -> bool:
+        """True when X_Q is empty (the trivial quilt)."""
         return not self.quilt
+
+
+def ancestral_set(dag, nodes) -> set:
+    """The nodes and all their ancestors in ``dag``.
+
+    Parameters
+    ----------
+    dag : networkx.DiGraph
+    nodes : iterable of nodes
+
+    Returns
+    -------
+    set
+        An(nodes), ``nodes`` included.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> sorted(ancestral_set(nx.DiGraph([("a", "b"), ("b", "c"), ("d", "c")]), ["b"]))
+    ['a', 'b']
+    """
+    anc = set(nodes)
+    stack = list(anc)
+    while stack:
+        v = stack.pop()
+        for p in dag.predecessors(v):
+            if p not in anc:
+                anc.add(p)
+                stack.append(p)
+    return anc
 
 
 def dconnected_nodes(dag, source, observed) -> set:
@@ -96,14 +128,7 @@ def dconnected_nodes(dag, source, observed) -> set:
     observed : set of nodes (must not contain ``source``)
     """
     observed = set(observed)
-    anc = set(observed)
-    stack = list(observed)
-    while stack:  # ancestors of the observed nodes (colliders there are open)
-        v = stack.pop()
-        for p in dag.predecessors(v):
-            if p not in anc:
-                anc.add(p)
-                stack.append(p)
+    anc = ancestral_set(dag, observed)  # colliders there are open
     reach = set()
     seen = set()
     todo = [(source, True)]  # (node, arrived from a child i.e. moving up)

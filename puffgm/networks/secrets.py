@@ -12,9 +12,9 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Mapping
 
-from puffgm.exceptions import SecretError
+from puffgm.exceptions import ParameterError, SecretError
 
-__all__ = ["SecretSpec"]
+__all__ = ["SecretSpec", "resolve_secrets"]
 
 
 class SecretSpec:
@@ -112,3 +112,31 @@ class SecretSpec:
     def __repr__(self):
         prot = "all nodes" if self._protected is None else f"{len(self._protected)} node(s)"
         return f"SecretSpec({prot}, pairs restricted on {len(self._pairs)} node(s))"
+
+
+def resolve_secrets(secrets, protected, where: str) -> SecretSpec:
+    """The :class:`SecretSpec` of a call given ``secrets`` or its shorthand ``protected`` (not both).
+
+    Parameters
+    ----------
+    secrets : SecretSpec or None
+    protected : iterable of str or None
+        Shorthand for ``SecretSpec(protected=protected)``.
+    where : str
+        The name of the calling function, for the error message.
+
+    Returns
+    -------
+    SecretSpec
+        ``secrets``, the spec of ``protected``, or the default (every node, every pair).
+
+    Raises
+    ------
+    ParameterError
+        When both are given.
+    """
+    if secrets is not None and protected is not None:
+        raise ParameterError(f"Give either 'secrets' or 'protected' to {where}, not both.")
+    if protected is not None:
+        return SecretSpec(protected=protected)
+    return secrets or SecretSpec()
