@@ -104,4 +104,4 @@ def test_cli_refuses_a_network_flag_on_a_chain_in_one_line(tmp_path):
                            "--max-quilt-states", "8"], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stdout == ""
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "max_quilt_states do not apply" in lines[0] and "Markov-chain priors" in lines[0]
+    assert len(lines) == 1 and "--max-quilt-states does not apply to Markov-chain priors" in lines[0]

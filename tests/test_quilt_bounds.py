@@ -249,10 +249,12 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
 def test_zero_budget_keeps_the_structured_search():
     rng = np.random.default_rng(3)
     net, _ = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
-    from puffgm.networks.calibration import _node_optima
+    from puffgm.networks.calibration import _Clock, _node_optima, _Run
 
     search = QuiltSearch(PriorClass([net]))
-    structured = _node_optima(search, list(net.nodes), 1.0, [], 0, budget=0)[0]
+    run = _Run(jobs=1, bar=None, clock=_Clock(None, len(net.nodes), net.name), search_budget=0, certify_budget=0,
+               refined=[])
+    structured = _node_optima(search, list(net.nodes), 1.0, 0, run)[0]
     res = calibrate(net, epsilon=1.0, search_budget=0)
     assert [c.score for c in res.per_node] == [structured[v].score for v in net.nodes]
     assert res.details["quilt_set"].startswith("structured+refined@")
@@ -265,4 +267,4 @@ def test_cli_refuses_search_budget_for_chain_specs(tmp_path, capsys):
     spec.write_text(json.dumps({"transition": [[0.9, 0.1], [0.4, 0.6]], "initial": "stationary", "length": 10}))
     assert main(["calibrate", str(spec), "--epsilon", "1", "--search-budget", "5"]) == 2
     err = capsys.readouterr().err
-    assert "--search-budget apply to networks, not chain specs" in err and len(err.strip().splitlines()) == 1
+    assert "--search-budget does not apply to Markov-chain priors (method 'exact')" in err and len(err.strip().splitlines()) == 1

@@ -58,7 +58,7 @@ def register(p) -> None:
                         "time, once the projection exceeds the limit (default: none)")
 
 
-def _options(args, accepted) -> dict:
+def _options(args, prior) -> dict:
     """The calibration options given on the command line (flags left out are not passed).
 
     ``--per-node`` asks chain classes to compute every node's quilt when their
@@ -67,6 +67,7 @@ def _options(args, accepted) -> dict:
     flags it does not use (one line naming its options).
     """
     from puffgm.core.validation import check_positive_int
+    from puffgm.exceptions import ParameterError
     from puffgm.networks.quilt_certify import check_certify_budget
     from puffgm.networks.quilt_search import check_search_budget
 
@@ -84,6 +85,12 @@ def _options(args, accepted) -> dict:
         "paper_convention": True if args.paper_convention else None,
     }
     options = {k: v for k, v in given.items() if v is not None}
+    accepted = prior.accepted_options(args.method)
+    unused = sorted(set(options) - set(accepted))
+    if unused:
+        flags = ", ".join("--" + k.replace("_", "-").replace("protected", "protect") for k in unused)
+        raise ParameterError(f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to {prior.kind} "
+                             f"(method {args.method!r}).")
     if args.per_node and "per_node" in accepted:
         options["per_node"] = True
     if args.quiet and "progress" in accepted:
@@ -99,7 +106,7 @@ def run(args) -> str:
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
     prior = as_prior(list(args.priors))
-    options = _options(args, prior.accepted_options(args.method))
+    options = _options(args, prior)
     result = prior.calibrate(epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method, **options)
     if result.applicable and not math.isfinite(result.scale):
         raise ParameterError(
