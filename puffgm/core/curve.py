@@ -25,10 +25,10 @@ Two roads compute the same curve:
 
 * Bayesian-network prior classes go through the quilt finder and exact
   max-influence (:func:`puffgm.networks.calibration.evaluate_quilts`);
-* Markov-chain classes (:mod:`puffgm.chains`) go through the chain engineer's
-  fast machinery (:func:`puffgm.chains.curve.chain_influence_curve`), which
-  handles chains of a million steps.  On chains short enough to unroll into a
-  network both roads agree to 1e-9 (tested).
+* Markov-chain classes (:mod:`puffgm.chains`) go through the chain machinery
+  (:func:`puffgm.chains.curve.chain_influence_curve`), which handles chains of
+  a million steps.  On chains short enough to unroll into a network both roads
+  give the same curve.
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ class InfluenceCurve:
 
     @property
     def max_b(self) -> int:
+        """B, the largest b on the curve."""
         return len(self.b)
 
     @property
@@ -212,6 +213,7 @@ class InfluenceCurve:
         }
 
     def explain(self, max_rows: int = 12) -> str:
+        """The curve as text: method, size, fingerprint, theorem, then up to ``max_rows`` points with witnesses."""
         lines = [
             f"a(b)-influence curve ({self.method}), {self.n_entries} entries, b = 1..{self.max_b}, "
             f"fingerprint {self.fingerprint}",
