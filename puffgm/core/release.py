@@ -41,7 +41,7 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, Mapping):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (set, frozenset)):
-        return [jsonable(v) for v in sorted(x, key=repr)]
+        return [jsonable(v) for v in sorted(x, key=str)]
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
     if callable(getattr(x, "to_dict", None)):
