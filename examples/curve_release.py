@@ -35,10 +35,10 @@ if args.plot:
     print(f"plot saved to {args.plot}\n")
 
 # 2. translate a budget (Theorem 6) both ways
-print("child network:", dp_epsilon(net, 2.0).explain(), "\n")
-t = dp_epsilon(chain, 2.0)
+print("child network:", dp_epsilon(net, epsilon_puffer=2.0).explain(), "\n")
+t = dp_epsilon(chain, epsilon_puffer=2.0)
 print("chain:", t.explain(), "\n")
-print("chain:", puffer_epsilon(chain, t.epsilon_dp).explain(), "\n")
+print("chain:", puffer_epsilon(chain, epsilon_dp=t.epsilon_dp).explain(), "\n")
 
 # 3. releases on the chain data (a million time steps over 5 activities), with an explicit accountant.
 #    Changing one time step moves one count by 1 (Laplace, L = 1) and every utility by <= 1.

@@ -23,6 +23,9 @@ refuses the others:
   of individuals of an unconstrained policy take the max (parallel).  Releases
   under different policies are refused.  See :mod:`puffgm.blowfish.mechanisms`.
 
+The accountant reads the rule from the release itself: every release record
+derives from :class:`puffgm.core.release.Release` and names its rule in
+``composition`` (``"markov-quilt"``, ``"curve"``, ``"blowfish"`` or ``"none"``).
 Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
 are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
 section 4, give mechanisms with zero leakage alone that reveal the data when run
@@ -50,6 +53,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from puffgm.core.release import Release
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
 
@@ -74,18 +78,34 @@ _TOL = 1e-12
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One recorded release."""
+    """One recorded release.
 
-    kind: str  # "mqm" or "dp" (Theorem 7)
+    Attributes
+    ----------
+    kind : str
+        ``"mqm"`` (Song et al. Theorem 4.4), ``"dp"`` (Bai et al. Theorem 7) or ``"blowfish"``.
+    epsilon : float
+        The release's own privacy parameter.
+    key : str
+        Quilt-set key, curve key or policy key: releases compose only within one key.
+    label, mechanism, secure
+        As given by the release.
+    a, b, epsilon_dp
+        Curve point and DP parameter of a ``"dp"`` release (None otherwise).
+    subset : frozenset or None
+        Individuals a ``"blowfish"`` release reads (None: all).
+    """
+
+    kind: str
     epsilon: float
     key: str
     label: str | None
     mechanism: str
     secure: bool
-    a: float | None = None  # curve point of a "dp" release
+    a: float | None = None
     b: int | None = None
     epsilon_dp: float | None = None
-    subset: frozenset | None = None  # individuals a "blowfish" release reads (None: all)
+    subset: frozenset | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +120,11 @@ class AccountingReport:
 
     @property
     def remaining(self) -> float:
+        """Budget left (inf without a budget)."""
         return math.inf if self.budget is None else max(0.0, self.budget - self.total)
 
     def explain(self) -> str:
+        """One line: number of releases, composed guarantee, budget, theorem."""
         b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
         return f"{self.n_releases} release(s): {self.total:g}-Pufferfish private ({b}); by {self.theorem}"
 
@@ -117,9 +139,10 @@ class PrivacyAccountant:
     ----------
     budget : float, optional
         Total privacy budget; releases beyond it are refused (nothing released).
+        Keyword-only: ``PrivacyAccountant(budget=8.0)``.
     """
 
-    def __init__(self, budget: float | None = None):
+    def __init__(self, *, budget: float | None = None):
         self.budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
         self._entries: list[LedgerEntry] = []
 
@@ -191,16 +214,45 @@ class PrivacyAccountant:
         raise CompositionError(f"The accountant cannot compose a release of {name}: {_COLLAPSE}.")
 
     def record(self, release, *, label: str | None = None, quilt_key: str | None = None) -> None:
-        """Record any release: DP-based ones by Theorem 7, MQM ones (with ``quilt_key``) by
-        Song et al. Theorem 4.4; anything else is refused with CompositionError."""
-        if all(getattr(release, k, None) is not None for k in ("a", "b", "epsilon_dp", "curve_key")):
+        """Record any release by the composition rule it declares (``release.composition``).
+
+        * ``"curve"``: Bai et al. Theorem 7 (:meth:`record_dp`);
+        * ``"blowfish"``: He et al. Theorems 4.1 and 4.2 (:meth:`record_blowfish`);
+        * ``"markov-quilt"``: Song et al. Theorem 4.4 (:meth:`record_mqm`) over the
+          release's ``quilt_key`` (the ``quilt_key`` argument, if given, takes its place);
+        * ``"none"``: refused (:meth:`refuse`).
+
+        Raises
+        ------
+        CompositionError
+            If ``release`` is not a :class:`~puffgm.core.release.Release`, declares no
+            known rule, or cannot be composed with what is recorded.
+        BudgetError
+            If the composed total would exceed the budget.
+        """
+        if not isinstance(release, Release):
+            name = getattr(release, "mechanism", None) or "an unknown mechanism"
+            raise CompositionError(
+                f"The accountant cannot compose a {type(release).__name__} ({name}): it is not a puffgm release "
+                "record (puffgm.core.release.Release), so no composition theorem is known to hold for it "
+                "(Bai et al., section 4: Pufferfish releases need not compose)."
+            )
+        rule = release.composition
+        if rule == "curve":
             self.record_dp(release, label=label)
-        elif getattr(release, "policy_key", None) is not None:
+        elif rule == "blowfish":
             self.record_blowfish(release, label=label)
-        elif quilt_key is not None:
-            self.record_mqm(release, quilt_key=quilt_key, label=label)
-        else:
+        elif rule == "markov-quilt":
+            key = getattr(release, "quilt_key", None) if quilt_key is None else quilt_key
+            if key is None:
+                raise CompositionError(f"The release of {release.mechanism} names no quilt sets (quilt_key), so "
+                                       "Theorem 4.4 of Song et al. cannot be applied to it.")
+            self.record_mqm(release, quilt_key=key, label=label)
+        elif rule == "none":
             self.refuse(release)
+        else:
+            raise CompositionError(f"The release of {release.mechanism} declares the composition rule {rule!r}; "
+                                   "the accountant knows 'markov-quilt', 'curve', 'blowfish' and 'none'.")
 
     # ------------------------------------------------------------------ MQM
     def _mqm_total(self, extra_eps=None, extra_key=None) -> float:
@@ -303,6 +355,7 @@ class PrivacyAccountant:
     # -------------------------------------------------------------- reports
     @property
     def entries(self) -> tuple:
+        """The ledger: one :class:`LedgerEntry` per recorded release, in order."""
         return tuple(self._entries)
 
     @property
@@ -323,9 +376,11 @@ class PrivacyAccountant:
 
     @property
     def remaining(self) -> float:
+        """Budget left (inf without a budget)."""
         return math.inf if self.budget is None else max(0.0, self.budget - self.total)
 
     def report(self) -> AccountingReport:
+        """The composed guarantee of every recorded release, with the theorem it rests on."""
         return AccountingReport(
             total=self.total,
             budget=self.budget,

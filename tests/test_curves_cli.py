@@ -139,7 +139,7 @@ def test_translate_pools_like_calibrate(capsys, tmp_path):
     code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-puffer", "3", "--json")
     d = json.loads(out)
     assert code == 0 and d["priors"] == [p1, p2]
-    assert d["epsilon_dp"] == dp_epsilon(influence_curve([p1, p2]), 3.0).epsilon_dp
+    assert d["epsilon_dp"] == dp_epsilon(influence_curve([p1, p2]), epsilon_puffer=3.0).epsilon_dp
     code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-puffer", "3", "--json", "--each")
     each = json.loads(out)["translations"]
     assert [t["prior"] for t in each] == [p1, p2]

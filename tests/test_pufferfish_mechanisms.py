@@ -52,7 +52,7 @@ def _state_index(theta, v, s):
 @pytest.mark.parametrize("eps", [0.5, 2.0, 6.0])
 def test_exponential_mechanism_exact_audit(seed, eps):
     theta, inst, curve = setup(seed, n=4, card=3)
-    mech = PufferfishExponential(curve, eps, sensitivity=1.0)
+    mech = PufferfishExponential(curve, epsilon_puffer=eps, sensitivity=1.0)
     u = count_utility(theta)
     # the mechanism's own output law, audited exactly
     res = audit_finite(inst, lambda a: mech.log_probabilities(u(a)))
@@ -66,7 +66,7 @@ def test_exponential_mechanism_exact_audit(seed, eps):
 def test_top_k_exact_audit(seed):
     theta, inst, curve = setup(seed, n=4, card=3)
     eps = 1.5
-    mech = PufferfishTopK(curve, eps, k=2)
+    mech = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
     u = count_utility(theta)
     outs = list(itertools.permutations(range(3), 2))
 
@@ -82,7 +82,7 @@ def test_top_k_exact_audit(seed):
 def test_laplace_exact_audit():
     theta, inst, curve = setup(5, n=5, card=2)
     for eps in (0.7, 3.0):
-        mech = PufferfishLaplace(curve, eps, lipschitz=1.0)
+        mech = PufferfishLaplace(curve, epsilon_puffer=eps, lipschitz=1.0)
         count = lambda a: float(sum(_state_index(theta, v, a[v]) for v in theta.nodes))
         res = audit_laplace(inst, count, mech.scale)
         assert res.loss <= eps + 1e-9
@@ -94,7 +94,8 @@ def test_theorem7_composition_exact_audit():
 
     theta, inst, curve = setup(6, n=4, card=3)
     u = count_utility(theta)
-    mechs = [PufferfishExponential(curve, 1.0), PufferfishExponential(curve, 2.5), PufferfishTopK(curve, 1.5, k=2)]
+    mechs = [PufferfishExponential(curve, epsilon_puffer=1.0), PufferfishExponential(curve, epsilon_puffer=2.5),
+             PufferfishTopK(curve, epsilon_puffer=1.5, k=2)]
     acc = PrivacyAccountant()
     for m in mechs:
         if isinstance(m, PufferfishTopK):
@@ -113,7 +114,7 @@ def test_theorem7_composition_exact_audit():
 
 def test_sampling_follows_the_exact_law_and_seeded_is_marked():
     curve = setup(7, n=3, card=2)[2]
-    mech = PufferfishExponential(curve, 4.0, sensitivity=0.5)
+    mech = PufferfishExponential(curve, epsilon_puffer=4.0, sensitivity=0.5)
     u = [2.0, 0.0, 1.0, -1.0]
     p = np.exp(mech.log_probabilities(u))
     rng = np.random.default_rng(1)
@@ -127,11 +128,11 @@ def test_sampling_follows_the_exact_law_and_seeded_is_marked():
 
 def test_secure_by_default_and_vector_laplace():
     curve = setup(8, n=3, card=2)[2]
-    rel = PufferfishLaplace(curve, 2.0, lipschitz=2.0).release([1.0, 2.0, 3.0])
+    rel = PufferfishLaplace(curve, epsilon_puffer=2.0, lipschitz=2.0).release([1.0, 2.0, 3.0])
     assert rel.secure is True and rel.value.shape == (3,)
     with pytest.raises(ValueError):
         rel.value[0] = 0.0  # immutable
-    top = pufferfish_top_k([5, 9, 1, 7], 3, curve, 3.0, candidates=["a", "b", "c", "d"])
+    top = pufferfish_top_k([5, 9, 1, 7], 3, curve, epsilon_puffer=3.0, candidates=["a", "b", "c", "d"])
     assert top.secure and len(set(top.value)) == 3 and set(top.value) <= {"a", "b", "c", "d"}
 
 
@@ -144,7 +145,7 @@ def test_wrapper_passes_epsilon_dp_and_noise():
         seen["noise"] = noise
         return float(noise.laplace(sum(data), 1.0 / epsilon_dp))
 
-    w = PufferfishWrapper(curve, 1.5, rr)
+    w = PufferfishWrapper(curve, epsilon_puffer=1.5, mechanism=rr)
     rel = w.release([1, 0, 1], random_state=0)
     assert seen["eps"] == w.epsilon_dp == rel.epsilon_dp and isinstance(seen["noise"], SeededNoise)
     assert "rr" in rel.mechanism and rel.b == w.translation.b
@@ -153,16 +154,16 @@ def test_wrapper_passes_epsilon_dp_and_noise():
 def test_bad_inputs():
     curve = setup(10, n=3, card=2)[2]
     with pytest.raises(ParameterError, match="'sensitivity' parameter of PufferfishExponential"):
-        PufferfishExponential(curve, 1.0, sensitivity=0)
+        PufferfishExponential(curve, epsilon_puffer=1.0, sensitivity=0)
     with pytest.raises(ParameterError, match="NaN"):
-        PufferfishExponential(curve, 1.0).release([1.0, float("nan")])
+        PufferfishExponential(curve, epsilon_puffer=1.0).release([1.0, float("nan")])
     with pytest.raises(ParameterError, match="at least 3 candidates"):
-        PufferfishTopK(curve, 1.0, k=3).release([1.0, 2.0])
+        PufferfishTopK(curve, epsilon_puffer=1.0, k=3).release([1.0, 2.0])
     with pytest.raises(ParameterError, match="callable"):
-        PufferfishWrapper(curve, 1.0, 3)
+        PufferfishWrapper(curve, epsilon_puffer=1.0, mechanism=3)
     with pytest.raises(ParameterError, match="'epsilon_puffer'"):
-        PufferfishLaplace(curve, float("inf"))
-    lp = exponential_log_probabilities([0.0, -math.inf, 1.0], 1.0, 1.0)
+        PufferfishLaplace(curve, epsilon_puffer=float("inf"))
+    lp = exponential_log_probabilities([0.0, -math.inf, 1.0], epsilon_dp=1.0, sensitivity=1.0)
     assert lp[1] == -math.inf and logsumexp(lp) == pytest.approx(0.0)
 
 
@@ -178,9 +179,9 @@ def test_strong_correlation_negative_control():
     for eps in (1.0, 3.0):
         naive = audit_exponential(inst, u, epsilon=eps)
         assert naive.loss > eps  # the audit can fail
-        mech = PufferfishExponential(curve, eps)
+        mech = PufferfishExponential(curve, epsilon_puffer=eps)
         assert audit_finite(inst, lambda a: mech.log_probabilities(u(a))).loss <= eps + 1e-9
-        top = PufferfishTopK(curve, eps, k=2)
+        top = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
         outs = [(0, 1), (1, 0)]
         assert audit_finite(inst, lambda a: [top.log_probability(u(a), s) for s in outs]).loss <= eps + 1e-9
 
@@ -194,5 +195,5 @@ def test_top_k_log_probability_rejects_invalid_selections_and_zeroes_repeats():
     u = [1.0, 2.0, 3.0]
     for bad in ([3], [-1], [0.5]):
         with pytest.raises(_PE, match="outside 0..2"):
-            top_k_log_probability(u, bad, 1.0, 1.0)
-    assert top_k_log_probability(u, [1, 1], 1.0, 1.0) == -_math.inf
+            top_k_log_probability(u, bad, epsilon_dp=1.0, sensitivity=1.0)
+    assert top_k_log_probability(u, [1, 1], epsilon_dp=1.0, sensitivity=1.0) == -_math.inf

@@ -21,6 +21,7 @@ import numpy as np
 
 from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
 from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release
 from puffgm.core.results import freeze_record
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import (
@@ -39,8 +40,11 @@ THEOREM_5_1 = "He, Machanavajjhala and Ding 2014, Theorem 5.1 (Laplace mechanism
 
 
 @dataclass(frozen=True)
-class BlowfishRelease:
+class BlowfishRelease(Release):
     """A noisy answer released under a Blowfish policy.
+
+    Releases under one policy compose by He et al. Theorems 4.1 and 4.2
+    (:class:`puffgm.accounting.PrivacyAccountant`).
 
     Attributes
     ----------
@@ -62,6 +66,8 @@ class BlowfishRelease:
     details : Mapping
     """
 
+    composition = "blowfish"
+
     value: Any
     mechanism: str
     epsilon: float
@@ -78,21 +84,19 @@ class BlowfishRelease:
     def __post_init__(self):
         freeze_record(self)
 
+    @property
+    def prior(self) -> str:
+        """The Blowfish policy the guarantee holds for: its description (when recorded) and key."""
+        policy = self.details.get("policy")
+        return f"{policy} (key {self.policy_key})" if policy else f"Blowfish policy {self.policy_key}"
+
     def explain(self) -> str:
+        """One line: mechanism, (epsilon, P), S(f, P), Laplace scale, theorem, noise source."""
         s = (f"{self.mechanism}: ({self.epsilon:g}, P)-Blowfish private, S(f, P) = {self.sensitivity:g}, "
              f"Laplace scale {self.scale:.6g} ({self.theorem}); noise: {self.noise}")
         if not self.secure:
             s += " [NOT FOR PRODUCTION]"
         return s
-
-    def to_dict(self) -> dict:
-        v = self.value
-        return {"value": v.tolist() if isinstance(v, np.ndarray) else float(v), "mechanism": self.mechanism,
-                "epsilon": self.epsilon, "scale": self.scale, "sensitivity": self.sensitivity, "secure": self.secure,
-                "noise": self.noise, "policy_key": self.policy_key, "theorem": self.theorem}
-
-    def __str__(self):
-        return self.explain()
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,8 @@ def run(args) -> str:
         eps = check_positive_finite(args.epsilon_dp, "epsilon-dp", "puffgm translate")
     out = []
     for label, curve in compute_curves(args):
-        t = dp_epsilon(curve, eps) if args.epsilon_puffer is not None else puffer_epsilon(curve, eps)
+        t = (dp_epsilon(curve, epsilon_puffer=eps) if args.epsilon_puffer is not None
+             else puffer_epsilon(curve, epsilon_dp=eps))
         out.append((label, t))
     if args.json:
         if len(out) == 1:

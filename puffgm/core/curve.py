@@ -25,10 +25,10 @@ Two roads compute the same curve:
 
 * Bayesian-network prior classes go through the quilt finder and exact
   max-influence (:func:`puffgm.networks.quilt_scores.evaluate_quilts`);
-* Markov-chain classes (:mod:`puffgm.chains`) go through the chain engineer's
-  fast machinery (:func:`puffgm.chains.curve.chain_influence_curve`), which
-  handles chains of a million steps.  On chains short enough to unroll into a
-  network both roads agree to 1e-9 (tested).
+* Markov-chain classes (:mod:`puffgm.chains`) go through the chain machinery
+  (:func:`puffgm.chains.curve.chain_influence_curve`), which handles chains of
+  a million steps.  On chains short enough to unroll into a network both roads
+  give the same curve.
 """
 
 from __future__ import annotations
@@ -43,35 +43,12 @@ import numpy as np
 
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError
+from puffgm.core.release import jsonable
 from puffgm.core.results import json_float
 
 __all__ = ["InfluenceCurve", "curve_from_points", "pointwise_max"]
 
 THEOREM = "Bai-He-Gu-Kifer-Maeng Definition 7 (a(b)-influence) via Markov quilts (Song et al. section 4)"
-
-
-def _jsonable(x):
-    if isinstance(x, (str, int, bool)) or x is None:
-        return x
-    if isinstance(x, (np.integer,)):
-        return int(x)
-    if isinstance(x, float):
-        return json_float(x)
-    if isinstance(x, (tuple, list, frozenset, set)):
-        items = sorted(x, key=str) if isinstance(x, (frozenset, set)) else x
-        return [_jsonable(v) for v in items]
-    return str(x)
-
-
-def _json_ready(x):
-    """``x`` with every float (also inside lists, tuples and dicts) made JSON-safe by :func:`json_float`."""
-    if isinstance(x, float):
-        return json_float(x)
-    if isinstance(x, (tuple, list)):
-        return [_json_ready(v) for v in x]
-    if isinstance(x, dict):
-        return {k: _json_ready(v) for k, v in x.items()}
-    return x
 
 
 @dataclass(frozen=True)
@@ -151,6 +128,7 @@ class InfluenceCurve:
 
     @property
     def max_b(self) -> int:
+        """B, the largest b on the curve."""
         return len(self.b)
 
     @property
@@ -197,7 +175,7 @@ class InfluenceCurve:
         return {
             "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a)],
             "witnesses": [
-                None if w is None else {"b": b, "node": _jsonable(w[0]), "quilt": _jsonable(w[1])}
+                None if w is None else {"b": b, "node": jsonable(w[0]), "quilt": jsonable(w[1])}
                 for b, w in zip(self.b, self.witnesses)
             ],
             "n_entries": self.n_entries,
@@ -207,11 +185,12 @@ class InfluenceCurve:
             "theorem": self.theorem,
             "notes": list(self.notes),
             "details": {
-                k: _json_ready(v) for k, v in self.details.items() if k not in ("per_node", "per_node_witnesses")
+                k: jsonable(v) for k, v in self.details.items() if k not in ("per_node", "per_node_witnesses")
             },
         }
 
     def explain(self, max_rows: int = 12) -> str:
+        """The curve as text: method, size, fingerprint, theorem, then up to ``max_rows`` points with witnesses."""
         lines = [
             f"a(b)-influence curve ({self.method}), {self.n_entries} entries, b = 1..{self.max_b}, "
             f"fingerprint {self.fingerprint}",

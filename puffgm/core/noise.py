@@ -27,7 +27,7 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError
 
-__all__ = ["NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise"]
+__all__ = ["NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise", "SECURE", "NOT_FOR_PRODUCTION"]
 
 NOT_FOR_PRODUCTION = "seeded numpy noise: reproducible, NOT for production (not cryptographically secure)"
 SECURE = "OpenDP floating-point-safe sampler over the OS cryptographic RNG"
@@ -85,6 +85,7 @@ class SecureNoise(NoiseSource):
     description: str = SECURE
 
     def laplace(self, values, scale: float) -> np.ndarray:
+        """``values + Lap(scale)`` from OpenDP's Laplace sampler (vector or scalar measurement)."""
         scale = check_positive_finite(scale, "scale", "SecureNoise.laplace")
         arr = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(arr)):
@@ -96,6 +97,7 @@ class SecureNoise(NoiseSource):
         return np.asarray(out, dtype=float).reshape(arr.shape)
 
     def gumbel_argmax(self, scores, scale: float) -> int:
+        """OpenDP's noisy max (Gumbel noise) over the finite scores; -inf scores are never chosen."""
         scale = check_positive_finite(scale, "scale", "SecureNoise.gumbel_argmax")
         arr = np.asarray(scores, dtype=float).ravel()
         # -inf scores (probability zero candidates) are never selected; OpenDP needs finite input.
@@ -120,6 +122,7 @@ class SeededNoise(NoiseSource):
         self.generator = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     def laplace(self, values, scale: float) -> np.ndarray:
+        """``values + Lap(scale)`` from the numpy generator."""
         scale = check_positive_finite(scale, "scale", "SeededNoise.laplace")
         arr = np.asarray(values, dtype=float)
         if not np.all(np.isfinite(arr)):
@@ -127,6 +130,7 @@ class SeededNoise(NoiseSource):
         return arr + self.generator.laplace(0.0, scale, size=arr.shape)
 
     def gumbel_argmax(self, scores, scale: float) -> int:
+        """argmax of ``scores + Gumbel(scale)`` from the numpy generator; -inf scores are never chosen."""
         scale = check_positive_finite(scale, "scale", "SeededNoise.gumbel_argmax")
         arr = np.asarray(scores, dtype=float).ravel()
         if not np.isfinite(arr).any():

@@ -23,7 +23,12 @@ __all__ = ["Release", "jsonable"]
 
 
 def jsonable(x: Any) -> Any:
-    """``x`` as plain JSON data: arrays and tuples as lists, sets sorted, non-finite floats as None."""
+    """``x`` as plain JSON data.
+
+    Arrays and tuples become lists, sets sorted lists, mappings dicts with string
+    keys, non-finite floats ``None``, objects with a ``to_dict()`` method (a
+    calibration inside a release) their dict; anything else its ``str``.
+    """
     if isinstance(x, (bool, str)) or x is None:
         return x
     if isinstance(x, (int, np.integer)):
@@ -36,28 +41,40 @@ def jsonable(x: Any) -> Any:
     if isinstance(x, Mapping):
         return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (set, frozenset)):
-        return [jsonable(v) for v in sorted(x, key=repr)]
+        return [jsonable(v) for v in sorted(x, key=str)]
     if isinstance(x, (list, tuple)):
         return [jsonable(v) for v in x]
+    if callable(getattr(x, "to_dict", None)):
+        return jsonable(x.to_dict())
     return str(x)
 
 
 class Release:
     """Base class of every release record (a frozen dataclass in each subclass).
 
-    Subclasses provide the fields ``value``, ``mechanism``, ``theorem``, ``secure``,
-    ``noise`` and ``details`` and an ``epsilon`` (field or property), and implement
-    :attr:`prior` and :meth:`explain`.
+    Subclasses provide ``value``, ``epsilon``, ``mechanism``, ``theorem`` and
+    ``secure`` (fields or properties), and implement :attr:`prior` and
+    :meth:`explain`.
 
     Attributes
     ----------
     composition : str
-        How the accountant composes this release: ``"markov-quilt"`` (Song et al.
-        Theorem 4.4), ``"curve"`` (Bai et al. Theorem 7), ``"blowfish"`` (He et al.
-        Theorems 4.1 and 4.2) or ``"none"`` (no composition theorem covers it).
+        How the accountant composes this release, and the attributes it reads:
+
+        * ``"markov-quilt"`` (Song et al. Theorem 4.4): ``quilt_key``;
+        * ``"curve"`` (Bai et al. Theorem 7): ``epsilon_puffer``, ``epsilon_dp``,
+          the curve point ``a``, ``b`` and ``curve_key``;
+        * ``"blowfish"`` (He et al. Theorems 4.1 and 4.2): ``policy_key``,
+          ``subset`` and ``constrained``;
+        * ``"none"``: no composition theorem covers the release; the accountant
+          refuses it.
+    withheld : tuple of str
+        Fields :meth:`to_dict` leaves out: the exact, unprotected answer, which
+        must not travel with the release.
     """
 
     composition: ClassVar[str] = "none"
+    withheld: ClassVar[tuple] = ()
 
     @property
     def prior(self) -> str:
@@ -69,10 +86,15 @@ class Release:
         raise NotImplementedError
 
     def to_dict(self) -> dict:
-        """JSON-ready dict: ``kind``, ``value``, ``epsilon``, ``mechanism``, ``prior``, ``theorem``, then the rest."""
+        """JSON-ready dict: ``kind``, ``value``, ``epsilon``, ``mechanism``, ``prior``, ``theorem``, then the rest.
+
+        The rest is every other dataclass field except those named in :attr:`withheld`;
+        ``json.dumps(release.to_dict(), allow_nan=False)`` always works.
+        """
         head = {"kind": type(self).__name__, "value": jsonable(self.value), "epsilon": jsonable(self.epsilon),
                 "mechanism": self.mechanism, "prior": self.prior, "theorem": self.theorem}
-        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name not in head}
+        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
+                if f.name not in head and f.name not in self.withheld}
         return head | rest
 
     def __str__(self) -> str:

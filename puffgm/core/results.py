@@ -83,6 +83,7 @@ class QuiltChoice:
         return len(self.nearby)
 
     def to_dict(self) -> dict:
+        """JSON-ready dict of the quilt (infinite influence or score as ``None``)."""
         return {
             "node": self.node,
             "quilt": list(self.quilt),

@@ -11,7 +11,7 @@ import numbers
 
 from puffgm.exceptions import ParameterError
 
-__all__ = ["check_positive_finite", "check_nonnegative_finite", "check_positive_int"]
+__all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int"]
 
 
 def _is_real(value) -> bool:

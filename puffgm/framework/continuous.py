@@ -30,7 +30,8 @@ import numpy as np
 
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import NOT_FOR_PRODUCTION, SECURE, resolve_noise
+from puffgm.core.release import Release
 from puffgm.framework.audit import audit_laplace
 from puffgm.framework.instantiation import Instantiation, Secret
 
@@ -68,8 +69,11 @@ def aggregate_sum_scale(delta: float, *, epsilon: float) -> float:
 
 
 @dataclass(frozen=True)
-class ContinuousRelease:
+class ContinuousRelease(Release):
     """A noisy statistic with its calibration.
+
+    No composition theorem covers these releases (``composition = "none"``): the
+    accountant refuses them.  :meth:`to_dict` leaves out ``true_value``.
 
     Attributes
     ----------
@@ -78,6 +82,7 @@ class ContinuousRelease:
     true_value : float
         The exact statistic (keep private; for evaluation only).
     statistic : str
+        ``"sum"``, ``"product"`` or ``"geometric_mean"``.
     scale : float
         Laplace scale of the additive noise (on the log scale for relative error).
     epsilon : float
@@ -87,6 +92,9 @@ class ContinuousRelease:
     secure : bool
     """
 
+    composition = "none"
+    withheld = ("true_value",)
+
     value: float
     true_value: float
     statistic: str
@@ -95,6 +103,33 @@ class ContinuousRelease:
     secret: str
     theorem: str
     secure: bool
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism: Laplace noise on the sum, or on the sum of logs (multiplicative)."""
+        if self.statistic == "sum":
+            return "Laplace sum (Kifer and Machanavajjhala, section 7)"
+        return f"multiplicative Laplace {self.statistic.replace('_', ' ')} (Kifer and Machanavajjhala, section 7.1.2)"
+
+    @property
+    def noise(self) -> str:
+        """The kind of noise source: OpenDP's secure sampler or seeded noise."""
+        return SECURE if self.secure else NOT_FOR_PRODUCTION
+
+    @property
+    def prior(self) -> str:
+        """The prior class and secrets the guarantee holds for (Kifer and Machanavajjhala, section 7)."""
+        if "section 7.2" in self.theorem:
+            return f"every prior; secrets: {self.secret}"
+        return f"every prior with independent records (Equation 10); secrets: {self.secret}"
+
+    def explain(self) -> str:
+        """One line: mechanism, epsilon, Laplace scale, what is protected, noise source."""
+        s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}, protects {self.secret} "
+             f"({self.theorem}); noise: {self.noise}")
+        if not self.secure:
+            s += " [NOT FOR PRODUCTION]"
+        return s
 
 
 def _values(values):

@@ -33,6 +33,7 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release
 from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
 from puffgm.framework.instantiation import Instantiation
 
@@ -202,14 +203,65 @@ class WassersteinCalibration:
 
 
 @dataclass(frozen=True)
-class WassersteinRelease:
-    """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it."""
+class WassersteinRelease(Release):
+    """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it (Song et al. Algorithm 1).
+
+    No composition theorem covers Wasserstein releases (``composition = "none"``):
+    the accountant refuses them.  :meth:`to_dict` leaves out ``true_value``.
+
+    Attributes
+    ----------
+    value : float
+        The released value.
+    true_value : float
+        The exact answer F(D) (keep private; for evaluation only).
+    calibration : WassersteinCalibration
+        W, the Laplace scale and what justifies them.
+    secure : bool
+        True for OpenDP's secure sampler; False for seeded noise (not for production).
+    noise : str
+        Description of the noise source.
+    """
+
+    composition = "none"
+    withheld = ("true_value",)
 
     value: float
     true_value: float
     calibration: WassersteinCalibration
     secure: bool
     noise: str
+
+    @property
+    def epsilon(self) -> float:
+        """The Pufferfish parameter of the calibration."""
+        return self.calibration.epsilon
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism's name."""
+        return "Wasserstein Mechanism (Song, Wang and Chaudhuri, Algorithm 1)"
+
+    @property
+    def theorem(self) -> str:
+        """The guarantee relied on (the calibration's)."""
+        return self.calibration.theorem
+
+    @property
+    def prior(self) -> str:
+        """The instantiation the calibration audited, through W and its witness."""
+        c = self.calibration
+        where = "" if c.witness is None else f", attained at prior {c.witness[0]} on the pair {tuple(c.witness[1])}"
+        return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {c.W:.6g}{where})"
+
+    def explain(self) -> str:
+        """One line: mechanism, epsilon, W, Laplace scale, noise source."""
+        c = self.calibration
+        s = (f"{self.mechanism}: epsilon {c.epsilon:g}, W = {c.W:.6g}, Laplace scale {c.scale:.6g}; "
+             f"noise: {self.noise}")
+        if not self.secure:
+            s += " [NOT FOR PRODUCTION]"
+        return s
 
 
 def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] | None = None) -> float:

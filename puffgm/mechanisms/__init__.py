@@ -6,9 +6,17 @@
   mechanisms calibrated from an a(b)-influence curve (Bai et al., Theorems 6
   and 7): Laplace, the exponential mechanism, noisy top-K, and a wrapper for
   any per-entry epsilon_DP-DP mechanism.
+* :mod:`puffgm.mechanisms.translation` — epsilon_puffer <-> epsilon_DP along an
+  a(b)-influence curve (Bai et al., Theorem 6).
+
+Every release is an immutable record derived from
+:class:`puffgm.core.release.Release` (``MarkovQuiltRelease``,
+``PufferfishRelease``).
 
 Every mechanism draws its noise from :mod:`puffgm.core.noise` (OpenDP's secure,
 floating-point-safe samplers by default; a seeded generator only on request,
 recorded as ``secure=False``) and can charge an explicit
 :class:`puffgm.accounting.PrivacyAccountant` before it releases anything.
 """
+
+__all__ = ["laplace", "pufferfish", "translation"]

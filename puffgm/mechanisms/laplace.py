@@ -18,14 +18,18 @@ import numpy as np
 
 from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release
 from puffgm.core.results import CalibrationResult, freeze_record
 
-__all__ = ["Release", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
+__all__ = ["MarkovQuiltRelease", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
 
 
 @dataclass(frozen=True)
-class Release:
-    """A noisy answer and everything needed to account for it.
+class MarkovQuiltRelease(Release):
+    """A Laplace release of the Markov Quilt Mechanism and everything needed to account for it.
+
+    Two such releases compose linearly when they share the quilt sets of one
+    instantiation (Song et al. Theorem 4.4): :attr:`quilt_key` identifies them.
 
     Attributes
     ----------
@@ -46,8 +50,11 @@ class Release:
     theorem : str
         The guarantee relied on.
     details : Mapping
-        Mechanism-specific record (quilt-set key, curve point, ...).
+        Mechanism-specific record (quilt-set key, Lipschitz constant, sigma_max,
+        worst node, label).
     """
+
+    composition = "markov-quilt"
 
     value: Any
     mechanism: str
@@ -62,7 +69,18 @@ class Release:
     def __post_init__(self):
         freeze_record(self)
 
+    @property
+    def quilt_key(self) -> str | None:
+        """Identifies the instantiation and quilt sets (:func:`quilt_set_key`)."""
+        return self.details.get("quilt_key")
+
+    @property
+    def prior(self) -> str:
+        """The prior class (its fingerprint) and the quilt sets the guarantee holds for."""
+        return f"prior class {self.fingerprint}, quilt sets {self.quilt_key}"
+
     def explain(self) -> str:
+        """One line: mechanism, epsilon, Laplace scale, noise source."""
         s = (
             f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}; "
             f"noise: {self.noise}"
@@ -70,9 +88,6 @@ class Release:
         if not self.secure:
             s += " [NOT FOR PRODUCTION]"
         return s
-
-    def __str__(self):
-        return self.explain()
 
 
 def quilt_set_key(calibration: CalibrationResult) -> str:
@@ -121,10 +136,12 @@ class MarkovQuiltLaplace:
 
     @property
     def scale(self) -> float:
+        """Laplace scale L * sigma_max of the calibration."""
         return self.calibration.scale
 
-    def release(self, answer, *, random_state=None, accountant=None, label: str | None = None) -> Release:
-        """Release ``answer + Lap(scale)`` on each coordinate.
+    def release(self, answer, *, random_state=None, accountant=None,
+                label: str | None = None) -> MarkovQuiltRelease:
+        """Release ``answer + Lap(scale)`` on each coordinate (Song et al. Algorithm 2).
 
         Parameters
         ----------
@@ -136,6 +153,12 @@ class MarkovQuiltLaplace:
         accountant : PrivacyAccountant, optional
             Charged before any noise is drawn; a release over budget raises
             BudgetError and nothing is released.
+        label : str, optional
+            A name for the release in the accountant's ledger.
+
+        Returns
+        -------
+        MarkovQuiltRelease
         """
         cal = self.calibration
         key = quilt_set_key(cal)
@@ -150,7 +173,7 @@ class MarkovQuiltLaplace:
         source = resolve_noise(random_state)
         noisy = source.laplace(arr, cal.scale)
         value = float(noisy) if arr.ndim == 0 else np.asarray(noisy, dtype=float)
-        rel = Release(
+        rel = MarkovQuiltRelease(
             value=value,
             mechanism=f"Markov Quilt Mechanism, Laplace ({cal.method})",
             epsilon=cal.epsilon,
@@ -168,8 +191,11 @@ class MarkovQuiltLaplace:
 
 
 def release_laplace(answer, calibration: CalibrationResult, *, random_state=None, accountant=None,
-                    label: str | None = None) -> Release:
-    """Shorthand for ``MarkovQuiltLaplace(calibration).release(answer, ...)``."""
+                    label: str | None = None) -> MarkovQuiltRelease:
+    """Release ``answer + Lap(calibration.scale)``: shorthand for ``MarkovQuiltLaplace(calibration).release(answer, ...)``.
+
+    See :meth:`MarkovQuiltLaplace.release` for the parameters.
+    """
     return MarkovQuiltLaplace(calibration).release(
         answer, random_state=random_state, accountant=accountant, label=label
     )

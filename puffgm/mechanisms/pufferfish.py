@@ -23,11 +23,19 @@ Mechanisms here:
 * :class:`PufferfishWrapper` — any user-supplied per-entry epsilon_DP-DP
   mechanism ``mechanism(data, epsilon_dp, noise)``.
 
-Noise is OpenDP's secure sampler by default (:func:`puffgm.core.noise.resolve_noise`);
-a seed gives reproducible, not-for-production noise and the release says
-``secure=False``.  A mechanism given an accountant asks it first: a release that
-would exceed the budget raises :class:`~puffgm.exceptions.BudgetError` before any
-noise is drawn.
+Every ``release`` method (and shorthand function) takes the same release options:
+
+random_state : None, int, numpy.random.Generator or NoiseSource
+    None (default) uses OpenDP's secure sampler (:func:`puffgm.core.noise.resolve_noise`);
+    a seed gives reproducible, not-for-production noise and the release says
+    ``secure=False``.
+accountant : PrivacyAccountant, optional
+    Asked before any noise is drawn: a release it refuses (over budget,
+    :class:`~puffgm.exceptions.BudgetError`; not composable,
+    :class:`~puffgm.exceptions.CompositionError`) raises and draws nothing.
+    Charged after the release.
+label : str, optional
+    A name for the release in the accountant's ledger.
 """
 
 from __future__ import annotations
@@ -38,11 +46,11 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release
 from puffgm.core.results import freeze_record
-
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError
-from puffgm.core.noise import resolve_noise
 from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
 __all__ = [
@@ -60,8 +68,11 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class PufferfishRelease:
+class PufferfishRelease(Release):
     """A release of a DP-based Pufferfish mechanism, with what composition needs.
+
+    Releases along one curve compose by Bai et al. Theorem 7
+    (:class:`puffgm.accounting.PrivacyAccountant`).
 
     Attributes
     ----------
@@ -84,6 +95,8 @@ class PufferfishRelease:
     theorem : str
     details : Mapping
     """
+
+    composition = "curve"
 
     value: Any
     mechanism: str
@@ -111,15 +124,18 @@ class PufferfishRelease:
         """(a_l, b_l)."""
         return (self.a, self.b)
 
+    @property
+    def prior(self) -> str:
+        """The prior class (its fingerprint) and the curve of (Theta, S) the guarantee holds for."""
+        return f"prior class {self.fingerprint}, a(b)-influence curve {self.curve_key}"
+
     def explain(self) -> str:
+        """One line: mechanism, epsilon_puffer, epsilon_DP, curve point, noise source."""
         s = (f"{self.mechanism}: epsilon_puffer {self.epsilon_puffer:g} via epsilon_DP {self.epsilon_dp:.6g} "
              f"at curve point (a={self.a:.6g}, b={self.b}); noise: {self.noise}")
         if not self.secure:
             s += " [NOT FOR PRODUCTION]"
         return s
-
-    def __str__(self) -> str:
-        return self.explain()
 
 
 class _DPBased:
@@ -127,18 +143,20 @@ class _DPBased:
 
     name = "DP-based Pufferfish mechanism"
 
-    def __init__(self, curve, epsilon_puffer: float):
+    def __init__(self, curve, *, epsilon_puffer: float):
         where = type(self).__name__
         self.epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", where)
-        self.translation: Translation = dp_epsilon(curve, self.epsilon_puffer)
+        self.translation: Translation = dp_epsilon(curve, epsilon_puffer=self.epsilon_puffer)
         self.curve = curve
 
     @property
     def epsilon_dp(self) -> float:
+        """The per-entry DP parameter epsilon_DP = (epsilon_puffer - a) / b at the point used."""
         return self.translation.epsilon_dp
 
     @property
     def point(self) -> tuple:
+        """The curve point (a, b) the translation used."""
         return self.translation.point
 
     def _check(self, accountant):
@@ -167,7 +185,9 @@ class PufferfishLaplace(_DPBased):
     Parameters
     ----------
     curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
     epsilon_puffer : float
+        Pufferfish privacy parameter of one release.
     lipschitz : float
         L: changing one entry moves F(D) by at most L in L1 norm (scalar or vector F).
 
@@ -180,8 +200,8 @@ class PufferfishLaplace(_DPBased):
 
     name = "Pufferfish Laplace (Bai et al. Algorithm 1)"
 
-    def __init__(self, curve, epsilon_puffer: float, lipschitz: float = 1.0):
-        super().__init__(curve, epsilon_puffer)
+    def __init__(self, curve, *, epsilon_puffer: float, lipschitz: float = 1.0):
+        super().__init__(curve, epsilon_puffer=epsilon_puffer)
         self.lipschitz = check_positive_finite(lipschitz, "lipschitz", "PufferfishLaplace")
 
     @property
@@ -190,6 +210,19 @@ class PufferfishLaplace(_DPBased):
         return self.lipschitz / self.epsilon_dp
 
     def release(self, answer, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+        """Release ``answer + Lap(scale)`` on each coordinate.
+
+        Parameters
+        ----------
+        answer : float or array_like
+            The exact answer F(D) of the L-Lipschitz query (finite numbers).
+        random_state, accountant, label
+            The release options of every mechanism here (module docstring).
+
+        Returns
+        -------
+        PufferfishRelease
+        """
         arr = np.asarray(answer, dtype=float)
         if arr.size == 0:
             raise ParameterError("The query answer to release is empty.")
@@ -202,11 +235,21 @@ class PufferfishLaplace(_DPBased):
         return self._release(value, source, accountant, label, {"scale": self.scale, "lipschitz": self.lipschitz})
 
 
-def pufferfish_laplace(answer, curve, epsilon_puffer: float, lipschitz: float = 1.0, *, random_state=None,
-                       accountant=None, label: str | None = None) -> PufferfishRelease:
-    """Shorthand for ``PufferfishLaplace(curve, epsilon_puffer, lipschitz).release(answer, ...)``."""
-    return PufferfishLaplace(curve, epsilon_puffer, lipschitz).release(
-        answer, random_state=random_state, accountant=accountant, label=label)
+def pufferfish_laplace(answer, curve, *, epsilon_puffer: float, lipschitz: float = 1.0,
+                       **options) -> PufferfishRelease:
+    """Release ``answer + Lap(L / epsilon_DP)``: ``PufferfishLaplace(curve, ...).release(answer, **options)``.
+
+    Parameters
+    ----------
+    answer : float or array_like
+    curve : InfluenceCurve
+    epsilon_puffer : float
+    lipschitz : float
+    **options
+        Keywords of :meth:`PufferfishLaplace.release`: ``random_state``,
+        ``accountant``, ``label``.
+    """
+    return PufferfishLaplace(curve, epsilon_puffer=epsilon_puffer, lipschitz=lipschitz).release(answer, **options)
 
 
 # ------------------------------------------------------------------ exponential
@@ -221,8 +264,31 @@ def _utilities(utilities) -> np.ndarray:
     return u
 
 
-def exponential_log_probabilities(utilities, epsilon_dp: float, sensitivity: float) -> np.ndarray:
-    """log P(r) = eps u_r / (2 Delta_u) - logsumexp_r'(eps u_r' / (2 Delta_u)), in log space."""
+def _check_candidates(candidates, u: np.ndarray) -> None:
+    if candidates is not None and len(candidates) != u.size:
+        raise ParameterError(f"{len(candidates)} candidates for {u.size} utilities.")
+
+
+def exponential_log_probabilities(utilities, *, epsilon_dp: float, sensitivity: float) -> np.ndarray:
+    """The exact output law of the exponential mechanism, in log space.
+
+    log P(r) = eps u_r / (2 Delta_u) - logsumexp_r'(eps u_r' / (2 Delta_u))
+    (McSherry and Talwar; Bai et al. Algorithm 2).
+
+    Parameters
+    ----------
+    utilities : array_like
+        u(D, r) for every candidate r (-inf: never selected).
+    epsilon_dp : float
+        The DP parameter eps.
+    sensitivity : float
+        Delta_u, the largest change of a utility when one entry changes.
+
+    Returns
+    -------
+    numpy.ndarray
+        log P(r) for every candidate.
+    """
     from scipy.special import logsumexp
 
     u = _utilities(utilities)
@@ -232,8 +298,26 @@ def exponential_log_probabilities(utilities, epsilon_dp: float, sensitivity: flo
     return s - logsumexp(s)
 
 
-def top_k_log_probability(utilities, selection, epsilon_dp: float, sensitivity: float) -> float:
-    """log P(noisy top-K returns ``selection`` in that order): K exponential rounds at eps/K."""
+def top_k_log_probability(utilities, selection, *, epsilon_dp: float, sensitivity: float) -> float:
+    """log P(noisy top-K returns ``selection`` in that order): K exponential rounds at eps / K.
+
+    Parameters
+    ----------
+    utilities : array_like
+        u(D, r) for every candidate r.
+    selection : sequence of int
+        The ordered indices selected (K = its length).
+    epsilon_dp : float
+        The DP parameter of the K rounds together.
+    sensitivity : float
+        Delta_u.
+
+    Returns
+    -------
+    float
+        The log-probability (-inf for a selection that repeats a candidate or
+        names one of utility -inf).
+    """
     u = _utilities(utilities).copy()
     k = len(selection)
     if k == 0:
@@ -246,7 +330,7 @@ def top_k_log_probability(utilities, selection, epsilon_dp: float, sensitivity: 
         r = int(r)
         if not np.isfinite(u[r]):  # a repeated or impossible candidate: probability 0
             return -math.inf
-        lp = exponential_log_probabilities(u, epsilon_dp / k, sensitivity)
+        lp = exponential_log_probabilities(u, epsilon_dp=epsilon_dp / k, sensitivity=sensitivity)
         total += float(lp[r])
         u[r] = -math.inf
     return total
@@ -259,24 +343,46 @@ class PufferfishExponential(_DPBased):
     exp(epsilon_DP u(D, r) / (2 Delta_u)), where Delta_u bounds the change of any
     utility when one entry of the database changes.  Sampling: argmax of
     u + Gumbel(2 Delta_u / epsilon_DP) (exactly the same law).
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
+    epsilon_puffer : float
+        Pufferfish privacy parameter of one release.
+    sensitivity : float
+        Delta_u.
     """
 
     name = "Pufferfish exponential mechanism (Bai et al. Algorithm 2)"
 
-    def __init__(self, curve, epsilon_puffer: float, sensitivity: float = 1.0):
-        super().__init__(curve, epsilon_puffer)
+    def __init__(self, curve, *, epsilon_puffer: float, sensitivity: float = 1.0):
+        super().__init__(curve, epsilon_puffer=epsilon_puffer)
         self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishExponential")
 
     def log_probabilities(self, utilities) -> np.ndarray:
         """The exact output law (log space): for audits and inspection."""
-        return exponential_log_probabilities(utilities, self.epsilon_dp, self.sensitivity)
+        return exponential_log_probabilities(utilities, epsilon_dp=self.epsilon_dp, sensitivity=self.sensitivity)
 
     def release(self, utilities, *, candidates=None, random_state=None, accountant=None,
                 label: str | None = None) -> PufferfishRelease:
-        """Select one candidate; the value is its index, or ``candidates[index]`` if given."""
+        """Select one candidate; the value is its index, or ``candidates[index]`` if given.
+
+        Parameters
+        ----------
+        utilities : array_like
+            u(D, r) for every candidate r.
+        candidates : sequence, optional
+            What to release for each index (as many as utilities).
+        random_state, accountant, label
+            The release options of every mechanism here (module docstring).
+
+        Returns
+        -------
+        PufferfishRelease
+        """
         u = _utilities(utilities)
-        if candidates is not None and len(candidates) != u.size:
-            raise ParameterError(f"{len(candidates)} candidates for {u.size} utilities.")
+        _check_candidates(candidates, u)
         self._check(accountant)
         source = resolve_noise(random_state)
         idx = source.gumbel_argmax(u, 2 * self.sensitivity / self.epsilon_dp)
@@ -285,11 +391,22 @@ class PufferfishExponential(_DPBased):
                              {"index": idx, "sensitivity": self.sensitivity, "n_candidates": int(u.size)})
 
 
-def pufferfish_exponential(utilities, curve, epsilon_puffer: float, sensitivity: float = 1.0, *, candidates=None,
-                           random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
-    """Shorthand for ``PufferfishExponential(curve, epsilon_puffer, sensitivity).release(utilities, ...)``."""
-    return PufferfishExponential(curve, epsilon_puffer, sensitivity).release(
-        utilities, candidates=candidates, random_state=random_state, accountant=accountant, label=label)
+def pufferfish_exponential(utilities, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
+                           **options) -> PufferfishRelease:
+    """Select one candidate: ``PufferfishExponential(curve, ...).release(utilities, **options)``.
+
+    Parameters
+    ----------
+    utilities : array_like
+    curve : InfluenceCurve
+    epsilon_puffer : float
+    sensitivity : float
+    **options
+        Keywords of :meth:`PufferfishExponential.release`: ``candidates``,
+        ``random_state``, ``accountant``, ``label``.
+    """
+    return PufferfishExponential(curve, epsilon_puffer=epsilon_puffer, sensitivity=sensitivity).release(
+        utilities, **options)
 
 
 class PufferfishTopK(_DPBased):
@@ -298,12 +415,23 @@ class PufferfishTopK(_DPBased):
     Bai et al. section 7.1.3 ("Ours-Exp").  The K rounds are epsilon_DP-DP together
     (basic composition), so the whole selection is epsilon_puffer-Pufferfish by
     Theorem 6 at the translated point.  The order of the output is the order of selection.
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
+    epsilon_puffer : float
+        Pufferfish privacy parameter of the whole selection.
+    k : int
+        K, the number of candidates selected.
+    sensitivity : float
+        Delta_u.
     """
 
     name = "Pufferfish noisy top-K (exponential mechanism, Bai et al. section 7.1.3)"
 
-    def __init__(self, curve, epsilon_puffer: float, k: int, sensitivity: float = 1.0):
-        super().__init__(curve, epsilon_puffer)
+    def __init__(self, curve, *, epsilon_puffer: float, k: int, sensitivity: float = 1.0):
+        super().__init__(curve, epsilon_puffer=epsilon_puffer)
         self.k = check_positive_int(k, "k", "PufferfishTopK")
         self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishTopK")
 
@@ -311,16 +439,30 @@ class PufferfishTopK(_DPBased):
         """Exact log-probability of an ordered selection (for audits)."""
         if len(selection) != self.k:
             raise ParameterError(f"A selection of noisy top-{self.k} has {self.k} items; got {len(selection)}.")
-        return top_k_log_probability(utilities, selection, self.epsilon_dp, self.sensitivity)
+        return top_k_log_probability(utilities, selection, epsilon_dp=self.epsilon_dp, sensitivity=self.sensitivity)
 
     def release(self, utilities, *, candidates=None, random_state=None, accountant=None,
                 label: str | None = None) -> PufferfishRelease:
+        """Select K candidates in order; the value is their indices, or their ``candidates`` entries.
+
+        Parameters
+        ----------
+        utilities : array_like
+            u(D, r) for every candidate r; at least K must be finite.
+        candidates : sequence, optional
+            What to release for each index (as many as utilities).
+        random_state, accountant, label
+            The release options of every mechanism here (module docstring).
+
+        Returns
+        -------
+        PufferfishRelease
+        """
         u = _utilities(utilities).copy()
         if int(np.isfinite(u).sum()) < self.k:
             raise ParameterError(f"Noisy top-{self.k} needs at least {self.k} candidates with finite utility; "
                                  f"got {int(np.isfinite(u).sum())}.")
-        if candidates is not None and len(candidates) != u.size:
-            raise ParameterError(f"{len(candidates)} candidates for {u.size} utilities.")
+        _check_candidates(candidates, u)
         self._check(accountant)
         source = resolve_noise(random_state)
         scale = 2 * self.sensitivity * self.k / self.epsilon_dp
@@ -335,11 +477,23 @@ class PufferfishTopK(_DPBased):
                               "epsilon_dp_per_round": self.epsilon_dp / self.k})
 
 
-def pufferfish_top_k(utilities, k: int, curve, epsilon_puffer: float, sensitivity: float = 1.0, *, candidates=None,
-                     random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
-    """Shorthand for ``PufferfishTopK(curve, epsilon_puffer, k, sensitivity).release(utilities, ...)``."""
-    return PufferfishTopK(curve, epsilon_puffer, k, sensitivity).release(
-        utilities, candidates=candidates, random_state=random_state, accountant=accountant, label=label)
+def pufferfish_top_k(utilities, k: int, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
+                     **options) -> PufferfishRelease:
+    """Select K candidates: ``PufferfishTopK(curve, ...).release(utilities, **options)``.
+
+    Parameters
+    ----------
+    utilities : array_like
+    k : int
+    curve : InfluenceCurve
+    epsilon_puffer : float
+    sensitivity : float
+    **options
+        Keywords of :meth:`PufferfishTopK.release`: ``candidates``,
+        ``random_state``, ``accountant``, ``label``.
+    """
+    return PufferfishTopK(curve, epsilon_puffer=epsilon_puffer, k=k, sensitivity=sensitivity).release(
+        utilities, **options)
 
 
 # ------------------------------------------------------------------ generic wrapper
@@ -349,7 +503,9 @@ class PufferfishWrapper(_DPBased):
     Parameters
     ----------
     curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
     epsilon_puffer : float
+        Pufferfish privacy parameter of one release.
     mechanism : callable ``mechanism(data, epsilon_dp, noise) -> output``
         Must be epsilon_dp-differentially private with respect to changing one
         entry of the database, for every epsilon_dp it is given (the user's
@@ -358,14 +514,27 @@ class PufferfishWrapper(_DPBased):
     name : str, optional
     """
 
-    def __init__(self, curve, epsilon_puffer: float, mechanism: Callable, name: str | None = None):
-        super().__init__(curve, epsilon_puffer)
+    def __init__(self, curve, *, epsilon_puffer: float, mechanism: Callable, name: str | None = None):
+        super().__init__(curve, epsilon_puffer=epsilon_puffer)
         if not callable(mechanism):
             raise ParameterError("The 'mechanism' parameter of PufferfishWrapper must be callable.")
         self.mechanism = mechanism
         self.name = name or f"Pufferfish wrapper of {getattr(mechanism, '__name__', 'a DP mechanism')}"
 
     def release(self, data, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
+        """Run the user's mechanism on ``data`` at epsilon_DP.
+
+        Parameters
+        ----------
+        data : Any
+            Passed unchanged to the mechanism.
+        random_state, accountant, label
+            The release options of every mechanism here (module docstring).
+
+        Returns
+        -------
+        PufferfishRelease
+        """
         self._check(accountant)
         source = resolve_noise(random_state)
         out = self.mechanism(data, self.epsilon_dp, source)

@@ -37,7 +37,7 @@ from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.core.results import json_float
 
-__all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate"]
+__all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate", "THEOREM6"]
 
 THEOREM6 = "Bai-He-Gu-Kifer-Maeng Theorem 6 (translation between DP and Pufferfish)"
 
@@ -87,6 +87,7 @@ class Translation:
         return self.b >= self.n_entries and self.a == 0.0
 
     def to_dict(self) -> dict:
+        """JSON-ready dict (the ``--json`` output of ``puffgm translate``)."""
         w = self.witness
         return {
             "direction": self.direction,
@@ -102,6 +103,7 @@ class Translation:
         }
 
     def explain(self) -> str:
+        """The translation, the point used, its witness and the theorem, one per line."""
         if self.direction == "puffer_to_dp":
             head = (f"epsilon_puffer {self.epsilon_puffer:g} -> epsilon_DP {self.epsilon_dp:.6g} "
                     f"= ({self.epsilon_puffer:g} - {self.a:.6g}) / {self.b}")
@@ -120,6 +122,7 @@ class Translation:
 
 
 def _j(x):
+    """A witness node or quilt as JSON data (quilt members that are not int or str as str)."""
     if isinstance(x, (str, int, float)) or x is None:
         return x
     try:
@@ -139,12 +142,24 @@ def _as_curve(curve):
     return curve
 
 
-def dp_epsilon(curve, epsilon_puffer: float) -> Translation:
+def dp_epsilon(curve, *, epsilon_puffer: float) -> Translation:
     """Largest epsilon_DP whose per-entry DP mechanisms are epsilon_puffer-Pufferfish.
 
     epsilon_DP = max over curve points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b
     (Theorem 6; the paper's Algorithms 1-2 write ``min`` on line 8, a slip).
     Ties go to the smallest b.
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
+    epsilon_puffer : float
+        The Pufferfish privacy parameter to reach.
+
+    Returns
+    -------
+    Translation
+        Direction ``"puffer_to_dp"``, with the point used and its witness.
 
     Raises
     ------
@@ -172,11 +187,23 @@ def dp_epsilon(curve, epsilon_puffer: float) -> Translation:
                        curve.n_entries, notes=tuple(notes))
 
 
-def puffer_epsilon(curve, epsilon_dp: float) -> Translation:
+def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
     """Smallest epsilon_puffer guaranteed by a per-entry epsilon_DP-DP mechanism.
 
     epsilon_puffer = min over b of b * epsilon_DP + a(b)  (Theorem 6, any point).
     Ties go to the smallest b.
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
+    epsilon_dp : float
+        The per-entry DP parameter of the mechanism.
+
+    Returns
+    -------
+    Translation
+        Direction ``"dp_to_puffer"``, with the point used and its witness.
     """
     eps = check_positive_finite(epsilon_dp, "epsilon_dp", "puffer_epsilon")
     curve = _as_curve(curve)
@@ -193,9 +220,12 @@ def puffer_epsilon(curve, epsilon_dp: float) -> Translation:
 
 
 def translate(curve, *, epsilon_puffer: float | None = None, epsilon_dp: float | None = None) -> Translation:
-    """Translate one way or the other: give exactly one of the two epsilons."""
+    """Translate one way or the other: give exactly one of the two epsilons.
+
+    ``epsilon_puffer`` gives :func:`dp_epsilon`, ``epsilon_dp`` gives :func:`puffer_epsilon`.
+    """
     if (epsilon_puffer is None) == (epsilon_dp is None):
         raise ParameterError("translate needs exactly one of 'epsilon_puffer' and 'epsilon_dp'.")
     if epsilon_puffer is not None:
-        return dp_epsilon(curve, epsilon_puffer)
-    return puffer_epsilon(curve, epsilon_dp)
+        return dp_epsilon(curve, epsilon_puffer=epsilon_puffer)
+    return puffer_epsilon(curve, epsilon_dp=epsilon_dp)
