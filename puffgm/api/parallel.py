@@ -69,14 +69,15 @@ def _calibrate_one(prior, epsilon: float, lipschitz: float, method: str, chain_o
         if method == "exact":
             from puffgm.chains.exact import MQMExact
 
-            return MQMExact(cc, **chain_options).calibrate(epsilon, lipschitz)
+            return MQMExact(cc, **chain_options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
         if method == "approx":
             from puffgm.chains.approx import MQMApprox
 
-            return MQMApprox(cc, **chain_options).calibrate(epsilon, lipschitz)
+            return MQMApprox(cc, **chain_options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
         from puffgm.chains.baselines import gk16, group_dp
 
-        return group_dp(cc, epsilon, lipschitz) if method == "groupdp" else gk16(cc, epsilon, lipschitz)
+        baseline = group_dp if method == "groupdp" else gk16
+        return baseline(cc, epsilon=epsilon, lipschitz=lipschitz)
     from puffgm.networks.calibration import calibrate
 
     return calibrate(prior, epsilon, lipschitz, **network_options)
@@ -193,7 +194,7 @@ def calibrate_many(priors, epsilon: float, lipschitz: float = 1.0, *, method: st
     >>> from puffgm.chains import ChainPriorClass, MQMExact
     >>> grid = [ChainPriorClass.from_matrices([[p, 1 - p], [0.3, 0.7]], "any", 50) for p in (0.2, 0.8)]
     >>> [r.sigma_max for r in calibrate_many(grid, 1.0, n_jobs=1)] == \\
-    ...     [MQMExact(c).calibrate(1.0).sigma_max for c in grid]
+    ...     [MQMExact(c).calibrate(epsilon=1.0).sigma_max for c in grid]
     True
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate_many")

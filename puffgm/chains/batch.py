@@ -39,7 +39,7 @@ def calibrate_many(classes, epsilon: float, lipschitz: float = 1.0, *, method: s
     >>> from puffgm.chains import ChainPriorClass, MQMExact
     >>> grid = [ChainPriorClass.from_matrices([[p, 1 - p], [0.3, 0.7]], "any", 100) for p in (0.2, 0.5, 0.8)]
     >>> [round(r.sigma_max, 3) for r in calibrate_many(grid, 1.0, n_jobs=1)] == \\
-    ...     [round(MQMExact(c).calibrate(1.0).sigma_max, 3) for c in grid]
+    ...     [round(MQMExact(c).calibrate(epsilon=1.0).sigma_max, 3) for c in grid]
     True
     """
     from puffgm.api.parallel import _is_chain, calibrate_many as _many

@@ -37,9 +37,10 @@ def calibrate_chain_specs(paths: list[str], *, epsilon: float, lipschitz: float 
     if paper_convention and method != "exact":
         raise ParameterError("The paper convention applies only to the 'exact' method.")
     if method == "exact":
-        return MQMExact(cc, paper_convention=paper_convention, per_node=per_node).calibrate(epsilon, lipschitz)
+        mech = MQMExact(cc, paper_convention=paper_convention, per_node=per_node)
+        return mech.calibrate(epsilon=epsilon, lipschitz=lipschitz)
     if method == "approx":
-        return MQMApprox(cc).calibrate(epsilon, lipschitz)
+        return MQMApprox(cc).calibrate(epsilon=epsilon, lipschitz=lipschitz)
     if method == "groupdp":
-        return group_dp(cc, epsilon, lipschitz)
-    return gk16(cc, epsilon, lipschitz)
+        return group_dp(cc, epsilon=epsilon, lipschitz=lipschitz)
+    return gk16(cc, epsilon=epsilon, lipschitz=lipschitz)
