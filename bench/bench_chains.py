@@ -45,10 +45,10 @@ def main():
     res = {}
     cc, source = fitted_chain()
     res["real_data_source"] = source
-    t, r = timed(lambda: MQMExact(cc).calibrate(1.0), repeat=3)  # best of 3 (first run warms caches)
+    t, r = timed(lambda: MQMExact(cc).calibrate(epsilon=1.0), repeat=3)  # best of 3 (first run warms caches)
     res["k51_T1e6_stationary_exact"] = {"seconds": t, "sigma_max": r.sigma_max, "l": r.details["l"],
                                         "quilt": list(r.worst.quilt), "target_seconds": 3.0}
-    t, ra = timed(lambda: MQMApprox(cc).calibrate(1.0), repeat=5)
+    t, ra = timed(lambda: MQMApprox(cc).calibrate(epsilon=1.0), repeat=5)
     res["k51_T1e6_stationary_approx"] = {"seconds": t, "sigma_max": ra.sigma_max, "l": ra.details["l"],
                                          "pi_min": ra.details["pi_min"], "g": ra.details["g"],
                                          "target_seconds": 0.01}
@@ -59,8 +59,8 @@ def main():
     start = np.zeros(k)
     start[0] = 1.0  # a point mass on the lowest demand level: far from stationarity
     fixed = ChainPriorClass.from_matrices(P, start, 10**6, states=list(range(k)))
-    t_stat, r_stat = timed(lambda: MQMExact(cc).calibrate(1.0), repeat=1)
-    t_fix, r_fix = timed(lambda: MQMExact(fixed).calibrate(1.0), repeat=1)
+    t_stat, r_stat = timed(lambda: MQMExact(cc).calibrate(epsilon=1.0), repeat=1)
+    t_fix, r_fix = timed(lambda: MQMExact(fixed).calibrate(epsilon=1.0), repeat=1)
     d = r_fix.details
     res["k51_T1e6_fixed_start_exact"] = {
         "seconds": t_fix, "stationary_seconds_same_run": t_stat, "ratio_to_stationary": t_fix / t_stat,
@@ -71,7 +71,7 @@ def main():
     pi = cc.members[0].stationary
     for name, q in (("uniform", np.ones(k) / k), ("near_stationary", 0.99 * pi + 0.01 * np.eye(k)[k - 1])):
         t, rq = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P, q, 10**6, states=list(range(k))))
-                      .calibrate(1.0), repeat=1)
+                      .calibrate(epsilon=1.0), repeat=1)
         dq = rq.details
         res[f"k51_T1e6_fixed_start_{name}_exact"] = {
             "seconds": t, "ratio_to_stationary": t / t_stat, "sigma_max": rq.sigma_max,
@@ -81,9 +81,9 @@ def main():
     # the mixing bound does not
     P2 = [[0.9, 0.1], [0.4, 0.6]]
     t_old, r_old = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P2, [1, 0], 10**4), per_node=False,
-                                          mixing=False).calibrate(1.0), repeat=1)
-    t_new4, _ = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P2, [1, 0], 10**4)).calibrate(1.0))
-    t_new6, r_new = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P2, [1, 0], 10**6)).calibrate(1.0))
+                                          mixing=False).calibrate(epsilon=1.0), repeat=1)
+    t_new4, _ = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P2, [1, 0], 10**4)).calibrate(epsilon=1.0))
+    t_new6, r_new = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P2, [1, 0], 10**6)).calibrate(epsilon=1.0))
     res["binary_fixed_start"] = {
         "every_node_T1e4_seconds": t_old, "mixing_T1e4_seconds": t_new4, "mixing_T1e6_seconds": t_new6,
         "sigma_every_node_T1e4": r_old.sigma_max, "sigma_mixing_T1e6": r_new.sigma_max,

@@ -16,9 +16,10 @@ from puffgm.mechanisms.laplace import release_laplace
 
 def main(alpha=0.3, epsilon=1.0, T=100):
     box = ChainParameterBox(p0=(alpha, 1 - alpha), p1=(alpha, 1 - alpha), initial="any", length=T)
-    exact = MQMExact(box).calibrate(epsilon, lipschitz=1.0 / T)
-    for name, res in [("GroupDP", group_dp(box, epsilon, 1.0 / T)), ("GK16", gk16(box, epsilon, 1.0 / T)),
-                      ("MQMApprox", MQMApprox(box).calibrate(epsilon, 1.0 / T)), ("MQMExact", exact)]:
+    exact = MQMExact(box).calibrate(epsilon=epsilon, lipschitz=1.0 / T)
+    for name, res in [("GroupDP", group_dp(box, epsilon=epsilon, lipschitz=1.0 / T)),
+                      ("GK16", gk16(box, epsilon=epsilon, lipschitz=1.0 / T)),
+                      ("MQMApprox", MQMApprox(box).calibrate(epsilon=epsilon, lipschitz=1.0 / T)), ("MQMExact", exact)]:
         print(f"{name:10s} sigma_max {res.sigma_max:10.5g}  applicable {res.applicable}")
     d = exact.details
     print(f"MQMExact certificate: sup over the box in [{d['lower_bound']:.6g}, {exact.sigma_max:.6g}], "

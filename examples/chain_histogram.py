@@ -28,9 +28,9 @@ def main(k=51, epsilon=1.0, draws=20):
     print(f"data: {source}, T={T}, {k} states, epsilon={epsilon}")
     rng = np.random.default_rng(0)
     results = [
-        ("MQMExact", MQMExact(cc).calibrate(epsilon, L)),
-        ("MQMApprox", MQMApprox(cc).calibrate(epsilon, L)),
-        ("GroupDP", group_dp(cc, epsilon, L)),
+        ("MQMExact", MQMExact(cc).calibrate(epsilon=epsilon, lipschitz=L)),
+        ("MQMApprox", MQMApprox(cc).calibrate(epsilon=epsilon, lipschitz=L)),
+        ("GroupDP", group_dp(cc, epsilon=epsilon, lipschitz=L)),
     ]
     for name, res in results:
         errs = [np.abs(np.asarray(release_laplace(hist, res, random_state=rng).value) - hist).sum()

@@ -30,19 +30,19 @@ def ones(x):
 def test_mqm_exact_and_approx_releases_pass_the_exact_audit(P, initial, eps):
     cc = ChainPriorClass.from_matrices(P, initial, T)
     inst = inst_for(cc.members)
-    exact = MQMExact(cc).calibrate(eps)
+    exact = MQMExact(cc).calibrate(epsilon=eps)
     assert audit_laplace(inst, ones, exact.scale).loss <= eps * (1 + 1e-9)
     if initial == "stationary":  # MQMApprox's bounds are for stationary-mixing chains
-        approx = MQMApprox(cc).calibrate(eps)
+        approx = MQMApprox(cc).calibrate(epsilon=eps)
         assert approx.sigma_max >= exact.sigma_max
         assert audit_laplace(inst, ones, approx.scale).loss <= eps * (1 + 1e-9)
-    assert audit_laplace(inst, ones, group_dp(cc, eps).scale).loss <= eps * (1 + 1e-9)
+    assert audit_laplace(inst, ones, group_dp(cc, epsilon=eps).scale).loss <= eps * (1 + 1e-9)
 
 
 def test_any_initial_distribution_calibration_holds_for_sampled_initials():
     P = [[0.85, 0.15], [0.35, 0.65]]
     cc = ChainPriorClass.from_matrices(P, "any", T)
-    cal = MQMExact(cc).calibrate(1.0)
+    cal = MQMExact(cc).calibrate(epsilon=1.0)
     initials = [[1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [0.1, 0.9], [0.97, 0.03]]
     members = [ChainPrior(P, q, T) for q in initials]
     assert audit_laplace(inst_for(members), ones, cal.scale).loss <= 1.0 + 1e-9
@@ -51,7 +51,7 @@ def test_any_initial_distribution_calibration_holds_for_sampled_initials():
 def test_family_calibration_holds_for_every_member():
     P1, P2 = [[0.9, 0.1], [0.4, 0.6]], [[0.8, 0.2], [0.3, 0.7]]
     fam = ChainPriorClass([ChainPrior(P1, [1.0, 0.0], T), ChainPrior(P2, [0.9, 0.1], T)])
-    cal = MQMExact(fam).calibrate(1.0)
+    cal = MQMExact(fam).calibrate(epsilon=1.0)
     audit = audit_laplace(inst_for(fam.members), ones, cal.scale)
     assert audit.loss <= 1.0 + 1e-9
     assert len(audit.per_prior) == 2
@@ -60,7 +60,7 @@ def test_family_calibration_holds_for_every_member():
 def test_gk16_when_applicable_passes_the_exact_audit():
     P = [[0.55, 0.45], [0.45, 0.55]]  # weak correlation: spectral norm of Gamma below 1
     cc = ChainPriorClass.from_matrices(P, "stationary", T)
-    res = gk16(cc, 1.0)
+    res = gk16(cc, epsilon=1.0)
     assert res.applicable
     assert audit_laplace(inst_for(cc.members), ones, res.scale).loss <= 1.0 + 1e-9
 
@@ -70,7 +70,7 @@ def test_vector_histogram_release_passes_the_exact_audit():
     P = [[0.8, 0.2], [0.3, 0.7]]
     n = 5
     cc = ChainPriorClass.from_matrices(P, "stationary", n)
-    cal = MQMExact(cc).calibrate(1.0, lipschitz=2.0 / n)
+    cal = MQMExact(cc).calibrate(epsilon=1.0, lipschitz=2.0 / n)
     inst = inst_for(cc.members)
 
     def hist(x):

@@ -18,9 +18,9 @@ def test_running_example_mixing_parameters():
     assert p1["gap_ppstar"] == pytest.approx(0.75) and p2["gap_ppstar"] == pytest.approx(0.75)
     assert p1["reversible"] and p2["reversible"]
     fam = ChainPriorClass.from_family([[[0.9, 0.1], [0.4, 0.6]], [[0.8, 0.2], [0.3, 0.7]]], [[1, 0], [0.9, 0.1]], 100)
-    r = MQMApprox(fam).calibrate(1.0)
+    r = MQMApprox(fam).calibrate(epsilon=1.0)
     assert r.details["pi_min"] == pytest.approx(0.2) and r.details["eigengap"] == pytest.approx(0.75)
-    assert r.method == "approx" and r.sigma_max >= MQMExact(fam).calibrate(1.0).sigma_max
+    assert r.method == "approx" and r.sigma_max >= MQMExact(fam).calibrate(epsilon=1.0).sigma_max
 
 
 def rand_irreducible(rng, k, reversible=False):
@@ -40,8 +40,8 @@ def test_approx_never_below_exact(seed):
     eps = float(rng.choice([0.5, 1.0, 3.0]))
     kind = ["stationary", "any", list(rng.dirichlet(np.ones(k)))][seed % 3]
     cc = ChainPriorClass.from_matrices(rand_irreducible(rng, k, reversible=seed % 2 == 0), kind, T)
-    a = MQMApprox(cc).calibrate(eps)
-    e = MQMExact(cc).calibrate(eps)
+    a = MQMApprox(cc).calibrate(epsilon=eps)
+    e = MQMExact(cc).calibrate(epsilon=eps)
     assert a.sigma_max >= e.sigma_max * (1 - 1e-12)
     # Lemma 4.8 bounds dominate the exact influence wherever they are finite
     m = MQMApprox(cc)
@@ -72,8 +72,8 @@ def test_refuses_reducible_and_periodic():
 
 def test_long_chain_uses_middle_node_and_does_not_depend_on_T():
     # timings are in bench/bench_chains.py; here: the same answer at T = 10^4 and 10^6 (Lemma 4.9)
-    r = MQMApprox(ChainPriorClass.from_matrices([[0.8, 0.2], [0.3, 0.7]], "stationary", 10**6)).calibrate(1.0)
-    r4 = MQMApprox(ChainPriorClass.from_matrices([[0.8, 0.2], [0.3, 0.7]], "stationary", 10**4)).calibrate(1.0)
+    r = MQMApprox(ChainPriorClass.from_matrices([[0.8, 0.2], [0.3, 0.7]], "stationary", 10**6)).calibrate(epsilon=1.0)
+    r4 = MQMApprox(ChainPriorClass.from_matrices([[0.8, 0.2], [0.3, 0.7]], "stationary", 10**4)).calibrate(epsilon=1.0)
     assert r.worst.node == "X500000" and "middle" in r.details["strategy"]
     assert r.sigma_max == pytest.approx(r4.sigma_max, rel=1e-12)
 
@@ -112,6 +112,6 @@ def test_exact_audit_of_released_laplace(seed):
     q = rng.dirichlet(np.ones(2))
     T, eps = 7, 1.0
     cc = ChainPriorClass.from_matrices(P, q, T)
-    for res in (MQMExact(cc).calibrate(eps), MQMApprox(cc).calibrate(eps)):
+    for res in (MQMExact(cc).calibrate(epsilon=eps), MQMApprox(cc).calibrate(epsilon=eps)):
         for i in range(1, T + 1):
             assert audit(P, q, T, i, res.sigma_max, eps) <= eps + 1e-9

@@ -48,7 +48,7 @@ def test_point_cell_upper_bound_is_the_exact_sigma():
     for initial in ("any", "stationary"):
         b = ChainParameterBox((0.1, 0.9), (0.1, 0.9), length=40, initial=initial)
         for p0, p1, eps in [(0.85, 0.8, 1.0), (0.3, 0.6, 0.2), (0.15, 0.2, 5.0)]:
-            r = MQMExact(b.member(p0, p1), per_node=True).calibrate(eps)
+            r = MQMExact(b.member(p0, p1), per_node=True).calibrate(epsilon=eps)
             up = _cell_upper(b, np.array([[p0, p0, p1, p1]]), _quilt_table(r, 40)[None], eps)[0]
             assert r.sigma_max <= up <= r.sigma_max * (1 + 1e-7)
     assert box.k == 2
@@ -57,13 +57,13 @@ def test_point_cell_upper_bound_is_the_exact_sigma():
 @pytest.mark.parametrize("initial,eps", [("any", 1.0), ("stationary", 0.5), ("any", 5.0)])
 def test_certified_sigma_bounds_every_chain_of_the_box(initial, eps):
     box = ChainParameterBox((0.2, 0.7), (0.3, 0.8), initial=initial, length=24)
-    res = MQMExact(box).calibrate(eps)
+    res = MQMExact(box).calibrate(epsilon=eps)
     assert res.details["complete"]
     assert res.details["lower_bound"] <= res.sigma_max <= res.details["lower_bound"] * (1 + 1e-3) + 1e-12
     rng = np.random.default_rng(3)
     pts = [(a, b) for a in np.linspace(0.2, 0.7, 11) for b in np.linspace(0.3, 0.8, 11)]
     pts += [tuple(x) for x in rng.uniform([0.2, 0.3], [0.7, 0.8], size=(40, 2))]
-    sig = [MQMExact(box.member(a, b)).calibrate(eps).sigma_max for a, b in pts]
+    sig = [MQMExact(box.member(a, b)).calibrate(epsilon=eps).sigma_max for a, b in pts]
     assert max(sig) <= res.sigma_max
     assert max(sig) >= res.sigma_max / (1 + 2e-3)  # and close to it
 
@@ -73,7 +73,7 @@ def test_certified_result_passes_the_exact_audit_for_sampled_chains():
 
     T, eps = 6, 1.0
     box = ChainParameterBox((0.25, 0.75), (0.25, 0.75), initial="any", length=T)
-    cal = MQMExact(box).calibrate(eps)
+    cal = MQMExact(box).calibrate(epsilon=eps)
     rng = np.random.default_rng(5)
     members = [ChainPrior(box.transition(*rng.uniform(0.25, 0.75, 2)), list(rng.dirichlet([1, 1])), T)
                for _ in range(3)]
@@ -88,10 +88,10 @@ def test_certified_result_passes_the_exact_audit_for_sampled_chains():
 
 def test_budget_exhaustion_is_still_an_upper_bound():
     box = ChainParameterBox((0.15, 0.85), (0.15, 0.85), length=20)
-    res = certified_mqm_exact(box, 5.0, rtol=1e-9, max_evaluations=12)
+    res = certified_mqm_exact(box, epsilon=5.0, rtol=1e-9, max_evaluations=12)
     assert not res.details["complete"] and any("budget" in n for n in res.notes)
     grid = np.linspace(0.15, 0.85, 8)
-    assert max(MQMExact(box.member(a, b)).calibrate(5.0).sigma_max for a in grid for b in grid) <= res.sigma_max
+    assert max(MQMExact(box.member(a, b)).calibrate(epsilon=5.0).sigma_max for a in grid for b in grid) <= res.sigma_max
 
 
 def test_approx_uses_closed_form_extremes():
@@ -106,11 +106,11 @@ def test_approx_uses_closed_form_extremes():
             lams.append(abs(a + b - 1))
     assert mb["pi_min"] == pytest.approx(min(pis), abs=1e-12)
     assert mb["gap_rev"] == pytest.approx(2 * (1 - max(lams)), abs=1e-12)
-    res = MQMApprox(box).calibrate(1.0)
+    res = MQMApprox(box).calibrate(epsilon=1.0)
     assert res.details["pi_min"] == mb["pi_min"] and res.details["n_chains"] == "box"
     for a, b in [(0.2, 0.1), (0.9, 0.6), (0.5, 0.4)]:
-        assert MQMApprox(box.member(a, b)).calibrate(1.0).sigma_max <= res.sigma_max + 1e-9
-        assert MQMExact(box.member(a, b)).calibrate(1.0).sigma_max <= res.sigma_max + 1e-9
+        assert MQMApprox(box.member(a, b)).calibrate(epsilon=1.0).sigma_max <= res.sigma_max + 1e-9
+        assert MQMExact(box.member(a, b)).calibrate(epsilon=1.0).sigma_max <= res.sigma_max + 1e-9
 
 
 def test_gk16_gamma_bracket_and_applicability():
@@ -121,17 +121,17 @@ def test_gk16_gamma_bracket_and_applicability():
     assert max(vals) <= hi and lo <= hi <= lo + 1e-8
     for alpha, applies in [(0.2, False), (0.4, True)]:
         box = ChainParameterBox((alpha, 1 - alpha), (alpha, 1 - alpha), length=100)
-        r = gk16(box, 1.0)
+        r = gk16(box, epsilon=1.0)
         assert r.applicable is applies
         corners = ChainPriorClass.from_family([box.transition(a, b) for a, b in box.corners()], "any", 100)
         if applies:  # the supremum is at a corner for these boxes: same noise as the corner family
-            assert r.sigma_max == pytest.approx(gk16(corners, 1.0).sigma_max, rel=1e-7)
-            assert r.sigma_max >= gk16(corners, 1.0).sigma_max
+            assert r.sigma_max == pytest.approx(gk16(corners, epsilon=1.0).sigma_max, rel=1e-7)
+            assert r.sigma_max >= gk16(corners, epsilon=1.0).sigma_max
 
 
 def test_groupdp_and_validation():
     box = ChainParameterBox((0.3, 0.4), 0.5, length=10)
-    assert box.p1 == (0.5, 0.5) and group_dp(box, 2.0).sigma_max == 5.0
+    assert box.p1 == (0.5, 0.5) and group_dp(box, epsilon=2.0).sigma_max == 5.0
     for bad, msg in [(dict(p0=(0.0, 0.5), p1=(0.2, 0.3)), "0 < low"), (dict(p0=(0.6, 0.5), p1=(0.2, 0.3)), "0 < low"),
                      (dict(p0=(0.2,), p1=(0.2, 0.3)), "pair"), (dict(p0=(0.2, "x"), p1=(0.2, 0.3)), "finite"),
                      (dict(p0=(0.2, 0.3), p1=(0.2, 0.3), initial=[1, 0]), "initial")]:
@@ -175,9 +175,9 @@ def test_figure4_box_certificate_against_a_fine_grid():
     # the class of Song et al.'s Figure 4 at alpha = 0.3, T = 100: no chain of a 25 x 25 grid
     # (nor random chains) needs more noise than the certified sigma, which is within rtol of the best
     box = ChainParameterBox((0.3, 0.7), (0.3, 0.7), initial="any", length=100)
-    res = MQMExact(box).calibrate(1.0)
+    res = MQMExact(box).calibrate(epsilon=1.0)
     grid = np.linspace(0.3, 0.7, 25)
     rng = np.random.default_rng(11)
     pts = [(a, b) for a in grid for b in grid] + [tuple(x) for x in rng.uniform(0.3, 0.7, size=(50, 2))]
-    best = max(MQMExact(box.member(a, b), per_node=False).calibrate(1.0).sigma_max for a, b in pts)
+    best = max(MQMExact(box.member(a, b), per_node=False).calibrate(epsilon=1.0).sigma_max for a, b in pts)
     assert best <= res.sigma_max <= best * (1 + 1e-3)

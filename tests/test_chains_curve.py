@@ -7,7 +7,7 @@ import pytest
 
 from puffgm.chains import ChainPriorClass
 from puffgm.chains.curve import _nodewise_curve, chain_influence_curve
-from puffgm.chains.exact import _Search, chain_max_influence
+from puffgm.chains.exact import ChainQuiltSearch, chain_max_influence
 
 
 def definition(cc, B):
@@ -49,7 +49,7 @@ def test_stationary_fast_path_equals_nodewise():
     P = rng.dirichlet(np.ones(4), size=4)
     cc = ChainPriorClass.from_matrices(P, "stationary", 41)
     b, a, w = chain_influence_curve(cc, 15)  # T > 2*15+1: fast path
-    s = _Search(cc, 1.0, False)
+    s = ChainQuiltSearch(cc, epsilon=1.0, paper_convention=False)
     s.ensure(15)
     a2, w2 = np.full(15, math.inf), [None] * 15
     _nodewise_curve(s, 41, 15, a2, w2)

@@ -144,7 +144,7 @@ def test_sigma_matches_brute_force_over_all_quilts(seed):
         q[-1] = 0.0
         q /= q.sum()
     eps = float(rng.choice([1.0, 3.0, 6.0]))
-    got = MQMExact(chain(P, q, T)).calibrate(eps).sigma_max
+    got = MQMExact(chain(P, q, T)).calibrate(epsilon=eps).sigma_max
     assert got == pytest.approx(brute_sigma(P, q, T, eps), rel=1e-9)
 
 
@@ -181,8 +181,8 @@ def test_stationary_shortcut_equals_every_node(seed):
     T = int(rng.integers(20, 60))
     cc = ChainPriorClass.from_matrices(P, initial="stationary", length=T)
     eps = float(rng.choice([0.5, 1.0, 2.0]))
-    fast = MQMExact(cc, per_node=False).calibrate(eps)
-    full = MQMExact(cc, per_node=True).calibrate(eps)
+    fast = MQMExact(cc, per_node=False).calibrate(epsilon=eps)
+    full = MQMExact(cc, per_node=True).calibrate(epsilon=eps)
     assert fast.details["strategy"].startswith("stationary")
     assert full.details["strategy"] == "every node"
     assert fast.sigma_max == pytest.approx(full.sigma_max, rel=1e-12)
@@ -198,26 +198,26 @@ def test_any_left_scan_equals_every_node(seed):
     T = int(rng.integers(10, 40))
     fam = ChainPriorClass.from_family([P, random_chain(rng, k, 0.0)], ["any", "stationary"], length=T)
     eps = float(rng.choice([1.0, 3.0]))
-    fast = MQMExact(fam, per_node=False).calibrate(eps)
-    full = MQMExact(fam, per_node=True).calibrate(eps)
+    fast = MQMExact(fam, per_node=False).calibrate(epsilon=eps)
+    full = MQMExact(fam, per_node=True).calibrate(epsilon=eps)
     assert fast.sigma_max == pytest.approx(full.sigma_max, rel=1e-12)
     # the "any" member alone takes the left scan, and agrees with the every-node search
     anyc = ChainPriorClass.from_family([P], ["any"], length=T)
-    fast1 = MQMExact(anyc, per_node=False).calibrate(eps)
+    fast1 = MQMExact(anyc, per_node=False).calibrate(epsilon=eps)
     assert fast1.details["strategy"].startswith("left scan")
-    assert fast1.sigma_max == pytest.approx(MQMExact(anyc, per_node=True).calibrate(eps).sigma_max, rel=1e-12)
+    assert fast1.sigma_max == pytest.approx(MQMExact(anyc, per_node=True).calibrate(epsilon=eps).sigma_max, rel=1e-12)
     # a finite family calibrates to the max over its members (Pufferfish is a per-prior condition)
-    members = [MQMExact(ChainPriorClass([m]), per_node=False).calibrate(eps).sigma_max for m in fam.members]
+    members = [MQMExact(ChainPriorClass([m]), per_node=False).calibrate(epsilon=eps).sigma_max for m in fam.members]
     assert fast.sigma_max == max(members)
 
 
 def test_max_length_restriction_is_valid_upper_bound_and_adaptive_l_is_exact():
     cc = chain(THETA1[1], THETA1[0], 100)
-    exact = MQMExact(cc).calibrate(1.0)
-    short = MQMExact(cc, max_length=6).calibrate(1.0)
+    exact = MQMExact(cc).calibrate(epsilon=1.0)
+    short = MQMExact(cc, max_length=6).calibrate(epsilon=1.0)
     assert short.sigma_max >= exact.sigma_max
     assert not short.details["exact_optimum"]
-    full = MQMExact(cc, max_length=100).calibrate(1.0)
+    full = MQMExact(cc, max_length=100).calibrate(epsilon=1.0)
     assert full.sigma_max == pytest.approx(exact.sigma_max, rel=1e-12)
 
 
@@ -225,8 +225,8 @@ def test_long_stationary_chain_cost_independent_of_T():
     # cost is measured as work done (influence evaluations, bound l), not wall time:
     # timings belong to bench/bench_chains.py, not to the test suite
     P = [[0.9, 0.1], [0.4, 0.6]]
-    r_small = MQMExact(ChainPriorClass.from_matrices(P, "stationary", 1000), per_node=False).calibrate(1.0)
-    r_big = MQMExact(ChainPriorClass.from_matrices(P, "stationary", 10**7)).calibrate(1.0)
+    r_small = MQMExact(ChainPriorClass.from_matrices(P, "stationary", 1000), per_node=False).calibrate(epsilon=1.0)
+    r_big = MQMExact(ChainPriorClass.from_matrices(P, "stationary", 10**7)).calibrate(epsilon=1.0)
     assert r_big.details["influence_evaluations"] == r_small.details["influence_evaluations"]
     assert r_big.details["l"] == r_small.details["l"]
     assert r_big.sigma_max == pytest.approx(r_small.sigma_max, rel=1e-12)
@@ -238,21 +238,21 @@ def test_zero_probability_quilt_is_infinite_and_skipped():
     P = [[0.0, 1.0], [1.0, 0.0]]
     cc = ChainPriorClass.from_matrices(P, initial=[0.5, 0.5], length=5)
     assert math.isinf(chain_max_influence(cc, 3, (2, 4)))
-    r = MQMExact(cc).calibrate(1.0)
+    r = MQMExact(cc).calibrate(epsilon=1.0)
     assert r.sigma_max == pytest.approx(5.0)  # only the trivial quilt (group DP) works
     assert r.worst.quilt == ()
 
 
 def test_single_state_chain_has_no_secret_pairs():
     cc = ChainPriorClass.from_matrices([[1.0]], initial=[1.0], length=5)
-    r = MQMExact(cc).calibrate(2.0)
+    r = MQMExact(cc).calibrate(epsilon=2.0)
     assert r.sigma_max == pytest.approx(0.5)
 
 
 def test_bad_parameters():
     cc = chain(THETA1[1], THETA1[0], 10)
     with pytest.raises(ParameterError, match="epsilon"):
-        MQMExact(cc).calibrate(0.0)
+        MQMExact(cc).calibrate(epsilon=0.0)
     with pytest.raises(ParameterError, match="max_length"):
         MQMExact(cc, max_length=0)
     with pytest.raises(ParameterError, match="ChainPriorClass"):
@@ -264,7 +264,7 @@ def test_calibrate_many_matches_one_by_one_in_order():
 
     grid = [ChainPriorClass.from_matrices([[p, 1 - p], [1 - q, q]], "any", 60) for p in (0.2, 0.6, 0.9)
             for q in (0.3, 0.7)]
-    serial = [MQMExact(c, per_node=False).calibrate(1.0) for c in grid]
+    serial = [MQMExact(c, per_node=False).calibrate(epsilon=1.0) for c in grid]
     for jobs in (1, 2):
         got = calibrate_many(grid, epsilon=1.0, n_jobs=jobs, per_node=False)
         assert [r.sigma_max for r in got] == [r.sigma_max for r in serial]
@@ -281,7 +281,7 @@ def test_quilt_nearby_and_remote_partition_the_chain_in_order(initial):
     for T in (1, 2, 7, 30):
         for eps in (0.2, 1.0, 4.0):
             P = rng.dirichlet(np.ones(3), size=3)
-            r = MQMExact(chain(P, initial, T), per_node=True).calibrate(eps)
+            r = MQMExact(chain(P, initial, T), per_node=True).calibrate(epsilon=eps)
             for c in (r.worst, *r.per_node):
                 i = int(c.node[1:])
                 q = sorted(int(v[1:]) for v in c.quilt)
@@ -302,11 +302,11 @@ def test_underflowing_probabilities_are_refused_not_treated_as_impossible():
 
     P = [[1.0, 0.0], [1 - 1.6e-5, 1.6e-5]]
     with pytest.raises(NumericalError, match="below 1e-280"):
-        MQMExact(ChainPriorClass.from_matrices(P, "any", 200)).calibrate(1.0)
+        MQMExact(ChainPriorClass.from_matrices(P, "any", 200)).calibrate(epsilon=1.0)
     with pytest.raises(NumericalError, match="marginal"):
-        MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 200)).calibrate(1.0)
+        MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 200)).calibrate(epsilon=1.0)
     # exact structural zeros are fine: the same chain, short enough not to underflow
-    MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 20)).calibrate(1.0)
+    MQMExact(ChainPriorClass.from_matrices(P, [0.5, 0.5], 20)).calibrate(epsilon=1.0)
 
 
 def test_stationary_law_with_zeros_raises_no_floating_point_warning():
@@ -317,5 +317,5 @@ def test_stationary_law_with_zeros_raises_no_floating_point_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         for M in (P, P0):
-            res = MQMExact(ChainPriorClass.from_matrices(M, "stationary", 30)).calibrate(1.0)
+            res = MQMExact(ChainPriorClass.from_matrices(M, "stationary", 30)).calibrate(epsilon=1.0)
             assert np.isfinite(res.sigma_max)

@@ -31,8 +31,8 @@ def _starts(rng, k, P):
 
 
 def _both(cc, eps):
-    mixed = MQMExact(cc, per_node=False).calibrate(eps)
-    exact = MQMExact(cc, per_node=False, mixing=False).calibrate(eps)
+    mixed = MQMExact(cc, per_node=False).calibrate(epsilon=eps)
+    exact = MQMExact(cc, per_node=False, mixing=False).calibrate(epsilon=eps)
     return mixed, exact
 
 
@@ -100,7 +100,7 @@ def test_per_quilt_bound_and_hilbert_non_expansion():
 
 def test_cost_stops_growing_with_T():
     P = [[0.9, 0.1], [0.4, 0.6]]
-    results = [MQMExact(ChainPriorClass.from_matrices(P, [1, 0], T)).calibrate(1.0) for T in (2000, 10**6)]
+    results = [MQMExact(ChainPriorClass.from_matrices(P, [1, 0], T)).calibrate(epsilon=1.0) for T in (2000, 10**6)]
     short, long_ = results
     assert short.sigma_max == long_.sigma_max == pytest.approx(12.9341, abs=1e-4)  # the running example's X8
     for r in results:
@@ -108,10 +108,10 @@ def test_cost_stops_growing_with_T():
     assert long_.details["influence_evaluations"] <= 2 * short.details["influence_evaluations"] + 100
     # a 3-state chain starting at a point mass, far from pi, long chain: bracketed, cheap
     P3 = [[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4]]
-    r = MQMExact(ChainPriorClass.from_matrices(P3, [0, 0, 1], 10**6)).calibrate(0.5)
+    r = MQMExact(ChainPriorClass.from_matrices(P3, [0, 0, 1], 10**6)).calibrate(epsilon=0.5)
     assert r.details["early_nodes_searched"] < 200
     assert r.details["sigma_lower_bound"] <= r.sigma_max <= r.details["sigma_lower_bound"] * (1 + 2e-6)
-    stationary = MQMExact(ChainPriorClass.from_matrices(P3, "stationary", 10**6)).calibrate(0.5)
+    stationary = MQMExact(ChainPriorClass.from_matrices(P3, "stationary", 10**6)).calibrate(epsilon=0.5)
     assert r.sigma_max >= stationary.sigma_max * (1 - 1e-6)  # the late nodes are nearly stationary
 
 
@@ -129,16 +129,16 @@ def test_chains_without_convergence_fall_back_to_every_node(P, q):
 def test_families_and_paper_convention_keep_their_meaning():
     P1, P2 = [[0.9, 0.1], [0.4, 0.6]], [[0.7, 0.3], [0.2, 0.8]]
     fam = ChainPriorClass.from_family([P1, P2], [[1, 0], [0.3, 0.7]], 150)
-    mixed = MQMExact(fam, per_node=False).calibrate(1.0)
-    exact = MQMExact(fam, per_node=False, mixing=False).calibrate(1.0)
+    mixed = MQMExact(fam, per_node=False).calibrate(epsilon=1.0)
+    exact = MQMExact(fam, per_node=False, mixing=False).calibrate(epsilon=1.0)
     assert exact.sigma_max <= mixed.sigma_max <= exact.sigma_max * (1 + 2e-6)
     assert exact.details["strategy"] == "every node" and "mixing_node" in mixed.details
-    assert mixed.sigma_max == max(MQMExact(ChainPriorClass([m]), per_node=False).calibrate(1.0).sigma_max
+    assert mixed.sigma_max == max(MQMExact(ChainPriorClass([m]), per_node=False).calibrate(epsilon=1.0).sigma_max
                                   for m in fam.members)
     for paper in (False, True):
         cc = ChainPriorClass.from_matrices(P1, [1, 0], 150)
-        a = MQMExact(cc, per_node=False, paper_convention=paper).calibrate(1.0)
-        b = MQMExact(cc, per_node=False, paper_convention=paper, mixing=False).calibrate(1.0)
+        a = MQMExact(cc, per_node=False, paper_convention=paper).calibrate(epsilon=1.0)
+        b = MQMExact(cc, per_node=False, paper_convention=paper, mixing=False).calibrate(epsilon=1.0)
         assert b.sigma_max <= a.sigma_max <= b.sigma_max * (1 + 2e-6)
         assert "mixing_node" in a.details and a.details["paper_convention"] == paper
     with pytest.raises(Exception, match="mixing_rtol"):
@@ -147,7 +147,7 @@ def test_families_and_paper_convention_keep_their_meaning():
 
 def test_single_quilt_evaluation_matches_equation_5():
     """The certificate path (one quilt at a time) computes the same influence as the node tables."""
-    from puffgm.chains.exact import _Search
+    from puffgm.chains.exact import ChainQuiltSearch
 
     rng = np.random.default_rng(12)
     for trial in range(5):
@@ -156,7 +156,7 @@ def test_single_quilt_evaluation_matches_equation_5():
         q = np.eye(k)[0] if trial % 2 else rng.dirichlet(np.ones(k))
         for paper in (False, True):
             cc = ChainPriorClass.from_matrices(P, q, 25)
-            s = _Search(cc, 1.0, paper)
+            s = ChainQuiltSearch(cc, epsilon=1.0, paper_convention=paper)
             s.ensure(24)
             for i in range(1, 26):
                 for a, b in [(1, 1), (i - 1, 2), (3, 0), (0, 4), (2, 25 - i)]:

@@ -61,6 +61,6 @@ def test_curve_max_b_is_capped_at_the_number_of_entries(capsys):
 def test_huge_chain_length_does_not_materialise_every_node_name():
     from puffgm.chains import ChainPriorClass, MQMExact
 
-    res = MQMExact(ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], "stationary", 10**11)).calibrate(1.0)
+    res = MQMExact(ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], "stationary", 10**11)).calibrate(epsilon=1.0)
     assert res.worst.n_remote == 10**11 - res.worst.n_nearby - len(res.worst.quilt)
     assert len(res.worst.nearby) < 100

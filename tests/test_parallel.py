@@ -50,7 +50,7 @@ def _direct(items, eps, **kw):
     out = []
     for p in items:
         if isinstance(p, ChainPriorClass):
-            out.append(MQMExact(p, **{k: v for k, v in kw.items() if k in ("per_node", "mixing")}).calibrate(eps))
+            out.append(MQMExact(p, **{k: v for k, v in kw.items() if k in ("per_node", "mixing")}).calibrate(epsilon=eps))
         else:
             out.append(puffgm.calibrate(p, epsilon=eps, **{k: v for k, v in kw.items() if k not in ("per_node", "mixing")}))
     return out
@@ -69,9 +69,9 @@ def test_local_joblib_matches_direct_calls_in_order():
 def test_chain_methods_and_options_pass_through():
     chains = [c for c in _chains() if c.initial_kinds == {"stationary"}]
     got = puffgm.calibrate_many(chains, epsilon=2.0, method="approx", n_jobs=1, use_reversible=False)
-    assert _dicts(got) == _dicts([MQMApprox(c, use_reversible=False).calibrate(2.0) for c in chains])
+    assert _dicts(got) == _dicts([MQMApprox(c, use_reversible=False).calibrate(epsilon=2.0) for c in chains])
     got = puffgm.calibrate_many(_chains(), epsilon=2.0, n_jobs=2, per_node=False, max_length=8)
-    assert _dicts(got) == _dicts([MQMExact(c, per_node=False, max_length=8).calibrate(2.0) for c in _chains()])
+    assert _dicts(got) == _dicts([MQMExact(c, per_node=False, max_length=8).calibrate(epsilon=2.0) for c in _chains()])
     nets = _networks()[:2]
     got = puffgm.calibrate_many(nets, epsilon=1.0, n_jobs=1, protected=["V0", "V3"])
     assert _dicts(got) == _dicts([puffgm.calibrate(p, epsilon=1.0, protected=["V0", "V3"]) for p in nets])

@@ -2,7 +2,7 @@
 
 Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 
-* :mod:`.priors` -- chain priors (q, P, T), families, fitting, pgmpy conversion;
+* :mod:`.priors` -- chain priors (q, P, T), families, fitting, pgmpy conversion; the base type of infinite classes;
 * :mod:`.exact` -- MQMExact (Algorithm 3, equation (5), Lemma 4.6);
 * :mod:`.approx` -- MQMApprox (Algorithm 4, Lemmas 4.8, 4.9, C.4, C.9);
 * :mod:`.baselines` -- GroupDP, plain DP, GK16;
@@ -15,7 +15,9 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 pgmpy is imported lazily (only ``to_pgmpy``/``from_pgmpy`` need it).
 """
 
-from puffgm.chains.priors import ChainPrior, ChainPriorClass, stationary_distribution, smooth_transition  # noqa: F401
+from puffgm.chains.priors import (  # noqa: F401
+    ChainPrior, ChainPriorClass, InfiniteChainClass, stationary_distribution, smooth_transition,
+)
 from puffgm.chains.exact import MQMExact, mqm_exact  # noqa: F401
 from puffgm.chains.approx import MQMApprox, mqm_approx  # noqa: F401
 from puffgm.chains.baselines import group_dp, plain_dp, gk16  # noqa: F401
@@ -23,7 +25,7 @@ from puffgm.chains.spec import load_chain_spec, chain_class_from_spec  # noqa: F
 from puffgm.chains.box import ChainParameterBox  # noqa: F401
 
 __all__ = [
-    "ChainPrior", "ChainPriorClass", "stationary_distribution", "smooth_transition",
+    "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "stationary_distribution", "smooth_transition",
     "MQMExact", "mqm_exact", "MQMApprox", "mqm_approx",
     "group_dp", "plain_dp", "gk16", "load_chain_spec", "chain_class_from_spec",
     "ChainParameterBox",

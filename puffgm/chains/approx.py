@@ -39,7 +39,8 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.core.results import CalibrationResult
-from puffgm.chains.priors import ChainPriorClass, stationary_distribution
+from puffgm.chains.exact import PER_NODE_LIMIT, quilt_choice
+from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary_distribution
 
 __all__ = ["MQMApprox", "mqm_approx", "chain_mixing_parameters", "THEOREM_APPROX"]
 
@@ -116,9 +117,10 @@ class MQMApprox:
 
     Parameters
     ----------
-    chain_class : ChainPriorClass or ChainParameterBox
-        A box uses the closed-form inf of pi_min and of the eigengap over the
-        box (:meth:`~puffgm.chains.ChainParameterBox.mixing_bounds`).
+    chain_class : ChainPriorClass or InfiniteChainClass
+        An infinite class (a :class:`~puffgm.chains.ChainParameterBox`) uses
+        its own extremes of pi_min and of the eigengap over the class
+        (:meth:`~puffgm.chains.ChainParameterBox.mixing_bounds`).
     use_reversible : bool
         Use the tighter Lemma C.4 gap when every member is reversible (default True).
 
@@ -137,13 +139,11 @@ class MQMApprox:
     """
 
     def __init__(self, chain_class: ChainPriorClass, *, use_reversible: bool = True):
-        from puffgm.chains.box import ChainParameterBox
-
-        if not isinstance(chain_class, (ChainPriorClass, ChainParameterBox)):
+        if not isinstance(chain_class, (ChainPriorClass, InfiniteChainClass)):
             raise ParameterError(f"MQMApprox needs a ChainPriorClass; got {type(chain_class).__name__}.")
         self.chain_class = chain_class
         self.use_reversible = bool(use_reversible)
-        if isinstance(chain_class, ChainParameterBox):  # closed-form extremes over the box
+        if isinstance(chain_class, InfiniteChainClass):  # extremes over the class, proven by the class
             params = [chain_class.mixing_bounds()]
             self._n_chains = "box"
         else:
@@ -185,7 +185,8 @@ class MQMApprox:
     def bound_right(self, b):
         return self.phi(b)
 
-    def a_star(self, epsilon: float) -> int:
+    def a_star(self, *, epsilon: float) -> int:
+        """Lemma 4.9's a* = 2 ceil(log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1) / pi_min) / g) (1 for k = 1)."""
         e6 = math.exp(epsilon / 6.0)
         return int(2 * math.ceil(math.log((e6 + 1) / (e6 - 1) / self.pi_min) / self.g)) if self.chain_class.k > 1 else 1
 
@@ -254,15 +255,21 @@ class MQMApprox:
             best = (float(sc[j]), "two", a, b, float(infl[j]), int(s[j] - 1))
         return best
 
-    def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
-        """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's)."""
-        from puffgm.chains.exact import PER_NODE_LIMIT, _choice
+    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+        """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's).
 
+        Parameters
+        ----------
+        epsilon : float
+            The Pufferfish privacy parameter (> 0).
+        lipschitz : float
+            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        """
         eps = check_positive_finite(epsilon, "epsilon", "MQMApprox.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMApprox.calibrate")
         cc = self.chain_class
         T = cc.length
-        a_star = self.a_star(eps)
+        a_star = self.a_star(epsilon=eps)
         l = min(T, 4 * a_star)
         mid = (T + 1) // 2
         r = self._search(mid, l, eps)
@@ -275,7 +282,7 @@ class MQMApprox:
             i = int(np.argmax([x[0] for x in res])) + 1
             r = res[i - 1]
             strategy = "every node (chain too short for Lemma 4.9)"
-        worst = _choice(T, i, r, T <= PER_NODE_LIMIT)
+        worst = quilt_choice(T, i, r, T <= PER_NODE_LIMIT)
         notes = list(cc.notes)
         group = T / eps
         if r[0] >= group * (1 - 1e-12):
@@ -308,6 +315,6 @@ class MQMApprox:
         )
 
 
-def mqm_approx(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
-    """Shorthand for ``MQMApprox(chain_class, **kwargs).calibrate(epsilon, lipschitz)``."""
-    return MQMApprox(chain_class, **kwargs).calibrate(epsilon, lipschitz)
+def mqm_approx(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
+    """Shorthand for ``MQMApprox(chain_class, **kwargs).calibrate(epsilon=epsilon, lipschitz=lipschitz)``."""
+    return MQMApprox(chain_class, **kwargs).calibrate(epsilon=epsilon, lipschitz=lipschitz)

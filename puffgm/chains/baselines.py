@@ -16,9 +16,10 @@
   Gamma = the T x T tridiagonal matrix with gamma off the diagonal; the
   mechanism applies only when ||Gamma||_2 = 2 gamma cos(pi/(T+1)) < 1, and then
   epsilon_DP = epsilon / max_row(2 rowsum((I - Gamma)^{-1})), noise L / epsilon_DP.
-  For a family, gamma is the maximum over its members; for a
-  :class:`~puffgm.chains.ChainParameterBox`, a certified upper bound of the
-  supremum over the box (interval arithmetic, :func:`puffgm.chains.box.gk16_gamma_bounds`).
+  For a family, gamma is the maximum over its members; for an infinite class
+  (:class:`~puffgm.chains.priors.InfiniteChainClass`, such as a
+  :class:`~puffgm.chains.ChainParameterBox`), a certified upper bound of the
+  supremum over the class (for a box: interval arithmetic, :func:`puffgm.chains.box.gk16_gamma_bounds`).
 
 "Not applicable" is a result (``applicable=False``, ``sigma_max=inf``), not an
 exception.
@@ -27,35 +28,59 @@ exception.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from puffgm.core.validation import check_positive_finite
 from puffgm.core.results import CalibrationResult
-from puffgm.chains.priors import ChainPriorClass
+from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
 
 __all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma"]
 
 
-def _result(method, eps, lip, sigma, T, fp, theorem, notes=(), details=None, applicable=True):
-    return CalibrationResult(
-        epsilon=eps, lipschitz=lip, method=method, sigma_max=sigma, worst=None, per_node=(), n_nodes=T,
-        groupdp_sigma=T / eps, fingerprint=fp, theorem=theorem, applicable=applicable, notes=tuple(notes),
-        details=details or {},
-    )
+@dataclass(frozen=True)
+class _Baseline:
+    """What a baseline's results share: the method, epsilon, L, T, the prior's fingerprint and the theorem."""
+
+    method: str
+    epsilon: float
+    lipschitz: float
+    n_nodes: int
+    fingerprint: str
+    theorem: str
+
+    def result(self, sigma: float, *, notes=(), details=None, applicable: bool = True) -> CalibrationResult:
+        """The CalibrationResult of noise scale ``sigma`` (no quilt: ``worst`` is None)."""
+        return CalibrationResult(
+            epsilon=self.epsilon, lipschitz=self.lipschitz, method=self.method, sigma_max=sigma, worst=None,
+            per_node=(), n_nodes=self.n_nodes, groupdp_sigma=self.n_nodes / self.epsilon,
+            fingerprint=self.fingerprint, theorem=self.theorem, applicable=applicable, notes=tuple(notes),
+            details=details or {},
+        )
 
 
-def group_dp(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
-    """GroupDP: sigma_max = T / epsilon (the whole chain is one group)."""
+def group_dp(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    """GroupDP: sigma_max = T / epsilon (the whole chain is one group).
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass or InfiniteChainClass
+        Only its length T matters.
+    epsilon : float
+        The privacy parameter (> 0).
+    lipschitz : float
+        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+    """
     eps = check_positive_finite(epsilon, "epsilon", "group_dp")
     lip = check_positive_finite(lipschitz, "lipschitz", "group_dp")
     T = chain_class.length
-    return _result("groupdp", eps, lip, T / eps, T, chain_class.fingerprint,
-                   "group differential privacy over the longest chain (T records)",
-                   details={"group_size": T})
+    base = _Baseline("groupdp", eps, lip, T, chain_class.fingerprint,
+                     "group differential privacy over the longest chain (T records)")
+    return base.result(T / eps, details={"group_size": T})
 
 
-def plain_dp(epsilon: float, lipschitz: float = 1.0, *, n_records: int = 1) -> CalibrationResult:
+def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> CalibrationResult:
     """Plain DP for an aggregate over independent people: sigma_max = 1 / epsilon.
 
     ``lipschitz`` must be the Lipschitz constant with respect to one person's
@@ -63,9 +88,9 @@ def plain_dp(epsilon: float, lipschitz: float = 1.0, *, n_records: int = 1) -> C
     """
     eps = check_positive_finite(epsilon, "epsilon", "plain_dp")
     lip = check_positive_finite(lipschitz, "lipschitz", "plain_dp")
-    return _result("dp", eps, lip, 1.0 / eps, int(n_records), "independent-people",
-                   "Laplace mechanism (Dwork et al. 2006), independent records",
-                   notes=("valid only if people are independent and L is per whole person",))
+    base = _Baseline("dp", eps, lip, int(n_records), "independent-people",
+                     "Laplace mechanism (Dwork et al. 2006), independent records")
+    return base.result(1.0 / eps, notes=("valid only if people are independent and L is per whole person",))
 
 
 def gk16_gamma(P) -> float:
@@ -88,22 +113,36 @@ def gk16_gamma(P) -> float:
     return max(vals)
 
 
-def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
-    """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1)."""
+def gk16(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass or InfiniteChainClass
+        Binary chains; gamma is the maximum over the members, or the certified
+        upper end of the class's bracket (:meth:`InfiniteChainClass.gk16_gamma_bounds`).
+    epsilon : float
+        The privacy parameter (> 0).
+    lipschitz : float
+        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+
+    Returns
+    -------
+    CalibrationResult
+        ``applicable=False`` and ``sigma_max=inf`` when the mechanism does not apply.
+    """
     from scipy.linalg import solve_banded
 
     eps = check_positive_finite(epsilon, "epsilon", "gk16")
     lip = check_positive_finite(lipschitz, "lipschitz", "gk16")
     T = chain_class.length
-    fp = chain_class.fingerprint
-    theorem = "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)"
+    base = _Baseline("gk16", eps, lip, T, chain_class.fingerprint,
+                     "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)")
     if chain_class.k != 2:
-        return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False,
-                       notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))
-    from puffgm.chains.box import ChainParameterBox
-
-    if isinstance(chain_class, ChainParameterBox):
-        # certified bracket of the sup over the box; the noise grows with gamma, so use the upper end
+        return base.result(math.inf, applicable=False,
+                           notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))
+    if isinstance(chain_class, InfiniteChainClass):
+        # certified bracket of the sup over the class; the noise grows with gamma, so use the upper end
         gamma_lo, gamma = chain_class.gk16_gamma_bounds()
     else:
         gamma = gamma_lo = max(gk16_gamma(m.transition) for m in chain_class.members)
@@ -112,8 +151,8 @@ def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -
     if gamma_lo != gamma:
         details["gamma_lower"] = gamma_lo
     if not math.isfinite(gamma) or norm >= 1.0:
-        return _result("gk16", eps, lip, math.inf, T, fp, theorem, applicable=False, details=details,
-                       notes=(f"GK16 does not apply: the spectral norm of its influence matrix is {norm:.6g} >= 1",))
+        note = f"GK16 does not apply: the spectral norm of its influence matrix is {norm:.6g} >= 1"
+        return base.result(math.inf, applicable=False, details=details, notes=(note,))
     # rowsum((I - Gamma)^{-1}) = (I - Gamma)^{-1} 1 (Gamma symmetric), a tridiagonal solve.
     ab = np.zeros((3, T))
     ab[0, 1:] = -gamma
@@ -122,4 +161,4 @@ def gk16(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0) -
     rows = solve_banded((1, 1), ab, np.ones(T)) if T > 1 else np.ones(1)
     factor = float(np.max(2.0 * rows))
     details.update({"epsilon_dp": eps / factor, "max_row_factor": factor})
-    return _result("gk16", eps, lip, factor / eps, T, fp, theorem, details=details)
+    return base.result(factor / eps, details=details)

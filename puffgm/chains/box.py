@@ -68,6 +68,9 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.core.results import CalibrationResult
+from puffgm.chains.baselines import gk16_gamma
+from puffgm.chains.exact import PER_NODE_LIMIT, THEOREM_EXACT, MQMExact
+from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, check_length
 
 __all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds"]
 
@@ -99,8 +102,12 @@ def _rebuild_box(p0, p1, initial, length, states, name):
     return ChainParameterBox(p0, p1, initial=initial, length=length, states=states, name=name)
 
 
-class ChainParameterBox:
+class ChainParameterBox(InfiniteChainClass):
     """The infinite class of binary chains with p0 in [p0_lo, p0_hi], p1 in [p1_lo, p1_hi].
+
+    An :class:`~puffgm.chains.priors.InfiniteChainClass`: MQMExact, MQMApprox, GroupDP
+    and GK16 accept it and call its :meth:`certified_exact`, :meth:`mixing_bounds` and
+    :meth:`gk16_gamma_bounds` (module docstring).
 
     Parameters
     ----------
@@ -123,7 +130,7 @@ class ChainParameterBox:
     >>> box = ChainParameterBox(p0=(0.2, 0.8), p1=(0.2, 0.8), initial="any", length=100)
     >>> round(box.mixing_bounds()["pi_min"], 6), round(box.mixing_bounds()["gap_rev"], 6)
     (0.2, 0.8)
-    >>> gk16(box, 1.0).applicable
+    >>> gk16(box, epsilon=1.0).applicable
     False
     """
 
@@ -132,15 +139,13 @@ class ChainParameterBox:
     k = 2
 
     def __init__(self, p0, p1, *, initial="any", length, states=None, name="box"):
-        from puffgm.chains.priors import _check_length
-
         p0 = _interval(p0, "p0")
         p1 = _interval(p1, "p1")
         if not isinstance(initial, str) or initial not in _KINDS:
             raise PriorError(
                 f"The initial distribution of a parameter box must be one of {list(_KINDS)}. Got {initial!r} instead."
             )
-        T = _check_length(length, "ChainParameterBox")
+        T = check_length(length, "ChainParameterBox")
         if states is None:
             states = ("0", "1")
         states = tuple(str(s) for s in states)
@@ -178,8 +183,6 @@ class ChainParameterBox:
 
     def member(self, p0: float, p1: float):
         """The one-chain :class:`~puffgm.chains.ChainPriorClass` of the point (p0, p1) of the box."""
-        from puffgm.chains.priors import ChainPriorClass
-
         if not (self.p0[0] <= p0 <= self.p0[1] and self.p1[0] <= p1 <= self.p1[1]):
             raise ParameterError(f"The point ({p0}, {p1}) is outside the parameter box.")
         return ChainPriorClass.from_matrices(self.transition(p0, p1), self.initial_kind, self.length, self.states)
@@ -218,6 +221,10 @@ class ChainParameterBox:
     def gk16_gamma_bounds(self, *, tol: float = 1e-9, max_cells: int = 20000) -> tuple:
         """Certified (lower, upper) bracket of sup over the box of GK16's gamma (see :func:`gk16_gamma_bounds`)."""
         return gk16_gamma_bounds(self.p0, self.p1, tol=tol, max_cells=max_cells)
+
+    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, **options) -> CalibrationResult:
+        """MQMExact over the box, certified by branch and bound (:func:`certified_mqm_exact`; ``options`` go there)."""
+        return certified_mqm_exact(self, epsilon=epsilon, lipschitz=lipschitz, **options)
 
 
 # ============================================================== interval tools
@@ -266,8 +273,6 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
     remaining cells; cells are split in four until upper - lower <= tol
     (relative to max(1, lower)) or ``max_cells`` cells were enclosed.
     """
-    from puffgm.chains.baselines import gk16_gamma
-
     p0 = _interval(p0, "p0")
     p1 = _interval(p1, "p1")
     cells = np.array([[p0[0], p0[1], p1[0], p1[1]]])
@@ -433,15 +438,22 @@ def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
     return score.max(axis=1)
 
 
-def certified_mqm_exact(box: ChainParameterBox, epsilon: float, lipschitz: float = 1.0, *,
+def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: float = 1.0,
                         rtol: float = DEFAULT_RTOL, initial_grid: int = 4, max_evaluations: int = 4000,
                         progress=None) -> CalibrationResult:
     """MQMExact over a :class:`ChainParameterBox`: a certified upper bound of sup_theta sigma_theta.
 
+    Branch and bound over the parameter box (module docstring): lower bounds are
+    the exact MQMExact sigma at sample points, upper bounds over cells come from
+    interval enclosures of equation (5) (:func:`box_influence_bounds`).
+
     Parameters
     ----------
     box : ChainParameterBox
-    epsilon, lipschitz : float
+    epsilon : float
+        The privacy parameter (> 0).
+    lipschitz : float
+        The Lipschitz constant L of the query.
     rtol : float
         Cells are refined until every cell's upper bound is within ``rtol`` of
         the best lower bound (default 1e-3).
@@ -470,8 +482,6 @@ def certified_mqm_exact(box: ChainParameterBox, epsilon: float, lipschitz: float
     >>> res.details["lower_bound"] <= res.sigma_max <= res.details["lower_bound"] * 1.001
     True
     """
-    from puffgm.chains.exact import PER_NODE_LIMIT, MQMExact, THEOREM_EXACT
-
     if not isinstance(box, ChainParameterBox):
         raise ParameterError(f"certified_mqm_exact needs a ChainParameterBox; got {type(box).__name__}.")
     eps = check_positive_finite(epsilon, "epsilon", "certified_mqm_exact")
@@ -482,62 +492,84 @@ def certified_mqm_exact(box: ChainParameterBox, epsilon: float, lipschitz: float
             f"The certified MQMExact supremum over a parameter box searches every node; T={box.length} is above "
             f"{PER_NODE_LIMIT}."
         )
-    T = box.length
-    evaluations = 0
-    best = {"sigma": -math.inf, "point": None, "result": None}
-
-    def exact_at(p0, p1):
-        nonlocal evaluations
-        res = MQMExact(box.member(p0, p1), per_node=True).calibrate(eps, lipschitz)
-        evaluations += 1
-        if res.sigma_max > best["sigma"]:
-            best.update(sigma=res.sigma_max, point=(p0, p1), result=res)
-        if progress is not None:
-            progress(min(evaluations, max_evaluations), max_evaluations)
-        return res
-
-    sources = []  # evaluated points (p0, p1) and their per-node quilts
-
-    def evaluate(p0, p1):
-        sources.append(((p0, p1), _quilt_table(exact_at(p0, p1), T)))
-        return len(sources) - 1
-
+    samples = _Samples(box, eps, lipschitz, max_evaluations, progress)
     for a, b in box.corners():
-        evaluate(a, b)
-    evaluate((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
+        samples.evaluate(a, b)
+    samples.evaluate((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
     g = max(1, int(initial_grid))
     e0 = np.linspace(box.p0[0], box.p0[1], g + 1)
     e1 = np.linspace(box.p1[0], box.p1[1], g + 1)
     cells = np.unique(np.array([[e0[i], e0[i + 1], e1[j], e1[j + 1]] for i in range(g) for j in range(g)]), axis=0)
+    accepted_upper, n_cells, complete = _branch_and_bound(samples, cells, rtol)
+    return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete)
 
-    def nearest(cs):
-        pts = np.array([s[0] for s in sources])
+
+class _Samples:
+    """The points of a box where MQMExact was evaluated: their per-node quilts and the best lower bound."""
+
+    def __init__(self, box: ChainParameterBox, eps: float, lipschitz: float, max_evaluations: int, progress):
+        self.box, self.eps, self.lipschitz = box, eps, lipschitz
+        self.max_evaluations, self.progress = max_evaluations, progress
+        self.evaluations = 0
+        self.best = {"sigma": -math.inf, "point": None, "result": None}
+        self.sources = []  # evaluated points (p0, p1) and their per-node quilts
+
+    def exact_at(self, p0: float, p1: float) -> CalibrationResult:
+        """The exact MQMExact result at the point (p0, p1); updates the best lower bound."""
+        res = MQMExact(self.box.member(p0, p1), per_node=True).calibrate(epsilon=self.eps, lipschitz=self.lipschitz)
+        self.evaluations += 1
+        if res.sigma_max > self.best["sigma"]:
+            self.best.update(sigma=res.sigma_max, point=(p0, p1), result=res)
+        if self.progress is not None:
+            self.progress(min(self.evaluations, self.max_evaluations), self.max_evaluations)
+        return res
+
+    def evaluate(self, p0: float, p1: float) -> int:
+        """Evaluate the point (p0, p1) and keep its per-node quilts; returns its index in ``sources``."""
+        self.sources.append(((p0, p1), _quilt_table(self.exact_at(p0, p1), self.box.length)))
+        return len(self.sources) - 1
+
+    def nearest(self, cs: np.ndarray) -> np.ndarray:
+        """Index of the evaluated point nearest to the centre of each cell."""
+        pts = np.array([s[0] for s in self.sources])
         cen = np.stack([(cs[:, 0] + cs[:, 1]) / 2, (cs[:, 2] + cs[:, 3]) / 2], axis=1)
         return np.argmin(((cen[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2), axis=1)
 
-    def inside(cs, src):
-        pts = np.array([sources[j][0] for j in src])
+    def inside(self, cs: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """Whether the point ``src[j]`` lies in cell ``cs[j]``, per cell."""
+        pts = np.array([self.sources[j][0] for j in src])
         return ((cs[:, 0] <= pts[:, 0]) & (pts[:, 0] <= cs[:, 1]) & (cs[:, 2] <= pts[:, 1]) & (pts[:, 1] <= cs[:, 3]))
 
-    src = nearest(cells)
+    def upper(self, cells: np.ndarray, src: np.ndarray) -> np.ndarray:
+        """Certified upper bound of sigma over each cell with the quilts of the points ``src``."""
+        return _cell_upper(self.box, cells, np.stack([self.sources[j][1] for j in src]), self.eps)
+
+
+def _branch_and_bound(samples: _Samples, cells: np.ndarray, rtol: float) -> tuple:
+    """Refine the cells until every upper bound is within ``rtol`` of the best lower bound.
+
+    Returns (largest upper bound of the accepted cells, number of cells enclosed, complete);
+    ``complete`` is False when the evaluation budget ran out first.
+    """
+    best, max_evaluations = samples.best, samples.max_evaluations
+    src = samples.nearest(cells)
     accepted_upper = -math.inf
     n_cells = 0
     complete = True
-    cap = T / eps
     while True:
         n_cells += len(cells)
-        up = _cell_upper(box, cells, np.stack([sources[j][1] for j in src]), eps)
+        up = samples.upper(cells, src)
         # lazily re-derive the quilts at the centre of failing cells whose quilts come from outside them
         fail = up > best["sigma"] * (1.0 + rtol)
-        redo = np.flatnonzero(fail & ~inside(cells, src))
+        redo = np.flatnonzero(fail & ~samples.inside(cells, src))
         if redo.size:
-            if evaluations + redo.size > max_evaluations:
+            if samples.evaluations + redo.size > max_evaluations:
                 complete = False
             else:
                 for j in redo:
                     c = cells[j]
-                    src[j] = evaluate((c[0] + c[1]) / 2, (c[2] + c[3]) / 2)
-                up[redo] = _cell_upper(box, cells[redo], np.stack([sources[j][1] for j in src[redo]]), eps)
+                    src[j] = samples.evaluate((c[0] + c[1]) / 2, (c[2] + c[3]) / 2)
+                up[redo] = samples.upper(cells[redo], src[redo])
         keep = up > best["sigma"] * (1.0 + rtol)
         if (~keep).any():
             accepted_upper = max(accepted_upper, float(up[~keep].max()))
@@ -551,23 +583,28 @@ def certified_mqm_exact(box: ChainParameterBox, epsilon: float, lipschitz: float
         cells = _split(kept)
         per = [len(_split(kept[j : j + 1])) for j in range(len(kept))]
         src = np.repeat(ksrc, per)
-    del cap
-    sigma = max(accepted_upper, best["sigma"])
+    return accepted_upper, n_cells, complete
+
+
+def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int, complete: bool) -> CalibrationResult:
+    """The CalibrationResult of the certified supremum ``sigma`` (the worst quilt: the best sample's)."""
+    box, eps, best = samples.box, samples.eps, samples.best
+    T = box.length
     top = best["result"]
     notes = [f"certified supremum over the parameter box p0 in {list(box.p0)}, p1 in {list(box.p1)} "
              f"(initial {box.initial_kind!r}): branch and bound with interval enclosures of equation (5)"]
     if not complete:
-        notes.append(f"evaluation budget {max_evaluations} exhausted: certified but up to "
+        notes.append(f"evaluation budget {samples.max_evaluations} exhausted: certified but up to "
                      f"{sigma / best['sigma'] - 1:.3g} above the best lower bound")
     if sigma >= (T / eps) * (1 - 1e-12):
         notes.append("no gain over group DP for the worst node")
     return CalibrationResult(
-        epsilon=eps, lipschitz=lipschitz, method="exact", sigma_max=sigma, worst=top.worst, per_node=(),
+        epsilon=eps, lipschitz=samples.lipschitz, method="exact", sigma_max=sigma, worst=top.worst, per_node=(),
         n_nodes=T, groupdp_sigma=T / eps, fingerprint=box.fingerprint,
         theorem=THEOREM_EXACT + "; supremum over the box certified by interval arithmetic (puffgm.chains.box)",
         notes=tuple(notes),
         details={"lower_bound": best["sigma"], "worst_point": best["point"],
                  "certified_gap": sigma / best["sigma"] - 1.0, "rtol": rtol, "complete": complete,
-                 "evaluations": evaluations, "cells": n_cells, "k": 2, "initial": box.initial_kind,
+                 "evaluations": samples.evaluations, "cells": n_cells, "k": 2, "initial": box.initial_kind,
                  "n_chains": "box", "worst_quilt_kind": top.details.get("worst_quilt_kind")},
     )

@@ -27,7 +27,7 @@ import numpy as np
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
-from puffgm.chains.exact import _Search
+from puffgm.chains.exact import ChainQuiltSearch
 from puffgm.chains.priors import ChainPriorClass, node_name
 
 __all__ = ["chain_influence_curve", "chain_class_curve", "DEFAULT_CHAIN_MAX_B"]
@@ -62,7 +62,7 @@ def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_con
     a = np.full(B, math.inf)
     wit: list = [None] * B
     Bq = min(B, T - 1)  # budgets below T need quilts; b >= T uses the trivial quilt
-    search = _Search(chain_class, 1.0, paper_convention)
+    search = ChainQuiltSearch(chain_class, epsilon=1.0, paper_convention=paper_convention)
     if Bq >= 1:
         search.ensure(Bq)
         if chain_class.initial_kinds == {"stationary"} and T > 2 * Bq + 1:
@@ -85,7 +85,7 @@ def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_con
     return bs, a, wit
 
 
-def _stationary_curve(search: _Search, T: int, Bq: int, a, wit):
+def _stationary_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
     mid = (T + 1) // 2
     Gs, Bs, DL, DR = search.node_tables(mid, Bq, Bq)
     best, best_w = math.inf, None
@@ -114,7 +114,7 @@ def _stationary_curve(search: _Search, T: int, Bq: int, a, wit):
         wit[c - 1] = best_w
 
 
-def _nodewise_curve(search: _Search, T: int, Bq: int, a, wit):
+def _nodewise_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
     worst = np.full(Bq, -math.inf)
     worst_w: list = [None] * Bq
     for i in range(1, T + 1):

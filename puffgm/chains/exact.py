@@ -74,11 +74,14 @@ from functools import lru_cache
 import numpy as np
 
 from puffgm.core.validation import check_positive_finite, check_positive_int
-from puffgm.exceptions import NumericalError, ParameterError
+from puffgm.exceptions import NumericalError, ParameterError, PriorError
 from puffgm.core.results import CalibrationResult, QuiltChoice
-from puffgm.chains.priors import ChainPriorClass, node_name
+from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
 
-__all__ = ["MQMExact", "mqm_exact", "ratio_max", "THEOREM_EXACT"]
+__all__ = [
+    "MQMExact", "mqm_exact", "chain_max_influence", "ChainQuiltSearch", "quilt_choice", "ratio_max",
+    "THEOREM_EXACT", "PER_NODE_LIMIT", "PER_NODE_DEFAULT_LIMIT",
+]
 
 THEOREM_EXACT = (
     "Song-Wang-Chaudhuri Theorem 4.3 with Algorithm 3 (MQMExact), Lemma 4.6 quilt family, equation (5)"
@@ -120,7 +123,7 @@ def ratio_max(logM: np.ndarray, support=None) -> np.ndarray:
 
 
 def _max_kk(X: np.ndarray) -> np.ndarray:
-    """out[j] = X[j].max() for a stack X of shape (n, k, k) (one ufunc reduction, no wrapper overhead)."""
+    """out[j] = X[j].max() for a stack X of shape (n, k, k)."""
     n, k, k2 = X.shape
     return np.maximum.reduce(X.reshape(n, k * k2), axis=1)
 
@@ -343,10 +346,22 @@ class _Member:
         return f is not None and (j >= f or (j == 0 and f <= 1))
 
 
-class _Search:
-    """Best-first quilt search over a chain class (shared tables, many nodes)."""
+class ChainQuiltSearch:
+    """Best-first search of the Lemma 4.6 quilts of the nodes of a finite chain class.
 
-    def __init__(self, chain_class: ChainPriorClass, epsilon: float, paper_convention: bool):
+    The tables of equation (5) (powers of P, A_a and B_b per member) are built once
+    up to the largest offset L (:meth:`ensure`) and shared by every node searched.
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass
+    epsilon : float
+        The privacy parameter of the scores card(X_N) / (epsilon - e) (attribute ``eps``).
+    paper_convention : bool
+        Count left-end states of probability zero as the paper's running example does.
+    """
+
+    def __init__(self, chain_class: ChainPriorClass, *, epsilon: float, paper_convention: bool = False):
         self.cc = chain_class
         self.T = chain_class.length
         self.k = chain_class.k
@@ -483,7 +498,7 @@ class _Search:
         card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
         return (card / (eps - d) if d < eps else math.inf), d
 
-    def share_tables(self, other: "_Search"):
+    def share_tables(self, other: "ChainQuiltSearch"):
         """Use the power and equation-(5) tables of ``other`` (same transition matrix P, one member each)."""
         src, dst = other.members[0], self.members[0]
         for name in ("pows", "logpows", "A_full", "B", "Bmax"):
@@ -522,7 +537,21 @@ def _names(T: int) -> tuple:
     return tuple(node_name(j) for j in range(1, T + 1))
 
 
-def _choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
+def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
+    """The :class:`~puffgm.core.results.QuiltChoice` of node X_i from a search result tuple.
+
+    Parameters
+    ----------
+    T : int
+        The chain length.
+    i : int
+        The node (1-based).
+    res : tuple
+        (score, kind, a, b, influence, card) as :meth:`ChainQuiltSearch.search` returns it, with
+        kind in {"two", "left", "right", "trivial"} and the quilt {X_{i-a}, X_{i+b}} (Lemma 4.6).
+    materialise : bool
+        Build the names of the nearby and remote sets (set it for T <= PER_NODE_LIMIT only).
+    """
     score, kind, a, b, infl, card = res
     if kind == "two":
         quilt = (node_name(i - a), node_name(i + b))
@@ -560,10 +589,11 @@ class MQMExact:
 
     Parameters
     ----------
-    chain_class : ChainPriorClass
+    chain_class : ChainPriorClass or InfiniteChainClass
         Theta; members may have vector, ``"stationary"`` or ``"any"`` initial
-        distributions.  A :class:`~puffgm.chains.ChainParameterBox` (infinite
-        class) is calibrated by :func:`puffgm.chains.box.certified_mqm_exact`.
+        distributions.  An infinite class such as a
+        :class:`~puffgm.chains.ChainParameterBox` is calibrated by its own
+        certified supremum (:func:`puffgm.chains.box.certified_mqm_exact`).
     max_length : int, optional
         Algorithm 3's l: only quilts with card(X_N) <= l (plus the trivial
         quilt) are searched.  Default: chosen adaptively so that the result is
@@ -593,14 +623,12 @@ class MQMExact:
 
     def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
                  per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6):
-        from puffgm.chains.box import ChainParameterBox  # infinite class: certified supremum (puffgm.chains.box)
-
-        self._box = isinstance(chain_class, ChainParameterBox)
+        self._box = isinstance(chain_class, InfiniteChainClass)
         if self._box and (paper_convention or max_length is not None):
             raise ParameterError(
                 "paper_convention and max_length apply to finite chain classes, not to a parameter box."
             )
-        if not isinstance(chain_class, (ChainPriorClass, ChainParameterBox)):
+        if not isinstance(chain_class, (ChainPriorClass, InfiniteChainClass)):
             raise ParameterError(
                 f"MQMExact needs a ChainPriorClass; got {type(chain_class).__name__}."
             )
@@ -611,99 +639,42 @@ class MQMExact:
         self.mixing = bool(mixing)
         self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
 
-    def calibrate(self, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
-        """Noise scale sigma_max (per unit L) and the worst node's active quilt."""
+    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+        """Noise scale sigma_max (per unit L) and the worst node's active quilt.
+
+        Parameters
+        ----------
+        epsilon : float
+            The Pufferfish privacy parameter (> 0).
+        lipschitz : float
+            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+
+        Returns
+        -------
+        CalibrationResult
+            sigma_max = max over nodes X_i of min over Lemma 4.6 quilts of
+            card(X_N) / (epsilon - e_Theta(X_Q | X_i)) (Algorithm 3, Theorem 4.3).
+        """
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
         if self._box:
-            from puffgm.chains.box import certified_mqm_exact
-
-            return certified_mqm_exact(cc, eps, lipschitz)
+            return cc.certified_exact(epsilon=eps, lipschitz=lipschitz)
         if len(cc) > 1:
             return self._calibrate_family(eps, lipschitz)
+        return self._calibrate_chain(eps, lipschitz)
+
+    def _calibrate_chain(self, eps: float, lipschitz: float) -> CalibrationResult:
+        """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
+        cc = self.chain_class
         T = cc.length
-        kinds = cc.initial_kinds
         want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_DEFAULT_LIMIT
-        search = _Search(cc, eps, self.paper_convention)
+        run = _ChainRun(self, eps, want_nodes)
         notes = list(cc.notes)
         if self.paper_convention:
             notes.append("paper convention: left-end states of probability zero are counted (not exact)")
-        if kinds == {"stationary"}:
-            strategy = "stationary shortcut (middle node, Lemma C.9 exact analogue)"
-        elif kinds <= {"stationary", "any"}:
-            strategy = "left scan (influence non-increasing in i for stationary/any initial distributions)"
-        else:
-            strategy = "every node"
-        if want_nodes:
-            strategy = "every node"
-        stat, mix_info = None, {}
-        if strategy == "every node" and not want_nodes and self.mixing and kinds == {"vector"} and T > 2:
-            stat = self._stationary_twin(search, eps)
-            if stat is not None:
-                strategy = "fixed start: exact early nodes + certified mixing bound"
-
-        def run(l, final=False):
-            search.ensure(l)
-            if stat is not None:
-                out = self._mixing_run(search, stat, l, eps)
-                if out is not None:
-                    i, r, info = out
-                    mix_info.clear()
-                    mix_info.update(info)
-                    return i, r, None
-                mix_info.clear()
-                mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
-                res = [search.search(i, l) for i in range(1, T + 1)]
-                j = int(np.argmax([x[0] for x in res]))
-                return j + 1, res[j], None
-            if strategy == "every node":
-                res = [search.search(i, l) for i in range(1, T + 1)]
-                j = int(np.argmax([r[0] for r in res]))
-                return j + 1, res[j], res
-            if strategy.startswith("stationary"):
-                mid = (T + 1) // 2
-                r = search.search(mid, l)
-                if r[1] == "two" or T <= 1:
-                    return mid, r, None
-                if l < T and not final:
-                    # Lemma C.9 needs a two-sided optimum: look further before searching every node
-                    return mid, (math.inf,) + tuple(r[1:]), None
-                res = [search.search(i, l) for i in range(1, T + 1)]
-                j = int(np.argmax([x[0] for x in res]))
-                return j + 1, res[j], None
-            worst_i, worst = 0, None
-            for i in range(1, T + 1):
-                r = search.search(i, l)
-                if worst is None or r[0] > worst[0]:
-                    worst_i, worst = i, r
-                if r[1] == "two":
-                    break
-            return worst_i, worst, None
-
-        if self.max_length is not None:
-            l = min(self.max_length, T)
-            i, r, allres = run(l, final=True)
-            exact = r[0] <= (l + 1) / eps or l >= T
-            if not exact:
-                notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
-        else:
-            l = min(T, 16)
-            if stat is not None:  # the answer is at least the stationary twin's: start at its l
-                mid = (T + 1) // 2
-                while l < T:
-                    search.ensure(l)
-                    stat.share_tables(search)
-                    r0 = stat.search(mid, l)
-                    if r0[1] == "two" and r0[0] <= (l + 1) / eps:
-                        break
-                    l = min(T, 2 * l)
-            i, r, allres = run(l)
-            # double l until no longer quilt can beat the optimum (sigma_max <= (l+1)/epsilon)
-            while not (r[0] <= (l + 1) / eps or l >= T):
-                l = min(T, 2 * l)
-                i, r, allres = run(l)
-            exact = True
+        l, (i, r, allres), exact = run.choose_length(notes)
+        mix_info = run.mix_info
         if mix_info.get("exact") is False:
             exact = False
             notes.append(
@@ -711,10 +682,10 @@ class MQMExact:
                 "(certified mixing bound): valid, within {:.3g} of the exact optimum".format(
                     mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
         materialise = T <= PER_NODE_LIMIT
-        worst = _choice(T, i, r, materialise)
+        worst = quilt_choice(T, i, r, materialise)
         per_node = ()
         if allres is not None and want_nodes:
-            per_node = tuple(_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
+            per_node = tuple(quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
         sigma = r[0]
         group = T / eps
         if sigma >= group * (1 - 1e-12):
@@ -734,23 +705,20 @@ class MQMExact:
             details={
                 "l": int(l),
                 "exact_optimum": bool(exact),
-                "strategy": strategy,
+                "strategy": run.strategy,
                 "k": cc.k,
                 "n_chains": len(cc),
-                "initial": ",".join(sorted(kinds)),
+                "initial": ",".join(sorted(cc.initial_kinds)),
                 "paper_convention": self.paper_convention,
-                "influence_evaluations": int(search.evaluations),
+                "influence_evaluations": int(run.search.evaluations),
                 "worst_quilt_kind": r[1],
                 **mix_info,
             },
         )
 
     # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
-    def _stationary_twin(self, search: "_Search", eps: float):
+    def _stationary_twin(self, search: "ChainQuiltSearch", eps: float):
         """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
-        from puffgm.exceptions import PriorError
-        from puffgm.chains.priors import ChainPrior
-
         prior = search.members[0].prior
         try:
             pi = np.asarray(prior.stationary, dtype=float)
@@ -761,13 +729,13 @@ class MQMExact:
             # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
             return None
         twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
-        stat = _Search(ChainPriorClass([twin]), eps, self.paper_convention)
+        stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=self.paper_convention)
         m = stat.members[0]
         # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi)
         m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
         return stat
 
-    def _mixing_run(self, search: "_Search", stat: "_Search", l: int, eps: float):
+    def _mixing_run(self, search: "ChainQuiltSearch", stat: "ChainQuiltSearch", l: int, eps: float):
         """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
 
         Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
@@ -798,117 +766,7 @@ class MQMExact:
         with the previous node's and the stationary optimum's quilts: a node whose such quilt
         already scores below max(current max, stationary(epsilon)) cannot raise the result.
         """
-        T, k = search.T, search.k
-        stat.share_tables(search)
-        sm, m = stat.members[0], search.members[0]
-        mid = (T + 1) // 2
-
-        def stat_bound(e, any_kind=False):
-            stat.eps = e
-            try:
-                r = stat.search(mid, l)
-            finally:
-                stat.eps = eps
-            return r if (any_kind or r[1] == "two") else None
-
-        r0 = stat_bound(eps)
-        if r0 is None:
-            if l < T:  # as the stationary shortcut does: look at longer quilts first
-                return mid, (math.inf, "trivial", 0, 0, 0.0, T), {}
-            return None
-        s0, e_star = r0[0], r0[4]
-        rtol = self.mixing_rtol
-        target = rtol * (eps - e_star) / (1 + rtol) if math.isfinite(s0) else 0.0
-        worst_i, worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
-        m_exact = -math.inf  # largest exact node optimum
-        prev = None
-        stop, bound, omega = None, None, math.inf
-        kinds = {(True, True): "two", (True, False): "left", (False, True): "right"}
-
-        def candidates(i, cap):
-            """(certificate <= cap or None, best seed) from the previous and the twin's quilts at node i."""
-            seed = None
-            for a, b in ((prev, (r0[2], r0[3])) if prev else ((r0[2], r0[3]),)):
-                if (a or b) and a < i and i + b <= T and max(a, b) <= search.L:
-                    card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
-                    if card > l:
-                        continue
-                    sc, d = search.quilt_score(i, a, b)
-                    cand = (sc, kinds[(a > 0, b > 0)], a, b, d, card)
-                    if seed is None or sc < seed[0]:
-                        seed = cand
-                    if sc <= cap:
-                        return cand, seed
-            return None, seed
-
-        ahead = {}  # node -> exact result found by looking ahead
-        rise = 0
-        for i in range(1, T + 1):
-            cap = s0 if worst is None else max(worst[0], s0)
-            if i in ahead:
-                r = ahead.pop(i)
-            else:
-                # cheap certificate: the previous node's quilt, then the stationary optimum's, at node i
-                r, seed = candidates(i, cap)
-                j = i + min(2 ** rise, 64)
-                if r is None and worst is not None and j < T and j not in ahead:
-                    # node optima rising: search a node further on first (1, 2, 4, ... 64 ahead), so
-                    # that a higher max certifies the nodes in between with one quilt evaluation each
-                    _, seed_j = candidates(j, -math.inf)
-                    rj = search.search(j, l, seed=seed_j)
-                    ahead[j] = rj
-                    m_exact = max(m_exact, rj[0])
-                    if rj[0] > worst[0]:
-                        rise += 1
-                        worst_i, worst = j, rj
-                        if worst[0] > (l + 1) / eps and l < T:
-                            return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
-                    else:
-                        rise = 0  # past the peak: back to one node at a time
-                    cap = max(worst[0], s0)
-                    r, seed = candidates(i, cap)
-                if r is None:
-                    r = search.search(i, l, cap=cap, seed=seed)
-                    if r[0] > cap:
-                        m_exact = max(m_exact, r[0])
-            if r[1] != "trivial":
-                prev = (r[2], r[3])
-            if worst is None or r[0] > worst[0]:
-                worst_i, worst = i, r
-                if worst[0] > (l + 1) / eps and l < T:
-                    return worst_i, worst, {}  # longer quilts are needed: the caller doubles l
-            mu = m.marginal(i)
-            if not (mu > 0).all() or i == T:
-                continue
-            lm = _log(mu)
-            omega = _osc(lm, sm.logpi) + _log_error(i - 1, k, lm) + (T - i) * sm.eta
-            if omega >= eps - e_star:
-                continue
-            # the twin's optimum quilt (a*, b*), two-sided, shifted to every node (Lemma C.9's
-            # analogue) bounds every node of the twin at epsilon - omega without a new search
-            bound = (r0[5] / (eps - omega - e_star), "two", r0[2], r0[3], e_star, r0[5])
-            if bound[0] <= worst[0] or omega <= target:
-                stop = i
-                break
-        info = {"early_nodes_searched": int(i if stop else T)}
-        if stop is None:  # every node searched
-            exact = m_exact >= worst[0]
-            info.update({"mixing_node": int(T), "mixing_error": 0.0, "exact": bool(exact),
-                         "sigma_lower_bound": float(m_exact), "certified_gap": float(worst[0] - m_exact)})
-            return worst_i, worst, info
-        if bound[0] > worst[0]:  # a later node may be the worst: report the certified stationary quilt
-            sc, kind, a, b, d, card = bound
-            worst_i, worst = mid, (sc, kind, a, b, d + omega, card)
-        # lower bound: the exact early nodes, and the middle node (e_mid >= e_pi - Omega)
-        lower = m_exact
-        if m_exact < worst[0] and mid - l > stop and mid > stop:
-            lo = stat_bound(eps + omega, any_kind=True)
-            lower = max(lower, min(lo[0], (l + 1) / eps))
-        info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound[0]),
-                     "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
-                     "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
-        return worst_i, worst, info
-
+        return _MixingScan(search, stat, l, eps, self.mixing_rtol).run()
 
     def _calibrate_family(self, eps: float, lipschitz: float) -> CalibrationResult:
         """A finite family: max over members of each member's own optimum.
@@ -921,7 +779,8 @@ class MQMExact:
         cc = self.chain_class
         results = [
             MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
-                     per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol).calibrate(eps, lipschitz)
+                     per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol).calibrate(
+                         epsilon=eps, lipschitz=lipschitz)
             for m in cc.members
         ]
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
@@ -940,9 +799,268 @@ class MQMExact:
         )
 
 
-def mqm_exact(chain_class: ChainPriorClass, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
-    """Shorthand for ``MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)``."""
-    return MQMExact(chain_class, **kwargs).calibrate(epsilon, lipschitz)
+class _ChainRun:
+    """MQMExact on a one-member class at one epsilon: the strategy, a run at quilt length l, and the choice of l."""
+
+    def __init__(self, mech: MQMExact, eps: float, want_nodes: bool):
+        cc = mech.chain_class
+        self.mech = mech
+        self.eps = eps
+        self.T = cc.length
+        self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
+        self.mix_info = {}
+        self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
+
+    def _plan(self, kinds, want_nodes: bool):
+        """(strategy, stationary twin or None) from the kinds of initial distribution."""
+        if kinds == {"stationary"}:
+            strategy = "stationary shortcut (middle node, Lemma C.9 exact analogue)"
+        elif kinds <= {"stationary", "any"}:
+            strategy = "left scan (influence non-increasing in i for stationary/any initial distributions)"
+        else:
+            strategy = "every node"
+        if want_nodes:
+            strategy = "every node"
+        stat = None
+        if strategy == "every node" and not want_nodes and self.mech.mixing and kinds == {"vector"} and self.T > 2:
+            stat = self.mech._stationary_twin(self.search, self.eps)
+            if stat is not None:
+                strategy = "fixed start: exact early nodes + certified mixing bound"
+        return strategy, stat
+
+    def _every_node(self, l: int):
+        """The result of every node 1..T, and the (first) worst one: (node, result, results)."""
+        res = [self.search.search(i, l) for i in range(1, self.T + 1)]
+        j = int(np.argmax([x[0] for x in res]))
+        return j + 1, res[j], res
+
+    def run(self, l: int, final: bool = False):
+        """(worst node, its result tuple, every node's results or None) with quilts of card(X_N) <= l.
+
+        ``final``: l will not grow, so a one-sided middle optimum of a stationary
+        chain falls back to searching every node instead of asking for a longer l.
+        """
+        T, search = self.T, self.search
+        search.ensure(l)
+        if self.stat is not None:
+            out = self.mech._mixing_run(search, self.stat, l, self.eps)
+            self.mix_info.clear()
+            if out is not None:
+                i, r, info = out
+                self.mix_info.update(info)
+                return i, r, None
+            self.mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
+            return self._every_node(l)[:2] + (None,)
+        if self.strategy == "every node":
+            return self._every_node(l)
+        if self.strategy.startswith("stationary"):
+            mid = (T + 1) // 2
+            r = search.search(mid, l)
+            if r[1] == "two" or T <= 1:
+                return mid, r, None
+            if l < T and not final:
+                # Lemma C.9 needs a two-sided optimum: look further before searching every node
+                return mid, (math.inf,) + tuple(r[1:]), None
+            return self._every_node(l)[:2] + (None,)
+        worst_i, worst = 0, None
+        for i in range(1, T + 1):
+            r = search.search(i, l)
+            if worst is None or r[0] > worst[0]:
+                worst_i, worst = i, r
+            if r[1] == "two":
+                break
+        return worst_i, worst, None
+
+    def choose_length(self, notes: list):
+        """(l, run(l), exact): Algorithm 3's l, given or doubled until no longer quilt can beat the optimum.
+
+        A quilt with card(X_N) > l scores > l / epsilon, so once sigma_max <= (l + 1) / epsilon
+        the result is the exact optimum.  A note is appended when a given ``max_length``
+        leaves the result possibly above it.
+        """
+        T, eps, max_length = self.T, self.eps, self.mech.max_length
+        if max_length is not None:
+            l = min(max_length, T)
+            out = self.run(l, final=True)
+            exact = out[1][0] <= (l + 1) / eps or l >= T
+            if not exact:
+                notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
+            return l, out, exact
+        l = min(T, 16)
+        if self.stat is not None:  # the answer is at least the stationary twin's: start at its l
+            mid = (T + 1) // 2
+            while l < T:
+                self.search.ensure(l)
+                self.stat.share_tables(self.search)
+                r0 = self.stat.search(mid, l)
+                if r0[1] == "two" and r0[0] <= (l + 1) / eps:
+                    break
+                l = min(T, 2 * l)
+        out = self.run(l)
+        while not (out[1][0] <= (l + 1) / eps or l >= T):
+            l = min(T, 2 * l)
+            out = self.run(l)
+        return l, out, True
+
+
+class _MixingScan:
+    """The node scan of :meth:`MQMExact._mixing_run` (fixed start, certified mixing bound), step by step."""
+
+    KINDS = {(True, True): "two", (True, False): "left", (False, True): "right"}
+
+    def __init__(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, l: int, eps: float, rtol: float):
+        self.search, self.stat, self.l, self.eps, self.rtol = search, stat, l, eps, rtol
+        self.T = search.T
+        self.mid = (self.T + 1) // 2
+        self.worst_i, self.worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
+        self.m_exact = -math.inf  # largest exact node optimum
+        self.prev = None  # (a, b) of the previous node's quilt
+        self.ahead = {}  # node -> exact result found by looking ahead
+        self.rise = 0
+        self.r0 = None  # the twin's middle-node result at epsilon (set by run)
+        self.s0 = self.e_star = None  # its score and influence
+
+    def stat_bound(self, e: float, any_kind: bool = False):
+        """The stationary twin's middle-node result at epsilon ``e``; None if one-sided (unless ``any_kind``)."""
+        stat = self.stat
+        stat.eps = e
+        try:
+            r = stat.search(self.mid, self.l)
+        finally:
+            stat.eps = self.eps
+        return r if (any_kind or r[1] == "two") else None
+
+    def candidates(self, i: int, cap: float):
+        """(certificate <= cap or None, best seed) from the previous and the twin's quilts at node i."""
+        search, T, r0 = self.search, self.T, self.r0
+        seed = None
+        for a, b in ((self.prev, (r0[2], r0[3])) if self.prev else ((r0[2], r0[3]),)):
+            if (a or b) and a < i and i + b <= T and max(a, b) <= search.L:
+                card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
+                if card > self.l:
+                    continue
+                sc, d = search.quilt_score(i, a, b)
+                cand = (sc, self.KINDS[(a > 0, b > 0)], a, b, d, card)
+                if seed is None or sc < seed[0]:
+                    seed = cand
+                if sc <= cap:
+                    return cand, seed
+        return None, seed
+
+    def _too_long(self) -> bool:
+        """True if the worst score shows that longer quilts are needed (the caller doubles l)."""
+        return self.worst[0] > (self.l + 1) / self.eps and self.l < self.T
+
+    def _look_ahead(self, j: int) -> bool:
+        """Search node j exactly (node optima are rising); True if longer quilts are needed.
+
+        A higher max found further on certifies the nodes in between with one quilt
+        evaluation each; the step doubles (1, 2, 4, ... 64) while the optima rise.
+        """
+        _, seed_j = self.candidates(j, -math.inf)
+        rj = self.search.search(j, self.l, seed=seed_j)
+        self.ahead[j] = rj
+        self.m_exact = max(self.m_exact, rj[0])
+        if rj[0] > self.worst[0]:
+            self.rise += 1
+            self.worst_i, self.worst = j, rj
+            return self._too_long()
+        self.rise = 0  # past the peak: back to one node at a time
+        return False
+
+    def _node(self, i: int):
+        """Node i's result (exact, or an upper bound <= the cap), or None if longer quilts are needed."""
+        cap = self.s0 if self.worst is None else max(self.worst[0], self.s0)
+        if i in self.ahead:
+            return self.ahead.pop(i)
+        # cheap certificate: the previous node's quilt, then the stationary optimum's, at node i
+        r, seed = self.candidates(i, cap)
+        j = i + min(2 ** self.rise, 64)
+        if r is None and self.worst is not None and j < self.T and j not in self.ahead:
+            if self._look_ahead(j):
+                return None
+            cap = max(self.worst[0], self.s0)
+            r, seed = self.candidates(i, cap)
+        if r is None:
+            r = self.search.search(i, self.l, cap=cap, seed=seed)
+            if r[0] > cap:
+                self.m_exact = max(self.m_exact, r[0])
+        return r
+
+    def _mixing_bound(self, i: int):
+        """(Omega_i, the twin's bound at epsilon - Omega_i), or None if node i gives no usable bound."""
+        T, eps, sm = self.T, self.eps, self.stat.members[0]
+        mu = self.search.members[0].marginal(i)
+        if not (mu > 0).all() or i == T:
+            return None
+        lm = _log(mu)
+        omega = _osc(lm, sm.logpi) + _log_error(i - 1, self.search.k, lm) + (T - i) * sm.eta
+        if omega >= eps - self.e_star:
+            return None
+        # the twin's optimum quilt (a*, b*), two-sided, shifted to every node (Lemma C.9's
+        # analogue) bounds every node of the twin at epsilon - omega without a new search
+        r0 = self.r0
+        return omega, (r0[5] / (eps - omega - self.e_star), "two", r0[2], r0[3], self.e_star, r0[5])
+
+    def run(self):
+        """(node, result tuple, info) of the scan, or None (see :meth:`MQMExact._mixing_run`)."""
+        T, eps = self.T, self.eps
+        self.stat.share_tables(self.search)
+        self.r0 = r0 = self.stat_bound(eps)
+        if r0 is None:
+            if self.l < T:  # as the stationary shortcut does: look at longer quilts first
+                return self.mid, (math.inf, "trivial", 0, 0, 0.0, T), {}
+            return None
+        self.s0, self.e_star = r0[0], r0[4]
+        rtol = self.rtol
+        target = rtol * (eps - self.e_star) / (1 + rtol) if math.isfinite(self.s0) else 0.0
+        stop, bound, omega = None, None, math.inf
+        for i in range(1, T + 1):
+            r = self._node(i)
+            if r is None:
+                return self.worst_i, self.worst, {}
+            if r[1] != "trivial":
+                self.prev = (r[2], r[3])
+            if self.worst is None or r[0] > self.worst[0]:
+                self.worst_i, self.worst = i, r
+                if self._too_long():
+                    return self.worst_i, self.worst, {}
+            mb = self._mixing_bound(i)
+            if mb is None:
+                continue
+            omega, bound = mb
+            if bound[0] <= self.worst[0] or omega <= target:
+                stop = i
+                break
+        return self._finish(stop, omega, bound, int(i if stop else T))
+
+    def _finish(self, stop, omega: float, bound, searched: int):
+        """The scan's (node, result, info): exact if every node was searched, else the certified bound."""
+        worst_i, worst, m_exact = self.worst_i, self.worst, self.m_exact
+        info = {"early_nodes_searched": searched}
+        if stop is None:  # every node searched
+            exact = m_exact >= worst[0]
+            info.update({"mixing_node": int(self.T), "mixing_error": 0.0, "exact": bool(exact),
+                         "sigma_lower_bound": float(m_exact), "certified_gap": float(worst[0] - m_exact)})
+            return worst_i, worst, info
+        if bound[0] > worst[0]:  # a later node may be the worst: report the certified stationary quilt
+            sc, kind, a, b, d, card = bound
+            worst_i, worst = self.mid, (sc, kind, a, b, d + omega, card)
+        # lower bound: the exact early nodes, and the middle node (e_mid >= e_pi - Omega)
+        lower = m_exact
+        l, mid = self.l, self.mid
+        if m_exact < worst[0] and mid - l > stop and mid > stop:
+            lo = self.stat_bound(self.eps + omega, any_kind=True)
+            lower = max(lower, min(lo[0], (l + 1) / self.eps))
+        info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound[0]),
+                     "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
+                     "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
+        return worst_i, worst, info
+
+
+def mqm_exact(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:
+    """Shorthand for ``MQMExact(chain_class, **kwargs).calibrate(epsilon=epsilon, lipschitz=lipschitz)``."""
+    return MQMExact(chain_class, **kwargs).calibrate(epsilon=epsilon, lipschitz=lipschitz)
 
 
 def chain_max_influence(chain_class: ChainPriorClass, node: int, quilt, *, paper_convention: bool = False) -> float:
@@ -963,7 +1081,7 @@ def chain_max_influence(chain_class: ChainPriorClass, node: int, quilt, *, paper
         return 0.0
     a = i - left[0] if left else 0
     b = right[0] - i if right else 0
-    s = _Search(chain_class, 1.0, paper_convention)
+    s = ChainQuiltSearch(chain_class, epsilon=1.0, paper_convention=paper_convention)
     s.ensure(max(a, b, 1))
     Gs, Bs, DL, DR = s.node_tables(i, a, b)
     if a and b:

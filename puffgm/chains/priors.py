@@ -38,7 +38,10 @@ import numpy as np
 
 from puffgm.exceptions import PriorError
 
-__all__ = ["ChainPrior", "ChainPriorClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "stationary_distribution"]
+__all__ = [
+    "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "check_length",
+    "node_name", "smooth_transition", "stationary_distribution",
+]
 
 #: Largest deviation of a row sum from 1 that is renormalised instead of rejected.
 ROW_TOLERANCE = 1e-6
@@ -54,7 +57,8 @@ def node_name(i: int) -> str:
     return f"X{int(i)}"
 
 
-def _check_length(T, where="ChainPrior") -> int:
+def check_length(T, where="ChainPrior") -> int:
+    """The chain length T as an int, or PriorError if it is not an integer >= 1 (``where`` names the caller)."""
     if isinstance(T, bool) or not isinstance(T, numbers.Integral) or int(T) < 1:
         raise PriorError(f"The chain length T of {where} must be an integer >= 1. Got {T!r} instead.")
     return int(T)
@@ -171,7 +175,7 @@ class ChainPrior:
 
     def __init__(self, transition, initial="stationary", length: int = 1, states=None, name: str = "chain"):
         notes: list = []
-        T = _check_length(length, f"chain {name!r}")
+        T = check_length(length, f"chain {name!r}")
         P = _validate_stochastic(transition, f"transition matrix of chain {name!r}", notes)
         if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] < 1:
             raise PriorError(f"The transition matrix of chain {name!r} must be square k x k; got shape {P.shape}.")
@@ -549,6 +553,42 @@ class ChainPriorClass:
         out = cls([member])
         object.__setattr__(out, "notes", tuple(notes) + out.notes)
         return out
+
+
+class InfiniteChainClass:
+    """An infinite class Theta of chains, calibrated by certified suprema over the class.
+
+    The calibrations of the library (:class:`~puffgm.chains.MQMExact`,
+    :class:`~puffgm.chains.MQMApprox`, :func:`~puffgm.chains.gk16`,
+    :func:`~puffgm.chains.group_dp`) accept such a class wherever they accept a
+    :class:`ChainPriorClass`; where a value depends on the members they ask the
+    class itself, through the three methods below, for a value proven to bound
+    the supremum over Theta.  :class:`~puffgm.chains.ChainParameterBox`
+    (Song et al., section 5.2) is the library's subclass.
+
+    A subclass provides the attributes ``length`` (T), ``k``, ``initial_kind``,
+    ``initial_kinds``, ``fingerprint`` and ``notes`` of a chain class, and the
+    methods below.
+    """
+
+    __slots__ = ()
+
+    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0):
+        """MQMExact (Algorithm 3) over the class: a ``CalibrationResult`` whose sigma_max >= sup_theta sigma_theta."""
+        raise NotImplementedError
+
+    def mixing_bounds(self) -> dict:
+        """Extremes over the class of the MQMApprox parameters (Lemma 4.8).
+
+        A dict with ``pi_min`` (inf of min_x pi(x)), ``gap_ppstar`` (inf of
+        1 - lambda_2(P P*)), ``gap_rev`` (inf of the Lemma C.4 gap, or None) and
+        ``reversible`` (True if every member is reversible).
+        """
+        raise NotImplementedError
+
+    def gk16_gamma_bounds(self) -> tuple:
+        """Certified (lower, upper) bracket of sup over the class of the gamma of GK16 (binary chains)."""
+        raise NotImplementedError
 
 
 def smooth_transition(P, tau: float = SMOOTHING_TAU) -> np.ndarray:

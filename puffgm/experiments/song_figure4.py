@@ -57,7 +57,7 @@ def gk16_threshold(T: int, lo: float = 0.1, hi: float = 0.45, tol: float = 1e-4)
     so bisection finds the dashed line of the paper's figure.  It does not depend on epsilon.
     """
     def ok(a):
-        return gk16(ChainParameterBox((a, 1 - a), (a, 1 - a), length=T), 1.0).applicable
+        return gk16(ChainParameterBox((a, 1 - a), (a, 1 - a), length=T), epsilon=1.0).applicable
 
     if not ok(hi):
         return math.nan
@@ -109,9 +109,10 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         F = _simulate_F(rng, alpha, T, trials)
         for eps in epsilons:
             t0 = time.perf_counter()
-            exact = certified_mqm_exact(box, eps, rtol=rtol, max_evaluations=budget)
+            exact = certified_mqm_exact(box, epsilon=eps, rtol=rtol, max_evaluations=budget)
             t_exact = time.perf_counter() - t0
-            cals = {"GroupDP": group_dp(box, eps), "GK16": gk16(box, eps), "MQMApprox": MQMApprox(box).calibrate(eps),
+            cals = {"GroupDP": group_dp(box, epsilon=eps), "GK16": gk16(box, epsilon=eps),
+                    "MQMApprox": MQMApprox(box).calibrate(epsilon=eps),
                     "MQMExact": exact}
             res = {}
             for name in METHODS:

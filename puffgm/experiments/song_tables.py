@@ -142,8 +142,8 @@ def _sigmas(cc: ChainPriorClass, lengths, eps: float) -> dict:
     out = {"MQMApprox": {}, "MQMExact": {}}
     for T in sorted(set(lengths)):
         c = cc.with_length(T)
-        out["MQMApprox"][T] = MQMApprox(c).calibrate(eps).sigma_max
-        out["MQMExact"][T] = MQMExact(c, per_node=False).calibrate(eps).sigma_max
+        out["MQMApprox"][T] = MQMApprox(c).calibrate(epsilon=eps).sigma_max
+        out["MQMExact"][T] = MQMExact(c, per_node=False).calibrate(epsilon=eps).sigma_max
     return out
 
 
@@ -159,7 +159,7 @@ def _table1(groups, k, epsilons, trials, rng, progress, tick):
         N, M = sum(lengths), max(lengths)
         cc = ChainPriorClass.fit(seqs, length=M, states=list(range(k)), initial="stationary")
         g = {"source": source, "n": len(seqs), "N": N, "M": M, "min_len": min(lengths), "err": {}, "agg_scale": {},
-             "gk16": gk16(cc, 1.0).applicable}
+             "gk16": gk16(cc, epsilon=1.0).applicable}
         for eps in epsilons:
             sig = _sigmas(cc, lengths, eps)
             e = {}
@@ -183,7 +183,7 @@ def _table3(series, k, epsilons, trials, rng, tick):
         s = discretise(x, k).tolist()
         T = len(s)
         cc = ChainPriorClass.fit(s, length=T, states=list(range(k)), initial="stationary")
-        r = {"source": source, "T": T, "err": {}, "sigma": {}, "gk16": gk16(cc, 1.0).applicable,
+        r = {"source": source, "T": T, "err": {}, "sigma": {}, "gk16": gk16(cc, epsilon=1.0).applicable,
              "used_states": int(len(set(s)))}
         for eps in epsilons:
             sig = _sigmas(cc, [T], eps)
@@ -210,8 +210,8 @@ def _table2(groups, series, k4, k51, runs, grid_step):
     times = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
     grid = np.round(np.arange(0.1, 0.9001, grid_step), 4)
     chains = [ChainPriorClass.from_matrices([[a, 1 - a], [1 - b, b]], "any", 100) for a in grid for b in grid]
-    for m, fn in (("GK16", lambda c: gk16(c, 1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(1.0)),
-                  ("MQMExact", lambda c: MQMExact(c, per_node=False).calibrate(1.0))):
+    for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
+                  ("MQMExact", lambda c: MQMExact(c, per_node=False).calibrate(epsilon=1.0))):
         # one pass over the grid: the paper averages over the grid's chains
         times[m]["Synthetic"] = _timeit(lambda: [fn(c) for c in chains], 1) / len(chains)
     for name, _src, parts in groups:
@@ -219,12 +219,12 @@ def _table2(groups, series, k4, k51, runs, grid_step):
         lengths = [len(s) for s in seqs]
         cc = ChainPriorClass.fit(seqs, length=max(lengths), states=list(range(k4)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name] = _timeit(lambda: [cls(cc.with_length(T)).calibrate(1.0) for T in sorted(set(lengths))], runs)
+            times[m][name] = _timeit(lambda: [cls(cc.with_length(T)).calibrate(epsilon=1.0) for T in sorted(set(lengths))], runs)
     for name, _src, x in series:
         s = discretise(x, k51).tolist()
         cc = ChainPriorClass.fit(s, length=len(s), states=list(range(k51)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name + " (51 states)"] = _timeit(lambda: cls(cc).calibrate(1.0), runs)
+            times[m][name + " (51 states)"] = _timeit(lambda: cls(cc).calibrate(epsilon=1.0), runs)
     return times, len(chains)
 
 
