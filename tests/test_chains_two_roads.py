@@ -28,7 +28,7 @@ def test_exact_equals_network_road(seed):
     eps = float(rng.choice([1.0, 2.0, 4.0, 8.0]))
     cc = ChainPriorClass.from_matrices(P, q, T)
     mine = MQMExact(cc).calibrate(epsilon=eps)
-    theirs = calibration.calibrate([cc.to_pgmpy()], eps)
+    theirs = calibration.calibrate([cc.to_pgmpy()], epsilon=eps)
     assert mine.sigma_max == pytest.approx(theirs.sigma_max, abs=1e-9)
 
 
@@ -37,9 +37,9 @@ def test_running_example_short_and_family_two_roads():
     th2 = ([0.9, 0.1], [[0.8, 0.2], [0.3, 0.7]])
     cc = ChainPriorClass.from_matrices(th1[1], th1[0], 12)
     assert MQMExact(cc).calibrate(epsilon=3.0).sigma_max == pytest.approx(
-        calibration.calibrate([cc.to_pgmpy()], 3.0).sigma_max, abs=1e-9
+        calibration.calibrate([cc.to_pgmpy()], epsilon=3.0).sigma_max, abs=1e-9
     )
     fam = ChainPriorClass.from_family([th1[1], th2[1]], [th1[0], th2[0]], 10)
     assert MQMExact(fam).calibrate(epsilon=2.0).sigma_max == pytest.approx(
-        calibration.calibrate(fam.to_pgmpy(), 2.0).sigma_max, abs=1e-9
+        calibration.calibrate(fam.to_pgmpy(), epsilon=2.0).sigma_max, abs=1e-9
     )
