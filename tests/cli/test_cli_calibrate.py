@@ -6,17 +6,12 @@ import sys
 
 import pytest
 
-from puffgm.cli import main
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
-def test_json_fields(capsys):
-    code, out, err = run(capsys, "calibrate", "example:asia", "--epsilon", "2", "--lipschitz", "3", "--json")
+def test_json_fields(cli):
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "2", "--lipschitz", "3", "--json")
     assert code == 0 and err == ""
     d = json.loads(out)
     for key in ("epsilon", "lipschitz", "method", "sigma_max", "scale", "groupdp_sigma", "worst_node", "quilt"):
@@ -28,15 +23,15 @@ def test_json_fields(capsys):
     assert "per_node" not in d
 
 
-def test_per_node_and_summary(capsys):
-    code, out, _ = run(capsys, "calibrate", "example:asia", "--epsilon", "2", "--json", "--per-node")
+def test_per_node_and_summary(cli):
+    code, out, _ = cli("calibrate", "example:asia", "--epsilon", "2", "--json", "--per-node")
     assert code == 0 and len(json.loads(out)["per_node"]) == 8
-    code, out, _ = run(capsys, "calibrate", "example:asia", "--epsilon", "2")
+    code, out, _ = cli("calibrate", "example:asia", "--epsilon", "2")
     assert code == 0 and "worst node" in out and "Laplace scale" in out
 
 
-def test_protect_and_theta(capsys, tmp_path):
-    code, out, _ = run(capsys, "calibrate", "example:asia", "example:asia", "--epsilon", "1",
+def test_protect_and_theta(tmp_path, cli):
+    code, out, _ = cli("calibrate", "example:asia", "example:asia", "--epsilon", "1",
                        "--protect", "smoke", "--json", "--per-node")
     d = json.loads(out)
     assert code == 0 and [q["node"] for q in d["per_node"]] == ["smoke"]
@@ -64,10 +59,10 @@ def test_bad_input_is_one_line_and_exit_2(argv, message):
     assert message in lines[0]
 
 
-def test_unparseable_file(tmp_path, capsys):
+def test_unparseable_file(tmp_path, cli):
     bad = tmp_path / "net.bif"
     bad.write_text("network x { } variable A { type discrete [ 2 ] { a, b }; } probability ( A ) { table 0.5, 0.6; }")
-    code, out, err = run(capsys, "calibrate", str(bad), "--epsilon", "1")
+    code, out, err = cli("calibrate", str(bad), "--epsilon", "1")
     assert code == 2 and "off 1 by more than 1e-06" in err and len(err.strip().splitlines()) == 1
 
 

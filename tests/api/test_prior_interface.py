@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ from puffgm.networks.kind import BayesianNetworkKind
 
 BOX = ChainParameterBox(p0=(0.2, 0.8), p1=(0.3, 0.7), initial="any", length=20)
 CHAIN = ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], [1, 0], 30)
-GAUSS = "examples/gaussian_sensors.json"
+GAUSS = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "gaussian_sensors.json")
 
 
 def test_every_kind_is_recognised_and_implements_the_interface():

@@ -4,48 +4,43 @@ import json
 
 import pytest
 
-from puffgm.cli import main
 
 LINE = '{"domain": {"kind": "ordered", "size": 10}, "graph": {"kind": "line"}}'
 CONSTRAINED = ('{"domain": {"kind": "ordered", "size": 4}, "graph": {"kind": "complete"}, '
                '"constraints": [{"values": [0, 1], "count": 1}], "n": 3}')
 
 
-def _run(capsys, *argv):
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
-def test_sensitivity_closed_form_and_enumeration_agree(capsys):
+def test_sensitivity_closed_form_and_enumeration_agree(cli):
     for q, expect in (('{"kind": "cumulative"}', 1.0), ('{"kind": "histogram"}', 2.0), ('{"kind": "linear"}', 1.0)):
-        code, out, _ = _run(capsys, "blowfish", "sensitivity", "--policy", LINE, "--query", q, "--json")
+        code, out, _ = cli("blowfish", "sensitivity", "--policy", LINE, "--query", q, "--json")
         assert code == 0 and json.loads(out)["sensitivity"] == expect
-        code, out, _ = _run(capsys, "blowfish", "sensitivity", "--policy", LINE, "--query", q, "--method",
+        code, out, _ = cli("blowfish", "sensitivity", "--policy", LINE, "--query", q, "--method",
                             "enumerate", "--n", "2", "--json")
         assert code == 0 and json.loads(out)["sensitivity"] == expect
 
 
-def test_constrained_policy_uses_induced_neighbours(capsys):
-    code, out, _ = _run(capsys, "blowfish", "sensitivity", "--policy", CONSTRAINED, "--json")
+def test_constrained_policy_uses_induced_neighbours(cli):
+    code, out, _ = cli("blowfish", "sensitivity", "--policy", CONSTRAINED, "--json")
     d = json.loads(out)
     assert code == 0 and d["sensitivity"] == 4.0 and d["induced_neighbours"]
-    code, out, _ = _run(capsys, "blowfish", "release", "--policy", CONSTRAINED, "--data", "[0, 2, 2]",
+    code, out, _ = cli("blowfish", "release", "--policy", CONSTRAINED, "--data", "[0, 2, 2]",
                         "--epsilon", "1", "--seed", "0", "--json")
     assert code == 0 and json.loads(out)["scale"] == 4.0
 
 
-def test_release_modes(capsys, tmp_path):
+def test_release_modes(tmp_path, cli):
     data = tmp_path / "data.json"
     data.write_text("[1, 2, 2, 3, 9]")
     for q in ('{"kind": "ordered", "ranges": [[2, 5]]}', '{"kind": "histogram"}', '{"kind": "cumulative"}',
               '{"kind": "linear"}'):
-        code, out, _ = _run(capsys, "blowfish", "release", "--policy", LINE, "--query", q, "--data", f"@{data}",
+        code, out, _ = cli("blowfish", "release", "--policy", LINE, "--query", q, "--data", f"@{data}",
                             "--epsilon", "0.5", "--seed", "1", "--json")
         d = json.loads(out)
         assert code == 0 and d["secure"] is False and d["epsilon"] == 0.5
     theta = '{"domain": {"kind": "ordered", "size": 10}, "graph": {"kind": "distance", "theta": 3}}'
-    code, out, _ = _run(capsys, "blowfish", "release", "--policy", theta, "--query",
+    code, out, _ = cli("blowfish", "release", "--policy", theta, "--query",
                         '{"kind": "ordered_hierarchical", "ranges": [[0, 4]]}', "--data", "[1, 2]", "--epsilon", "1",
                         "--seed", "2")
     assert code == 0 and "ordered hierarchical" in out and "range [0, 4]" in out
@@ -76,8 +71,8 @@ def test_release_modes(capsys, tmp_path):
     (CONSTRAINED, ["--method", "closed"], "without constraints"),
     ("@/nonexistent/policy.json", [], "does not exist"),
 ])
-def test_bad_policies_and_queries_exit_2_with_one_line(capsys, policy, extra, message):
-    code, out, err = _run(capsys, "blowfish", "sensitivity", "--policy", policy, *extra)
+def test_bad_policies_and_queries_exit_2_with_one_line(policy, extra, message, cli):
+    code, out, err = cli("blowfish", "sensitivity", "--policy", policy, *extra)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("puffgm: error: ") and message in err
 
@@ -89,15 +84,15 @@ def test_bad_policies_and_queries_exit_2_with_one_line(capsys, policy, extra, me
     (["--data", "[1]", "--epsilon", "inf"], "epsilon"),
     (["--data", "[1]", "--query", '{"kind": "histogram", "ranges": [[0, 1]]}'], "cumulative releases"),
 ])
-def test_bad_release_inputs_exit_2_with_one_line(capsys, extra, message):
+def test_bad_release_inputs_exit_2_with_one_line(extra, message, cli):
     argv = ["blowfish", "release", "--policy", LINE, "--seed", "0"]
     if "--epsilon" not in extra:
         argv += ["--epsilon", "1"]
-    code, out, err = _run(capsys, *argv, *extra)
+    code, out, err = cli(*argv, *extra)
     assert code == 2 and err.count("\n") == 1 and message in err
 
 
-def test_constrained_release_refuses_data_outside_the_constraints(capsys):
-    code, _, err = _run(capsys, "blowfish", "release", "--policy", CONSTRAINED, "--data", "[2, 2, 2]",
+def test_constrained_release_refuses_data_outside_the_constraints(cli):
+    code, _, err = cli("blowfish", "release", "--policy", CONSTRAINED, "--data", "[2, 2, 2]",
                         "--epsilon", "1")
     assert code == 2 and "constraints" in err

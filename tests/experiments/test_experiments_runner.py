@@ -14,7 +14,7 @@ pytest.importorskip("matplotlib")
 from puffgm.experiments import __main__ as runner  # noqa: E402
 from puffgm.experiments.bai_topk import ranking_metrics  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_quick_runner_writes_page_and_figures(tmp_path):

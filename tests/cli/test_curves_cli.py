@@ -5,17 +5,12 @@ import sys
 
 import pytest
 
-from puffgm.cli import main
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
-def test_curve_json(capsys):
-    code, out, _ = run(capsys, "curve", "example:cancer", "--json")
+def test_curve_json(cli):
+    code, out, _ = cli("curve", "example:cancer", "--json")
     assert code == 0
     d = json.loads(out)
     assert [p["b"] for p in d["points"]] == [1, 2, 3, 4, 5]
@@ -23,48 +18,48 @@ def test_curve_json(capsys):
     assert all(x["a"] >= y["a"] for x, y in zip(d["points"], d["points"][1:]))
 
 
-def test_curve_several_priors_and_chain_spec(capsys, tmp_path):
+def test_curve_several_priors_and_chain_spec(tmp_path, cli):
     spec = tmp_path / "chain.json"
     spec.write_text(json.dumps({"transition": [[0.9, 0.1], [0.3, 0.7]], "length": 50}))
-    code, out, _ = run(capsys, "curve", "example:cancer", str(spec), "--max-b", "4", "--json", "--each")
+    code, out, _ = cli("curve", "example:cancer", str(spec), "--max-b", "4", "--json", "--each")
     assert code == 0
     d = json.loads(out)
     assert len(d["curves"]) == 2 and d["curves"][1]["method"] == "chain"
     assert len(d["curves"][1]["points"]) == 4
-    code, out, _ = run(capsys, "curve", "example:asia")
+    code, out, _ = cli("curve", "example:asia")
     assert code == 0 and "b=1" in out and "a=inf" in out
 
 
-def test_translate_both_ways(capsys):
-    code, out, _ = run(capsys, "translate", "example:cancer", "--epsilon-puffer", "4", "--json")
+def test_translate_both_ways(cli):
+    code, out, _ = cli("translate", "example:cancer", "--epsilon-puffer", "4", "--json")
     d = json.loads(out)
     assert code == 0 and d["direction"] == "puffer_to_dp" and d["point"]["b"] >= 1
     e_dp = d["epsilon_dp"]
-    code, out, _ = run(capsys, "translate", "example:cancer", "--epsilon-dp", str(e_dp), "--json")
+    code, out, _ = cli("translate", "example:cancer", "--epsilon-dp", str(e_dp), "--json")
     assert json.loads(out)["epsilon_puffer"] <= 4 + 1e-9
-    code, out, _ = run(capsys, "translate", "example:cancer", "--epsilon-puffer", "2")
+    code, out, _ = cli("translate", "example:cancer", "--epsilon-puffer", "2")
     assert "point used" in out
 
 
-def test_errors_are_one_line(capsys):
-    code, _, err = run(capsys, "curve", "example:cancer", "--max-b", "0")
+def test_errors_are_one_line(cli):
+    code, _, err = cli("curve", "example:cancer", "--max-b", "0")
     assert code == 2 and err.count("\n") == 1 and "max-b" in err
-    code, _, err = run(capsys, "translate", "example:cancer", "--epsilon-puffer", "-1")
+    code, _, err = cli("translate", "example:cancer", "--epsilon-puffer", "-1")
     assert code == 2 and "epsilon-puffer" in err
-    code, _, err = run(capsys, "curve", "example:nosuchnet")
+    code, _, err = cli("curve", "example:nosuchnet")
     assert code == 2 and err.count("\n") == 1
 
 
-def test_plot(capsys, tmp_path, monkeypatch):
+def test_plot(tmp_path, monkeypatch, cli):
     pytest.importorskip("matplotlib")
     png = tmp_path / "c.png"
-    code, out, _ = run(capsys, "curve", "example:cancer", "example:asia", "--each", "--plot", str(png))
+    code, out, _ = cli("curve", "example:cancer", "example:asia", "--each", "--plot", str(png))
     assert code == 0 and png.stat().st_size > 1000
 
 
-def test_plot_without_matplotlib(capsys, tmp_path, monkeypatch):
+def test_plot_without_matplotlib(tmp_path, monkeypatch, cli):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import fails
-    code, _, err = run(capsys, "curve", "example:cancer", "--plot", str(tmp_path / "x.png"))
+    code, _, err = cli("curve", "example:cancer", "--plot", str(tmp_path / "x.png"))
     assert code == 2 and "puffgm[plot]" in err and err.count("\n") == 1
 
 
@@ -103,13 +98,13 @@ def _a(points):
 
 
 @pytest.mark.parametrize("kind", ["networks", "chains"])
-def test_several_priors_form_one_class(capsys, tmp_path, kind):
+def test_several_priors_form_one_class(tmp_path, kind, cli):
     p1, p2 = (_two_nets if kind == "networks" else _two_chains)(tmp_path)
-    code, out, _ = run(capsys, "curve", p1, p2, "--json")
+    code, out, _ = cli("curve", p1, p2, "--json")
     assert code == 0
     pooled = json.loads(out)
     assert "curves" not in pooled and pooled["priors"] == [p1, p2] and pooled["prior"] == f"{p1} + {p2}"
-    code, out, _ = run(capsys, "curve", p1, p2, "--json", "--each")
+    code, out, _ = cli("curve", p1, p2, "--json", "--each")
     each = json.loads(out)["curves"]
     assert [c["prior"] for c in each] == [p1, p2]
     # the class curve is the pointwise max of the members' own curves (Pufferfish is per prior)
@@ -125,47 +120,47 @@ def test_several_priors_form_one_class(capsys, tmp_path, kind):
         lib = influence_curve(ChainPriorClass([m for p in (p1, p2) for m in load_chain_spec(p).members]))
     assert pooled["fingerprint"] == lib.fingerprint and _a(pooled["points"]) == _a(lib.to_dict()["points"])
     # --theta is an accepted no-op alias of the default
-    code, out, _ = run(capsys, "curve", p1, p2, "--json", "--theta")
+    code, out, _ = cli("curve", p1, p2, "--json", "--theta")
     alias = json.loads(out)
     for d in (alias, pooled):
         d["details"].pop("seconds", None)
     assert code == 0 and alias == pooled
 
 
-def test_translate_pools_like_calibrate(capsys, tmp_path):
+def test_translate_pools_like_calibrate(tmp_path, cli):
     p1, p2 = _two_nets(tmp_path)
     from puffgm.api import influence_curve
     from puffgm.mechanisms.translation import dp_epsilon
-    code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-puffer", "3", "--json")
+    code, out, _ = cli("translate", p1, p2, "--epsilon-puffer", "3", "--json")
     d = json.loads(out)
     assert code == 0 and d["priors"] == [p1, p2]
     assert d["epsilon_dp"] == dp_epsilon(influence_curve([p1, p2]), epsilon_puffer=3.0).epsilon_dp
-    code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-puffer", "3", "--json", "--each")
+    code, out, _ = cli("translate", p1, p2, "--epsilon-puffer", "3", "--json", "--each")
     each = json.loads(out)["translations"]
     assert [t["prior"] for t in each] == [p1, p2]
     # one class can never translate to more than its most demanding member allows
     assert d["epsilon_dp"] <= min(t["epsilon_dp"] for t in each) + 1e-12
-    code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-dp", "0.2", "--json")
+    code, out, _ = cli("translate", p1, p2, "--epsilon-dp", "0.2", "--json")
     back = json.loads(out)
-    code, out, _ = run(capsys, "translate", p1, p2, "--epsilon-dp", "0.2", "--json", "--each")
+    code, out, _ = cli("translate", p1, p2, "--epsilon-dp", "0.2", "--json", "--each")
     assert back["epsilon_puffer"] >= max(t["epsilon_puffer"] for t in json.loads(out)["translations"]) - 1e-12
 
 
-def test_pooling_errors_are_one_line(capsys, tmp_path):
+def test_pooling_errors_are_one_line(tmp_path, cli):
     p1, _ = _two_nets(tmp_path)
     c1, _ = _two_chains(tmp_path)
     for cmd in (["curve", p1, c1], ["translate", p1, c1, "--epsilon-dp", "1"]):
-        code, _, err = run(capsys, *cmd)
+        code, _, err = cli(*cmd)
         assert code == 2 and err.count("\n") == 1 and "--each" in err
-    code, _, err = run(capsys, "curve", p1, c1, "--each", "--theta")
+    code, _, err = cli("curve", p1, c1, "--each", "--theta")
     assert code == 2 and err.count("\n") == 1 and "--each" in err
-    code, _, err = run(capsys, "curve", "example:cancer", "example:asia")  # different graphs: not one class
+    code, _, err = cli("curve", "example:cancer", "example:asia")  # different graphs: not one class
     assert code == 2 and err.count("\n") == 1
 
 
-def test_plot_pooled_class(capsys, tmp_path):
+def test_plot_pooled_class(tmp_path, cli):
     pytest.importorskip("matplotlib")
     p1, p2 = _two_nets(tmp_path)
     png = tmp_path / "pooled.png"
-    code, out, _ = run(capsys, "curve", p1, p2, "--plot", str(png))
+    code, out, _ = cli("curve", p1, p2, "--plot", str(png))
     assert code == 0 and png.stat().st_size > 1000 and f"{p1} + {p2}:" in out and out.count("b=1") == 1

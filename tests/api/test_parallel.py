@@ -9,11 +9,11 @@ import pytest
 
 import puffgm
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
-from puffgm.exceptions import ParameterError, PriorError, WorkerError
+from puffgm.exceptions import ParameterError, WorkerError
 
 from _nets import random_network
 
-ROOT = str(Path(__file__).resolve().parents[1])
+ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def _timing_free(d):

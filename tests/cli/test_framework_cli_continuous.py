@@ -6,7 +6,6 @@ import math
 import numpy as np
 import pytest
 
-from puffgm.cli import main
 from puffgm.framework import Instantiation, audit_laplace
 from puffgm.framework.continuous import (
     aggregate_pairs,
@@ -20,14 +19,8 @@ from puffgm.framework.continuous import (
 )
 
 
-def _run(argv, capsys):
-    code = main(argv)
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_cli_case_numbers_json(capsys):
-    code, out, _ = _run(["audit", "--case", "all", "--json"], capsys)
+def test_cli_case_numbers_json(cli):
+    code, out, _ = cli("audit", "--case", "all", "--json")
     assert code == 0
     res = {r["case"]: r for r in json.loads(out)}
     assert res["flu"]["W"] == 2.0 and res["flu"]["group_dp_sensitivity"] == 4.0
@@ -42,7 +35,7 @@ def test_cli_case_numbers_json(capsys):
     assert res["lemma-7.1"]["audited_loss"] == pytest.approx(res["lemma-7.1"]["expected_worst"])
 
 
-def test_cli_json_spec(tmp_path, capsys):
+def test_cli_json_spec(tmp_path, cli):
     spec = {
         "nodes": ["A", "B"], "states": {"A": [0, 1], "B": [0, 1]},
         "priors": [{"table": [[0.25, 0.25], [0.25, 0.25]]}],
@@ -51,40 +44,40 @@ def test_cli_json_spec(tmp_path, capsys):
     }
     p = tmp_path / "spec.json"
     p.write_text(json.dumps(spec))
-    code, out, _ = _run(["audit", str(p), "--json"], capsys)
+    code, out, _ = cli("audit", str(p), "--json")
     assert code == 0 and json.loads(out)["loss"] == pytest.approx(0.5)
     spec["mechanism"] = {"type": "finite", "table": [[[0.75, 0.25], [0.75, 0.25]], [[0.25, 0.75], [0.25, 0.75]]], "runs": 2}
     p.write_text(json.dumps(spec))
-    code, out, _ = _run(["audit", str(p), "--json"], capsys)
+    code, out, _ = cli("audit", str(p), "--json")
     assert json.loads(out)["loss"] == pytest.approx(2 * math.log(3))
     spec["mechanism"] = {"type": "wasserstein", "query": {"weights": {"A": 3}}, "epsilon": 1.0}
     spec["pairs"] = "default"
     p.write_text(json.dumps(spec))
-    code, out, _ = _run(["audit", str(p)], capsys)
+    code, out, _ = cli("audit", str(p))
     assert code == 0 and "W = 3" in out
 
 
-def test_cli_network_form(capsys):
-    code, out, _ = _run(["audit", "example:asia", "--scale", "8", "--count-state", "yes", "--json"], capsys)
+def test_cli_network_form(cli):
+    code, out, _ = cli("audit", "example:asia", "--scale", "8", "--count-state", "yes", "--json")
     assert code == 0
     d = json.loads(out)
     assert d["n_databases"] == 256 and d["loss"] <= 1.0
 
 
-def test_cli_errors_are_one_line(tmp_path, capsys):
-    code, _, err = _run(["audit"], capsys)
+def test_cli_errors_are_one_line(tmp_path, cli):
+    code, _, err = cli("audit")
     assert code == 2 and err.count("\n") == 1
-    code, _, err = _run(["audit", "--case", "flu", "--epsilon", "-1"], capsys)
+    code, _, err = cli("audit", "--case", "flu", "--epsilon", "-1")
     assert code == 2 and "'epsilon' parameter" in err
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
-    code, _, err = _run(["audit", str(bad)], capsys)
+    code, _, err = cli("audit", str(bad))
     assert code == 2 and "not valid JSON" in err
     big = tmp_path / "big.json"
     big.write_text(json.dumps({"nodes": [f"X{i}" for i in range(17)], "states": [2] * 17,
                                "priors": [{"table": (np.full((2,) * 17, 2.0 ** -17)).tolist()}],
                                "mechanism": {"type": "laplace", "scale": 1.0}}))
-    code, _, err = _run(["audit", str(big)], capsys)
+    code, _, err = cli("audit", str(big))
     assert code == 2 and "131072" in err
 
 

@@ -1,8 +1,9 @@
 """Record the CLI outputs that the redesign must keep bit-identical.
 
-Run ``python tests/record_golden.py`` from the repository root to (re)write
-``tests/data/golden_cli.json``; ``tests/test_golden.py`` replays every command
-and compares.  Keys that measure time are removed before comparing.
+Run ``python tests/cli/record_golden.py`` to (re)write ``tests/data/golden_cli.json``;
+``tests/cli/test_golden.py`` replays every command and compares.  Commands run in the
+repository root (their paths are relative to it).  Keys that measure time are removed
+before comparing.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import pathlib
 import sys
 
-DATA = pathlib.Path(__file__).parent / "data"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
 GOLDEN = DATA / "golden_cli.json"
 
 BOX = json.dumps({"box": {"p0": [0.2, 0.8], "p1": [0.3, 0.7]}, "initial": "any", "length": 20})
@@ -72,8 +75,13 @@ def run_cli(argv, workdir: pathlib.Path):
 
     args = [str(workdir / a[1:]) if a.startswith("@") else a for a in argv]
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(args)
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    finally:
+        os.chdir(here)
     if code != 0:
         raise RuntimeError(f"{' '.join(argv)} exited {code}: {err.getvalue().strip()}")
     text = out.getvalue().replace(json.dumps(str(workdir))[1:-1], "WORKDIR")

@@ -1,6 +1,6 @@
 """The CLI's JSON outputs stay bit-identical to the recorded ones (issue 25, item 9).
 
-``tests/data/golden_cli.json`` was recorded by ``tests/record_golden.py`` before the
+``tests/data/golden_cli.json`` was recorded by ``tests/cli/record_golden.py`` before the
 package was reorganised; every float is compared exactly (JSON round trip of the
 shortest repr), only wall-clock keys are left out.
 """
