@@ -154,8 +154,8 @@ def test_calibration_bound_equals_the_brute_force_optimum_without_exhaustive_sea
 
 
 @pytest.mark.parametrize("eps", [1.0, 4.0])
-def test_asia_bound_equals_exhaustive_optimum(eps):
-    pc = load_prior_class("example:asia")
+def test_asia_bound_equals_exhaustive_optimum(eps, asia):
+    pc = asia
     want = brute_sigma(list(pc.priors), eps)
     res = calibrate(pc, epsilon=eps, exhaustive=False, max_quilt_states=1 << 20)
     assert res.sigma_lower_bound == pytest.approx(want, rel=1e-9)

@@ -111,8 +111,8 @@ def test_every_candidate_quilt_d_separates_its_remote_set(name):
                 assert nx.is_d_separator(pc.dag, {node}, set(c.remote), set(c.quilt))
 
 
-def test_quilt_errors():
-    pc = load_prior_class("example:asia")
+def test_quilt_errors(asia):
+    pc = asia
     with pytest.raises(QuiltError, match="cannot contain the node itself"):
         make_quilt(pc.dag, "smoke", ["smoke"])
     with pytest.raises(QuiltError, match="'nosuch', which is not a node"):
