@@ -19,8 +19,8 @@ from puffgm.framework.instantiation import Instantiation, Secret
 from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
 from puffgm.networks.priors import PriorClass
 
-from test_curves_networks import random_network
-from test_pufferfish_mechanisms import count_utility
+from _nets import random_pgmpy_network as random_network
+from _nets import count_utility
 
 CASES = [bai_example_4_1, lambda: bai_example_4_2(3), lambda: bai_example_4_2(4), bai_example_4_3]
 

@@ -22,7 +22,8 @@ from puffgm.mechanisms.pufferfish import (
 from puffgm.core.noise import SeededNoise
 from puffgm.networks.priors import PriorClass
 
-from test_curves_networks import random_network
+from _nets import random_pgmpy_network as random_network
+from _nets import count_utility
 
 
 def setup(seed, n=4, card=2):
@@ -30,17 +31,6 @@ def setup(seed, n=4, card=2):
     theta = PriorClass.from_pgmpy([model])
     inst = Instantiation.bayesian_network_default(list(theta.priors))
     return theta, inst, influence_curve(theta)
-
-
-def count_utility(theta, candidates=None):
-    """u(x, r) = number of nodes whose state index equals r: changing one entry moves it by <= 1."""
-    nodes = theta.nodes
-    k = len(theta.states[nodes[0]])
-
-    def u(assign):
-        idx = [theta.states[v].index(assign[v]) if assign[v] in theta.states[v] else int(assign[v]) for v in nodes]
-        return [sum(1 for i in idx if i == r) for r in range(k)]
-    return u
 
 
 def _state_index(theta, v, s):
@@ -169,7 +159,7 @@ def test_bad_inputs():
 
 def test_strong_correlation_negative_control():
     """On near-copies a naive eps-DP exponential mechanism breaks eps-Pufferfish; the curve-based one does not."""
-    from test_translation import markov_chain_network
+    from _nets import markov_chain_network
 
     model = markov_chain_network(4, [[0.97, 0.03], [0.05, 0.95]], [0.6, 0.4])
     theta = PriorClass.from_pgmpy([model])

@@ -1,7 +1,6 @@
 """Theorem 6 translation (Bai et al.) and its reduction to MQM on Markov chains (section 6.2)."""
 
 
-import numpy as np
 import pytest
 
 from puffgm.networks.calibration import calibrate
@@ -9,20 +8,7 @@ from puffgm.core.curve import curve_from_points
 from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
 from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
-
-
-def markov_chain_network(T, P, init):
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    P = np.asarray(P, float)
-    k = P.shape[0]
-    names = [f"X{t}" for t in range(T)]
-    model = DiscreteBayesianNetwork([(names[t - 1], names[t]) for t in range(1, T)])
-    model.add_cpds(TabularCPD(names[0], k, np.asarray(init, float).reshape(k, 1)))
-    for t in range(1, T):
-        model.add_cpds(TabularCPD(names[t], k, P.T, evidence=[names[t - 1]], evidence_card=[k]))
-    return model
+from _nets import markov_chain_network
 
 
 CURVE = curve_from_points({1: 3.0, 2: 1.0, 3: 0.4, 4: 0.1}, n_entries=20)

@@ -12,28 +12,7 @@ from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
 from puffgm.networks.priors import PriorClass
 from puffgm.networks.quilts import remote_nodes
-
-
-def random_network(seed, n=4, card=2, extra_edges=1):
-    from pgmpy.factors.discrete import TabularCPD
-    from pgmpy.models import DiscreteBayesianNetwork
-
-    rng = np.random.default_rng(seed)
-    names = [f"X{i}" for i in range(n)]
-    edges = [(names[i - 1], names[i]) for i in range(1, n)]  # connected backbone
-    pairs = [(i, j) for i in range(n) for j in range(i + 2, n)]
-    for k in rng.permutation(len(pairs))[:extra_edges]:
-        i, j = pairs[k]
-        edges.append((names[i], names[j]))
-    model = DiscreteBayesianNetwork(edges)
-    model.add_nodes_from(names)
-    for v in names:
-        parents = sorted(model.get_parents(v))
-        cols = int(np.prod([card] * len(parents))) if parents else 1
-        table = rng.dirichlet(np.ones(card) * 1.5, size=cols).T
-        model.add_cpds(TabularCPD(v, card, table, evidence=parents or None,
-                                  evidence_card=[card] * len(parents) or None))
-    return model
+from _nets import random_pgmpy_network as random_network
 
 
 def leakage_through(theta, node, low):
