@@ -112,6 +112,7 @@ def test_priors_survive_pickling_unchanged():
             back.name = "x"
 
 
+@pytest.mark.slow
 def test_dask_local_cluster_gives_the_local_results(monkeypatch):
     distributed = pytest.importorskip("distributed")
     # worker processes inherit the environment: make this checkout importable there too

@@ -25,6 +25,7 @@ def test_gk16_not_applicable_on_running_example():
     assert r.to_dict()["sigma_max"] is None
 
 
+@pytest.mark.slow
 def test_gk16_independent_chain_and_threshold():
     # p = q = 0.5: independent bits, gamma = 0, Gamma = 0, epsilon_DP = epsilon / 2
     cc = ChainPriorClass.from_matrices([[0.5, 0.5], [0.5, 0.5]], "stationary", 50)

@@ -32,6 +32,7 @@ def test_exact_equals_network_road(seed):
     assert mine.sigma_max == pytest.approx(theirs.sigma_max, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_running_example_short_and_family_two_roads():
     th1 = ([1.0, 0.0], [[0.9, 0.1], [0.4, 0.6]])
     th2 = ([0.9, 0.1], [[0.8, 0.2], [0.3, 0.7]])

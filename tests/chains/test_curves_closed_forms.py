@@ -76,6 +76,7 @@ def test_binary_chain_curve_is_safe_and_explains():
         binary_chain_curve(0.3, 0.2, 10, length=5)
 
 
+@pytest.mark.slow
 def test_figure_2b_trend():
     """a(b) grows with the kernel length l (Figure 2b), for l in {0.5, 1, 2, 3, 5}, gamma 5, delta 0.1."""
     curves = [gp_region_curve(15, l, 5.0, 0.1, max_b=8, center_only=True) for l in (0.5, 1, 2, 3, 5)]
@@ -110,6 +111,7 @@ def _exact_b1_leakage(rho, gamma, delta, n_regions, x2s, epsabs):
     return exact
 
 
+@pytest.mark.slow
 def test_range_bound_dominates_exact_truncated_leakage_b1():
     """n = 2, b = 1: exact leakage of the truncated prior by numerical integration <= the 'range' value."""
     rho, gamma, delta = 0.8, 2.0, 0.25
@@ -120,6 +122,7 @@ def test_range_bound_dominates_exact_truncated_leakage_b1():
     assert exact >= 0.5 * res["range"]  # and the bound is not vacuous
 
 
+@pytest.mark.slow
 def test_gaussian_network_curve_matches_joint_gaussian():
     from pgmpy.factors.continuous import LinearGaussianCPD
     from pgmpy.models import LinearGaussianBayesianNetwork
@@ -147,6 +150,7 @@ def test_gp_covariance_kernel():
     assert S[0, 2] == pytest.approx(math.exp(-4 / 2.0))
 
 
+@pytest.mark.slow
 def test_safe_gaussian_curve_is_the_certified_bound():
     """The safe curve is the certified bound of puffgm.gaussian.leakage (checked against numerical
     integration of the exact truncated leakage in tests/test_gaussian_leakage.py): at b = 1 it is no

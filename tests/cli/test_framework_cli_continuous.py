@@ -19,6 +19,7 @@ from puffgm.framework.continuous import (
 )
 
 
+@pytest.mark.slow
 def test_cli_case_numbers_json(cli):
     code, out, _ = cli("audit", "--case", "all", "--json")
     assert code == 0

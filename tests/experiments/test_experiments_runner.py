@@ -17,6 +17,7 @@ from puffgm.experiments.bai_topk import ranking_metrics  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_quick_runner_writes_page_and_figures(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "puffgm.experiments", "--quick", "--out", str(tmp_path),
                            "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -38,6 +39,7 @@ def test_quick_runner_writes_page_and_figures(tmp_path):
     assert page.count("| FAILS |") >= 4 and "contradicting Theorem 7" not in page
 
 
+@pytest.mark.slow
 def test_only_and_unknown_name(tmp_path):
     page = runner.run_all(tmp_path, quick=True, only="composition_conditions", show_progress=False)
     text = page.read_text()

@@ -144,6 +144,7 @@ def _reference_calibrate(monkeypatch, *args, **kwargs):
         return calibrate(*args, **kwargs)
 
 
+@pytest.mark.slow
 def test_structured_calibration_identical_to_the_reference_roads(monkeypatch):
     rng = np.random.default_rng(31)
     for trial in range(4):
@@ -270,6 +271,7 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
     assert calibrate("example:asia", epsilon=1.0, time_limit=600).sigma_max == calibrate("example:asia", epsilon=1.0).sigma_max
 
 
+@pytest.mark.slow
 def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     # the limit reached after every node search (here: at the first refinement) returns the
     # structured quilts, which are valid, with the single-node bound and a note

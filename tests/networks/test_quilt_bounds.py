@@ -75,6 +75,7 @@ def test_far_set_form_equals_the_optimum_over_quilts_and_single_node_bound_is_be
                 assert single_node_bound(eng, node, epsilon=eps) <= opt * (1 + 1e-9)
 
 
+@pytest.mark.slow
 def test_branch_and_bound_finds_and_certifies_the_optimum_of_every_node():
     rng = np.random.default_rng(31)
     certified = 0

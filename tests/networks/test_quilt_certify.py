@@ -17,6 +17,7 @@ from puffgm.networks.quilt_certify import CERTIFY_RTOL, _active_cuts, _greedy_fa
 from puffgm.networks.quilts import make_quilt
 
 
+@pytest.mark.slow
 def test_certificate_is_sound_and_meets_the_brute_force_optimum():
     """From the trivial quilt and no bound: lower bound <= optimum <= quilt score, and the two meet."""
     rng = np.random.default_rng(17)
@@ -40,6 +41,7 @@ def test_certificate_is_sound_and_meets_the_brute_force_optimum():
     assert nontrivial > 15  # optimal quilts found by the certificate's own evaluations
 
 
+@pytest.mark.slow
 def test_truncated_certificate_is_sound_and_grows_with_the_budget():
     rng = np.random.default_rng(23)
     net, _ = random_network(rng, n=10, p_edge=0.4, zero_prob=0.1, concentration=10.0, max_card=2)
@@ -92,6 +94,7 @@ def test_programs_and_greedy_respect_the_cuts():
         assert not any(set(c) <= set(greedy) for c in active) and len(greedy) <= want
 
 
+@pytest.mark.slow
 def test_calibration_with_certificate_is_sound_valid_and_never_worse():
     """calibrate(certify_budget=...) on random networks and a two-prior class, structured search forced."""
     rng = np.random.default_rng(9)
@@ -133,6 +136,7 @@ def test_certify_budget_validation_and_cli(capsys, tmp_path):
     assert "--certify-budget" in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_calibration_bound_includes_the_hubs_single_node_bounds():
     """While a gap remains, the single-node bounds of the 8 highest-degree nodes enter the bound (sound)."""
     from puffgm.networks.quilt_bounds import single_node_bound
