@@ -41,7 +41,8 @@ def calibrate_gaussian_specs(args):
     for flag in ("search_budget", "certify_budget", "max_table_entries", "time_limit"):
         if getattr(args, flag, None) is not None:
             raise ParameterError(f"--{flag.replace('_', '-')} applies to discrete networks, not Gaussian networks.")
-    return gaussian_calibrate(list(args.priors), args.epsilon, args.lipschitz, protected=_protected(args))
+    return gaussian_calibrate(list(args.priors), epsilon=args.epsilon, lipschitz=args.lipschitz,
+                              protected=_protected(args))
 
 
 def gaussian_curve(spec_list, args):

@@ -727,7 +727,7 @@ def calibrate(prior, epsilon, lipschitz=1.0, *, secrets: SecretSpec | None = Non
     from puffgm.gaussian.networks import gaussian_calibrate, is_gaussian_prior
 
     if is_gaussian_prior(prior):  # linear-Gaussian networks with region secrets (puffgm.gaussian)
-        return gaussian_calibrate(prior, epsilon, lipschitz, protected=protected, secrets=secrets)
+        return gaussian_calibrate(prior, epsilon=epsilon, lipschitz=lipschitz, protected=protected, secrets=secrets)
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     search_budget = check_search_budget(search_budget, "calibrate")
