@@ -18,7 +18,7 @@ import numpy as np
 
 from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel
-from puffgm.gaussian.multivariate import cell_leakage
+from puffgm.gaussian.multivariate import CellOptions, cell_leakage
 
 N, GAMMA, DELTA = 20, 5.0, 0.1
 
@@ -39,7 +39,7 @@ def main():
     cond = sorted(set(others) - set(high))
     corr_num, corr_den = model.marginal_corrections(i)
     t0 = time.perf_counter()
-    value, info = cell_leakage(model, i, high, cond, corr_num, corr_den, atol=1e-3, max_cells=args.cells)
+    value, info = cell_leakage(model, i, high, cond, corr_num, corr_den, CellOptions(atol=1e-3, max_cells=args.cells))
     seconds = time.perf_counter() - t0
     print(json.dumps({"l": args.l, "b": args.b, "max_cells": args.cells, "value": value, "value_hex": value.hex(),
                       "estimate_hex": float(info["estimate"]).hex(), "cells": info["cells"],

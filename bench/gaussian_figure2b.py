@@ -25,8 +25,9 @@ import time
 import numpy as np
 from scipy import integrate, stats
 
-from puffgm.gaussian.closed_forms import gp_covariance, gp_region_curve
-from puffgm.gaussian.leakage import GaussianRegionModel, log_interval_prob
+from puffgm.gaussian.closed_forms import CurveOptions, gp_covariance, gp_region_curve
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
+from puffgm.gaussian.primitives import log_interval_prob
 
 N, GAMMA, DELTA = 20, 5.0, 0.1
 LS = (0.5, 1.0, 2.0, 3.0, 5.0)
@@ -125,7 +126,7 @@ def corner_lower(l, sweeps=2):
     """Certified lower bounds of the exact leakage of the same splits (center coordinate, farthest L) for
     b = 2 .. n - 1: greedy search over corners of the box of x_L, top region against bottom region
     (:func:`puffgm.gaussian.monotone.corner_lower_bound`).  Returns {b: (lower bound, seconds)}."""
-    from puffgm.gaussian.monotone import corner_lower_bound
+    from puffgm.gaussian.monotone import CornerOptions, corner_lower_bound
 
     cov = gp_covariance(N, l)
     model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA)
@@ -139,7 +140,7 @@ def corner_lower(l, sweeps=2):
         H = order[:b - 1]
         C = sorted(set(others) - set(H))
         t0 = time.perf_counter()
-        lb, _, _ = corner_lower_bound(model, i, sorted(H), C, corr_num, sweeps=sweeps)
+        lb, _, _ = corner_lower_bound(model, i, sorted(H), C, corr_num, options=CornerOptions(sweeps=sweeps))
         out[b] = (max(lb, 0.0), time.perf_counter() - t0)
     return out
 
@@ -152,9 +153,10 @@ def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None, b
     ``target`` each split stops once its certified value is at or below it.  ``bonferroni`` and ``lazy_gap``
     are the cell engine's options of those names."""
     cov = gp_covariance(N, l)
-    model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA, cell_budget=budget, cell_seconds=seconds,
-                                cell_checkpoint_dir=checkpoint_dir, cell_target=target, cell_bonferroni=bonferroni,
-                                cell_lazy_gap=lazy_gap)
+    model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA,
+                                options=ModelOptions(cell_budget=budget, cell_seconds=seconds,
+                                                     cell_checkpoint_dir=checkpoint_dir, cell_target=target,
+                                                     cell_bonferroni=bonferroni, cell_lazy_gap=lazy_gap))
     i = N // 2 - 1
     others = [j for j in range(N) if j != i]
     corr = np.abs(cov[i, others])
@@ -263,18 +265,18 @@ def main():
                         a[bb - 1] = min(a[bb - 1], rec["value"])
     for l in ([] if args.merge else ls):
         t0 = time.perf_counter()
-        th9 = gp_region_curve(N, l, GAMMA, DELTA, value="theorem9", center_only=True)
+        th9 = gp_region_curve(N, l, GAMMA, DELTA, center_only=True, options=CurveOptions(value="theorem9"))
         t1 = time.perf_counter()
-        cert = gp_region_curve(N, l, GAMMA, DELTA, center_only=True, pinned_engines=True,
-                               cell_budget=args.cell_budget)
+        cert = gp_region_curve(N, l, GAMMA, DELTA, center_only=True,
+                               options=CurveOptions(pinned_engines=True, cell_budget=args.cell_budget))
         t2 = time.perf_counter()
         rec = {"theorem9": list(th9.a), "certified_center": list(cert.a),
                "seconds_theorem9": t1 - t0, "seconds_certified_center": t2 - t1,
                "b2": b2_bracket(l), "b3": b3_bracket(l)}
         if args.all_nodes:
             t3 = time.perf_counter()
-            rec["certified_all"] = list(gp_region_curve(N, l, GAMMA, DELTA, pinned_engines=True,
-                                                        cell_budget=args.cell_budget).a)
+            opts = CurveOptions(pinned_engines=True, cell_budget=args.cell_budget)
+            rec["certified_all"] = list(gp_region_curve(N, l, GAMMA, DELTA, options=opts).a)
             rec["seconds_certified_all"] = time.perf_counter() - t3
         out["curves"][str(l)] = rec
     print(json.dumps(out, indent=1))

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from puffgm.gaussian.closed_forms import gaussian_region_curve
+from puffgm.gaussian.closed_forms import CurveOptions, gaussian_region_curve
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import corner_lower_bound
 
@@ -64,12 +64,13 @@ def main():
         cov = ou_covariance(N, l)
         nodes = [N // 2 - 1]
         t0 = time.perf_counter()
-        th9 = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA, nodes=nodes, search="farthest", value="theorem9")
+        th9 = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA,
+                                    options=CurveOptions(nodes=nodes, search="farthest", value="theorem9"))
         t1 = time.perf_counter()
-        plain = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA, nodes=nodes, search="farthest")
+        plain = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA, options=CurveOptions(nodes=nodes, search="farthest"))
         t2 = time.perf_counter()
-        pinned = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA, nodes=nodes, search="farthest",
-                                       pinned_engines=True)
+        pinned = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA,
+                                       options=CurveOptions(nodes=nodes, search="farthest", pinned_engines=True))
         t3 = time.perf_counter()
         low = lower_bounds(cov, N // 2 - 1)
         t4 = time.perf_counter()

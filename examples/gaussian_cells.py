@@ -25,14 +25,14 @@ import tempfile
 import time
 
 from puffgm.gaussian.closed_forms import gp_covariance
-from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
 n, l = 6, 5.0
 cov = gp_covariance(n, l)
 i, L = 2, [0, 5]                       # H = {1, 2, 3, 4}: b = 4
 for budget in (0, 16):
     t0 = time.perf_counter()
-    res = GaussianRegionModel(cov, -5.0, 5.0, 0.1, cell_budget=budget).leakage(i, L)
+    res = GaussianRegionModel(cov, -5.0, 5.0, 0.1, options=ModelOptions(cell_budget=budget)).leakage(i, L)
     d = res.details
     print(f"cell_budget = {budget:3d}: a(L) = {res.value:.6g}  (Bonferroni {d['bonferroni']:.4g}, "
           f"monotone {d['monotone']:.4g}, cell engine {d['cells']:.6g}, certified lower bound "
@@ -40,7 +40,8 @@ for budget in (0, 16):
 
 # the same 16 cells without the Bonferroni sandwich (the engine before stop 22): sub-box bounds alone
 t0 = time.perf_counter()
-old = GaussianRegionModel(cov, -5.0, 5.0, 0.1, cell_budget=16, cell_bonferroni=False).leakage(i, L)
+old = GaussianRegionModel(cov, -5.0, 5.0, 0.1,
+                          options=ModelOptions(cell_budget=16, cell_bonferroni=False)).leakage(i, L)
 print(f"cell_budget =  16 without the Bonferroni sandwich: cell engine {old.details['cells']:.6g} "
       f"({time.perf_counter() - t0:.1f} s)")
 
@@ -48,8 +49,9 @@ print(f"cell_budget =  16 without the Bonferroni sandwich: cell engine {old.deta
 # first stops as soon as the certified value is at most 100
 with tempfile.TemporaryDirectory() as ckdir:
     for target in (100.0, None):
-        part = GaussianRegionModel(cov, -5.0, 5.0, 0.1, cell_budget=16, cell_target=target,
-                                   cell_checkpoint_dir=ckdir).leakage(i, L)
+        part = GaussianRegionModel(cov, -5.0, 5.0, 0.1,
+                                   options=ModelOptions(cell_budget=16, cell_target=target,
+                                                        cell_checkpoint_dir=ckdir)).leakage(i, L)
         eng = part.details["cell_engine"]
         print(f"in pieces, cell_target = {target}: cell engine {part.details['cells']:.6g} after "
               f"{eng['cells']} cells in all, stopped by {eng['stopped']!r} ({eng['seconds']:.1f} s in all), "

@@ -14,9 +14,9 @@ import pytest
 from gaussian_reference import log_box_ref
 
 from puffgm.gaussian.closed_forms import gp_covariance
-from puffgm.gaussian.bivariate import pinned_conditional
-from puffgm.gaussian.boxprob import BoxProbability
-from puffgm.gaussian.leakage import GaussianRegionModel, RegionBonferroni
+from puffgm.gaussian.boxprob import BoxProbability, RegionBonferroni
+from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.zonotope import pinned_conditional
 
 DELTA = 0.1
 LO, HI = np.array([-5.0, -2.0, -2.5]), np.array([5.0, 2.5, 2.0])

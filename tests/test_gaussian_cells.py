@@ -34,17 +34,19 @@ from gaussian_reference import (
 from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.exceptions import ParameterError
 from puffgm.gaussian import multivariate
-from puffgm.gaussian.bivariate import conditional_block, pinned_conditional
+from puffgm.gaussian.zonotope import conditional_block, pinned_conditional
 from puffgm.gaussian.boxprob import BoxProbability
-from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 from puffgm.gaussian.monotone import balancing_signs, monotone_leakage
 from puffgm.gaussian.multivariate import (
+    CellOptions,
     _tighten,
     _tilted_face,
     _vertex_axes,
     cell_leakage,
     zonotope_misses_box,
 )
+from puffgm.gaussian.primitives import PinnedOptions
 
 
 def _zero(ua, ub):
@@ -66,10 +68,10 @@ def se_case():
     lo, hi = np.full(n, -SE_GAMMA), np.full(n, SE_GAMMA)
     model = GaussianRegionModel(cov, lo, hi, delta, tol=1e-3, atol=1e-3)
     H = [SE_I, *SE_HIGH]
-    value, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, **SE_KW)
+    value, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(**SE_KW))
     # the same split through the natural-parameter cells (used when the conditioning set is large)
-    value_nat, info_nat = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, **{**SE_KW, "max_cells": 12},
-                                       generator_cells=0)
+    value_nat, info_nat = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                                       CellOptions(**{**SE_KW, "max_cells": 12}, generator_cells=0))
     # reference: certified brackets of log N(R x T | x_C) on the grid
     W, S = conditional_block(cov, H, SE_C)
     box = BoxProbability(np.linalg.inv(S), tol=1e-3, max_boxes=4000)
@@ -154,7 +156,8 @@ def test_se_cell_engine_without_bonferroni(se_case):
     """The sub-box bounds alone (``bonferroni=False``, the engine of earlier versions): still sound and within
     a factor 1.45 of the grid's certified upper bound (measured 48.88 after 39 cells, against 37.91 with the
     sandwich; 16.1 s against 9.7 s on the 2-core machine)."""
-    value, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, **SE_KW, bonferroni=False)
+    value, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                               CellOptions(**SE_KW, bonferroni=False))
     assert info["cell_space"] == "generators"
     assert float(se_case["D_lo"].max()) - 1e-6 <= value <= 1.45 * float(se_case["D_up"].max()), value
     assert se_case["value"] < value
@@ -192,9 +195,9 @@ def test_cell_engine_on_markov_chain_brackets_exact(generator_cells):
     delta = 0.25
     model = GaussianRegionModel(cov, lo, hi, delta, tol=1e-3, atol=1e-3)
     exact, _ = exact_chain_leakage(n, rho, lo, hi, delta, i, H, 23, 9, truncated=False)
-    mono, _ = monotone_leakage(model, i, [1, 3], cond, _zero, _zero, tol=1e-3, atol=1e-3)
-    val, info = cell_leakage(model, i, [1, 3], cond, _zero, _zero, tol=CHAIN_TOL, generator_cells=generator_cells,
-                             **CHAIN_KW)
+    mono, _ = monotone_leakage(model, i, [1, 3], cond, _zero, _zero, PinnedOptions(tol=1e-3, atol=1e-3))
+    val, info = cell_leakage(model, i, [1, 3], cond, _zero, _zero,
+                             CellOptions(tol=CHAIN_TOL, generator_cells=generator_cells, **CHAIN_KW))
     assert val >= exact - 1e-6 and mono >= exact - 1e-6, (val, mono, exact)
     assert info["lower"] <= exact + 1e-6 <= val + 2e-6, (info["lower"], exact, val)
     assert info["cells"] < CHAIN_KW["max_cells"], info   # stopped by the gap, not the budget
@@ -205,8 +208,8 @@ def test_cell_engine_on_markov_chain_brackets_exact(generator_cells):
         # them tied with the flat face), against the exact value
         assert info["tilted_wins"] > 0, info
         # the symmetry only halves the work: the whole cell space gives the same value with more cells
-        val_all, info_all = cell_leakage(model, i, [1, 3], cond, _zero, _zero, tol=CHAIN_TOL, generator_cells=0,
-                                         symmetry=False, **CHAIN_KW)
+        val_all, info_all = cell_leakage(model, i, [1, 3], cond, _zero, _zero,
+                                         CellOptions(tol=CHAIN_TOL, generator_cells=0, symmetry=False, **CHAIN_KW))
         assert abs(val_all - val) <= 1e-9 * abs(val) and info_all["cells"] > info["cells"], (val_all, val, info_all)
 
 
@@ -336,11 +339,12 @@ def test_symmetry_only_for_centred_priors():
     cov = gp_covariance(SE_N, SE_L)
     lo, hi = np.full(SE_N, -SE_GAMMA), np.full(SE_N, SE_GAMMA)
     kw = {"box_tol": 0.1, "max_boxes": 64, "max_cells": 3, "lower": False}
-    _, sym = cell_leakage(GaussianRegionModel(cov, lo, hi, SE_DELTA), SE_I, SE_HIGH, SE_C, _zero, _zero, **kw)
+    _, sym = cell_leakage(GaussianRegionModel(cov, lo, hi, SE_DELTA), SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(**kw))
     _, off = cell_leakage(GaussianRegionModel(cov, lo, hi, SE_DELTA), SE_I, SE_HIGH, SE_C, _zero, _zero,
-                          symmetry=False, **kw)
+                          CellOptions(symmetry=False, **kw))
     _, shifted = cell_leakage(GaussianRegionModel(cov, lo, hi, SE_DELTA, mean=np.full(SE_N, 0.5)), SE_I, SE_HIGH,
-                              SE_C, _zero, _zero, **kw)
+                              SE_C, _zero, _zero, CellOptions(**kw))
     assert sym["symmetric"] and not off["symmetric"] and not shifted["symmetric"]
 
 
@@ -349,8 +353,8 @@ def test_without_lower_bound_only_the_budget_stops():
     -inf lower bound once made the gap rule true at the first cell)."""
     cov = gp_covariance(SE_N, SE_L)
     model = GaussianRegionModel(cov, np.full(SE_N, -SE_GAMMA), np.full(SE_N, SE_GAMMA), SE_DELTA)
-    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64, max_cells=5,
-                           lower=False)
+    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                           CellOptions(box_tol=0.1, max_boxes=64, max_cells=5, lower=False))
     assert "lower" not in info and info["cells"] >= 3 and math.isfinite(v), info
 
 
@@ -361,20 +365,23 @@ def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
     certified lower bound of the exact value); the stop rule is reported, here and through the model's
     cell_seconds, which is validated."""
     grid_lo = float(se_case["D_lo"].max())
-    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64,
-                           max_cells=10_000, lower=False, max_seconds=1e-6, generator_cells=generator_cells)
+    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                           CellOptions(box_tol=0.1, max_boxes=64, max_cells=10_000, lower=False, max_seconds=1e-6,
+                                       generator_cells=generator_cells))
     assert info["stopped"] == "seconds" and info["cells"] == 1 and v >= grid_lo - 1e-6, (v, info)
-    _, done = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, box_tol=0.1, max_boxes=64,
-                           max_cells=3, lower=False, max_seconds=1e6, generator_cells=generator_cells)
+    _, done = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                           CellOptions(box_tol=0.1, max_boxes=64, max_cells=3, lower=False, max_seconds=1e6,
+                                       generator_cells=generator_cells))
     assert done["stopped"] == "cells", done
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
-    res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=50, cell_seconds=1e-6).leakage(SE_I, SE_C)
+    res = GaussianRegionModel(cov, lo, hi, SE_DELTA,
+                              options=ModelOptions(cell_budget=50, cell_seconds=1e-6)).leakage(SE_I, SE_C)
     eng = res.details["cell_engine"]
     assert (eng["cells"], eng["stopped"]) == (1, "seconds") and 0 < eng["seconds"] < 60, eng
     assert res.value >= grid_lo - 1e-6
     for bad in (0, -1.0, math.inf, math.nan, True, "5"):
         with pytest.raises(ParameterError, match="cell_seconds"):
-            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_seconds=bad)
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_seconds=bad))
 
 
 @pytest.mark.parametrize("generator_cells", [4, 0])
@@ -384,20 +391,23 @@ def test_target_stops_at_the_first_value_below_it(se_case, generator_cells):
     no later; a target above the first cell's bound stops after it; the rule is reported, here and through
     the model's cell_target, which is validated."""
     kw = {**_CK_KW, "generator_cells": generator_cells}
-    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=11, **kw)
+    v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(max_cells=11, **kw))
     assert info["stopped"] == "cells"
-    vt, it = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=10_000, target=v, **kw)
+    vt, it = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(max_cells=10_000, target=v, **kw))
     assert (vt, it["stopped"]) == (v, "target") and it["cells"] <= info["cells"], (vt, it, v, info)
-    v1, i1 = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=10_000, target=1e9, **kw)
+    v1, i1 = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(max_cells=10_000, target=1e9, **kw))
     assert (i1["cells"], i1["stopped"]) == (1, "target") and v1 <= 1e9
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
-    res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=50, cell_target=1e9).leakage(SE_I, SE_C)
+    res = GaussianRegionModel(cov, lo, hi, SE_DELTA,
+                              options=ModelOptions(cell_budget=50, cell_target=1e9)).leakage(SE_I, SE_C)
     assert (res.details["cell_engine"]["cells"], res.details["cell_engine"]["stopped"]) == (1, "target")
     for bad in (-1.0, math.inf, math.nan, True, "5"):
         with pytest.raises(ParameterError, match="cell_target"):
-            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_target=bad)
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_target=bad))
         with pytest.raises(ParameterError, match="target"):
-            cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, target=bad, **kw)
+            cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(target=bad, **kw))
 
 
 # ----------------------------------------------------------------------------------- 6. face pruning
@@ -424,8 +434,8 @@ def test_face_pruning_gives_the_same_bits(se_case, monkeypatch):
         for prune in (True, False):
             monkeypatch.setattr(mv, "_PRUNE_FACES", prune)
             calls["n"] = 0
-            v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=8,
-                                   generator_cells=generator_cells, **_CK_KW)
+            v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                                   CellOptions(max_cells=8, generator_cells=generator_cells, **_CK_KW))
             runs.append((v.hex(), info["estimate"].hex(), info["cells"], calls["n"]))
         assert runs[0][:3] == runs[1][:3], runs
         if generator_cells == 0:
@@ -441,7 +451,7 @@ def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypa
     written on the way say "stopped": null (a run still going, or interrupted), the last one the rule."""
     model, grid_lo = se_case["model"], float(se_case["D_lo"].max())
     kw = {**_CK_KW, "generator_cells": generator_cells}
-    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, **kw)
+    v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(max_cells=9, **kw))
     assert "checkpoint" not in info and info["stopped"] == "cells"
     seen, save = [], multivariate._Checkpoint.save
 
@@ -450,8 +460,8 @@ def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypa
         with open(self.path) as fh:
             seen.append(json.load(fh)["stopped"])
     monkeypatch.setattr(multivariate._Checkpoint, "save", spy)
-    v1, i1 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=5, checkpoint_dir=tmp_path,
-                          checkpoint_seconds=0.0, **kw)
+    v1, i1 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(max_cells=5, checkpoint_dir=tmp_path, checkpoint_seconds=0.0, **kw))
     assert len(seen) >= 2 and seen[-1] == "cells" and all(x is None for x in seen[:-1]), seen
     monkeypatch.undo()
     assert i1["cells"] < info["cells"] and v1 >= v
@@ -459,7 +469,8 @@ def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypa
         rec = json.load(fh)
     assert float.fromhex(rec["value"]) == v1 and rec["stats"]["cells"] == i1["cells"]
     assert max(float.fromhex(e["bound"]) for e in rec["leaves"]) == v1
-    v2, i2 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, checkpoint_dir=tmp_path, **kw)
+    v2, i2 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(max_cells=9, checkpoint_dir=tmp_path, **kw))
     assert (v2, i2["estimate"], i2["cells"]) == (v, info["estimate"], info["cells"]), (v2, i2, v, info)
     assert v2 >= grid_lo - 1e-6 and i2["checkpoint"] == i1["checkpoint"]
     assert i2["seconds"] > i1["seconds"] and len(os.listdir(tmp_path)) == 1
@@ -467,7 +478,8 @@ def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypa
         rec2 = json.load(fh)
     assert float.fromhex(rec2["value"]) == v and rec2["stopped"] == "cells"
     # a finished run read back: nothing more is evaluated
-    v3, i3 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=9, checkpoint_dir=tmp_path, **kw)
+    v3, i3 = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                          CellOptions(max_cells=9, checkpoint_dir=tmp_path, **kw))
     assert (v3, i3["cells"]) == (v, info["cells"])
 
 
@@ -476,14 +488,15 @@ def test_checkpoint_files_are_per_problem_and_checked(se_case, tmp_path):
     checkpoint of the problem (corrupt, or another fingerprint inside) fails with one sentence; bad
     parameters fail with one sentence."""
     model = se_case["model"]
-    run = lambda **kw: cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3,  # noqa: E731
-                                    checkpoint_dir=tmp_path, **{**_CK_KW, **kw})
+    run = lambda **kw: cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
+                                    CellOptions(max_cells=3, checkpoint_dir=tmp_path, **{**_CK_KW, **kw}))
     _, info = run()
     path = info["checkpoint"]
     run(n_vertex_axes=2)
-    cell_leakage(model, SE_I, SE_HIGH, SE_C, lambda a, b: _zero(a, b) + 0.25, _zero, max_cells=3,
-                 checkpoint_dir=tmp_path, **_CK_KW)
-    cell_leakage(model, SE_I, [1, 3], [0, 4, 5], _zero, _zero, max_cells=3, checkpoint_dir=tmp_path, **_CK_KW)
+    cell_leakage(model, SE_I, SE_HIGH, SE_C, lambda a, b: _zero(a, b) + 0.25, _zero,
+                 CellOptions(max_cells=3, checkpoint_dir=tmp_path, **_CK_KW))
+    cell_leakage(model, SE_I, [1, 3], [0, 4, 5], _zero, _zero,
+                 CellOptions(max_cells=3, checkpoint_dir=tmp_path, **_CK_KW))
     assert len([f for f in os.listdir(tmp_path) if f.endswith(".json")]) == 4
     with open(path) as fh:
         rec = json.load(fh)
@@ -497,7 +510,7 @@ def test_checkpoint_files_are_per_problem_and_checked(se_case, tmp_path):
     with pytest.raises(ParameterError, match="not a cell-engine checkpoint"):
         run()
     with pytest.raises(ParameterError, match="checkpoint_dir"):
-        cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3, checkpoint_dir=5, **_CK_KW)
+        cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(max_cells=3, checkpoint_dir=5, **_CK_KW))
     for bad in (-1.0, math.nan, True, "60"):
         with pytest.raises(ParameterError, match="checkpoint_seconds"):
             run(checkpoint_seconds=bad)
@@ -512,8 +525,9 @@ def test_certified_value_never_increases(se_case, tmp_path, generator_cells, las
     grid_lo = float(se_case["D_lo"].max())
     values = []
     for budget in range(3, last + 1, 2):
-        v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=budget,
-                               checkpoint_dir=tmp_path, generator_cells=generator_cells, **_CK_KW)
+        v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                               CellOptions(max_cells=budget, checkpoint_dir=tmp_path, generator_cells=generator_cells,
+                                           **_CK_KW))
         values.append((info["cells"], v))
     assert all(v2 <= v1 for (_, v1), (_, v2) in zip(values, values[1:])), values
     assert values[-1][1] >= grid_lo - 1e-6 and values[-1][0] > values[0][0], values
@@ -544,7 +558,7 @@ def test_adaptive_vertex_axes(se_case, tmp_path, generator_cells):
 
     def run(**kw):
         v, info = cell_leakage(model, SE_I, SE_HIGH, SE_C, _zero, _zero,
-                               **{**_CK_KW, "max_cells": 7, "generator_cells": generator_cells, **kw})
+                               CellOptions(**{**_CK_KW, "max_cells": 7, "generator_cells": generator_cells, **kw}))
         return v, info["estimate"], info["cells"], info.get("checkpoint")
 
     fixed3 = run(n_vertex_axes=3, max_vertex_axes=3)
@@ -588,12 +602,13 @@ def test_cell_engine_through_region_model(tmp_path):
     lo, hi = np.full(SE_N, -SE_GAMMA), np.full(SE_N, SE_GAMMA)
     off = GaussianRegionModel(cov, lo, hi, SE_DELTA).leakage(SE_I, SE_C)
     assert off.details["cells"] == math.inf
-    on = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=3, cell_checkpoint_dir=tmp_path).leakage(SE_I, SE_C)
+    on = GaussianRegionModel(cov, lo, hi, SE_DELTA,
+                             options=ModelOptions(cell_budget=3, cell_checkpoint_dir=tmp_path)).leakage(SE_I, SE_C)
     assert math.isfinite(on.details["cells"]) and on.value <= on.details["cells"] * (1 + 1e-9) + 1e-9
     assert on.value <= off.value
     path = on.details["cell_engine"]["checkpoint"]
-    again = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=7,
-                                cell_checkpoint_dir=str(tmp_path)).leakage(SE_I, SE_C)
+    again = GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(
+        cell_budget=7, cell_checkpoint_dir=str(tmp_path))).leakage(SE_I, SE_C)
     assert again.details["cell_engine"]["checkpoint"] == path and os.listdir(tmp_path) == [os.path.basename(path)]
     assert again.details["cell_engine"]["cells"] > on.details["cell_engine"]["cells"]
     assert again.details["cells"] <= on.details["cells"]   # halves keep their parent's bound
@@ -602,10 +617,10 @@ def test_cell_engine_through_region_model(tmp_path):
     assert float.fromhex(rec["value"]) == again.details["cells"]
     assert rec["stats"]["cells"] == again.details["cell_engine"]["cells"]
     with pytest.raises(ParameterError, match="cell_budget"):
-        GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=-1)
+        GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_budget=-1))
     for bad in (5, ["dir"]):
         with pytest.raises(ParameterError, match="cell_checkpoint_dir"):
-            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_checkpoint_dir=bad)
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_checkpoint_dir=bad))
 
 
 def test_bonferroni_options(se_case, tmp_path):
@@ -617,26 +632,27 @@ def test_bonferroni_options(se_case, tmp_path):
     kw = {**SE_KW, "max_cells": 3, "checkpoint_dir": tmp_path}
     vals = {}
     for opts in ({"lazy_gap": None}, {"lazy_gap": "auto"}, {"lazy_gap": 0.5}, {"bonferroni": False}):
-        v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, **kw, **opts)
+        v, info = cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(**kw, **opts))
         assert grid_lo - 1e-6 <= v < math.inf, (opts, v)
         vals[str(opts)] = (v, info["checkpoint"])
     assert len({p for _, p in vals.values()}) == 4
     for bad in ("never", -1.0, float("nan"), [1.0], True):
         with pytest.raises(ParameterError, match="lazy_gap"):
-            cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, **SE_KW, lazy_gap=bad)
+            cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, CellOptions(**SE_KW, lazy_gap=bad))
     cov, lo, hi = se_case["cov"], se_case["lo"], se_case["hi"]
     paths = set()
     for opts in ({}, {"cell_bonferroni": False}, {"cell_lazy_gap": None}):
-        res = GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_budget=2, cell_checkpoint_dir=tmp_path / "m",
-                                  **opts).leakage(SE_I, SE_C)
+        res = GaussianRegionModel(cov, lo, hi, SE_DELTA,
+                                  options=ModelOptions(cell_budget=2, cell_checkpoint_dir=tmp_path / "m",
+                                                       **opts)).leakage(SE_I, SE_C)
         assert math.isfinite(res.details["cells"]) and res.value <= res.details["cells"] * (1 + 1e-9) + 1e-9
         paths.add(res.details["cell_engine"]["checkpoint"])
     assert len(paths) == 3
     with pytest.raises(ParameterError, match="cell_bonferroni"):
-        GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_bonferroni="yes")
+        GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_bonferroni="yes"))
     for bad in ("never", -1.0, math.inf):
         with pytest.raises(ParameterError, match="cell_lazy_gap"):
-            GaussianRegionModel(cov, lo, hi, SE_DELTA, cell_lazy_gap=bad)
+            GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_lazy_gap=bad))
 
 
 def test_face_minorants_hold_at_every_corner_they_serve(se_case, monkeypatch):
@@ -663,8 +679,8 @@ def test_face_minorants_hold_at_every_corner_they_serve(se_case, monkeypatch):
     monkeypatch.setattr(mv.RegionBonferroni, "minorant", minorant)
     monkeypatch.setattr(mv.RegionBonferroni, "minorant_at", minorant_at)
     for generator_cells in (4, 0):
-        cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero, max_cells=3,
-                     generator_cells=generator_cells, **_CK_KW)
+        cell_leakage(se_case["model"], SE_I, SE_HIGH, SE_C, _zero, _zero,
+                     CellOptions(max_cells=3, generator_cells=generator_cells, **_CK_KW))
     assert len(calls) >= 8
     S, lo, hi = se_case["S"], se_case["lo"], se_case["hi"]
     strict = 0

@@ -16,7 +16,8 @@ import pytest
 from scipy import integrate, stats
 
 from puffgm.exceptions import ParameterError, PriorError
-from puffgm.gaussian.leakage import GaussianRegionModel, log_interval_prob, region_leakage
+from puffgm.gaussian.leakage import GaussianRegionModel, region_leakage
+from puffgm.gaussian.primitives import log_interval_prob
 
 
 def _cond(cov, mean, targets, given, xg):
@@ -128,11 +129,13 @@ def test_two_dimensional_case_pinned_bivariate_engine():
 
 def test_bivariate_box_bounds_and_zonotope_hull():
     """The tangent/chord bounds bracket adaptive quadrature, also deep in the tails; the hull contains Z."""
-    from puffgm.gaussian.bivariate import hull_functions, log_box_bounds
+    from puffgm.gaussian.bivariate import log_box_bounds
+    from puffgm.gaussian.primitives import PairLaw
+    from puffgm.gaussian.zonotope import hull_functions
 
     for mi, si, mk, c, tau in [(0, 1, 0, 0.5, 0.8), (30, 0.3, -40, 2.0, 0.2), (-3, 0.1, 12, -1.5, 0.3)]:
         for r in (-5.0, 0.0, 4.9):
-            lo, up = log_box_bounds(np.array([r]), 0.1, mi, si, mk, c, tau, -5, 5)
+            lo, up = log_box_bounds(np.array([r]), 0.1, PairLaw(mi, si, mk, c, tau), (-5, 5))
 
             def lf(t):
                 return stats.norm.logpdf(t, mi, si) + float(log_interval_prob(-5, 5, mk + c * (t - mi), tau))

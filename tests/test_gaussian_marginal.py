@@ -16,9 +16,9 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from puffgm.exceptions import ParameterError
-from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 from puffgm.gaussian.marginal import TruncatedMarginal
-from puffgm.gaussian.monotone import corner_lower_bound
+from puffgm.gaussian.monotone import CornerOptions, corner_lower_bound
 
 
 def ou_cov(n, l):
@@ -163,7 +163,7 @@ def test_model_corrections_are_safe_in_every_mode(name):
     ub = np.array([c[1] for c in cells])
     vals = {}
     for mode in ("bonferroni", "auto", "box"):
-        model = GaussianRegionModel(cov, lo, hi, 0.1, mean, marginal=mode)
+        model = GaussianRegionModel(cov, lo, hi, 0.1, mean, options=ModelOptions(marginal=mode))
         vals[mode] = model.marginal_corrections(i)[0](ua, ub), model.marginal_corrections(i)[1](ua, ub)
     for k, (a, b) in enumerate(cells):
         g_inf, g_sup = ref.inf_sup(a, b)
@@ -181,7 +181,7 @@ def test_auto_keeps_small_bonferroni_terms():
     cov = np.exp(-((idx[:, None] - idx[None, :]) ** 2) / 2.0)
     r = np.linspace(-5.0, 4.9, 100)
     a = GaussianRegionModel(cov, -5.0, 5.0, 0.1).marginal_corrections(2)
-    b = GaussianRegionModel(cov, -5.0, 5.0, 0.1, marginal="bonferroni").marginal_corrections(2)
+    b = GaussianRegionModel(cov, -5.0, 5.0, 0.1, options=ModelOptions(marginal="bonferroni")).marginal_corrections(2)
     assert np.max(b[0](r, r + 0.1)) > 1e-3  # the terms are not zero
     assert np.array_equal(a[0](r, r + 0.1), b[0](r, r + 0.1))
     assert np.array_equal(a[1](r, r + 0.1), b[1](r, r + 0.1))
@@ -191,7 +191,7 @@ def test_markov_l20_marginal_finite_and_leakage_unstuck():
     # the Markov prior of bench/gaussian_markov_curve.py: OU kernel, l = 20, n = 10, box [-5, 5]^10
     cov = ou_cov(10, 20.0)
     i = 4
-    bonf = GaussianRegionModel(cov, -5.0, 5.0, 0.1, marginal="bonferroni")
+    bonf = GaussianRegionModel(cov, -5.0, 5.0, 0.1, options=ModelOptions(marginal="bonferroni"))
     auto = GaussianRegionModel(cov, -5.0, 5.0, 0.1)
     edge_a, edge_b = np.array([-5.0, 4.9]), np.array([-4.9, 5.0])
     assert np.all(np.isinf(bonf.marginal_corrections(i)[0](edge_a, edge_b)))
@@ -203,8 +203,10 @@ def test_markov_l20_marginal_finite_and_leakage_unstuck():
     new = auto.leakage(i, L, pinned_engines=False).value
     assert math.isfinite(old) and math.isfinite(new)
     assert new < 0.6 * old  # the Bonferroni marginal kept 990.6 (the range bound)
-    low, _, _ = corner_lower_bound(auto, i, [3, 5], L, auto.marginal_corrections(i)[0], sweeps=1, n_regions=2)
-    low_bonf, _, _ = corner_lower_bound(bonf, i, [3, 5], L, bonf.marginal_corrections(i)[0], sweeps=1, n_regions=2)
+    low, _, _ = corner_lower_bound(auto, i, [3, 5], L, auto.marginal_corrections(i)[0],
+                                   options=CornerOptions(sweeps=1, n_regions=2))
+    low_bonf, _, _ = corner_lower_bound(bonf, i, [3, 5], L, bonf.marginal_corrections(i)[0],
+                                        options=CornerOptions(sweeps=1, n_regions=2))
     assert math.isfinite(low) and low > 0
     assert not math.isfinite(low_bonf)  # the Bonferroni marginal makes the lower bound useless here
     assert low <= new
@@ -213,4 +215,4 @@ def test_markov_l20_marginal_finite_and_leakage_unstuck():
 @pytest.mark.parametrize("bad", ["exact", "", 1, None, "BOX"])
 def test_bad_marginal_option(bad):
     with pytest.raises(ParameterError, match="'marginal' parameter must be one of"):
-        GaussianRegionModel(np.eye(2), -1.0, 1.0, 0.1, marginal=bad)
+        GaussianRegionModel(np.eye(2), -1.0, 1.0, 0.1, options=ModelOptions(marginal=bad))

@@ -11,7 +11,7 @@ import pytest
 
 from gaussian_reference import log_box_ref, log_box_ref_many
 from puffgm.gaussian.closed_forms import gp_covariance, gp_region_curve
-from puffgm.gaussian.leakage import _rect_quad_min, log_box_hessian_bound, mixed_range_bound, region_leakage
+from puffgm.gaussian.leakage import TruncatedBlock, _rect_quad_min, log_box_hessian_bound, mixed_range_bound, region_leakage
 
 
 def test_rectangle_quadratic_minimum_against_a_grid():
@@ -66,8 +66,8 @@ def test_hessian_bound_refuses_pinned_and_singular_cases():
     h, info = log_box_hessian_bound(np.ones((2, 2)), np.zeros(2), np.zeros(2), -np.ones(2), np.ones(2))
     assert h is None and "singular" in info["reason"]
     # no other high-influence coordinate: the range of the untruncated conditional ratio alone
-    val, info = mixed_range_bound(np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0),
-                                  np.zeros(0), np.zeros(0), 4.0, 0.5, 0.8, 0.1)
+    block = TruncatedBlock(np.zeros((0, 0)), np.zeros(0), np.zeros(0), np.zeros(0), np.zeros(0))
+    val, info = mixed_range_bound(block, np.zeros(0), np.zeros(0), 4.0, 0.5, 0.8, 0.1)
     assert val == pytest.approx((4.0 + 0.2) * 0.5 / 0.8) and info["L"] == 0.0
 
 

@@ -21,7 +21,7 @@ from gaussian_reference import ar_cov, exact_chain_leakage, log_box_ref, ou_cov
 from scipy import integrate, stats
 
 from puffgm.gaussian.closed_forms import gp_covariance
-from puffgm.gaussian.bivariate import conditional_block, natural_zonotope
+from puffgm.gaussian.zonotope import conditional_block, natural_zonotope
 from puffgm.gaussian.boxprob import BoxProbability, log_trunc_normal
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import balancing_signs
@@ -349,11 +349,13 @@ def test_monotone_engine_conditional_part_is_tight(n, rho, i, H):
     69.4826 (n = 5), 53.4827 / 53.4984 / 53.5187 (b = 4, n = 6), 61.7433 / 61.7525 / 61.7708 (rho = -0.8),
     i.e. widths 0.028, 0.036, 0.028 (at most 7e-4 relative)."""
     from puffgm.gaussian.monotone import monotone_leakage
+    from puffgm.gaussian.primitives import PinnedOptions
 
     cov, lo, hi, cond = _pinned_chain(n, rho, H)
     model = GaussianRegionModel(cov, lo, hi, DELTA, tol=1e-3, atol=1e-3)
     zero = lambda ua, ub: np.zeros_like(np.asarray(ua, float))
-    val, info = monotone_leakage(model, i, [k for k in H if k != i], cond, zero, zero, tol=1e-3, atol=1e-3)
+    val, info = monotone_leakage(model, i, [k for k in H if k != i], cond, zero, zero,
+                                 PinnedOptions(tol=1e-3, atol=1e-3))
     exact, _ = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, 9, truncated=False)
     fine, _ = exact_chain_leakage(n, rho, lo, hi, DELTA, i, H, 23, 9, m=14, k=14, mr=6, kr=14, truncated=False)
     assert exact == pytest.approx(fine, abs=1e-7), "reference not converged"

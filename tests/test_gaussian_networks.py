@@ -92,7 +92,7 @@ def test_collider_truncation_breaks_d_separation():
 def test_calibration_is_min_over_quilts_and_max_over_class():
     p = load_linear_gaussian(CHAIN)
     eps = 30.0
-    res = gaussian_calibrate(p, eps)
+    res = gaussian_calibrate(p, epsilon=eps)
     m = p.region_model
     idx = {v: k for k, v in enumerate(p.nodes)}
     worst = 0.0
@@ -108,12 +108,12 @@ def test_calibration_is_min_over_quilts_and_max_over_class():
     d2 = json.loads(json.dumps(CHAIN))
     d2["nodes"]["B"]["coefficients"] = [0.8]
     p2 = load_linear_gaussian(d2)
-    both = gaussian_calibrate([p, p2], eps)
-    assert both.sigma_max == pytest.approx(max(res.sigma_max, gaussian_calibrate(p2, eps).sigma_max), rel=1e-12)
+    both = gaussian_calibrate([p, p2], epsilon=eps)
+    assert both.sigma_max == pytest.approx(max(res.sigma_max, gaussian_calibrate(p2, epsilon=eps).sigma_max), rel=1e-12)
     with pytest.raises(ParameterError, match="epsilon"):
-        gaussian_calibrate(p, -1.0)
+        gaussian_calibrate(p, epsilon=-1.0)
     with pytest.raises(ParameterError, match="'Z' is not a node"):
-        gaussian_calibrate(p, 1.0, protected=["Z"])
+        gaussian_calibrate(p, epsilon=1.0, protected=["Z"])
 
 
 def test_public_api_and_class_checks():
@@ -145,7 +145,7 @@ def test_mqm_release_exact_audit_two_nodes():
     p = load_linear_gaussian(d)
     eps = 8.0
     lip = 2 * g  # one node moving anywhere in its box changes the sum by at most 2 g
-    res = gaussian_calibrate(p, eps, lip)
+    res = gaussian_calibrate(p, epsilon=eps, lipschitz=lip)
     scale = res.scale
     sB = math.sqrt(0.75)
 

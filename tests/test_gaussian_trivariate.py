@@ -14,8 +14,10 @@ from numpy.polynomial.legendre import leggauss
 from scipy import integrate, stats
 from scipy.special import logsumexp
 
-from puffgm.gaussian.leakage import GaussianRegionModel, log_interval_prob
-from puffgm.gaussian.bivariate import _log_gauss_exp
+from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.primitives import log_interval_prob
+from puffgm.gaussian.primitives import PairLaw
+from puffgm.gaussian.primitives import log_gauss_exp as _log_gauss_exp
 from puffgm.gaussian.trivariate import _Tri, log_box2_bounds, zonotope_max_dual
 
 
@@ -59,7 +61,7 @@ def test_stable_gauss_exp_closed_form():
 @pytest.mark.parametrize("mp,sp,mq,c,tau", [(0, 1, 0, 0.5, 0.8), (30, 0.3, -40, 2.0, 0.2),
                                             (-3, 0.1, 12, -1.5, 0.3), (8, 0.5, 9, 1.0, 0.05)])
 def test_bivariate_box_bounds_bracket_quadrature(mp, sp, mq, c, tau):
-    lo, up = log_box2_bounds(np.array([mp]), sp, np.array([mq]), c, tau, -5, 5, -5, 5)
+    lo, up = log_box2_bounds(PairLaw(np.array([mp]), sp, np.array([mq]), c, tau), (-5, 5), (-5, 5))
 
     def lf(u):  # log of N(u; mp, sp^2) P(x_q in [-5, 5] | u)
         return stats.norm.logpdf(u, mp, sp) + float(log_interval_prob(-5, 5, mq + c * (u - mp), tau))
@@ -177,13 +179,14 @@ def test_curve_with_pinned_engines_is_certified_and_lower():
     """The same pinned n = 4 model as a curve (secret x_1, farthest splits): with the pinned engines
     a(3) falls from the flat b = 2 value to a certified value at or above the exact b = 3 leakage
     (the quadrature reference above, 4.2079), and the curve stays non-increasing."""
-    from puffgm.gaussian.closed_forms import gaussian_region_curve, gp_covariance
+    from puffgm.gaussian.closed_forms import CurveOptions, gaussian_region_curve, gp_covariance
 
     cov = gp_covariance(4, 2.0)
     lower, upper = np.array([-2.5, -2.5, -2.5, -6.0]), np.array([2.5, 2.5, 2.5, 6.0])
     kw = dict(nodes=[1], search="farthest")
-    flat = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25, **kw).a, dtype=float)
-    pinned = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25, pinned_engines=True, **kw).a, dtype=float)
+    flat = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25, options=CurveOptions(**kw)).a, dtype=float)
+    pinned = np.asarray(gaussian_region_curve(cov, lower, upper, 0.25,
+                                              options=CurveOptions(pinned_engines=True, **kw)).a, dtype=float)
     ref = reference_leakage(cov, lower, upper, 0.25, 1, [0, 1, 2], [3], 9, 9)
     assert pinned[2] >= ref
     assert pinned[2] <= ref * TOL_B3 + 1e-2

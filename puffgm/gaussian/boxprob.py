@@ -1,8 +1,11 @@
 """Certified two-sided bounds of log P(x in B) for a Gaussian x ~ N(mu, P^-1) and a box B, in log space.
 
-Used by the multivariate pinned-regime engine (:mod:`puffgm.gaussian.monotone`) for box probabilities in
-4 to 20 dimensions whose value can be as small as exp(-10^6), where neither ``scipy.stats.multivariate_normal.cdf``
-(randomised quasi-Monte-Carlo, no error bound, no log-space mode) nor a tensor quadrature applies.
+Used by the multivariate pinned-regime engines (:mod:`puffgm.gaussian.monotone`,
+:mod:`puffgm.gaussian.multivariate`) and the truncated marginal (:mod:`puffgm.gaussian.marginal`) for box
+probabilities in many dimensions whose value can be as small as exp(-10^6), where neither
+``scipy.stats.multivariate_normal.cdf`` (randomised quasi-Monte-Carlo, no error bound, no log-space mode)
+nor a tensor quadrature applies.  :class:`RegionBonferroni` brackets the probabilities of boxes whose first
+coordinate is a region [r, r + delta] by one-dimensional integrals only (Bonferroni on the others).
 
 With f(x) = -(x - mu)' P (x - mu) / 2 and d = x - x0 for any point x0,
 f(x) = f(x0) + g . d - d' P d / 2, g = P (mu - x0).  On a sub-box A of B:
@@ -32,10 +35,13 @@ when the vertex of the exponent is far outside the interval.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BoxProbability", "SubBoxes", "log_trunc_normal", "region_boxes"]
+from puffgm.gaussian.primitives import ConditionalTails, bonferroni_sum, log_interval_prob, max_inf_tail
+
+__all__ = ["BoxProbability", "RegionBonferroni", "SubBoxes", "log_trunc_normal", "region_boxes"]
 
 _SQRT2 = math.sqrt(2.0)
 _HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
@@ -321,6 +327,7 @@ class BoxProbability:
         return self._finish(_group_lse(L, sub.pid, sub.nprob), _group_lse(U, sub.pid, sub.nprob))
 
 
+@dataclass(frozen=True, eq=False)
 class SubBoxes:
     """The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean mu0, and the
     affine extension of its certified lower bounds to other means.
@@ -331,11 +338,38 @@ class SubBoxes:
     log sum_A exp(l_A) >= sum_A w_A l_A + H(w) for any weights w, with equality at w = softmax(l).  So
     with w the softmax at eta0, F~(eta) >= F~lower(eta0) + (eta - eta0)' s, s = sum_A w_A E_{q_A}[x], for
     every eta: a global affine minorant of the convex function F~ (used by the cell engine, whose vertex
-    argument needs the denominator's bound to be affine)."""
+    argument needs the denominator's bound to be affine).
 
-    def __init__(self, box, mu0, A, B, pid, nprob, lower0, sbar, x0, y):
-        self.box, self.mu0, self.A, self.B, self.pid, self.nprob = box, mu0, A, B, pid, nprob
-        self.lower0, self.sbar, self.x0, self.y = lower0, sbar, x0, y
+    Attributes
+    ----------
+    box : BoxProbability
+        The box probabilities (precision, rounding margins) the sub-boxes belong to.
+    mu0 : (d,) array
+        The mean at which the sub-boxes were refined.
+    A, B : (m, d) arrays
+        Lower and upper corners of the sub-boxes.
+    pid : (m,) int array
+        The box (0 .. nprob - 1) each sub-box belongs to.
+    nprob : int
+        Number of boxes.
+    lower0 : (nprob,) array
+        Certified lower bounds of log P(x in B_t; mu0).
+    sbar : (nprob, d) array
+        Slopes of the affine extension of the lower bounds in eta = P mu.
+    x0, y : (m, d) arrays
+        Expansion and tangent points of the convex-duality upper bound of each sub-box.
+    """
+
+    box: object
+    mu0: np.ndarray
+    A: np.ndarray
+    B: np.ndarray
+    pid: np.ndarray
+    nprob: int
+    lower0: np.ndarray
+    sbar: np.ndarray
+    x0: np.ndarray
+    y: np.ndarray
 
     def select(self, rows):
         """The record of the boxes ``rows`` only (in that order)."""
@@ -381,6 +415,102 @@ class SubBoxes:
             return val - (box.round_rel * (1 + scale) + 1e-12)
 
 
+class RegionBonferroni:
+    """Certified bounds of log P(x_0 in [r, r + delta], x_k in [lo_k, hi_k] for k >= 1), x ~ N(mu, S), that need
+    no integral in more than one dimension: condition on x_0 and apply Bonferroni to the other coordinates.
+
+    Given x_0 = t, x_k ~ N(mu_k + beta_k (t - mu_0), tau_k^2), beta_k = S_k0 / S_00,
+    tau_k^2 = S_kk - S_k0^2 / S_00, so with R = [r, r + delta] and T the box of x_1 .. x_d,
+
+        log P(R x T) = log P(x_0 in R) + log P(T | x_0 in R),
+        1 - eps(R) <= P(T | x_0 in R) <= 1 - max_k inf_{t in R} tail_k(t),
+        eps(R) = sum_k sup_{t in R} tail_k(t),
+
+    tail_k(t) = P(x_k outside [lo_k, hi_k] | x_0 = t), quasi-convex in the conditional mean, which is affine
+    in t: the sup is at an end of R, the inf at the point of R whose mean is closest to the box's centre.
+    When the other coordinates stay inside their box (their conditional means well inside, the usual case
+    away from the corners of the conditioning box) the gap -log(1 - eps) is tiny in any dimension, where the
+    sub-box bounds of :class:`BoxProbability` keep a gap of the order of the mean-field error.
+
+    **Affine minorant.**  With eta = S^-1 mu and F~_A(eta) = log int_A exp(eta' x - x' S^-1 x / 2) dx,
+    log P(A; mu) = F~_A(eta) - eta' S eta / 2 + const.  F~_{R x R^d} is convex with gradient
+    E[x | x_0 in R] at eta_c, and log P(T | x_0 in R; mu) >= log(1 - eps_F(R)) for every mu of a face F
+    (eps_F the sum over k of the sup over the face: the conditional means are affine in eta, so the sup is
+    at the face's corners), so on F
+
+        log P(R x T; mu) >= log P(R; mu_c) + eta_c' mu_c / 2 - eta' mu / 2 + E_c[x | x_0 in R] . (eta - eta_c)
+                            + log(1 - eps_F(R)),
+
+    affine in eta up to the quadratic term that cancels against the numerator's (the cell engine's vertex
+    bound, :mod:`puffgm.gaussian.multivariate`)."""
+
+    def __init__(self, S, lo, hi, delta):
+        S = np.asarray(S, float)
+        self.S, self.delta = S, float(delta)
+        self.lo, self.hi = np.asarray(lo, float)[1:], np.asarray(hi, float)[1:]
+        self.s0 = math.sqrt(S[0, 0])
+        self.beta = S[1:, 0] / S[0, 0]
+        var = np.diag(S)[1:] - S[1:, 0] ** 2 / S[0, 0]
+        self.tau = np.where(var <= 1e-13 * np.diag(S)[1:], 0.0, np.sqrt(np.maximum(var, 0.0)))
+        # rounding of the affine extension (as in SubBoxes.lower_at): relative to its largest term
+        self.round_rel = max(1e-12, 64 * np.finfo(float).eps * float(np.linalg.cond(S)))
+
+    def _base(self, mus):
+        """Per mean (rows of mus) the part of the conditional means of x_1 .. x_d that does not depend on t."""
+        mus = np.atleast_2d(np.asarray(mus, float))
+        return mus[:, 1:] - mus[:, :1] * self.beta[None, :]
+
+    def eps(self, r, mus):
+        """eps(R) for R = [r, r + delta]: the Bonferroni sum, each tail at its sup over R and the means ``mus``."""
+        base = self._base(mus)
+        r = np.asarray(r, float)
+        E = bonferroni_sum(r, r + self.delta, 0.0, ConditionalTails(np.min(base, axis=0), np.max(base, axis=0),
+                                                                     self.beta, self.tau, self.lo, self.hi))
+        return np.minimum(E * (1 + 1e-9) + 1e-300, 1.0)   # rounding of the tails, outward
+
+    def log_marginal(self, r, mu):
+        """log P(x_0 in [r, r + delta]) under mean mu."""
+        r = np.asarray(r, float)
+        return log_interval_prob(r, r + self.delta, float(mu[0]), self.s0)
+
+    def bounds(self, r, mu):
+        """Certified (lower, upper) of log P(R x T; mu) for the regions R = [r, r + delta]."""
+        r = np.asarray(r, float)
+        lm = self.log_marginal(r, mu)
+        inf_tail = (max_inf_tail(r, r + self.delta, 0.0, self._base(mu)[0], self.beta, self.tau, self.lo, self.hi)
+                    if len(self.lo) else 0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            up = lm + np.log1p(-np.minimum(inf_tail * (1 - 1e-9), 1.0))
+            low = lm + np.log1p(-self.eps(r, mu))
+        pad = 1e-12 * (1 + np.abs(lm))
+        return np.where(np.isnan(low), -np.inf, low - pad), np.where(np.isnan(up), np.inf, up + pad)
+
+    def minorant(self, r, eta_c, eps):
+        """The affine minorant's data at the centre's natural parameter ``eta_c`` (mean S eta_c) for the
+        regions r, given eps_F(R) (``eps``): (constant part, gradient rows E_c[x | x_0 in R], eta_c)."""
+        r = np.asarray(r, float)
+        eta_c = np.asarray(eta_c, float)
+        mu_c = self.S @ eta_c
+        K = 1.0 / self.S[0, 0]
+        _, t = log_trunc_normal(r, r + self.delta, np.full(len(r), mu_c[0] * K), K)
+        grad = mu_c[None, :] + np.outer(t - mu_c[0], self.S[:, 0] / self.S[0, 0])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            const = self.log_marginal(r, mu_c) + np.log1p(-np.minimum(eps, 1.0)) - grad @ eta_c
+        const = np.where(np.isnan(const), -np.inf, const)
+        return const, grad, eta_c
+
+    def minorant_at(self, data, eta):
+        """The affine minorant of :meth:`minorant` at the natural parameter ``eta`` (mean S eta): certified
+        lower bounds of log P(R x T) on the face whose eps_F was given."""
+        const, grad, eta_c = data
+        eta = np.asarray(eta, float)
+        q_c, q = 0.5 * float(eta_c @ self.S @ eta_c), 0.5 * float(eta @ self.S @ eta)
+        val = const + q_c - q + grad @ eta
+        scale = np.abs(const) + abs(q_c) + abs(q) + np.abs(grad) @ np.abs(eta)
+        with np.errstate(invalid="ignore"):
+            return val - (self.round_rel * (1 + scale) + 1e-12)
+
+
 def _quad(x, M):
     """Row-wise quadratic forms x_n' M x_n (a matrix product: faster than einsum on many rows)."""
     return np.sum((x @ M) * x, axis=1)
@@ -397,10 +527,3 @@ def _group_lse(x, pid, n):
     with np.errstate(divide="ignore"):
         out = safe + np.log(tot)
     return np.where(np.isfinite(m), out, m)
-
-
-def _lse(x):
-    m = float(np.max(x))
-    if not math.isfinite(m):
-        return m
-    return m + math.log(float(np.sum(np.exp(x - m))))

@@ -13,10 +13,11 @@ the box, so mu ranges over the bounded interval
 truncation mu is unbounded and every a(b) with w != 0 is infinite.  (ii) The
 secrets lie inside [lo_i, hi_i].  Inside the box, the truncation's normaliser
 cancels from every ratio of conditional probabilities given x_L when H = {x_i}.
-For b >= 2 the paper (and this module) keep the Gaussian conditional x_i | x_L
-and ignore the truncation of the other high-influence coordinates H \\ {i},
-which are integrated over the box in the truncated prior; the exact truncated
-value needs b-dimensional box integrals and is not computed.
+For b >= 2 the paper (and the two values below) keep the Gaussian conditional
+x_i | x_L and ignore the truncation of the other high-influence coordinates
+H \\ {i}, which are integrated over the box in the truncated prior; the exact
+truncated value needs b-dimensional box integrals
+(:mod:`puffgm.gaussian.leakage` bounds it).
 
 Two values are reported per point:
 
@@ -31,17 +32,13 @@ Two values are reported per point:
   log-concave), the worst pair is the top region [hi-delta, hi] against the
   bottom region [lo, lo+delta], with no grid.
 
-The curve the library returns (``value="safe"``, default) is the max of the two
-for b = 1.  For b >= 2 neither value is certified (the other high-influence
-coordinates are truncated in the prior, and the paper's value came out 1e-9
-below a numerically integrated exact leakage in a 2-D check).  What can be
-certified: P(A | x_L) / P(A' | x_L) averages the full conditional ratios
-P(A | x_-i) / P(A' | x_-i) with common weights, and so does the marginal ratio,
-so the *full-conditioning range* (the b = 1 ``"range"`` value) bounds the
-leakage of every H.  The safe curve therefore never drops below it before
-b = n, where it is 0; the paper's decreasing values stay available as
-``value="theorem9"`` (and ``"range"``) for reproducing Figure 2b, marked
-uncertified in the curve's notes.
+The curve the library returns (``value="safe"``, default) is certified: every
+split's value is the certified upper bound of the exact leakage of the truncated
+prior (:class:`puffgm.gaussian.leakage.GaussianRegionModel`, which accounts for
+the truncation of every coordinate).  For b >= 2 neither of the two values above
+is certified (the other high-influence coordinates are truncated in the prior);
+they stay available as ``value="theorem9"`` and ``value="range"`` for
+reproducing Figure 2b, marked uncertified in the curve's notes.
 Beyond the paper, :func:`gaussian_network_curve` applies the same computation
 to pgmpy ``LinearGaussianBayesianNetwork`` priors through their joint Gaussian.
 """
@@ -51,14 +48,18 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
+from puffgm.gaussian.primitives import log_interval_prob, theorem9_sweep
 
 __all__ = [
+    "CurveOptions",
     "gp_covariance",
     "gaussian_region_influence",
     "gaussian_region_curve",
@@ -75,19 +76,6 @@ def gp_covariance(n: int, length_scale: float) -> np.ndarray:
     l = check_positive_finite(length_scale, "length_scale", "gp_covariance")
     idx = np.arange(n)
     return np.exp(-((idx[:, None] - idx[None, :]) ** 2) / l)
-
-
-def _log_interval(lo, hi):
-    """log P(lo < Z < hi) for standard normal Z, stable in both tails (arrays)."""
-    from scipy.special import log_ndtr
-
-    lo = np.asarray(lo, float)
-    hi = np.asarray(hi, float)
-    upper = lo > 0
-    a = np.where(upper, log_ndtr(-lo), log_ndtr(hi))
-    b = np.where(upper, log_ndtr(-hi), log_ndtr(lo))
-    with np.errstate(divide="ignore"):
-        return a + np.log1p(-np.exp(b - a))
 
 
 def _conditional(cov, mean, i, L):
@@ -150,7 +138,7 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
         mu_lo = mu_hi = mean[i]
 
     def logp(r, mu, s):
-        return _log_interval((r - mu) / s, (r + delta - mu) / s)
+        return log_interval_prob(r, r + delta, mu, s)
 
     # "range": top region vs bottom region, sup minus inf over mu (MLR => endpoints)
     top, bot = hi_i - delta, lo_i
@@ -158,51 +146,95 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
     lr_lo = logp(top, mu_lo, sig) - logp(bot, mu_lo, sig)
     rng = float(abs(lr_hi - lr_lo))
     # "theorem9": sup_mu LR - log marginal ratio (untruncated N(m_i, Sigma_ii)), grid over r, r'
-    r = np.linspace(lo_i, hi_i - delta, grid)
-    marg = logp(r, mean[i], math.sqrt(cov[i, i]))
-    best = -math.inf
-    disjoint = np.abs(r[:, None] - r[None, :]) >= delta - 1e-12
-    for mu in (mu_lo, mu_hi):
-        k = logp(r, mu, sig) - marg
-        vals = k[:, None] - k[None, :]
-        best = max(best, float(np.max(np.where(disjoint, vals, -np.inf))))
-    th9 = max(best, 0.0)
+    th9 = theorem9_sweep((lo_i, hi_i), delta, (mean[i], math.sqrt(cov[i, i])), (mu_lo, mu_hi), sig, grid)
     return {"range": rng, "theorem9": th9, "safe": max(rng, th9), "mu_interval": (mu_lo, mu_hi), "sigma": sig}
 
 
-def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None,
-                          nodes=None, search: str = "auto", value: str = "safe", grid: int = 201,
-                          names=None, fingerprint: str | None = None,
-                          pinned_engines: bool = False, cell_budget: int = 0, tol: float = 1e-5,
-                          atol: float = 1e-4) -> InfluenceCurve:
+@dataclass(frozen=True)
+class CurveOptions:
+    """Options of the truncated-Gaussian curves (:func:`gaussian_region_curve`, :func:`gp_region_curve`,
+    :func:`gaussian_network_curve`).
+
+    Attributes
+    ----------
+    nodes : sequence of int, optional
+        The secret coordinates (default all).
+    search : {"auto", "farthest", "greedy", "exhaustive"}
+        How the high-influence set H (i in H, |H| = b) is chosen for every secret coordinate i and every b:
+
+        * ``"farthest"``: L = the n - b coordinates least correlated with i (largest |i - j| for the GP
+          kernel: Theorem 9 (1)), H the b most correlated;
+        * ``"greedy"``: grow H one coordinate at a time, adding the one that lowers the leakage most;
+        * ``"exhaustive"``: every H (n <= 14);
+        * ``"auto"``: exhaustive for n <= 10, otherwise the better of farthest and greedy.
+    value : {"safe", "range", "theorem9"}
+        The value of a split (module docstring): ``"safe"``, the certified upper bound of
+        :class:`~puffgm.gaussian.leakage.GaussianRegionModel`, or the uncertified ``"range"`` and
+        ``"theorem9"`` values of :func:`gaussian_region_influence`.
+    grid : int
+        Region positions of the ``"theorem9"`` value.
+    pinned_engines : bool
+        Run the certified b >= 3 engines for pinned splits (:mod:`puffgm.gaussian.leakage`) on the farthest
+        splits only (also in exhaustive mode), one per b and secret coordinate; otherwise such splits keep a
+        smaller split's value.
+    cell_budget : int
+        > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
+        squared-exponential kernel), the cell engine of :mod:`puffgm.gaussian.multivariate` with that many
+        cells per split.
+    tol, atol : float
+        Branch-and-bound tolerances of the safe value (:class:`~puffgm.gaussian.leakage.GaussianRegionModel`):
+        each split's value is at most max(``atol``, ``tol`` |value|) above its bound function twice over,
+        so a smaller ``atol`` lowers curves whose values are near 1e-4.
+    """
+
+    nodes: object = None
+    search: str = "auto"
+    value: str = "safe"
+    grid: int = 201
+    pinned_engines: bool = False
+    cell_budget: int = 0
+    tol: float = 1e-5
+    atol: float = 1e-4
+
+
+def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None, names=None,
+                          options: CurveOptions | None = None) -> InfluenceCurve:
     """a(b)-influence curve of a truncated Gaussian prior with region secrets.
 
-    For every secret coordinate i (``nodes``, default all) and every b, the
-    high-influence set H (i in H, |H| = b) is chosen by ``search``:
+    For every secret coordinate i (``options.nodes``, default all) and every b, the high-influence set H
+    (i in H, |H| = b) is chosen by ``options.search`` (:class:`CurveOptions`).  Any H gives a valid upper
+    bound (Definition 7 is an infimum over splits), so a(b) = max_i min over the explored H with
+    |H| <= b (a smaller H bounds every H of size b containing it: conditioning on more coordinates only
+    mixes the likelihood ratios).
 
-    * ``"farthest"``: L = the n - b coordinates least correlated with i (largest
-      |i - j| for the GP kernel: Theorem 9 (1)), H the b most correlated;
-    * ``"greedy"``: grow H one coordinate at a time, adding the one that lowers
-      the leakage most;
-    * ``"exhaustive"``: every H (n <= 14);
-    * ``"auto"``: exhaustive for n <= 10, otherwise the better of farthest and greedy.
-
-    Any H gives a valid upper bound (Definition 7 is an infimum over splits), so
-    a(b) = max_i min over the explored H with |H| <= b (a smaller H bounds every H of size b
-    containing it: conditioning on more coordinates only mixes the likelihood ratios).  The
-    certified b >= 3 engines for pinned splits (:mod:`puffgm.gaussian.leakage`) run on the farthest
-    splits only (also in exhaustive mode), one per b and secret coordinate, when
-    ``pinned_engines=True`` (opt-in: seconds to minutes per pinned split; Figure 2b's curves use
-    it); otherwise such splits keep a smaller split's value.  ``cell_budget`` > 0 adds, on those
-    splits at b >= 4 without a sign-balanced conditional precision (the squared-exponential kernel),
-    the cell engine of :mod:`puffgm.gaussian.multivariate` with that many cells per split (minutes
-    per split).  ``value`` picks
-    ``"safe"`` (default), ``"range"`` or ``"theorem9"`` (see the module docstring).  ``tol`` and
-    ``atol`` are the branch-and-bound tolerances of the safe value
-    (:class:`~puffgm.gaussian.leakage.GaussianRegionModel`): each split's value is at most
-    max(``atol``, ``tol`` |value|) above its bound function twice over, so a smaller ``atol`` lowers
-    curves whose values are near 1e-4 (at a cost in time).
+    Parameters
+    ----------
+    cov : (n, n) array
+        The covariance of the untruncated Gaussian.
+    lower, upper : float or (n,) arrays
+        The truncation box.
+    delta : float
+        Region width.
+    mean : (n,) array, optional (default 0)
+    max_b : int, optional
+        Largest b (default n).
+    names : sequence, optional
+        Labels of the coordinates in the witnesses (default 0 .. n - 1).
+    options : CurveOptions, optional
+        Search, value and accuracy (default ``CurveOptions()``).
     """
+    return _region_curve((cov, lower, upper, delta, mean), max_b, (names, None), options)
+
+
+def _region_curve(prior, max_b, labels, options):
+    """:func:`gaussian_region_curve` with (names, fingerprint) ``labels`` (fingerprint None: from the prior)."""
+    cov, lower, upper, delta, mean = prior
+    names, fingerprint = labels
+    if options is None:
+        options = CurveOptions()
+    if not isinstance(options, CurveOptions):
+        raise ParameterError(f"The 'options' parameter of gaussian_region_curve must be a CurveOptions. "
+                             f"Got {type(options).__name__} instead.")
     cov = np.asarray(cov, float)
     if cov.ndim != 2 or cov.shape[0] != cov.shape[1] or not np.all(np.isfinite(cov)):
         raise PriorError("The covariance must be a finite square matrix.")
@@ -214,8 +246,9 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
     if not np.all(upper > lower):
         raise ParameterError("Every truncation interval [lower, upper] must have upper > lower.")
     delta = check_positive_finite(delta, "delta", "gaussian_region_curve")
-    tol = check_positive_finite(tol, "tol", "gaussian_region_curve")
-    atol = check_positive_finite(atol, "atol", "gaussian_region_curve")
+    tol = check_positive_finite(options.tol, "tol", "gaussian_region_curve")
+    atol = check_positive_finite(options.atol, "atol", "gaussian_region_curve")
+    value, search = options.value, options.search
     if value not in ("safe", "range", "theorem9"):
         raise ParameterError(f"The 'value' parameter must be 'safe', 'range' or 'theorem9'. Got {value!r} instead.")
     if search not in ("auto", "farthest", "greedy", "exhaustive"):
@@ -224,68 +257,19 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
         raise ParameterError(f"Exhaustive search over high-influence sets needs n <= 14. Got n = {n}.")
     B = n if max_b is None else check_positive_int(max_b, "max_b", "gaussian_region_curve")
     B = min(B, n)
-    idx = list(range(n)) if nodes is None else [int(v) for v in nodes]
+    idx = list(range(n)) if options.nodes is None else [int(v) for v in options.nodes]
     names = list(names) if names is not None else list(range(n))
-
     model = None
     if value == "safe":
-        from puffgm.gaussian.leakage import GaussianRegionModel
-
-        model = GaussianRegionModel(cov, lower, upper, delta, mean, cell_budget=cell_budget, tol=tol, atol=atol)
-
-    def leak(i, H, engines=False):
-        L = [j for j in range(n) if j not in H]
-        if value == "safe":
-            # certified upper bound of the exact truncated leakage (puffgm.gaussian.leakage):
-            # Theorem 9's sweep plus Bonferroni bounds for the truncation of the other
-            # high-influence coordinates and of the marginal, over the continuum of regions;
-            # the (slow) b >= 3 pinned-regime engines run on the farthest splits only
-            return model.leakage(i, L, pinned_engines=engines).value
-        return gaussian_region_influence(cov, lower, upper, delta, i, L, mean=mean, grid=grid)[value]
-
-    table = np.full((len(idx), B), math.inf)
-    wit = [[None] * B for _ in idx]
-
-    def offer(k, i, H, val):
-        b = len(H)
-        if b <= B and val < table[k, b - 1]:
-            table[k, b - 1] = val
-            wit[k][b - 1] = (names[i], tuple(names[j] for j in sorted(set(range(n)) - set(H))))
-
+        model = GaussianRegionModel(cov, lower, upper, delta, mean, tol=tol, atol=atol,
+                                    options=ModelOptions(cell_budget=options.cell_budget))
     mode = search
     if mode == "auto":
         mode = "exhaustive" if n <= 10 else "both"
-    for k, i in enumerate(idx):
-        others = [j for j in range(n) if j != i]
-        if mode == "exhaustive":
-            for size in range(0, B):
-                for extra in itertools.combinations(others, size):
-                    H = (i,) + extra
-                    offer(k, i, H, leak(i, H))
-        if mode in ("farthest", "both") or (mode == "exhaustive" and value == "safe" and B >= 3 and pinned_engines):
-            corr = np.abs(cov[i, others]) / np.sqrt(cov[i, i] * np.diag(cov)[others])
-            order = [others[t] for t in np.lexsort((np.abs(np.array(others) - i), -corr))]
-            for size in range(0 if mode != "exhaustive" else 2, B):
-                H = (i,) + tuple(order[:size])
-                offer(k, i, H, leak(i, H, engines=pinned_engines))
-        if mode in ("greedy", "both"):
-            H = (i,)
-            offer(k, i, H, leak(i, H))
-            rest = list(others)
-            while len(H) < B and rest:
-                vals = [leak(i, H + (j,)) for j in rest]
-                t = int(np.argmin(vals))
-                H = H + (rest.pop(t),)
-                offer(k, i, H, vals[t])
-        if B >= n:
-            table[k, n - 1] = 0.0
-            wit[k][n - 1] = (names[i], ())
-        for b in range(1, B):
-            if table[k, b] > table[k, b - 1]:
-                table[k, b] = table[k, b - 1]
-                wit[k][b] = wit[k][b - 1]
-    worst = np.argmax(table, axis=0)
-    a = table[worst, np.arange(B)]
+    table = _CurveTable((cov, lower, upper, delta, mean), model, options, B, names)
+    table.fill(idx, mode)
+    worst = np.argmax(table.table, axis=0)
+    a = table.table[worst, np.arange(B)]
     fp = fingerprint or hashlib.sha256(
         b"|".join([cov.tobytes(), lower.tobytes(), upper.tobytes(), repr(delta).encode(),
                    (np.zeros(n) if mean is None else np.asarray(mean, float)).tobytes()])
@@ -301,41 +285,116 @@ def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: 
         notes = (f"value={value!r}: for b >= 2 the other high-influence coordinates are treated as untruncated "
                  "(as in Theorem 9); not certified, use value='safe' for a privacy guarantee",)
     return InfluenceCurve(b=range(1, B + 1), a=a.tolist(),
-                          witnesses=tuple(wit[worst[j]][j] for j in range(B)), n_entries=n,
+                          witnesses=tuple(table.wit[worst[j]][j] for j in range(B)), n_entries=n,
                           method=f"gaussian-region:{value}", fingerprint=fp, theorem=THEOREM9, notes=notes,
                           details={"search": mode, "delta": delta,
                                    **({"tol": tol, "atol": atol} if value == "safe" else {})})
 
 
+class _CurveTable:
+    """The table a_i(b) of :func:`gaussian_region_curve` (rows: secret coordinates, columns: b) and its
+    witnesses, filled by the split searches of :class:`CurveOptions`."""
+
+    def __init__(self, prior, model, options, B, names):
+        self.prior, self.model, self.options, self.B, self.names = prior, model, options, B, names
+        self.n = prior[0].shape[0]
+        self.table = None
+        self.wit = None
+
+    def leak(self, i, H, engines=False):
+        """The value of the split (i, H, L = the rest) under ``options.value``."""
+        n = self.n
+        L = [j for j in range(n) if j not in H]
+        if self.options.value == "safe":
+            # certified upper bound of the exact truncated leakage (puffgm.gaussian.leakage):
+            # Theorem 9's sweep plus Bonferroni bounds for the truncation of the other
+            # high-influence coordinates and of the marginal, over the continuum of regions;
+            # the b >= 3 pinned-regime engines run on the farthest splits only
+            return self.model.leakage(i, L, pinned_engines=engines).value
+        cov, lower, upper, delta, mean = self.prior
+        return gaussian_region_influence(cov, lower, upper, delta, i, L, mean=mean,
+                                         grid=self.options.grid)[self.options.value]
+
+    def offer(self, k, i, H, val):
+        """Keep ``val`` for row k at b = |H| when it is smaller, with its witness."""
+        b = len(H)
+        n = self.n
+        if b <= self.B and val < self.table[k, b - 1]:
+            self.table[k, b - 1] = val
+            self.wit[k][b - 1] = (self.names[i], tuple(self.names[j] for j in sorted(set(range(n)) - set(H))))
+
+    def fill(self, idx, mode):
+        """Search the splits of every secret coordinate in ``idx`` (``mode``: "exhaustive", "farthest",
+        "greedy" or "both"), then make each row non-increasing in b."""
+        n, B, opts = self.n, self.B, self.options
+        cov = self.prior[0]
+        self.table = np.full((len(idx), B), math.inf)
+        self.wit = [[None] * B for _ in idx]
+        table, wit = self.table, self.wit
+        for k, i in enumerate(idx):
+            others = [j for j in range(n) if j != i]
+            if mode == "exhaustive":
+                for size in range(0, B):
+                    for extra in itertools.combinations(others, size):
+                        H = (i,) + extra
+                        self.offer(k, i, H, self.leak(i, H))
+            if mode in ("farthest", "both") or (mode == "exhaustive" and opts.value == "safe" and B >= 3
+                                                and opts.pinned_engines):
+                corr = np.abs(cov[i, others]) / np.sqrt(cov[i, i] * np.diag(cov)[others])
+                order = [others[t] for t in np.lexsort((np.abs(np.array(others) - i), -corr))]
+                for size in range(0 if mode != "exhaustive" else 2, B):
+                    H = (i,) + tuple(order[:size])
+                    self.offer(k, i, H, self.leak(i, H, engines=opts.pinned_engines))
+            if mode in ("greedy", "both"):
+                self._greedy(k, i, others)
+            if B >= n:
+                table[k, n - 1] = 0.0
+                wit[k][n - 1] = (self.names[i], ())
+            for b in range(1, B):
+                if table[k, b] > table[k, b - 1]:
+                    table[k, b] = table[k, b - 1]
+                    wit[k][b] = wit[k][b - 1]
+
+    def _greedy(self, k, i, others):
+        """Grow H from {i}, adding the coordinate that lowers the leakage most."""
+        H = (i,)
+        self.offer(k, i, H, self.leak(i, H))
+        rest = list(others)
+        while len(H) < self.B and rest:
+            vals = [self.leak(i, H + (j,)) for j in rest]
+            t = int(np.argmin(vals))
+            H = H + (rest.pop(t),)
+            self.offer(k, i, H, vals[t])
+
+
 def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: float = 0.1, *,
-                    max_b: int | None = None, value: str = "safe", center_only: bool = False,
-                    grid: int = 201, pinned_engines: bool = False, cell_budget: int = 0, tol: float = 1e-5,
-                    atol: float = 1e-4) -> InfluenceCurve:
+                    max_b: int | None = None, center_only: bool = False,
+                    options: CurveOptions | None = None) -> InfluenceCurve:
     """Example 6.2: N(0, Sigma) with Sigma_jk = exp(-(j-k)^2 / l), truncated to [-gamma, gamma]^n.
 
-    H grows around the secret coordinate (L = the farthest coordinates, Theorem
-    9 (1)).  By default every coordinate is a secret (the max over i is taken);
-    ``center_only=True`` keeps only i* = ceil(n/2) as in the paper.  The other keywords are
-    those of :func:`gaussian_region_curve`.
+    H grows around the secret coordinate (L = the farthest coordinates, Theorem 9 (1): the search of
+    ``options`` is "farthest").  By default every coordinate of ``options.nodes`` (default all) is a
+    secret (the max over i is taken); ``center_only=True`` keeps only i* = ceil(n/2) as in the paper.
+    ``max_b`` and the other options are those of :func:`gaussian_region_curve`.
     """
     gamma = check_positive_finite(gamma, "gamma", "gp_region_curve")
     cov = gp_covariance(n, length_scale)
-    nodes = [math.ceil(n / 2) - 1] if center_only else None
-    return gaussian_region_curve(cov, -gamma, gamma, delta, max_b=max_b, nodes=nodes, search="farthest",
-                                 value=value, grid=grid, pinned_engines=pinned_engines, cell_budget=cell_budget,
-                                 tol=tol, atol=atol)
+    options = CurveOptions() if options is None else options
+    if isinstance(options, CurveOptions):
+        nodes = [math.ceil(n / 2) - 1] if center_only else options.nodes
+        options = replace(options, nodes=nodes, search="farthest")
+    return gaussian_region_curve(cov, -gamma, gamma, delta, max_b=max_b, options=options)
 
 
-def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None, search: str = "auto",
-                           value: str = "safe", grid: int = 201, tol: float = 1e-5,
-                           atol: float = 1e-4) -> InfluenceCurve:
+def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None,
+                           options: CurveOptions | None = None) -> InfluenceCurve:
     """a(b)-influence curve of a pgmpy ``LinearGaussianBayesianNetwork`` with region secrets.
 
     The joint Gaussian N(m, Sigma) comes from ``model.to_joint_gaussian()``.
     ``bounds`` is a ``(lower, upper)`` pair for every node or a mapping
     node -> (lower, upper): the prior is the joint Gaussian truncated to that
     box (without truncation every region secret leaks infinitely through any
-    correlated coordinate).  ``max_b``, ``search``, ``value``, ``grid``, ``tol`` and ``atol`` are those of
+    correlated coordinate).  ``max_b`` and ``options`` are those of
     :func:`gaussian_region_curve`.
     """
     try:
@@ -356,8 +415,7 @@ def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = N
         lo, hi = bounds
         lower, upper = np.full(n, float(lo)), np.full(n, float(hi))
     fp = hashlib.sha256(repr((names, mean.tolist(), cov.tolist(), lower.tolist(), upper.tolist(), delta)).encode()).hexdigest()[:16]
-    return gaussian_region_curve(cov, lower, upper, delta, mean=mean, max_b=max_b, search=search,
-                                 value=value, grid=grid, names=names, fingerprint=fp, tol=tol, atol=atol)
+    return _region_curve((cov, lower, upper, delta, mean), max_b, (names, fp), options)
 
 
 def _joint_order(model):

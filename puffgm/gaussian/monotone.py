@@ -34,14 +34,40 @@ the concavity of F (Prekopa) for the denominator, as in :mod:`puffgm.gaussian.tr
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from puffgm.gaussian.bivariate import pinned_conditional
 from puffgm.gaussian.boxprob import BoxProbability, region_boxes
-from puffgm.gaussian.leakage import log_interval_prob, region_pair_bound
+from puffgm.gaussian.primitives import PinnedOptions, RegionSweep, log_interval_prob, region_pair_bound
+from puffgm.gaussian.zonotope import pinned_conditional
 
-__all__ = ["balancing_signs", "corner_lower_bound", "monotone_leakage"]
+__all__ = ["CornerOptions", "balancing_signs", "corner_lower_bound", "monotone_leakage"]
+
+
+@dataclass(frozen=True, eq=False)
+class CornerOptions:
+    """Options of :func:`corner_lower_bound`.
+
+    Attributes
+    ----------
+    starts : sequence of arrays, optional
+        Starting corners (vectors of +-1 over the conditioning set); default the corners that maximise and
+        minimise eta_i.
+    sweeps : int
+        Passes of single-coordinate flips from each start.
+    box_tol, max_boxes : float, int
+        Tolerance and sub-box budget of the box probabilities when no ``box`` is given.
+    n_regions : int
+        Region grid (both ends included) whose disjoint pairs are tried at the best corner (<= 2: the top
+        and bottom regions only).
+    """
+
+    starts: object = None
+    sweeps: int = 2
+    box_tol: float = 1e-2
+    max_boxes: int = 2000
+    n_regions: int = 41
 
 
 def balancing_signs(P, root=0):
@@ -71,16 +97,34 @@ def balancing_signs(P, root=0):
     return s.astype(float)
 
 
-def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol=1e-3, box_tol=None,
-                     max_boxes=2000):
+def monotone_leakage(model, i, high, cond, corr_num, corr_den, options: PinnedOptions = PinnedOptions()):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
     Applies when the conditional precision of x_H given x_cond is sign-balanced (see the module
-    docstring); returns (inf, details with a "reason") otherwise.  ``corr_num`` and ``corr_den`` are the
-    marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`
-    (-log(1 - E0) for the numerator region, log U0 for the denominator region).  Returns
+    docstring); returns (inf, details with a "reason") otherwise.
+
+    Parameters
+    ----------
+    model : GaussianRegionModel
+        The truncated prior and the region width.
+    i : int
+        The secret coordinate.
+    high : sequence of int
+        The other high-influence coordinates (truncated, integrated out).
+    cond : sequence of int
+        The conditioning set C.
+    corr_num, corr_den : callable
+        The marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`
+        (-log(1 - E0) for the numerator region, log U0 for the denominator region).
+    options : PinnedOptions
+        ``tol``, ``atol`` (region sweeps), ``box_tol`` (default max(atol, 1e-2)) and ``max_boxes`` (box
+        probabilities).
+
+    Returns
+    -------
     (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at attained
-    box points of x_cond (top region against bottom region, and back)."""
+    box points of x_cond (top region against bottom region, and back).
+    """
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
     block = pinned_conditional(model, H, C)
@@ -99,8 +143,10 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     s = balancing_signs(Sinv)
     if s is None:
         return math.inf, {"reason": "the conditional precision of x_H is not sign-balanced"}
+    box_tol = options.box_tol
     try:
-        box = BoxProbability(Sinv, tol=box_tol if box_tol is not None else max(atol, 1e-2), max_boxes=max_boxes)
+        box = BoxProbability(Sinv, tol=box_tol if box_tol is not None else max(options.atol, 1e-2),
+                             max_boxes=options.max_boxes)
     except np.linalg.LinAlgError:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
     S = np.linalg.inv(Sinv)
@@ -113,8 +159,8 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
     col = np.sign(np.sum(sg, axis=0))
     consistent = bool(np.all((sg * col[None, :] >= 0) | (sg == 0)))
     n_boxes = [0]
-    box_bounds = _box_bounds_factory(model, i, H, box, n_boxes)
-    pair_bound = _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=box_bounds)
+    box_bounds = _box_bounds_factory(model, H, box, n_boxes)
+    pair_bound = _pair_bound_factory(model, i, S, box, box_bounds, (corr_num, corr_den), options)
 
     cert_up, est_up = pair_bound(eta_up)
     cert_dn, est_dn = pair_bound(eta_dn)
@@ -126,12 +172,11 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, *, tol=1e-3, atol
                   "lower": lower, "max_sub_boxes": n_boxes[0]}
 
 
-def _box_bounds_factory(model, i, H, box, n_boxes=None):
+def _box_bounds_factory(model, H, box, n_boxes):
     """box_bounds(mu, r) -> certified (lower, upper) of log N(x_i in [r, r + delta], x_H' in T; mu, P^-1)
-    for arrays r (all regions of a sweep refined at once)."""
+    for arrays r (all regions of a sweep refined at once); ``n_boxes[0]`` keeps the largest sub-box count."""
     delta = model.delta
     lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
-    n_boxes = [0] if n_boxes is None else n_boxes
 
     def box_bounds(mu, r):
         lb, ub, nb = box.bounds_many(mu, *region_boxes(lo_H, hi_H, r, delta))
@@ -141,7 +186,7 @@ def _box_bounds_factory(model, i, H, box, n_boxes=None):
     return box_bounds
 
 
-def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_bounds=None):
+def _pair_bound_factory(model, i, S, box, box_bounds, corr, options):
     """pair_bound(eta) -> (certified sup over regions R of the numerator term plus sup over R' of the
     denominator term, value met): the decoupled region maximisation at one natural parameter eta,
     F'' >= -(S^-1)_ii for the numerator and -1 / Sigma_ii for the denominator (module docstring)."""
@@ -149,18 +194,16 @@ def _pair_bound_factory(model, i, H, S, box, corr_num, corr_den, tol, atol, box_
     lo_i, hi_i = model.lower[i], model.upper[i]
     m0, s0 = model.mean[i], math.sqrt(model.cov[i, i])
     K1, K2 = float(box.P[0, 0]), 1.0 / model.cov[i, i]
-    box_bounds = _box_bounds_factory(model, i, H, box) if box_bounds is None else box_bounds
+    sweep = RegionSweep(lo_i, hi_i, delta, options.tol, options.atol, iters=40)
 
     def pair_bound(eta):
         mu = S @ eta
-        return region_pair_bound(lo_i, hi_i, delta, lambda r: box_bounds(mu, r), m0, s0, K1, K2, corr_num,
-                                 corr_den, tol, atol, iters=40)
+        return region_pair_bound(sweep, lambda r: box_bounds(mu, r), m0, s0, K1, K2, *corr)
 
     return pair_bound
 
 
-def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2, box=None, box_tol=1e-2,
-                       max_boxes=2000, n_regions=41):
+def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: CornerOptions = CornerOptions()):
     """Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
 
     Any attained x_C and any disjoint pair of regions give a lower bound of the leakage (Definition 7
@@ -168,12 +211,30 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
     (and back), log P(R | x_C) - log P(R' | x_C) >= lower(log N(R x T)) - upper(log N(R' x T))
     (:class:`~puffgm.gaussian.boxprob.BoxProbability`), and the marginal log ratio of the truncated
     prior is at most log N0(R) - log N0(R') - log(1 - E0(R')) (Bonferroni, ``corr_num``).  Starting
-    from the corners that maximise and minimise eta_i (or ``starts``), single coordinates of x_C are
-    flipped while the bound improves (``sweeps`` passes); at the best corner every disjoint pair of a grid of
-    ``n_regions`` regions (both ends included) is tried as well.  No sign condition is needed.
+    from the corners that maximise and minimise eta_i (or ``options.starts``), single coordinates of x_C
+    are flipped while the bound improves (``options.sweeps`` passes); at the best corner every disjoint
+    pair of a grid of ``options.n_regions`` regions (both ends included) is tried as well.  No sign
+    condition is needed.
 
-    Returns (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
-    (-inf, None, 0) when x_H is determined by x_cond."""
+    Parameters
+    ----------
+    model : GaussianRegionModel
+    i : int
+        The secret coordinate.
+    high, cond : sequence of int
+        The other high-influence coordinates and the conditioning set.
+    corr_num : callable
+        The numerator marginal correction of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`.
+    box : BoxProbability, optional
+        The box probabilities of x_H given x_cond (default: built with ``options.box_tol`` and
+        ``options.max_boxes``).
+    options : CornerOptions
+
+    Returns
+    -------
+    (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
+    (-inf, None, 0) when x_H is determined by x_cond.
+    """
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
     block = pinned_conditional(model, H, C)
@@ -181,8 +242,9 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
         return -math.inf, None, 0
     S, Sinv, center, gens = block
     if box is None:
-        box = BoxProbability((Sinv + Sinv.T) / 2, tol=box_tol, max_boxes=max_boxes)
+        box = BoxProbability((Sinv + Sinv.T) / 2, tol=options.box_tol, max_boxes=options.max_boxes)
     value = _corner_pair_value(model, i, H, S, center, gens, box, corr_num)
+    starts = options.starts
     if starts is None:
         g0 = np.where(gens[0] >= 0, 1.0, -1.0)
         starts = [g0, -g0]
@@ -190,7 +252,7 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
     for u0 in starts:
         u = np.array(u0, float)
         cur = value(u)
-        for _ in range(sweeps):
+        for _ in range(options.sweeps):
             improved = False
             for j in range(len(C)):
                 u[j] = -u[j]
@@ -203,10 +265,10 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, starts=None, sweeps=2,
                 break
         if cur > best:
             best, best_u = cur, u.copy()
-    if best_u is not None and n_regions > 2:
+    if best_u is not None and options.n_regions > 2:
         # the best pair need not be the top and bottom regions (it is not on the squared-exponential
         # kernel): every disjoint pair of a region grid at the best corner, also certified
-        best = max(best, value.grid(best_u, n_regions))
+        best = max(best, value.grid(best_u, options.n_regions))
     return best, best_u, value.calls
 
 

@@ -16,7 +16,7 @@ centre m and half-widths w, for every pair of regions with R above R',
     U(c) = max { eta_i : eta in Z, eta_H' in c }   (monotone in eta_i, then Lipschitz in xi),
 
 and the same with the min of eta_i for R below R'.  U(c) is bounded from above by Lagrangian duality
-(:func:`puffgm.gaussian.trivariate.zonotope_max_dual`: any multipliers give a bound, so no solver
+(:func:`puffgm.gaussian.zonotope.zonotope_max_dual`: any multipliers give a bound, so no solver
 tolerance enters).  **The slopes s_j(c)** bound |d Lambda / d xi_j| = |sum_k R_jk (E_R[x_k] - E_R'[x_k])|
 over the cell through the Gibbs conditionals: given every other coordinate of H (each anywhere in its box)
 the law of x_k on R x T is N(m_k, 1 / P_kk) truncated to [lo_k, hi_k] with
@@ -26,18 +26,16 @@ region, and |E_R[x_k] - E_R'[x_k]| <= L_k(c) = tau(m_k^+) - tau(m_k^-) <= hi_k -
 at a face of its box over the whole cell has a tiny L_k, so cells may be wide where Lambda is flat.
 Cells that miss the projection of Z are dropped only on a verified separating hyperplane (Farkas
 certificate, :func:`zonotope_misses_box`).  The value at (U(c), m) over the continuum of regions is the
-decoupled region sweep of :func:`puffgm.gaussian.leakage.region_pair_bound` with b-dimensional box
+decoupled region sweep of :func:`puffgm.gaussian.primitives.region_pair_bound` with b-dimensional box
 probabilities (:class:`puffgm.gaussian.boxprob.BoxProbability`), as in the monotone engine.
 
 **The Bonferroni sandwich.**  Every box probability log N(R x T) is first bracketed by conditioning on x_i
-and applying Bonferroni to the other coordinates of H (:class:`puffgm.gaussian.leakage.RegionBonferroni`):
+and applying Bonferroni to the other coordinates of H (:class:`puffgm.gaussian.boxprob.RegionBonferroni`):
 one-dimensional integrals only, with gap -log(1 - eps(R)), eps the sum of the other coordinates' largest
 tail probabilities given x_i in R.  Where that gap exceeds the box tolerance the sub-box bounds are
-computed too and the bracket is the intersection of both.  In many dimensions this matters: at l = 2,
-b = 16 of Figure 2b the sub-box bounds keep a gap of 13.8 (median over the regions of the top cell's centre,
-2000 sub-boxes each; 15.3 with 200, 17.0 with 20), which set the branch and bound's floor (it stalled at
-35.7 with centre values of 13.9), while eps is below 0.014 wherever the other coordinates' conditional
-means stay well inside their box.  In the vertex bound (below) the numerator uses at each corner the
+computed too and the bracket is the intersection of both.  In many dimensions the sub-box bounds keep a
+gap of the order of the mean-field error, which sets a floor for the branch and bound, while eps stays
+small wherever the other coordinates' conditional means stay well inside their box.  In the vertex bound (below) the numerator uses at each corner the
 smaller of the Bonferroni upper bound and the sub-boxes'; the denominator needs one affine minorant per
 region for the whole face: the Bonferroni one (tangent of the convex log-partition function of
 R x R^(b-1) at the centre, plus log(1 - eps) with eps over the face's corners: the conditional means are
@@ -45,20 +43,14 @@ affine in eta) or the sub-boxes', whichever is larger at the centre.  Regions wh
 the face exceeds ``lazy_gap`` get sub-boxes at the centre then as well (the bound stays finite where
 the other coordinates are pushed against their box).  ``lazy_gap="auto"`` is the median gap of the
 sub-box bounds of 9 regions at the zonotope's centre (at least the box tolerance): sub-boxes only where they
-can beat the sandwich, and no mean-field pass on them (at l = 2, b = 16 the first cell then takes 47 s
-instead of 202 s, same value 111.13: the pass on such sub-boxes had taken 149 s).  The median sub-box
-gap at the zonotope's centre of Figure 2b's splits (2000 sub-boxes) grows with b and l: 0.03, 3.5, 8.6,
-13.8 at l = 2, b = 4, 8, 12, 16; 0.07, 8.6, 17.4, 26.5 at l = 3; 3.5, 439, 1330, 3880 at l = 5, where the
-sandwich's is below 2e-5.  Measured on the test case of
-``tests/test_gaussian_cells.py`` (b = 4, l = 5, 39 cells): 37.91 against 48.88 without the sandwich, in 9.7 s
-against 16.1 s (the exact value is in [35.885, 36.024]).
+can beat the sandwich, and no mean-field pass on them.
 
 **The vertex bound (second order).**  With F~_A(eta) = log int_A exp(eta' x - x' P x / 2) dx, Lambda =
 F~_{R x T} - F~_{R' x T} is a difference of convex functions of eta.  The Gibbs lower bound of the
 denominator with the product densities fitted at the centre eta_c is *affine* in eta and valid for every
 eta (:meth:`puffgm.gaussian.boxprob.SubBoxes.lower_at`, Jensen over the sub-boxes), so
 Lambda(eta) <= F~_{R x T}(eta) - l_{R'}(eta), a convex function.  The region continuum keeps this form:
-on the centre's final partitions of r and r' (:func:`puffgm.gaussian.leakage.partition_max`),
+on the centre's final partitions of r and r' (:func:`puffgm.gaussian.primitives.partition_max`),
 sup_r F_r(eta) <= max over cells of the end values plus K h^2 / 8 for every eta, and the same with the
 affine minorants for r'; a max of convex functions plus a max of affine ones is convex in eta.  Its sup
 over the face eta_i = U(c), eta_H' in c is therefore at a vertex of the face: the cell bound is the max
@@ -68,9 +60,7 @@ denominator: the affine minorants) for the vertex axes W, plus the Lipschitz sla
 the ``n_vertex_axes`` axes of largest Lipschitz slack (slope times half-width), and then, by decreasing
 slack and up to ``max_vertex_axes`` in all, every further axis whose slack exceeds ``vertex_slack`` times
 the centre's value |Lambda(U(c), m)|: each vertex axis doubles the vertices, and an axis left to the
-Lipschitz bound adds its whole slack to the cell's bound.  (l = 3, b = 8 of Figure 2b: the cells of largest
-bound after 311 cells are about 30 x 36 x 24 x 25 wide in four axes; with the fourth axis a vertex axis
-their bounds fall from 461.8 to 164.5.)  Its excess over Lambda is the Bregman gap of the denominator,
+Lipschitz bound adds its whole slack to the cell's bound.  Its excess over Lambda is the Bregman gap of the denominator,
 about (eta - eta_c)' Cov_{R'}(x) (eta - eta_c) / 2: second order in the cell width, against first order for
 the Lipschitz bound; the smaller of the two is used.
 
@@ -82,8 +72,7 @@ in eta_i, so its sup over Z n c is at most the sup of the convex bound over the 
 {(alpha + beta . xi, xi) : xi in c}, an affine image of the cell: again at a vertex.  beta is the slope of
 the upper hull of Z at the cell's centre (the duals of the equality constraints of the linear program
 max eta_i with xi_W fixed), so the tilted face touches Z near the cell and follows it; the smaller of the
-flat and the tilted bound is used.  (l = 3, b = 5 of Figure 2b: 1092 after 60 cells against 2497 with the
-flat face only; 1248 after 300 cells before.)  A face is evaluated only while it can change the cell's bound (the
+flat and the tilted bound is used.  A face is evaluated only while it can change the cell's bound (the
 max over both orientations of min(Lipschitz, tilted, flat)): the tilted face first, then the flat face from
 the tilted face's worst corner, each stopped at the first corner that shows it cannot win, neither when the
 orientation's bound so far is not above the other orientation's; the bound is the same to the bit.
@@ -91,11 +80,9 @@ orientation's bound so far is not above the other orientation's; the bound is th
 **Cell tightening.**  Z is thin: a box cell of the principal axes holds mostly points outside Z, where the
 vertices of the face lie and Lambda is large.  Before a cell is bounded it is replaced by the bounding box
 of Z n c, each side from the Lagrangian-duality bound of max (or min) xi_j over Z n c
-(:func:`~puffgm.gaussian.trivariate.zonotope_max_dual`, padded outward): the sup over Z n c is unchanged,
+(:func:`~puffgm.gaussian.zonotope.zonotope_max_dual`, padded outward): the sup over Z n c is unchanged,
 the tightened box is what the branch and bound keeps and splits, and a side that closes proves the cell
-empty.  (l = 3, b = 6 of Figure 2b: the top cell after 150 cells without it, xi in [626, 661] x [289, 362] x
-[-26.4, 26.4] x [-11.3, 11.3] x [-0.1, 0.1], had its bound 695 set at vertices outside Z; at the point of
-Z n c that maximises eta_i, Lambda is in [185.1, 186.8].)
+empty.
 
 **Symmetry.**  When every prior mean is the centre of its box, x -> 2 c - x maps the prior to itself, eta to
 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the reflected pair with the other
@@ -116,9 +103,8 @@ The branch and bound refines the cell with the largest bound (along the axis wit
 width) until the certified value is within ``tol`` of the largest cell value met, or until ``max_cells``;
 the value returned is certified in every case (cells never refined keep their bound).  A half keeps the
 smaller of its own bound and its parent's (it lies inside the parent), so the certified value never
-increases with more cells: without this, a half's bound could jump far above its parent's (l = 3, b = 7 of
-Figure 2b: 440.5 -> 827.4 at the 181st cell), and a run stopped there reported the jump (the cells split are
-the same either way: such a half is the largest leaf with or without the clip).  The stopping rule
+increases with more cells (a half's own bound can be far above its parent's; the cells split are the same
+either way: such a half is the largest leaf with or without the clip).  The stopping rule
 compares with values at points (U(c), m) that need not lie in Z, so it can stop early: the value is then
 looser, never invalid.  A certified lower bound of the exact leakage comes from
 :func:`puffgm.gaussian.monotone.corner_lower_bound`.
@@ -134,18 +120,18 @@ import math
 import os
 import tempfile
 import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from puffgm.core.validation import check_nonnegative_finite, check_nonnegative_int
 from puffgm.exceptions import ParameterError
-from puffgm.gaussian.bivariate import pinned_conditional
-from puffgm.gaussian.boxprob import BoxProbability, SubBoxes, log_trunc_normal, region_boxes
-from puffgm.gaussian.leakage import RegionBonferroni, cell_bounds, log_interval_prob, partition_max, region_pair_bound
+from puffgm.gaussian.boxprob import BoxProbability, RegionBonferroni, SubBoxes, log_trunc_normal, region_boxes
 from puffgm.gaussian.monotone import corner_lower_bound
-from puffgm.gaussian.trivariate import zonotope_max_dual
+from puffgm.gaussian.primitives import RegionSweep, cell_bounds, log_interval_prob, partition_max, region_pair_bound
+from puffgm.gaussian.zonotope import pinned_conditional, zonotope_max_dual
 
-__all__ = ["cell_leakage", "zonotope_misses_box"]
+__all__ = ["CellOptions", "cell_leakage", "zonotope_misses_box"]
 
 _log = logging.getLogger(__name__)
 # evaluate a face only while it can change the cell's bound (module docstring, the tilted face); False
@@ -183,117 +169,242 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
     return lhs < rhs - 1e-9 * scale
 
 
-def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-3, max_cells=200,
-                 box_tol=1e-2, box_rel=3e-3, max_boxes=2000, n_vertex_axes=3, max_vertex_axes=6, vertex_slack=0.01,
-                 n_regions=32, generator_cells=4, lower=True, symmetry=True, tighten=True, max_seconds=None,
-                 target=None, checkpoint_dir=None, checkpoint_seconds=60.0, bonferroni=True,
-                 lazy_gap="auto"):
+@dataclass(frozen=True)
+class CellOptions:
+    """Options of :func:`cell_leakage` (validated there).
+
+    Attributes
+    ----------
+    tol, atol : float
+        Relative and absolute gap of the branch and bound (the region sweeps run at ``min(tol, 1e-3)``).
+    max_cells : int
+        Budget of the branch and bound (cells evaluated; with a checkpoint, over every run).
+    box_tol, box_rel : float
+        The box probabilities are refined to a gap of max(``box_tol``, ``box_rel`` |lower bound|).
+    max_boxes : int
+        Sub-boxes per box probability.
+    n_vertex_axes, max_vertex_axes : int
+        The vertex bound treats the ``n_vertex_axes`` axes of largest Lipschitz slack by convexity, then,
+        by decreasing slack and up to ``max_vertex_axes`` in all, every further axis whose slack exceeds
+        ``vertex_slack`` times the centre's value (module docstring; ``max_vertex_axes <= n_vertex_axes``
+        gives a fixed number of axes; a cell space with at most ``n_vertex_axes`` axes keeps them all).
+    vertex_slack : float
+        See ``n_vertex_axes``.
+    n_regions : int
+        Initial grid of the region sweeps.
+    generator_cells : int
+        Conditioning sets of at most this many coordinates use cells of the generator weights, larger ones
+        cells of the natural parameters (module docstring).
+    lower : bool
+        Compute the certified corner lower bound (without it only the budget stops the refinement).
+    symmetry, tighten : bool
+        Use the point symmetry and the cell tightening (module docstring; both leave the value certified).
+    max_seconds : float, optional
+        Wall-time budget of the branch and bound (the value is certified whenever it stops: the largest
+        bound of the current leaves).
+    target : float, optional
+        Stop as soon as the certified value is at or below ``target`` (a caller who needs a bound below a
+        given number, e.g. the value of a smaller split).
+    checkpoint_dir : str or path, optional
+        Keep the branch and bound's leaves on disk in this directory (created if missing) every
+        ``checkpoint_seconds`` and at the stop, and resume from them (module docstring, checkpoints).
+    checkpoint_seconds : float
+        See ``checkpoint_dir``.
+    bonferroni : bool
+        Bracket each box probability by the Bonferroni sandwich as well (module docstring; ``False``: the
+        sub-box bounds alone).
+    lazy_gap : "auto", None or float
+        In the vertex bound, regions whose sandwich gap at a corner (numerator) or over the face
+        (denominator) exceeds ``lazy_gap`` get sub-boxes at the centre as well: a number, None (the box
+        tolerance) or "auto" (the median gap of the sub-box bounds of 9 regions at the zonotope's centre,
+        at least the box tolerance: sub-boxes only where they are expected to beat the sandwich).
+    """
+
+    tol: float = 0.02
+    atol: float = 1e-3
+    max_cells: int = 200
+    box_tol: float = 1e-2
+    box_rel: float = 3e-3
+    max_boxes: int = 2000
+    n_vertex_axes: int = 3
+    max_vertex_axes: int = 6
+    vertex_slack: float = 0.01
+    n_regions: int = 32
+    generator_cells: int = 4
+    lower: bool = True
+    symmetry: bool = True
+    tighten: bool = True
+    max_seconds: float | None = None
+    target: float | None = None
+    checkpoint_dir: object = None
+    checkpoint_seconds: float = 60.0
+    bonferroni: bool = True
+    lazy_gap: object = "auto"
+
+
+@dataclass(frozen=True)
+class _Stopping:
+    """The stopping rules of :func:`_best_first`: the certified lower bound ``low`` and the gap
+    max(atol, tol |low|), the cell budget, the target and the ``time.monotonic()`` deadline."""
+
+    low: float
+    tol: float
+    atol: float
+    max_cells: int
+    target: float | None = None
+    deadline: float | None = None
+
+
+def cell_leakage(model, i, high, cond, corr_num, corr_den, options: CellOptions = CellOptions()):
     """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
 
-    Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).  ``corr_num`` and
-    ``corr_den`` are the marginal corrections of
-    :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`.  ``tol`` is the relative gap of the
-    branch and bound, ``max_cells`` its budget (cells evaluated); the region sweeps run at
-    ``min(tol, 1e-3)``, the box probabilities to a gap of max(``box_tol``, ``box_rel`` |lower bound|).
-    Returns (value, details) with ``details["lower"]`` a certified lower bound of the
-    exact leakage (corner search; without it, ``lower=False``, only the budget stops the refinement),
-    ``details["cells"]`` the cells evaluated and ``details["estimate"]`` the largest cell value met.
-    ``symmetry`` and ``tighten`` switch off the point symmetry and the cell tightening (module docstring;
-    both leave the value certified).  ``n_vertex_axes``, ``max_vertex_axes`` and ``vertex_slack`` choose the
-    axes of the vertex bound (module docstring; ``max_vertex_axes <= n_vertex_axes`` gives the fixed rule of
-    earlier versions, and its checkpoints; a cell space with at most ``n_vertex_axes`` axes keeps them
-    under any rule).  ``max_seconds`` stops the branch and bound after that much wall time
-    as well (the value is certified whenever it stops: the largest bound of the current leaves);
-    ``target`` stops it as soon as the certified value is at or below ``target`` (a caller who needs a bound
-    below a given number, e.g. the value of a smaller split); ``details["stopped"]`` says which rule stopped
-    it ("converged", "cells", "seconds", "target" or "infinite").
+    Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).
+
+    Parameters
+    ----------
+    model : GaussianRegionModel
+        The truncated prior and the region width.
+    i : int
+        The secret coordinate.
+    high : sequence of int
+        The other high-influence coordinates (truncated, integrated out).
+    cond : sequence of int
+        The conditioning set C.
+    corr_num, corr_den : callable
+        The marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`.
+    options : CellOptions
+        Gap, budgets and the switches of the bounds (:class:`CellOptions`).
+
+    Returns
+    -------
+    (value, details): ``details["lower"]`` a certified lower bound of the exact leakage (corner search;
+    absent with ``lower=False``), ``details["cells"]`` the cells evaluated, ``details["estimate"]`` the
+    largest cell value met, ``details["stopped"]`` the rule that stopped the branch and bound
+    ("converged", "cells", "seconds", "target" or "infinite"), and with a checkpoint
+    ``details["checkpoint"]`` (the file) and ``details["seconds"]`` (the wall time of every run).
     Progress (cells, certified value) is logged at DEBUG level on this module's logger.
-    ``checkpoint_dir`` (a directory, created if missing) keeps the branch and bound's leaves on disk every
-    ``checkpoint_seconds`` and at the stop, and resumes from them (module docstring, checkpoints);
-    ``details["checkpoint"]`` is then the file and ``details["seconds"]`` the wall time of every run.
-    ``bonferroni`` brackets each box probability by the Bonferroni sandwich as well (module docstring;
-    ``False`` gives the sub-box bounds alone, the engine of earlier versions, and its checkpoints); in the
-    vertex bound, regions whose sandwich gap at a corner (numerator) or over the face (denominator) exceeds
-    ``lazy_gap`` get sub-boxes at the centre as well: a number, None (the box tolerance: the first version of
-    the sandwich) or "auto" (the default: the median gap of the sub-box bounds of 9 regions at the
-    zonotope's centre, at least the box tolerance, i.e. sub-boxes only where they are expected to beat the
-    sandwich)."""
-    n_vertex_axes = check_nonnegative_int(n_vertex_axes, "n_vertex_axes", "cell_leakage")
-    max_vertex_axes = check_nonnegative_int(max_vertex_axes, "max_vertex_axes", "cell_leakage")
-    vertex_slack = check_nonnegative_finite(vertex_slack, "vertex_slack", "cell_leakage")
-    if target is not None:
-        target = check_nonnegative_finite(target, "target", "cell_leakage")
-    deadline = None if max_seconds is None else time.monotonic() + float(max_seconds)
+    """
+    opts = _checked_options(options)
+    deadline = None if opts.max_seconds is None else time.monotonic() + float(opts.max_seconds)
     H = [int(i)] + [int(k) for k in high]
     C = [int(c) for c in cond]
-    d = len(H) - 1
     block = pinned_conditional(model, H, C) if C else None
-    if block is None or d < 1:
+    if block is None or len(H) < 2:
         return math.inf, {"reason": "x_H is (numerically) determined by x_cond, or there is nothing to condition on"}
     S, P, center, gens = block
     P = (P + P.T) / 2
     try:
-        box = BoxProbability(P, tol=box_tol, max_boxes=max_boxes)
+        box = BoxProbability(P, tol=opts.box_tol, max_boxes=opts.max_boxes)
     except np.linalg.LinAlgError:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
     lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
-    bonf = RegionBonferroni(S, lo_H, hi_H, model.delta) if bonferroni else None
+    bonf = RegionBonferroni(S, lo_H, hi_H, model.delta) if opts.bonferroni else None
+    opts = _checked_lazy_gap(opts)
+    engine = _CellEngine(model, (H, C), (S, P, center, gens), box, bonf, (corr_num, corr_den), opts)
+    engine.prepare()
+    return engine.run(deadline)
+
+
+def _checked_options(options):
+    """The options with ``n_vertex_axes``, ``max_vertex_axes``, ``vertex_slack`` and ``target`` checked."""
+    if not isinstance(options, CellOptions):
+        raise ParameterError(f"The 'options' parameter of cell_leakage must be a CellOptions. "
+                             f"Got {type(options).__name__} instead.")
+    n_vertex_axes = check_nonnegative_int(options.n_vertex_axes, "n_vertex_axes", "cell_leakage")
+    max_vertex_axes = check_nonnegative_int(options.max_vertex_axes, "max_vertex_axes", "cell_leakage")
+    vertex_slack = check_nonnegative_finite(options.vertex_slack, "vertex_slack", "cell_leakage")
+    target = options.target
+    if target is not None:
+        target = check_nonnegative_finite(target, "target", "cell_leakage")
+    return replace(options, n_vertex_axes=n_vertex_axes, max_vertex_axes=max_vertex_axes, vertex_slack=vertex_slack,
+                   target=target)
+
+
+def _checked_lazy_gap(options):
+    """The options with ``lazy_gap`` checked ("auto", None or a number >= 0, as a float)."""
+    lazy_gap = options.lazy_gap
     if lazy_gap is not None and not (isinstance(lazy_gap, str) and lazy_gap == "auto"):
         ok = isinstance(lazy_gap, (int, float, np.integer, np.floating)) and not isinstance(lazy_gap, bool)
         if not (ok and float(lazy_gap) >= 0):
             raise ParameterError(f"The 'lazy_gap' parameter must be 'auto', None or a number >= 0. Got {lazy_gap!r} "
                                  "instead.")
-        lazy_gap = float(lazy_gap)
-    wid = hi_H[1:] - lo_H[1:]
-    Pk = np.diag(P)[1:]
-    off = P[1:].copy()
-    off[np.arange(d), np.arange(1, d + 1)] = 0.0
-    # sum_{j != k} P_kj x_j over the boxes of H: [smin_k, smax_k]
-    smin = np.sum(np.minimum(off * lo_H[None, :], off * hi_H[None, :]), axis=1)
-    smax = np.sum(np.maximum(off * lo_H[None, :], off * hi_H[None, :]), axis=1)
+        return replace(options, lazy_gap=float(lazy_gap))
+    return options
 
-    def lipschitz(e_lo, e_hi):
+
+class _CellEngine:
+    """The state of one :func:`cell_leakage` call: the conditional law of x_H, its zonotope in rotated
+    coordinates, the box probabilities and the steps of the bound (module docstring)."""
+
+    def __init__(self, model, split, block, box, bonf, corr, opts):
+        H, C = split
+        S, P, center, gens = block
+        self.model, self.H, self.C, self.opts = model, H, C, opts
+        self.S, self.P, self.center, self.gens = S, P, center, gens
+        self.box, self.bonf = box, bonf
+        self.corr_num, self.corr_den = corr
+        self.d = d = len(H) - 1
+        self.lo_H, self.hi_H = lo_H, hi_H = model.lower[H].astype(float), model.upper[H].astype(float)
+        self.wid = hi_H[1:] - lo_H[1:]
+        self.Pk = np.diag(P)[1:]
+        off = P[1:].copy()
+        off[np.arange(d), np.arange(1, d + 1)] = 0.0
+        # sum_{j != k} P_kj x_j over the boxes of H: [smin_k, smax_k]
+        self.smin = np.sum(np.minimum(off * lo_H[None, :], off * hi_H[None, :]), axis=1)
+        self.smax = np.sum(np.maximum(off * lo_H[None, :], off * hi_H[None, :]), axis=1)
+        # rotated coordinates xi = Rot (eta_H' - c_H'): eta_H' = c_H' + Rot' xi
+        Uv, _, _ = np.linalg.svd(gens[1:], full_matrices=True)
+        self.Rot = Rot = Uv.T
+        self.cen2 = np.concatenate([[center[0]], np.zeros(d)])
+        self.gens2 = np.vstack([gens[:1], Rot @ gens[1:]])
+        self.cH = center[1:]
+        self.absRT = np.abs(Rot.T)
+        self.reach = np.sum(np.abs(self.gens2), axis=1)
+        self.pad = 1e-9 * (1.0 + float(np.max(np.abs(center))) + float(np.max(self.reach)))
+        self.cons = list(range(1, d + 1))
+        # eta_i is close to a linear function of xi on Z (least squares over the generators): its spread over a
+        # cell times |d Lambda / d eta_i| <= hi_i - lo_i also guides the splitting (heuristic only)
+        self.alpha = np.abs(np.linalg.lstsq(self.gens2[1:].T, self.gens2[0], rcond=None)[0]) * float(hi_H[0] - lo_H[0])
+        self.delta = model.delta
+        i = H[0]
+        self.lo_i, self.hi_i = float(model.lower[i]), float(model.upper[i])
+        self.m0, self.s0 = float(model.mean[i]), math.sqrt(model.cov[i, i])
+        self.K1, self.K2 = float(P[0, 0]), 1.0 / model.cov[i, i]
+        self.sweep = RegionSweep(self.lo_i, self.hi_i, self.delta, min(opts.tol, 1e-3), opts.atol, iters=40,
+                                 n_init=opts.n_regions, return_edges=True)
+        self.stats = {"cells": 0, "dropped_empty": 0, "vertex_wins": 0, "tilted_wins": 0}
+        self.low, self.lazy_ref = -math.inf, opts.lazy_gap
+
+    # ------------------------------------------------------------ slopes
+    def lipschitz(self, e_lo, e_hi):
         """L_k >= |E_R[x_k] - E_R'[x_k]| for eta_H' in [e_lo, e_hi] (Gibbs conditionals)."""
-        _, t_lo = log_trunc_normal(lo_H[1:], hi_H[1:], e_lo - smax, Pk)
-        _, t_hi = log_trunc_normal(lo_H[1:], hi_H[1:], e_hi - smin, Pk)
+        lo_H, hi_H, wid = self.lo_H, self.hi_H, self.wid
+        _, t_lo = log_trunc_normal(lo_H[1:], hi_H[1:], e_lo - self.smax, self.Pk)
+        _, t_hi = log_trunc_normal(lo_H[1:], hi_H[1:], e_hi - self.smin, self.Pk)
         L = np.minimum(t_hi - t_lo + 1e-9 * wid, wid)
         return np.where(np.isfinite(L), np.maximum(L, 0.0), wid)
 
-    # rotated coordinates xi = Rot (eta_H' - c_H'): eta_H' = c_H' + Rot' xi
-    Uv, _, _ = np.linalg.svd(gens[1:], full_matrices=True)
-    Rot = Uv.T
-    cen2 = np.concatenate([[center[0]], np.zeros(d)])
-    gens2 = np.vstack([gens[:1], Rot @ gens[1:]])
-    cH = center[1:]
-    absRT = np.abs(Rot.T)
-    reach = np.sum(np.abs(gens2), axis=1)
-    pad = 1e-9 * (1.0 + float(np.max(np.abs(center))) + float(np.max(reach)))
-    cons = list(range(1, d + 1))
-
-    def slopes(a, b):
+    def slopes(self, a, b):
         """Per rotated axis j, a bound of |d Lambda / d xi_j| = |sum_k Rot_jk dLambda/deta_k| on the cell."""
-        e_mid = cH + Rot.T @ ((a + b) / 2)
-        e_half = absRT @ ((b - a) / 2) + pad
-        return absRT.T @ lipschitz(e_mid - e_half, e_mid + e_half)
+        e_mid = self.cH + self.Rot.T @ ((a + b) / 2)
+        e_half = self.absRT @ ((b - a) / 2) + self.pad
+        return self.absRT.T @ self.lipschitz(e_mid - e_half, e_mid + e_half)
 
-    # eta_i is close to a linear function of xi on Z (least squares over the generators): its spread over a
-    # cell times |d Lambda / d eta_i| <= hi_i - lo_i also guides the splitting (heuristic only)
-    alpha = np.abs(np.linalg.lstsq(gens2[1:].T, gens2[0], rcond=None)[0]) * float(hi_H[0] - lo_H[0])
+    def vertex_axes(self, sl, bv):
+        """The vertex axes of a cell with Lipschitz slacks sl and centre value bv (module docstring)."""
+        opts = self.opts
+        return _vertex_axes(sl, opts.n_vertex_axes, opts.max_vertex_axes, opts.vertex_slack * abs(bv))
 
-    delta = model.delta
-    lo_i, hi_i = float(model.lower[i]), float(model.upper[i])
-    m0, s0 = float(model.mean[i]), math.sqrt(model.cov[i, i])
-    K1, K2 = float(P[0, 0]), 1.0 / model.cov[i, i]
-    rtol = min(tol, 1e-3)
-    stats = {"cells": 0, "dropped_empty": 0, "vertex_wins": 0, "tilted_wins": 0}
-
-    def centre_sweep(eta_c):
+    # ------------------------------------------------------------ the region sweep at a centre
+    def centre_sweep(self, eta_c):
         """The decoupled region sweep at eta_c, keeping the sub-boxes of every box evaluated: returns
         (bound, value met, (numerator edges, denominator edges), record of the union of the edges, union).
         The record is (SubBoxes of the edges that have sub-boxes, their row in it per edge (-1: none),
         eta_c); with ``bonferroni`` a box gets sub-boxes only where the Bonferroni sandwich
-        (:class:`~puffgm.gaussian.leakage.RegionBonferroni`) is looser than the box tolerance, and its
+        (:class:`~puffgm.gaussian.boxprob.RegionBonferroni`) is looser than the box tolerance, and its
         bounds are the intersection of both."""
+        S, box, bonf, delta = self.S, self.box, self.bonf, self.delta
+        lo_H, hi_H = self.lo_H, self.hi_H
         mu_c = S @ eta_c
         recs = []
 
@@ -311,8 +422,8 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
                 recs.append((r[need], sub))
             return lt, ut
 
-        bv, ev, edges = region_pair_bound(lo_i, hi_i, delta, log_box, m0, s0, K1, K2, corr_num, corr_den, rtol,
-                                          atol, iters=40, return_edges=True, n_init=n_regions)
+        bv, ev, edges = region_pair_bound(self.sweep, log_box, self.m0, self.s0, self.K1, self.K2, self.corr_num,
+                                          self.corr_den)
         rall = np.unique(np.concatenate(edges))
         parts, found = [], np.zeros(len(rall), bool)
         for r, sub in recs:
@@ -335,243 +446,222 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, *, tol=0.02, atol=1e-
         return bv, ev, edges, {"sub": sub, "idx": idx, "eta_c": np.asarray(eta_c, float), "mu_c": mu_c,
                                "lazy": np.zeros(len(rall), bool)}, rall
 
-    def ensure_sub(rec, rall, pos):
+    def ensure_sub(self, rec, rall, pos):
         """Give the edges rall[pos] sub-boxes at the centre's mean too (computed once per cell, kept in rec)."""
         pos = np.unique(pos[rec["idx"][pos] < 0])
         if not len(pos):
             return
-        new = box.bounds_many(rec["mu_c"], *region_boxes(lo_H, hi_H, rall[pos], delta), keep=True)[3]
+        new = self.box.bounds_many(rec["mu_c"], *region_boxes(self.lo_H, self.hi_H, rall[pos], self.delta),
+                                   keep=True)[3]
         n_old = 0 if rec["sub"] is None else rec["sub"].nprob
         rec["sub"] = new if rec["sub"] is None else SubBoxes.concat([rec["sub"], new])
         rec["idx"][pos] = n_old + np.arange(len(pos))
         rec["lazy"][pos] = True
 
-    def vertex_bound(edges, rec, rall, corners, finish=lambda v: v, cutoff=math.inf):
+    # ------------------------------------------------------------ the vertex bound
+    def vertex_bound(self, sweep, corners, finish=lambda v: v, cutoff=math.inf):
         """(max over the given eta (corners of a face) of the bound Psi(eta), index of the corner attaining
         it): the numerator's certified sweep on the centre's partition (box upper bounds on the centre's
         sub-boxes at each eta, or the Bonferroni upper bound where smaller) plus the denominator's sweep with
         affine minorants fixed for the whole face (the sub-boxes' or the Bonferroni one with eps over the
-        face's corners, whichever is larger at the centre; module docstring, the vertex bound).  Stops at
-        the first corner with ``finish(max)`` >= ``cutoff`` (``finish``, non-decreasing, is what the caller
-        adds to the max: the caller then knows the face cannot beat ``cutoff``, and the max returned is only
-        a lower bound)."""
+        face's corners, whichever is larger at the centre; module docstring, the vertex bound).  ``sweep``
+        is (edges, record, union of the edges) of :meth:`centre_sweep`.  Stops at the first corner with
+        ``finish(max)`` >= ``cutoff`` (``finish``, non-decreasing, is what the caller adds to the max: the
+        caller then knows the face cannot beat ``cutoff``, and the max returned is only a lower bound)."""
+        edges, rec, rall = sweep
         e1, e2 = edges
         p1, p2 = np.searchsorted(rall, e1), np.searchsorted(rall, e2)
-        mus = [S @ eta for eta in corners]
-        if bonf is not None:
-            # sub-boxes (at the centre's mean) for the regions where the Bonferroni bounds are looser than the
-            # box tolerance at some corner (numerator) or over the face (denominator)
-            eps2 = bonf.eps(e2, np.array(mus))
-            up1 = [bonf.bounds(e1, mu) for mu in mus]
-            gap1 = np.max([u - lw for lw, u in up1], axis=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                gap2 = -np.log1p(-eps2)
-            lim = box.tol if lazy_gap is None else max(box.tol, lazy_ref)
-            ensure_sub(rec, rall, np.concatenate([p1[~(gap1 <= lim)], p2[~(gap2 <= lim)]]))
-        sub, idx, eta_c = rec["sub"], rec["idx"], rec["eta_c"]
-        i1, i2 = idx[p1], idx[p2]
-        h1, h2 = np.flatnonzero(i1 >= 0), np.flatnonzero(i2 >= 0)
-        sub1 = sub.select(i1[h1]) if len(h1) else None
-        sub2 = sub.select(i2[h2]) if len(h2) else None
-        n1 = log_interval_prob(e1, e1 + delta, m0, s0)
-        n2 = log_interval_prob(e2, e2 + delta, m0, s0)
-        # the denominator's affine minorant per region, the same at every corner of the face
-        use_sub = np.zeros(len(e2), bool)
-        if bonf is not None:
-            bdata = bonf.minorant(e2, eta_c, eps2)
-            if len(h2):
-                use_sub[h2] = sub2.lower0 >= bdata[0][h2] + bdata[1][h2] @ eta_c
-        else:
-            use_sub[:] = True
+        mus = [self.S @ eta for eta in corners]
+        face = self._face_data(rec, rall, (e1, e2, p1, p2), mus)
         out, arg = -math.inf, 0
         for c_idx, eta in enumerate(corners):
-            mu = mus[c_idx]
-            # numerator: the fixed-parameter upper bound everywhere, re-optimised (one mean-field sweep)
-            # on the regions near the top (any valid upper bound may be used on any region)
-            f1 = np.full(len(e1), np.inf)
-            if bonf is not None:
-                f1 = up1[c_idx][1].copy()
-            if len(h1):
-                f1[h1] = np.minimum(f1[h1], sub1.upper_at(mu))
-            f1 = f1 - n1
-            done = np.zeros(len(f1), bool)
-            done[i1 < 0] = True
-            if lazy_gap is not None:
-                # no mean-field pass on the sub-boxes added for the vertex bound (their gaps are large where
-                # they are needed: the sandwich failed there, and the pass would dominate the cell's time)
-                done[rec["lazy"][p1]] = True
-            for _ in range(40):
-                cellv = cell_bounds(e1[:-1], e1[1:], f1[:-1], f1[1:], K1, corr_num, delta)
-                mx = float(np.max(cellv))
-                if not math.isfinite(mx):
-                    break
-                near = np.flatnonzero(cellv >= mx - max(1.0, 0.02 * abs(mx)))
-                top = np.unique(np.concatenate([near, near + 1]))
-                top = top[~done[top]]
-                if not len(top):
-                    break
-                f1[top] = np.minimum(f1[top], box.bounds_fixed(mu, sub.select(i1[top]), sweeps=1)[1] - n1[top])
-                done[top] = True
-            low2 = np.full(len(e2), -np.inf)
-            if bonf is not None:
-                low2 = bonf.minorant_at(bdata, eta)
-            if np.any(use_sub):
-                low2[use_sub] = sub2.lower_at(mu)[use_sub[h2]]
-            f2 = n2 - low2
-            v = partition_max(e1, f1, K1, corr_num, delta) + partition_max(e2, f2, K2, corr_den, delta)
+            f1 = self._numerator(face, c_idx, mus[c_idx])
+            f2 = self._denominator(face, eta, mus[c_idx])
+            v = (partition_max(e1, f1, self.K1, self.corr_num, self.delta)
+                 + partition_max(e2, f2, self.K2, self.corr_den, self.delta))
             if v > out:
                 out, arg = v, c_idx
             if not math.isfinite(out) or finish(out) >= cutoff:
                 break
         return out, arg
 
-    def vertex_axes(sl, bv):
-        """The vertex axes of a cell with Lipschitz slacks sl and centre value bv (module docstring)."""
-        return _vertex_axes(sl, n_vertex_axes, max_vertex_axes, vertex_slack * abs(bv))
+    def _face_data(self, rec, rall, grid, mus):
+        """What the corners of one face share: the regions (e1, e2) and their rows in the union ``rall``
+        (p1, p2), the Bonferroni upper bounds of the numerator at the corners' means ``mus``, the sub-boxes
+        (added at the centre's mean where the Bonferroni bounds are looser than the lazy gap at some corner
+        (numerator) or over the face (denominator)) and the denominator's affine minorants per region."""
+        e1, e2, p1, p2 = grid
+        bonf, box, delta = self.bonf, self.box, self.delta
+        face = {"e1": e1, "e2": e2, "p1": p1, "rec": rec, "up1": None, "bdata": None}
+        if bonf is not None:
+            eps2 = bonf.eps(e2, np.array(mus))
+            up1 = [bonf.bounds(e1, mu) for mu in mus]
+            gap1 = np.max([u - lw for lw, u in up1], axis=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gap2 = -np.log1p(-eps2)
+            lim = box.tol if self.opts.lazy_gap is None else max(box.tol, self.lazy_ref)
+            self.ensure_sub(rec, rall, np.concatenate([p1[~(gap1 <= lim)], p2[~(gap2 <= lim)]]))
+            face["up1"] = up1
+        sub, idx, eta_c = rec["sub"], rec["idx"], rec["eta_c"]
+        i1, i2 = idx[p1], idx[p2]
+        h1, h2 = np.flatnonzero(i1 >= 0), np.flatnonzero(i2 >= 0)
+        face.update(sub=sub, i1=i1, h1=h1, h2=h2)
+        face["sub1"] = sub.select(i1[h1]) if len(h1) else None
+        face["sub2"] = sub.select(i2[h2]) if len(h2) else None
+        face["n1"] = log_interval_prob(e1, e1 + delta, self.m0, self.s0)
+        face["n2"] = log_interval_prob(e2, e2 + delta, self.m0, self.s0)
+        # the denominator's affine minorant per region, the same at every corner of the face
+        use_sub = np.zeros(len(e2), bool)
+        if bonf is not None:
+            bdata = bonf.minorant(e2, eta_c, eps2)
+            if len(h2):
+                use_sub[h2] = face["sub2"].lower0 >= bdata[0][h2] + bdata[1][h2] @ eta_c
+            face["bdata"] = bdata
+        else:
+            use_sub[:] = True
+        face["use_sub"] = use_sub
+        return face
 
-    def cell(a, b):
+    def _numerator(self, face, c_idx, mu):
+        """The numerator's values at the regions e1 for the corner ``c_idx`` (mean mu): the fixed-parameter
+        upper bound everywhere, re-optimised (one mean-field sweep) on the regions near the top (any valid
+        upper bound may be used on any region)."""
+        e1, n1, i1, h1 = face["e1"], face["n1"], face["i1"], face["h1"]
+        f1 = np.full(len(e1), np.inf)
+        if self.bonf is not None:
+            f1 = face["up1"][c_idx][1].copy()
+        if len(h1):
+            f1[h1] = np.minimum(f1[h1], face["sub1"].upper_at(mu))
+        f1 = f1 - n1
+        done = np.zeros(len(f1), bool)
+        done[i1 < 0] = True
+        if self.opts.lazy_gap is not None:
+            # no mean-field pass on the sub-boxes added for the vertex bound (their gaps are large where
+            # they are needed: the sandwich failed there, and the pass would dominate the cell's time)
+            done[face["rec"]["lazy"][face["p1"]]] = True
+        for _ in range(40):
+            cellv = cell_bounds(e1[:-1], e1[1:], f1[:-1], f1[1:], self.K1, self.corr_num, self.delta)
+            mx = float(np.max(cellv))
+            if not math.isfinite(mx):
+                break
+            near = np.flatnonzero(cellv >= mx - max(1.0, 0.02 * abs(mx)))
+            top = np.unique(np.concatenate([near, near + 1]))
+            top = top[~done[top]]
+            if not len(top):
+                break
+            f1[top] = np.minimum(f1[top], self.box.bounds_fixed(mu, face["sub"].select(i1[top]), sweeps=1)[1] - n1[top])
+            done[top] = True
+        return f1
+
+    def _denominator(self, face, eta, mu):
+        """The denominator's values at the regions e2 for the corner eta (mean mu), from the affine
+        minorants of the face."""
+        e2, use_sub = face["e2"], face["use_sub"]
+        low2 = np.full(len(e2), -np.inf)
+        if self.bonf is not None:
+            low2 = self.bonf.minorant_at(face["bdata"], eta)
+        if np.any(use_sub):
+            low2[use_sub] = face["sub2"].lower_at(mu)[use_sub[face["h2"]]]
+        return face["n2"] - low2
+
+    # ------------------------------------------------------------ one cell of the natural parameters
+    def cell(self, a, b):
         """(certified bound over Z n cell, value met at the evaluation points) for both orientations."""
         ctr = (a + b) / 2
-        eta_H = cH + Rot.T @ ctr
-        sl = slopes(a, b) * (b - a) / 2
-        lip_slack = float(np.sum(sl)) + pad
+        sl = self.slopes(a, b) * (b - a) / 2
+        lip_slack = float(np.sum(sl)) + self.pad
         out, est = -math.inf, -math.inf
         for sign in (1, -1):
-            lo_c, hi_c = (a, b) if sign > 0 else (-b, -a)
-            U, _ = zonotope_max_dual(sign * cen2, sign * gens2, 0, cons, lo_c - pad, hi_c + pad)
-            ei = sign * (U + pad)
-            eta_c = np.concatenate([[ei], eta_H])
-            bv, ev, edges, sub, rall = centre_sweep(eta_c)
-            bound = bv + lip_slack
-            # the vertex bound treats the axes W of largest slack by convexity, the rest by Lipschitz
-            W = vertex_axes(sl, bv)
-            rest_slack = float(np.sum(np.delete(sl, W))) + pad
-            # the orientation's bound is min(Lipschitz, tilted face, flat face), and the cell's the max over
-            # both orientations; each face is evaluated only while it can still change that (same bits as
-            # evaluating all): none when the bound so far is not above the other orientation's; the tilted
-            # face first (it usually wins), then the flat face, its corners from the tilted face's argmax
-            # on; each stopped at the first corner that shows it cannot beat the bound so far
-            if W and math.isfinite(bv) and sub is not None and (bound > out or not _PRUNE_FACES):
-                verts = _face_vertices(ctr, a, b, W)
-                first, tilted_won = 0, False
-
-                def finish(v):
-                    return v + rest_slack
-                # the tilted face: eta_i <= alpha + beta . xi on Z n cell (beta on the axes W only), so the
-                # convex bound's sup over Z n cell is at the vertices of the tilted face (module docstring)
-                tilt = _tilted_face(sign * cen2, sign * gens2, cons, lo_c, hi_c, W, pad)
-                if tilt is not None:
-                    alpha, beta = tilt
-                    corners = [np.concatenate([[sign * (alpha + beta @ (sign * xi) + pad)], cH + Rot.T @ xi])
-                               for xi in verts]
-                    tb, first = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
-                    tb = finish(tb)
-                    if tb < bound:
-                        bound, tilted_won = tb, True
-                        stats["tilted_wins"] += 1
-                if bound > out or not _PRUNE_FACES:
-                    order = [first] + [k for k in range(len(verts)) if k != first]
-                    corners = [np.concatenate([[ei], cH + Rot.T @ verts[k]]) for k in order]
-                    vb, _ = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
-                    vb = finish(vb)
-                    if vb < bound:
-                        if tilted_won:
-                            stats["tilted_wins"] -= 1
-                        bound = vb
-                        stats["vertex_wins"] += 1
+            bound, ev = self._orientation(sign, (a, b, ctr), sl, lip_slack, out)
             out, est = max(out, bound), max(est, ev)
         return out, est
 
-    # the stopping rule needs values attained in Z: the certified corner lower bound (cell values at
-    # (U(c), m) are not, as (U(c), m) need not lie in Z)
-    low = corner_lower_bound(model, i, high, C, corr_num, box=box)[0] if lower else -math.inf
-    # the box probabilities need only be as accurate as the branch and bound: gap <= box_rel |value|
-    if math.isfinite(low):
-        box.tol = max(box.tol, box_rel * abs(low))
-    lazy_ref = lazy_gap
-    if bonf is not None and lazy_gap == "auto":
-        # the gap the sub-boxes reach at the zonotope's centre (median over 9 regions)
-        r9 = np.linspace(lo_i, hi_i - delta, 9)
-        lt9, ut9, _ = box.bounds_many(S @ center, *region_boxes(lo_H, hi_H, r9, delta))
-        lazy_ref = float(np.median(ut9 - lt9))
-    n_gen = gens.shape[1]
-    space = "generators" if n_gen <= generator_cells else "natural parameters"
-    n_axes = n_gen if space == "generators" else d
-    ckpt = None
-    if checkpoint_dir is not None:
-        r_grid = np.linspace(lo_i, hi_i - delta, 65)
-        ckpt = _Checkpoint(checkpoint_dir, checkpoint_seconds, {
-            "engine": "cell_leakage", "format": _CHECKPOINT_FORMAT, "cell_space": space,
-            "mean": model.mean, "cov": model.cov, "lower": model.lower, "upper": model.upper, "delta": delta,
-            "i": H[0], "high": H[1:], "cond": C,
-            "corr": [np.asarray(f(r_grid, r_grid + delta), float) for f in (corr_num, corr_den)],
-            "center": center, "gens": gens, "rotation": Rot,
-            "options": [box_tol, box_rel, max_boxes, n_vertex_axes, n_regions, bool(lower), bool(symmetry),
-                        bool(tighten)]
-            # the adaptive vertex axes change the bounds only when they may add an axis (other problems keep
-            # the names of the fixed rule's checkpoints)
-            + ([max_vertex_axes, vertex_slack] if min(max_vertex_axes, n_axes) > n_vertex_axes else [])
-            # the Bonferroni sandwich changes the bounds (checkpoints of earlier versions keep their names)
-            + (["bonferroni"] + ([] if lazy_gap is None else [lazy_gap]) if bonferroni else [])})
-    # point symmetry: when every coordinate's prior mean is the centre of its box, x -> 2 c - x maps the
-    # prior to itself, eta to 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the
-    # reflected pair with the other orientation; every cell bounds both orientations, so half of the
-    # cell space (first axis >= 0) covers all of it
-    sym = bool(symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
-    if space == "generators":
-        cert, extra = _generator_cells(center, gens, lipschitz, hi_H[0] - lo_H[0], centre_sweep, vertex_bound,
-                                       vertex_axes, low, tol, atol, max_cells, pad, sym, deadline, ckpt, target)
-        details = {**extra, "cell_space": space, "symmetric": sym}
-        if lower:
-            details["lower"] = low
-        return cert, details
+    def _orientation(self, sign, box, sl, lip_slack, out):
+        """(bound, value met) of one orientation of a cell: min(Lipschitz, tilted face, flat face).
 
-    def evaluate(a, b):
+        The cell's bound is the max over both orientations, so each face is evaluated only while it can
+        still change that (same bits as evaluating all): none when the bound so far is not above the other
+        orientation's ``out``; the tilted face first (it usually wins), then the flat face, its corners from
+        the tilted face's argmax on; each stopped at the first corner that shows it cannot beat the bound
+        so far."""
+        a, b, ctr = box
+        pad, cons, stats = self.pad, self.cons, self.stats
+        cen2, gens2, cH, Rot = self.cen2, self.gens2, self.cH, self.Rot
+        lo_c, hi_c = (a, b) if sign > 0 else (-b, -a)
+        U, _ = zonotope_max_dual(sign * cen2, sign * gens2, 0, cons, lo_c - pad, hi_c + pad)
+        ei = sign * (U + pad)
+        eta_c = np.concatenate([[ei], cH + Rot.T @ ctr])
+        bv, ev, edges, sub, rall = self.centre_sweep(eta_c)
+        bound = bv + lip_slack
+        # the vertex bound treats the axes W of largest slack by convexity, the rest by Lipschitz
+        W = self.vertex_axes(sl, bv)
+        rest_slack = float(np.sum(np.delete(sl, W))) + pad
+        if not (W and math.isfinite(bv) and sub is not None and (bound > out or not _PRUNE_FACES)):
+            return bound, ev
+        sweep = (edges, sub, rall)
+        verts = _face_vertices(ctr, a, b, W)
+        first, tilted_won = 0, False
+
+        def finish(v):
+            return v + rest_slack
+
+        # the tilted face: eta_i <= alpha + beta . xi on Z n cell (beta on the axes W only), so the
+        # convex bound's sup over Z n cell is at the vertices of the tilted face (module docstring)
+        tilt = _tilted_face(sign * cen2, sign * gens2, cons, lo_c, hi_c, W, pad)
+        if tilt is not None:
+            alpha, beta = tilt
+            corners = [np.concatenate([[sign * (alpha + beta @ (sign * xi) + pad)], cH + Rot.T @ xi])
+                       for xi in verts]
+            tb, first = self.vertex_bound(sweep, corners, finish, bound if _PRUNE_FACES else math.inf)
+            tb = finish(tb)
+            if tb < bound:
+                bound, tilted_won = tb, True
+                stats["tilted_wins"] += 1
+        if bound > out or not _PRUNE_FACES:
+            order = [first] + [k for k in range(len(verts)) if k != first]
+            corners = [np.concatenate([[ei], cH + Rot.T @ verts[k]]) for k in order]
+            vb, _ = self.vertex_bound(sweep, corners, finish, bound if _PRUNE_FACES else math.inf)
+            vb = finish(vb)
+            if vb < bound:
+                if tilted_won:
+                    stats["tilted_wins"] -= 1
+                bound = vb
+                stats["vertex_wins"] += 1
+        return bound, ev
+
+    def evaluate(self, a, b):
+        """:meth:`cell` on the tightened cell, or None for a cell that provably misses Z."""
+        cen2, gens2, cons, pad = self.cen2, self.gens2, self.cons, self.pad
         if zonotope_misses_box(cen2, gens2, cons, a - pad, b + pad):
-            stats["dropped_empty"] += 1
+            self.stats["dropped_empty"] += 1
             return None
-        if tighten:
+        if self.opts.tighten:
             a, b = _tighten(cen2, gens2, cons, a, b, pad)
             if a is None:
-                stats["dropped_empty"] += 1
+                self.stats["dropped_empty"] += 1
                 return None
-        return (*cell(a, b), a, b)
+        return (*self.cell(a, b), a, b)
 
-    a0, b0 = -reach[1:] - pad, reach[1:] + pad
-    if sym:
-        a0[0] = 0.0
-    cert, best = _best_first(a0, b0, evaluate, lambda a, b: (slopes(a, b) + alpha) * (b - a), low, tol, atol,
-                             max_cells, stats, deadline, ckpt, target)
-    details = {"estimate": best, **stats, "cell_space": space, "symmetric": sym}
-    if lower:
-        details["lower"] = low
-    return cert, details
-
-
-def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound, vertex_axes, low, tol, atol,
-                     max_cells, pad, sym=False, deadline=None, checkpoint=None, target=None):
-    """Branch and bound over cells of the generator weights u in [-1, 1]^m (eta = center + gens u, m = the
-    number of conditioning coordinates), for a low-dimensional zonotope: every cell lies in Z, no U(c) is
-    needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions).
-    Slopes: |d Lambda / d u_j| <= sum_k |gens_kj| L_k with L_k the Gibbs-conditional bounds for k in H' and
-    L_i = hi_i - lo_i; ``vertex_axes(slacks, centre value)`` picks the vertex axes of a cell.  Returns
-    (certified value, details)."""
-    m = gens.shape[1]
-    absG = np.abs(gens)
-    stats = {"cells": 0, "vertex_wins": 0}
-
-    def slopes(a, b):
-        e_mid = center + gens @ ((a + b) / 2)
-        e_half = absG @ ((b - a) / 2) + pad
-        L = np.concatenate([[wid_i], lipschitz(e_mid[1:] - e_half[1:], e_mid[1:] + e_half[1:])])
+    # ------------------------------------------------------------ one cell of the generator weights
+    def generator_slopes(self, a, b):
+        """Slopes |d Lambda / d u_j| <= sum_k |gens_kj| L_k with L_k the Gibbs-conditional bounds for k in H'
+        and L_i = hi_i - lo_i, on the cell [a, b] of generator weights."""
+        absG = np.abs(self.gens)
+        e_mid = self.center + self.gens @ ((a + b) / 2)
+        e_half = absG @ ((b - a) / 2) + self.pad
+        L = np.concatenate([[self.hi_H[0] - self.lo_H[0]],
+                            self.lipschitz(e_mid[1:] - e_half[1:], e_mid[1:] + e_half[1:])])
         return absG.T @ L
 
-    def cell(a, b):
+    def generator_cell(self, a, b):
+        """(certified bound, value met) on a cell of generator weights: every cell lies in Z, no U(c) is
+        needed and the vertex bound covers both orientations at once (Psi bounds every pair of regions)."""
+        center, gens, pad = self.center, self.gens, self.pad
         ctr = (a + b) / 2
-        sl = slopes(a, b) * (b - a) / 2
-        bv, ev, edges, sub, rall = centre_sweep(center + gens @ ctr)
+        sl = self.generator_slopes(a, b) * (b - a) / 2
+        bv, ev, edges, sub, rall = self.centre_sweep(center + gens @ ctr)
         bound = bv + float(np.sum(sl)) + pad
-        W = vertex_axes(sl, bv)
+        W = self.vertex_axes(sl, bv)
         if math.isfinite(bv) and sub is not None:
             corners = [center + gens @ u for u in _face_vertices(ctr, a, b, W)]
             rest = float(np.sum(np.delete(sl, W)))
@@ -579,19 +669,81 @@ def _generator_cells(center, gens, lipschitz, wid_i, centre_sweep, vertex_bound,
             def finish(v):
                 return v + rest + pad
 
-            vb, _ = vertex_bound(edges, sub, rall, corners, finish, bound if _PRUNE_FACES else math.inf)
+            vb, _ = self.vertex_bound((edges, sub, rall), corners, finish, bound if _PRUNE_FACES else math.inf)
             vb = finish(vb)
             if vb < bound:
                 bound = vb
-                stats["vertex_wins"] += 1
+                self.stats["vertex_wins"] += 1
         return bound, ev
 
-    a0 = -np.ones(m)
-    if sym:
-        a0[0] = 0.0  # point symmetry (cell_leakage): u -> -u
-    cert, best = _best_first(a0, np.ones(m), cell, lambda a, b: slopes(a, b) * (b - a), low, tol, atol,
-                             max_cells, stats, deadline, checkpoint, target)
-    return cert, {"estimate": best, **stats}
+    # ------------------------------------------------------------ the run
+    def prepare(self):
+        """The certified corner lower bound (the stopping rule needs values attained in Z: cell values at
+        (U(c), m) are not, as (U(c), m) need not lie in Z), the box tolerance it allows (gap <= box_rel
+        |value|) and the reference gap of ``lazy_gap="auto"`` (the median gap the sub-boxes reach at the
+        zonotope's centre over 9 regions)."""
+        opts, box, H = self.opts, self.box, self.H
+        if opts.lower:
+            self.low = corner_lower_bound(self.model, H[0], H[1:], self.C, self.corr_num, box=box)[0]
+        if math.isfinite(self.low):
+            box.tol = max(box.tol, opts.box_rel * abs(self.low))
+        if self.bonf is not None and opts.lazy_gap == "auto":
+            r9 = np.linspace(self.lo_i, self.hi_i - self.delta, 9)
+            lt9, ut9, _ = box.bounds_many(self.S @ self.center, *region_boxes(self.lo_H, self.hi_H, r9, self.delta))
+            self.lazy_ref = float(np.median(ut9 - lt9))
+
+    def run(self, deadline):
+        """Branch and bound in the chosen cell space; returns (certified value, details)."""
+        opts, model = self.opts, self.model
+        n_gen = self.gens.shape[1]
+        space = "generators" if n_gen <= opts.generator_cells else "natural parameters"
+        ckpt = self._checkpoint(space, n_gen if space == "generators" else self.d)
+        # point symmetry: when every coordinate's prior mean is the centre of its box, x -> 2 c - x maps the
+        # prior to itself, eta to 2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the
+        # reflected pair with the other orientation; every cell bounds both orientations, so half of the
+        # cell space (first axis >= 0) covers all of it
+        sym = bool(opts.symmetry) and bool(np.all(model.mean == (model.lower + model.upper) / 2))
+        stop = _Stopping(self.low, opts.tol, opts.atol, opts.max_cells, opts.target, deadline)
+        if space == "generators":
+            m = n_gen
+            stats = {"cells": 0, "vertex_wins": 0}
+            self.stats = stats
+            a0 = -np.ones(m)
+            if sym:
+                a0[0] = 0.0  # point symmetry: u -> -u
+            cert, best = _best_first((a0, np.ones(m)), self.generator_cell,
+                                     lambda a, b: self.generator_slopes(a, b) * (b - a), stop, stats, ckpt)
+            details = {"estimate": best, **stats, "cell_space": space, "symmetric": sym}
+        else:
+            a0, b0 = -self.reach[1:] - self.pad, self.reach[1:] + self.pad
+            if sym:
+                a0[0] = 0.0
+            cert, best = _best_first((a0, b0), self.evaluate, lambda a, b: (self.slopes(a, b) + self.alpha) * (b - a),
+                                     stop, self.stats, ckpt)
+            details = {"estimate": best, **self.stats, "cell_space": space, "symmetric": sym}
+        if opts.lower:
+            details["lower"] = self.low
+        return cert, details
+
+    def _checkpoint(self, space, n_axes):
+        """The :class:`_Checkpoint` of this problem, or None without ``checkpoint_dir``."""
+        opts, model, delta = self.opts, self.model, self.delta
+        if opts.checkpoint_dir is None:
+            return None
+        r_grid = np.linspace(self.lo_i, self.hi_i - delta, 65)
+        return _Checkpoint(opts.checkpoint_dir, opts.checkpoint_seconds, {
+            "engine": "cell_leakage", "format": _CHECKPOINT_FORMAT, "cell_space": space,
+            "mean": model.mean, "cov": model.cov, "lower": model.lower, "upper": model.upper, "delta": delta,
+            "i": self.H[0], "high": self.H[1:], "cond": self.C,
+            "corr": [np.asarray(f(r_grid, r_grid + delta), float) for f in (self.corr_num, self.corr_den)],
+            "center": self.center, "gens": self.gens, "rotation": self.Rot,
+            "options": [opts.box_tol, opts.box_rel, opts.max_boxes, opts.n_vertex_axes, opts.n_regions,
+                        bool(opts.lower), bool(opts.symmetry), bool(opts.tighten)]
+            # the adaptive vertex axes change the bounds only when they may add an axis
+            + ([opts.max_vertex_axes, opts.vertex_slack]
+               if min(opts.max_vertex_axes, n_axes) > opts.n_vertex_axes else [])
+            # the Bonferroni sandwich changes the bounds
+            + (["bonferroni"] + ([] if opts.lazy_gap is None else [opts.lazy_gap]) if opts.bonferroni else [])})
 
 
 def _vertex_axes(slack, n_min, n_max, threshold):
@@ -611,7 +763,7 @@ def _vertex_axes(slack, n_min, n_max, threshold):
 def _tighten(center, gens, cons, lo, hi, pad):
     """The bounding box of Z n {lo <= xi <= hi} (xi = eta_cons, Z = center + gens [-1, 1]^m), outward: each side
     is the Lagrangian-duality bound of max (min) xi_j over Z and the box
-    (:func:`~puffgm.gaussian.trivariate.zonotope_max_dual`, certified for any multipliers) plus ``pad``,
+    (:func:`~puffgm.gaussian.zonotope.zonotope_max_dual`, certified for any multipliers) plus ``pad``,
     clipped to [lo, hi].  Returns (lo', hi'), or (None, None) when a side closes (Z misses the box)."""
     new_lo, new_hi = np.array(lo, float), np.array(hi, float)
     box_lo, box_hi = np.asarray(lo, float) - pad, np.asarray(hi, float) + pad
@@ -630,7 +782,7 @@ def _tilted_face(center, gens, cons, lo, hi, W, pad):
     with lo <= xi <= hi (xi = eta_cons), beta zero off the axes W; None when no slope is found.
 
     Any beta is valid: alpha is the Lagrangian-duality bound of max (eta_0 - beta . xi) over Z and the
-    cell (:func:`~puffgm.gaussian.trivariate.zonotope_max_dual`).  beta is the slope of the upper hull
+    cell (:func:`~puffgm.gaussian.zonotope.zonotope_max_dual`).  beta is the slope of the upper hull
     of Z over the cell's centre on the axes W (the duals of the equality constraints of max eta_0 with
     xi_W fixed there, HiGHS), or, when the centre is outside the projection of Z, at the point of the
     flat face's maximiser; the plane then touches Z near the cell and follows it across."""
@@ -690,18 +842,22 @@ def _face_vertices(ctr, a, b, W):
     return out
 
 
-def _best_first(a0, b0, evaluate, score, low, tol, atol, max_cells, stats, deadline=None, checkpoint=None,
-                target=None):
-    """Best-first branch and bound over boxes [a, b]: ``evaluate(a, b)`` -> (certified bound, value met) or
-    None for a cell known to be empty, or (bound, value met, a', b') with [a', b'] a smaller box holding
-    every point of the cell that matters (kept and split in place of [a, b]); the cell with the largest
-    bound is halved along the axis of largest ``score(a, b)`` (each half keeps the smaller of its own bound
-    and its parent's: it lies inside the parent, so the certified value never increases) until the bound is
-    within max(atol, tol |low|) of the certified lower bound ``low``, at most ``target``, ``max_cells`` cells
-    were evaluated or the ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the
+def _best_first(box0, evaluate, score, stop: _Stopping, stats, checkpoint=None):
+    """Best-first branch and bound over boxes [a, b], starting from ``box0`` = (a0, b0).
+
+    ``evaluate(a, b)`` -> (certified bound, value met) or None for a cell known to be empty, or
+    (bound, value met, a', b') with [a', b'] a smaller box holding every point of the cell that matters
+    (kept and split in place of [a, b]); the cell with the largest bound is halved along the axis of largest
+    ``score(a, b)`` (each half keeps the smaller of its own bound and its parent's: it lies inside the
+    parent, so the certified value never increases) until a rule of ``stop`` holds: the bound is within
+    max(atol, tol |low|) of the certified lower bound ``low``, at most ``target``, ``max_cells`` cells were
+    evaluated or the ``time.monotonic()`` clock passed ``deadline``.  Returns (certified value = the
     largest bound of the leaves, the largest value met); counts cells in ``stats["cells"]`` and records the
     rule that stopped it in ``stats["stopped"]``.  A :class:`_Checkpoint` resumes from its leaves and keeps
     them on disk."""
+    a0, b0 = box0
+    low, tol, atol, max_cells, target, deadline = (stop.low, stop.tol, stop.atol, stop.max_cells, stop.target,
+                                                   stop.deadline)
     heap, best, counter = [], -math.inf, 0
     t_start, seconds_before = time.monotonic(), 0.0
 

@@ -61,7 +61,7 @@ import numpy as np
 
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError, PriorError
-from puffgm.gaussian.leakage import GaussianRegionModel
+from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
 __all__ = [
     "FORMAT",
@@ -99,12 +99,14 @@ class LinearGaussianPrior:
     parents : mapping node -> sequence of parent names
     coefficients : mapping node -> sequence of floats (one per parent)
     intercepts, variances : mapping node -> float (variance > 0)
-    lower, upper : mapping node -> float
+    bounds : (lower, upper) pair for every node, or mapping node -> (lower, upper)
+        The truncation box.
     delta : float
+        The region width.
     name : str
     """
 
-    def __init__(self, nodes, parents, coefficients, intercepts, variances, lower, upper, delta, name="network"):
+    def __init__(self, nodes, parents, coefficients, intercepts, variances, bounds, delta, name="network"):
         import networkx as nx
 
         nodes = [str(v) for v in nodes]
@@ -146,6 +148,7 @@ class LinearGaussianPrior:
             if not s2 > 0:
                 raise PriorError(f"The variance of node {v!r} must be > 0. Got {s2!r} instead.")
             self.variances[v] = s2
+        lower, upper = _bounds_map(bounds, nodes)
         self.lower = np.array([_num(lower[v], f"The lower bound of node {v!r}") for v in nodes])
         self.upper = np.array([_num(upper[v], f"The upper bound of node {v!r}") for v in nodes])
         for v, lo, hi in zip(nodes, self.lower, self.upper):
@@ -191,7 +194,7 @@ class LinearGaussianPrior:
         if self._model is None:
             # the b >= 3 pinned-regime engines are off here: MQM and the quilt curves scan many quilts
             self._model = GaussianRegionModel(self.cov, self.lower, self.upper, self.delta, self.mean,
-                                              pinned_engines=False)
+                                              options=ModelOptions(pinned_engines=False))
         return self._model
 
     def moral_graph(self):
@@ -244,7 +247,7 @@ class LinearGaussianPrior:
         if "delta" not in d:
             raise PriorError(f"{label} needs the region width 'delta'.")
         default = d.get("bounds")
-        parents, coefs, inter, var, lo, hi = {}, {}, {}, {}, {}, {}
+        parents, coefs, inter, var, box = {}, {}, {}, {}, {}
         node_keys = {"parents", "coefficients", "intercept", "variance", "bounds"}
         for v, spec in nodes.items():
             if not isinstance(spec, dict):
@@ -264,8 +267,8 @@ class LinearGaussianPrior:
             b = spec.get("bounds", default)
             if not (isinstance(b, list) and len(b) == 2):
                 raise PriorError(f"Node {v!r} of {label} needs 'bounds' [lower, upper] (per node or global).")
-            lo[v], hi[v] = b
-        return cls(list(nodes), parents, coefs, inter, var, lo, hi, d["delta"], name=d.get("name", "network"))
+            box[v] = tuple(b)
+        return cls(list(nodes), parents, coefs, inter, var, box, d["delta"], name=d.get("name", "network"))
 
     @classmethod
     def from_pgmpy(cls, model, bounds, delta, name=None) -> "LinearGaussianPrior":
@@ -283,8 +286,7 @@ class LinearGaussianPrior:
             parents[str(v)], coefs[str(v)], inter[str(v)] = ev, beta[1:], beta[0]
             std = float(cpd.std)
             var[str(v)] = std * std
-        lo, hi = _bounds_map(bounds, nodes)
-        return cls(nodes, parents, coefs, inter, var, lo, hi, delta, name=name or "pgmpy")
+        return cls(nodes, parents, coefs, inter, var, bounds, delta, name=name or "pgmpy")
 
 
 def _bounds_map(bounds, nodes):
@@ -478,7 +480,7 @@ def _protected(pc, protected):
     return protected
 
 
-def gaussian_calibrate(prior, epsilon, lipschitz=1.0, *, protected=None, secrets=None, bounds=None, delta=None,
+def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets=None, bounds=None, delta=None,
                        exhaustive=None):
     """Markov Quilt Mechanism calibration for linear-Gaussian priors with region secrets.
 
@@ -490,8 +492,8 @@ def gaussian_calibrate(prior, epsilon, lipschitz=1.0, *, protected=None, secrets
     Examples
     --------
     >>> from puffgm.gaussian.networks import LinearGaussianPrior, gaussian_calibrate
-    >>> p = LinearGaussianPrior(["A", "B"], {"B": ["A"]}, {"B": [0.5]}, {}, {"A": 1.0, "B": 1.0},
-    ...                         {"A": -3, "B": -3}, {"A": 3, "B": 3}, delta=0.5)
+    >>> p = LinearGaussianPrior(["A", "B"], {"B": ["A"]}, {"B": [0.5]}, {}, {"A": 1.0, "B": 1.0}, (-3, 3),
+    ...                         delta=0.5)
     >>> res = gaussian_calibrate(p, epsilon=10.0)
     >>> res.sigma_max <= res.groupdp_sigma
     True

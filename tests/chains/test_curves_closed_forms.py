@@ -7,7 +7,7 @@ import pytest
 from scipy import integrate, stats
 
 from puffgm.chains.closed_forms import binary_chain_curve, binary_chain_curve_exact, closed_form_disagreement, stationary_distribution, theorem8_curve
-from puffgm.gaussian.closed_forms import gaussian_network_curve, gaussian_region_curve, gaussian_region_influence, gp_covariance, gp_region_curve
+from puffgm.gaussian.closed_forms import CurveOptions, gaussian_network_curve, gaussian_region_curve, gaussian_region_influence, gp_covariance, gp_region_curve
 from puffgm.api import influence_curve
 from puffgm.exceptions import ParameterError
 
@@ -85,7 +85,8 @@ def test_figure_2b_trend():
     A = np.array([c.a for c in curves])
     assert np.all(np.diff(A[:, :4], axis=0) > 0)
     assert np.all(np.diff(A, axis=0) >= -1e-12)
-    th9 = [gp_region_curve(15, l, 5.0, 0.1, max_b=4, value="theorem9", center_only=True) for l in (0.5, 2, 5)]
+    th9 = [gp_region_curve(15, l, 5.0, 0.1, max_b=4, center_only=True,
+                           options=CurveOptions(value="theorem9")) for l in (0.5, 2, 5)]
     assert th9[0].a[0] < th9[1].a[0] < th9[2].a[0]
 
 
@@ -132,7 +133,7 @@ def test_gaussian_network_curve_matches_joint_gaussian():
                LinearGaussianCPD("C", [-1.0, 0.6], 0.7, ["B"]))
     c = gaussian_network_curve(m, (-6.0, 6.0), 0.2)
     mean, cov = m.to_joint_gaussian()
-    ref = gaussian_region_curve(cov, -6.0, 6.0, 0.2, mean=mean, search="exhaustive")
+    ref = gaussian_region_curve(cov, -6.0, 6.0, 0.2, mean=mean, options=CurveOptions(search="exhaustive"))
     assert c.a == ref.a and c.a[-1] == 0.0
     assert all(x >= y for x, y in zip(c.a, c.a[1:]))
     # chain A - B - C: the secret on A leaks through {C} only via B (w_C = 0 given B in L is irrelevant here);
@@ -163,8 +164,8 @@ def test_safe_gaussian_curve_is_the_certified_bound():
     n = 6
     cov = gp_covariance(n, 1.0)
     lo, hi = -2.0 * np.ones(n), 2.0 * np.ones(n)
-    safe = gaussian_region_curve(cov, lo, hi, 0.25, search="farthest")
-    th9 = gaussian_region_curve(cov, lo, hi, 0.25, value="theorem9", search="farthest")
+    safe = gaussian_region_curve(cov, lo, hi, 0.25, options=CurveOptions(search="farthest"))
+    th9 = gaussian_region_curve(cov, lo, hi, 0.25, options=CurveOptions(value="theorem9", search="farthest"))
     rng = max(
         gaussian_region_influence(cov, lo, hi, 0.25, i, [j for j in range(n) if j != i])["range"] for i in range(n)
     )
@@ -184,16 +185,17 @@ def test_gaussian_curve_tolerances():
     cov = np.array([[1.0, rho], [rho, 1.0]])
     # the log-ratio of two regions is monotone in x_2 (Gaussian likelihood ratio): its sup is at an end
     exact = _exact_b1_leakage(rho, gamma, delta, 15, (-gamma, gamma), 1e-14)
-    loose = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest")
-    tight = gaussian_region_curve(cov, -gamma, gamma, delta, nodes=[0], search="farthest", atol=1e-9)
+    loose = gaussian_region_curve(cov, -gamma, gamma, delta, options=CurveOptions(nodes=[0], search="farthest"))
+    tight = gaussian_region_curve(cov, -gamma, gamma, delta,
+                                  options=CurveOptions(nodes=[0], search="farthest", atol=1e-9))
     assert exact <= tight.a[0] <= loose.a[0] and tight.a[0] - exact < 1e-3  # 15 regions: 2.7e-4 apart
     assert loose.a[0] - tight.a[0] > 1e-5  # the default's floor, 2 atol, is gone
     assert tight.details["atol"] == 1e-9 and loose.details["atol"] == 1e-4
-    assert gp_region_curve(6, 0.5, max_b=2, center_only=True, atol=1e-9).a[1] <= \
+    assert gp_region_curve(6, 0.5, max_b=2, center_only=True, options=CurveOptions(atol=1e-9)).a[1] <= \
         gp_region_curve(6, 0.5, max_b=2, center_only=True).a[1]
     for kw in ({"atol": 0.0}, {"tol": -1e-3}, {"atol": float("nan")}, {"tol": "1e-5"}):
         with pytest.raises(ParameterError, match=f"'{next(iter(kw))}' parameter of gaussian_region_curve"):
-            gaussian_region_curve(cov, -gamma, gamma, delta, **kw)
+            gaussian_region_curve(cov, -gamma, gamma, delta, options=CurveOptions(**kw))
     from puffgm.gaussian.leakage import GaussianRegionModel
 
     with pytest.raises(ParameterError, match="'atol' parameter of GaussianRegionModel"):
