@@ -248,7 +248,7 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0].strip() if text else type(exc).__name__
     if isinstance(exc, KeyError):
-        line = f"it refers to {line}, which it does not define"
+        line = f"unknown or missing name {line}"
     elif isinstance(exc, AttributeError) and "NoneType" in line:
         line = f"an element or value it needs is missing ({line})"
     return line.rstrip(".")[:300]
@@ -322,18 +322,28 @@ def read_network_file(path) -> NetworkTables:
 
 
 def _pgmpy_model(reader_name: str, label: str, **kwargs):
-    """(reader, model) from one of pgmpy's readers; any failure is one PriorError naming the reader."""
+    """(reader, model) from one of pgmpy's readers; any failure is one PriorError naming the reader.
+
+    pgmpy's warnings and log messages are silenced while it reads: what matters
+    reaches the user as puffgm's own validation errors and notes.
+    """
+    import logging
     import warnings
 
     import pgmpy.readwrite as readwrite
 
+    log = logging.getLogger("pgmpy")
+    level = log.level
     try:
+        log.setLevel(logging.ERROR)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             reader = getattr(readwrite, reader_name)(**kwargs)
             model = reader.get_model()
     except Exception as exc:  # pgmpy raises many kinds on malformed files
         raise _failed(label, f"pgmpy's {reader_name}", exc) from None
+    finally:
+        log.setLevel(level)
     return reader, model
 
 
@@ -573,11 +583,25 @@ def _read_xdsl(data: bytes, label: str) -> NetworkTables:
 _HUGIN_COMMENT = re.compile(r'("(?:[^"\\\n]|\\.)*")|%[^\n]*')
 
 
+_HUGIN_STATES = re.compile(r"(\bstates\s*=\s*\()([^)]*)(\))")
+_HUGIN_QUOTED = re.compile(r'"([^"]*)"')
+_ESCAPED = re.compile(r"~puffgm([0-9a-f]{2})~")
+
+
+def _escape_state(m) -> str:
+    """A quoted Hugin state name with the characters pgmpy's NETReader splits on (space , ( )) escaped."""
+    return '"' + re.sub(r"[\s,()~]", lambda c: f"~puffgm{ord(c.group()):02x}~", m.group(1)) + '"'
+
+
 def _read_net(data: bytes, label: str) -> NetworkTables:
     # Hugin comments run from % to the end of the line (outside strings); pgmpy's NETReader keeps them
     text = _HUGIN_COMMENT.sub(lambda m: m.group(1) or "", _decode(data))
+    # pgmpy's NETReader splits state names at spaces ("very low"): escape them, restore them after reading
+    text = _HUGIN_STATES.sub(lambda m: m.group(1) + _HUGIN_QUOTED.sub(_escape_state, m.group(2)) + m.group(3), text)
     _, model = _pgmpy_model("NETReader", label, string=text)
-    return pgmpy_tables(model, label)
+    t = pgmpy_tables(model, label)
+    states = {n: tuple(_ESCAPED.sub(lambda c: chr(int(c.group(1), 16)), s) for s in t.states[n]) for n in t.nodes}
+    return NetworkTables(t.nodes, states, t.parents, t.cpds, t.notes)
 
 
 # --------------------------------------------------------------------- UAI

@@ -297,6 +297,17 @@ def test_hugin_files_with_comments_labels_and_nested_tables(tmp_path):
     _assert_same_tables(_as_asia(net))
 
 
+def test_hugin_state_names_with_spaces_and_commas_are_kept(tmp_path):
+    path = tmp_path / "pollution.net"
+    path.write_text('net\n{\n}\nnode A\n{\n    label = "Pollution";\n    states = ("very low" "high, or worse");\n}\n'
+                    'node B\n{\n    states = ("no" "yes");\n}\npotential ( A )\n{\n    data = ( 0.3 0.7 );\n}\n'
+                    'potential ( B | A )\n{\n    data = (( 0.9 0.1 )\t%  A=very low\n'
+                    '\t    ( 0.2 0.8 ));\t%  A=high, or worse\n}\n')
+    net = load_network(path)
+    assert net.states == {"A": ("very low", "high, or worse"), "B": ("no", "yes")}
+    np.testing.assert_array_equal(net.cpts["B"], [[0.9, 0.2], [0.1, 0.8]])
+
+
 def test_files_are_cached_per_path_and_modification_time(asia_dir, tmp_path):
     path = tmp_path / "asia.net"
     shutil.copy(asia_dir / "asia.net", path)
