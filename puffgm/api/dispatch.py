@@ -10,9 +10,11 @@ class are the models):
 ============================  ==========================================  =============================
 input                         kind                                        package
 ============================  ==========================================  =============================
-BIF/XMLBIF path,              :class:`~puffgm.networks.kind.               :mod:`puffgm.networks`
-``"example:NAME"``, pgmpy     BayesianNetworkKind`
-network, NetworkPrior,
+network file (BIF, XMLBIF,    :class:`~puffgm.networks.kind.               :mod:`puffgm.networks`
+Hugin NET, GeNIe XDSL, UAI,   BayesianNetworkKind`
+XBN: every path not ending
+in .json), example:NAME,
+pgmpy network, NetworkPrior,
 PriorClass, or a list
 chain JSON spec path,         :class:`~puffgm.chains.kind.MarkovChainKind` :mod:`puffgm.chains`
 ChainPrior, ChainPriorClass

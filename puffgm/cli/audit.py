@@ -34,7 +34,7 @@ __all__ = ["register", "run"]
 
 def register(p) -> None:
     p.add_argument("spec", nargs="?", default=None,
-                   help="JSON spec of an instantiation and mechanism, a BIF/XMLBIF file or example:NAME")
+                   help="JSON spec of an instantiation and mechanism, a network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN) or example:NAME")
     p.add_argument("--case", default=None, choices=CASE_NAMES + ("all",),
                    help="reproduce a case of the papers (issue 5) instead of auditing a spec")
     p.add_argument("--scale", type=float, default=None, help="Laplace scale (network form)")

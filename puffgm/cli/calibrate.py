@@ -1,7 +1,9 @@
 """``puffgm calibrate``: calibrate the Markov Quilt Mechanism for a prior class.
 
-PRIOR arguments are BIF/XMLBIF paths or ``example:NAME`` (several form one
-class Theta), or Markov-chain JSON specs (``*.json``, see docs/chains.md).
+PRIOR arguments are network files -- BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI or
+XBN, each also gzipped, recognised by content (docs/foundation.md, "Network file
+formats") -- or ``example:NAME`` (several form one class Theta), or Markov-chain
+JSON specs (``*.json``, see docs/chains.md).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ def _finite_float(text: str) -> float:
 
 def register(p) -> None:
     p.add_argument("priors", nargs="+", metavar="PRIOR",
-                   help="BIF/XMLBIF file, example:NAME (bundled bnlearn network), or chain JSON spec; "
+                   help="network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN; also gzipped), "
+                        "example:NAME (bundled bnlearn network), or chain JSON spec; "
                         "several PRIORs form the prior class Theta")
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")

@@ -1,7 +1,8 @@
 """``puffgm curve``: derive the a(b)-influence curve of a prior class (Bai et al. Definition 7).
 
-PRIOR arguments (BIF/XMLBIF path, ``example:NAME``, or chain JSON spec
-``*.json``) follow the convention of ``puffgm calibrate``: several PRIORs form
+PRIOR arguments (a network file in any format ``puffgm calibrate`` reads,
+``example:NAME``, or chain JSON spec ``*.json``) follow the convention of
+``puffgm calibrate``: several PRIORs form
 ONE prior class Theta, and the curve is that class's curve (the pointwise max of
 the members' own curves, docs/curves.md).  ``--each`` gives one curve per PRIOR
 instead.  The old ``--theta`` flag (which used to ask for pooling) is still
@@ -24,7 +25,8 @@ __all__ = ["register", "run", "add_prior_arguments", "compute_curves", "plot_cur
 
 def add_prior_arguments(p) -> None:
     p.add_argument("priors", nargs="+", metavar="PRIOR",
-                   help="BIF/XMLBIF file, example:NAME (bundled bnlearn network), or chain JSON spec")
+                   help="network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN; also gzipped), "
+                        "example:NAME (bundled bnlearn network), or chain JSON spec")
     p.add_argument("--each", action="store_true",
                    help="one curve per PRIOR (default: several PRIORs form one prior class Theta, as in calibrate)")
     p.add_argument("--theta", action="store_true",

@@ -25,7 +25,8 @@ class BayesianNetworkKind(PriorKind):
     Parameters
     ----------
     prior : anything :func:`~puffgm.networks.priors.load_prior_class` accepts
-        A PriorClass, a NetworkPrior, a pgmpy model, a BIF/XMLBIF path,
+        A PriorClass, a NetworkPrior, a pgmpy model, a network file path (BIF,
+        XMLBIF, Hugin NET, GeNIe XDSL, UAI, XBN; each also gzipped),
         ``"example:NAME"``, or a list of these (one class).
     """
 

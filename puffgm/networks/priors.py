@@ -17,10 +17,12 @@ probabilities:
 
 Zero probabilities are legitimate (deterministic nodes) and kept exactly.
 
-Sources: pgmpy ``DiscreteBayesianNetwork`` objects, BIF and XMLBIF files
-(``.bif``, ``.bif.gz``, ``.xml``, ``.xmlbif``), and the bnlearn networks that
-ship inside the pgmpy wheel (``"example:alarm"``, ``"example:asia"``, ...),
-read from ``pgmpy/utils/example_models/*.bif.gz`` without any download.
+Sources: pgmpy ``DiscreteBayesianNetwork`` objects; network files in every
+format pgmpy reads -- BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI and XBN, each
+also gzipped, recognised by content (:mod:`puffgm.networks.formats`); and the
+bnlearn networks that ship inside the pgmpy wheel (``"example:alarm"``,
+``"example:asia"``, ...), read from ``pgmpy/utils/example_models/*.bif.gz``
+without any download.  Every source goes through the same validation.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ import gzip
 import hashlib
 import math
 import os
-import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -37,6 +38,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from puffgm.exceptions import PriorError
+from puffgm.networks.formats import CPD_TOLERANCE, NetworkTables, pgmpy_tables, read_bif_text, read_network_file
 
 __all__ = [
     "NetworkPrior",
@@ -47,8 +49,6 @@ __all__ = [
     "CPD_TOLERANCE",
 ]
 
-#: Largest deviation of a CPD column sum from 1 that is renormalised instead of rejected.
-CPD_TOLERANCE = 1e-6
 #: Deviations below this are floating-point noise and are renormalised silently.
 _SILENT = 1e-12
 
@@ -80,6 +80,9 @@ class NetworkPrior:
         layout): column ``[:, j1, ...]`` is P(X | parents = (j1, ...)).
     name : str, optional
         A label used in messages.
+    notes : sequence of str, optional
+        What the source of the tables reported (a file reader's notes); kept in
+        :attr:`notes` before the notes of validation.
 
     Raises
     ------
@@ -90,7 +93,7 @@ class NetworkPrior:
 
     __slots__ = ("nodes", "states", "parents", "cpts", "name", "notes", "_fingerprint", "_index")
 
-    def __init__(self, nodes, states, parents, cpds, name: str = "network"):
+    def __init__(self, nodes, states, parents, cpds, name: str = "network", notes=()):
         import networkx as nx
 
         nodes = [str(n) for n in nodes]
@@ -109,8 +112,9 @@ class NetworkPrior:
                 g.add_edge(str(p), n)
         if not nx.is_directed_acyclic_graph(g):
             raise PriorError(f"The graph of network {name!r} has a directed cycle.")
-        order = list(nx.lexicographical_topological_sort(g, key=lambda v: nodes.index(v)))
-        notes = []
+        position = {v: i for i, v in enumerate(nodes)}
+        order = list(nx.lexicographical_topological_sort(g, key=position.__getitem__))
+        notes = [str(note) for note in notes]
         st = {}
         for n in order:
             s = tuple(str(v) for v in states[n])
@@ -215,7 +219,7 @@ class NetworkPrior:
                 idx = [self.states[p].index(s) for s in states[p]]
                 t = np.take(t, idx, axis=ax)
             cpds[n] = t
-        return NetworkPrior(self.nodes, states, parents, cpds, name=self.name)
+        return NetworkPrior(self.nodes, states, parents, cpds, name=self.name, notes=self.notes)
 
     def to_pgmpy(self):
         """This network as a pgmpy ``DiscreteBayesianNetwork``."""
@@ -274,6 +278,10 @@ def _restore_slots(cls, state):
 
 
 # ---------------------------------------------------------------------- pgmpy
+def _from_tables(tables: NetworkTables, label: str) -> NetworkPrior:
+    return NetworkPrior(tables.nodes, tables.states, tables.parents, tables.cpds, name=label, notes=tables.notes)
+
+
 def _from_pgmpy(model, name: str | None = None) -> NetworkPrior:
     try:
         from pgmpy.models import DiscreteBayesianNetwork
@@ -281,39 +289,11 @@ def _from_pgmpy(model, name: str | None = None) -> NetworkPrior:
         DiscreteBayesianNetwork = ()
     if not isinstance(model, DiscreteBayesianNetwork):
         raise PriorError(
-            f"A prior must be a pgmpy DiscreteBayesianNetwork, a BIF/XMLBIF path or 'example:NAME'; "
-            f"got {type(model).__name__}."
+            f"A prior must be a pgmpy DiscreteBayesianNetwork, a network file (BIF, XMLBIF, Hugin NET, "
+            f"GeNIe XDSL, UAI or XBN) or 'example:NAME'; got {type(model).__name__}."
         )
     label = name or getattr(model, "name", None) or "network"
-    nodes = [str(n) for n in model.nodes()]
-    cpds = {}
-    states = {}
-    parents = {}
-    for n in nodes:
-        cpd = model.get_cpds(n)
-        if cpd is None:
-            raise PriorError(f"Node {n!r} of network {label!r} has no CPD.")
-        variables = [str(v) for v in cpd.variables]
-        graph_parents = sorted(str(p) for p in model.get_parents(n))
-        if sorted(variables[1:]) != graph_parents:
-            raise PriorError(
-                f"The CPD of node {n!r} in network {label!r} conditions on {variables[1:]}, "
-                f"but its parents in the graph are {graph_parents}."
-            )
-        parents[n] = tuple(variables[1:])
-        sn = cpd.state_names
-        states[n] = tuple(str(s) for s in sn[cpd.variable])
-        cpds[n] = np.asarray(cpd.values, dtype=float)
-    for n in nodes:  # the parents' states as the child CPD sees them must match
-        cpd = model.get_cpds(n)
-        for p in parents[n]:
-            seen = tuple(str(s) for s in cpd.state_names[p])
-            if seen != states[p]:
-                raise PriorError(
-                    f"The CPD of node {n!r} in network {label!r} names the states of parent {p!r} "
-                    f"as {list(seen)}, but {p!r} has states {list(states[p])}."
-                )
-    return NetworkPrior(nodes, states, parents, cpds, name=label)
+    return _from_tables(pgmpy_tables(model, label), label)
 
 
 # ------------------------------------------------------------------ files
@@ -333,97 +313,6 @@ def _example_dir():
     return d if d.is_dir() else None
 
 
-_BIF_VAR = re.compile(
-    r"variable\s+([^\s{]+)\s*\{\s*type\s+discrete\s*\[\s*(\d+)\s*\]\s*\{([^}]*)\}\s*;\s*\}", re.S
-)
-_BIF_PROB = re.compile(r"probability\s*\(\s*([^)|]+?)\s*(?:\|\s*([^)]*?))?\s*\)\s*\{([^}]*)\}", re.S)
-_BIF_ROW = re.compile(r"\(([^)]*)\)\s*([^;]*);")
-_BIF_TABLE = re.compile(r"^\s*table\s+([^;]*);\s*$", re.S)
-
-
-def _fast_bif(text: str, label: str):
-    """Parse the plain BIF subset used by the bnlearn files into (nodes, states, parents, cpds).
-
-    Returns None if the text uses anything else.
-
-    Rows "(parent values) p1, p2, ...;" and root tables "table p1, p2;" only;
-    anything unusual falls back to pgmpy's full BIF reader.  Tests check that
-    both readers agree on every network bundled with pgmpy.
-    """
-    text = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
-    states, parents, cpds, nodes = {}, {}, {}, []
-    for m in _BIF_VAR.finditer(text):
-        name = m.group(1)
-        vals = [v.strip() for v in m.group(3).split(",") if v.strip()]
-        if len(vals) != int(m.group(2)):
-            return None
-        nodes.append(name)
-        states[name] = tuple(vals)
-    if not nodes or text.count("variable") != len(nodes):
-        return None
-    probs = list(_BIF_PROB.finditer(text))
-    if len(probs) != len(nodes) or text.count("probability") != len(nodes):
-        return None
-    for m in probs:
-        child = m.group(1).strip()
-        pa = tuple(v.strip() for v in (m.group(2) or "").split(",") if v.strip())
-        if child not in states or any(p not in states for p in pa):
-            return None
-        body = m.group(3)
-        shape = (len(states[child]),) + tuple(len(states[p]) for p in pa)
-        if not pa:
-            t = _BIF_TABLE.match(body)
-            if t is None:
-                return None
-            arr = np.array([float(v) for v in t.group(1).replace(",", " ").split()])
-            if arr.size != shape[0]:
-                return None
-            cpds[child] = arr.reshape(shape)
-            parents[child] = pa
-            continue
-        arr = np.full(shape, np.nan)
-        rows = _BIF_ROW.findall(body)
-        if len(rows) != int(np.prod(shape[1:])) or _BIF_ROW.sub("", body).strip():
-            return None
-        for cfg, vals in rows:
-            cfg = [c.strip() for c in cfg.split(",")]
-            try:
-                idx = tuple(states[p].index(c) for p, c in zip(pa, cfg))
-            except ValueError:
-                return None
-            v = [float(x) for x in vals.replace(",", " ").split()]
-            if len(v) != shape[0] or len(cfg) != len(pa):
-                return None
-            arr[(slice(None),) + idx] = v
-        if np.isnan(arr).any():
-            return None
-        cpds[child] = arr
-        parents[child] = pa
-    return nodes, states, parents, cpds
-
-
-def _read_bif_text(text: str, label: str) -> NetworkPrior:
-    try:
-        fast = _fast_bif(text, label)
-    except ValueError:  # a number the fast reader cannot parse: let pgmpy judge the file
-        fast = None
-    if fast is not None:
-        return NetworkPrior(*fast, name=label)  # validation errors are the network's, not the reader's
-    return _read_bif_pgmpy(text, label)
-
-
-def _read_bif_pgmpy(text: str, label: str) -> NetworkPrior:
-    from pgmpy.readwrite import BIFReader
-
-    try:
-        model = BIFReader(string=text, n_jobs=1).get_model()
-    except TypeError:  # older signature without n_jobs
-        model = BIFReader(string=text).get_model()
-    except Exception as exc:  # pgmpy raises many kinds on malformed files
-        raise PriorError(f"Cannot parse BIF network {label!r}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}.") from None
-    return _from_pgmpy(model, name=label)
-
-
 @lru_cache(maxsize=32)
 def _load_example(name: str) -> NetworkPrior:
     d = _example_dir()
@@ -432,35 +321,36 @@ def _load_example(name: str) -> NetworkPrior:
         known = ", ".join(bundled_networks())
         raise PriorError(f"There is no bundled network named {name!r}; bundled networks: {known}.")
     with gzip.open(path, "rt") as fh:
-        return _read_bif_text(fh.read(), name)
+        return _from_tables(read_bif_text(fh.read(), name), name)
 
 
 @lru_cache(maxsize=32)
 def _load_file(path: str, mtime: float) -> NetworkPrior:
-    label = os.path.basename(path)
-    lower = path.lower()
-    try:
-        if lower.endswith((".xml", ".xmlbif")):
-            from pgmpy.readwrite import XMLBIFReader
-
-            try:
-                model = XMLBIFReader(path).get_model()
-            except Exception as exc:
-                raise PriorError(f"Cannot parse XMLBIF network {label!r}: {type(exc).__name__}.") from None
-            return _from_pgmpy(model, name=label)
-        if lower.endswith(".gz"):
-            with gzip.open(path, "rt") as fh:
-                text = fh.read()
-        else:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PriorError(f"Cannot read network file {path!r}: {exc.__class__.__name__}.") from None
-    return _read_bif_text(text, label)
+    """A network file read and validated once per (absolute path, modification time)."""
+    return _from_tables(read_network_file(path), os.path.basename(path))
 
 
 def load_network(spec) -> NetworkPrior:
-    """Load one network: a pgmpy model, a NetworkPrior, a BIF/XMLBIF path or ``"example:NAME"``."""
+    """Load one network: a pgmpy model, a NetworkPrior, a network file or ``"example:NAME"``.
+
+    Parameters
+    ----------
+    spec : NetworkPrior, pgmpy DiscreteBayesianNetwork, str or os.PathLike
+        A file in any format of :data:`puffgm.networks.formats.FORMATS` (BIF,
+        XMLBIF, Hugin NET, GeNIe XDSL, UAI, XBN; each also gzipped), recognised
+        by its content; or ``"example:NAME"`` for a network bundled with pgmpy.
+
+    Returns
+    -------
+    NetworkPrior
+        Validated; files are read once per (path, modification time).
+
+    Raises
+    ------
+    PriorError
+        One sentence: no such file, not a network in a format read (naming the
+        formats), the reader failed (naming the reader), or the tables are invalid.
+    """
     if isinstance(spec, NetworkPrior):
         return spec
     if isinstance(spec, (str, os.PathLike)):
@@ -579,8 +469,9 @@ def load_prior_class(specs) -> PriorClass:
     """Build a PriorClass from one spec or a list of specs.
 
     A spec is a :class:`PriorClass` (returned as is when alone), a
-    :class:`NetworkPrior`, a pgmpy ``DiscreteBayesianNetwork``, a BIF/XMLBIF
-    path, or ``"example:NAME"`` for a network bundled with pgmpy.
+    :class:`NetworkPrior`, a pgmpy ``DiscreteBayesianNetwork``, a network file
+    (BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI or XBN, each also gzipped; see
+    :func:`load_network`), or ``"example:NAME"`` for a network bundled with pgmpy.
 
     Examples
     --------

@@ -4,12 +4,11 @@ import numpy as np
 import pytest
 
 from puffgm.exceptions import PriorError
+from puffgm.networks.formats import _bif_pgmpy, _fast_bif
 from puffgm.networks.priors import (
     NetworkPrior,
     PriorClass,
     _example_dir,
-    _fast_bif,
-    _read_bif_pgmpy,
     bundled_networks,
     load_network,
     load_prior_class,
@@ -41,7 +40,8 @@ def test_fast_bif_reader_agrees_with_pgmpy(name):
     parsed = _fast_bif(text, name)
     assert parsed is not None
     fast = NetworkPrior(*parsed, name=name)
-    slow = _read_bif_pgmpy(text, name).reordered(fast.states, fast.parents)
+    t = _bif_pgmpy(text, name)
+    slow = NetworkPrior(t.nodes, t.states, t.parents, t.cpds, name=name).reordered(fast.states, fast.parents)
     assert fast.nodes == slow.nodes
     for n in fast.nodes:
         assert np.allclose(fast.cpts[n], slow.cpts[n], rtol=0, atol=1e-15)
@@ -121,7 +121,7 @@ def test_pgmpy_round_trip_and_files(tmp_path):
 def test_unreadable_files(tmp_path):
     bad = tmp_path / "bad.bif"
     bad.write_text("this is not a network")
-    with pytest.raises(PriorError, match="network 'bad.bif'"):
+    with pytest.raises(PriorError, match="'bad.bif' is not a Bayesian network in a format puffgm reads"):
         load_network(str(bad))
     with pytest.raises(PriorError, match="no network file"):
         load_network(str(tmp_path / "missing.bif"))
