@@ -658,7 +658,7 @@ def _uai_model(text: str, label: str):
     children = sorted(s[-1] for s in scopes)
     if children != list(range(n)):
         missing = sorted(set(range(n)) - set(children))
-        raise ValueError(f"every variable must be the last of exactly one scope (its CPT); "
+        raise ValueError("every variable must be the last of exactly one scope (its CPT); "
                          + (f"var_{missing[0]} is the last of none" if missing else "one is the last of two"))
     tables = []
     for f, scope in enumerate(scopes):

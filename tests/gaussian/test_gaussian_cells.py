@@ -92,6 +92,7 @@ def se_case():
             "info": info, "value_nat": value_nat, "info_nat": info_nat, "D_lo": D_lo, "D_up": D_up}
 
 
+@pytest.mark.slow
 def test_se_case_is_unbalanced_and_bonferroni_infinite(se_case):
     model, lo, hi = se_case["model"], se_case["lo"], se_case["hi"]
     _, P, _, _ = pinned_conditional(model, [SE_I, *SE_HIGH], SE_C)
@@ -102,6 +103,7 @@ def test_se_case_is_unbalanced_and_bonferroni_infinite(se_case):
     assert v == math.inf and "sign-balanced" in info["reason"]
 
 
+@pytest.mark.slow
 def test_se_cell_engine_is_sound(se_case):
     """certified value >= the grid maximum of certified lower bounds of the exact value (a necessary check:
     every grid value is attained, so below the supremum); the lower bound <= certified value; the lower bound
@@ -152,6 +154,7 @@ def test_se_cell_engine_tightness_at_budget(se_case):
     assert se_case["value_nat"] <= 2.35 * float(se_case["D_up"].max()), se_case["value_nat"]
 
 
+@pytest.mark.slow
 def test_se_cell_engine_without_bonferroni(se_case):
     """The sub-box bounds alone (``bonferroni=False``, the engine of earlier versions): still sound and within
     a factor 1.45 of the grid's certified upper bound (measured 48.88 after 39 cells, against 37.91 with the
@@ -181,6 +184,7 @@ def test_se_cell_engine_is_tight(se_case):
 # <= monotone value, so a converged run (fewer cells than the budget) is within a factor 1 + tol of both.
 CHAIN_KW = {"box_tol": 0.1, "max_boxes": 64, "max_cells": 60}
 CHAIN_TOL = 0.02
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells", [4, 0])
 def test_cell_engine_on_markov_chain_brackets_exact(generator_cells):
     """OU chain n = 5, l = 5, H = {1, 2, 3}, box [-3, 3] and [-6, 6] for C, delta = 0.25 (the monotone
@@ -358,6 +362,7 @@ def test_without_lower_bound_only_the_budget_stops():
     assert "lower" not in info and info["cells"] >= 3 and math.isfinite(v), info
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells", [4, 0])
 def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
     """max_seconds stops the branch and bound (both cell spaces) once the clock passes it, with the cells
@@ -384,6 +389,7 @@ def test_time_budget_stops_with_a_certified_value(se_case, generator_cells):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_seconds=bad))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells", [4, 0])
 def test_target_stops_at_the_first_value_below_it(se_case, generator_cells):
     """target stops the branch and bound as soon as the certified value is at or below it: with the value
@@ -414,6 +420,7 @@ def test_target_stops_at_the_first_value_below_it(se_case, generator_cells):
 _CK_KW = {"box_tol": 0.1, "max_boxes": 64, "lower": False}
 
 
+@pytest.mark.slow
 def test_face_pruning_gives_the_same_bits(se_case, monkeypatch):
     """Evaluating a face only while it can change the cell's bound (tilted face first, the flat face from
     its worst corner, each stopped once it cannot win; none when the other orientation is higher) gives the
@@ -443,6 +450,7 @@ def test_face_pruning_gives_the_same_bits(se_case, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------ 7. checkpoints
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells", [4, 0])
 def test_checkpoint_resumes_exactly(se_case, tmp_path, generator_cells, monkeypatch):
     """A run cut in two pieces through a checkpoint ends with the same bits as one uninterrupted run (value,
@@ -516,6 +524,7 @@ def test_checkpoint_files_are_per_problem_and_checked(se_case, tmp_path):
             run(checkpoint_seconds=bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells, last", [(4, 15), (0, 33)])
 def test_certified_value_never_increases(se_case, tmp_path, generator_cells, last):
     """A half keeps the smaller of its own bound and its parent's, so the certified value is non-increasing
@@ -546,6 +555,7 @@ def test_vertex_axes_rule():
     assert _vertex_axes(np.zeros(3), 3, 6, 0.0) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("generator_cells", [4, 0])
 def test_adaptive_vertex_axes(se_case, tmp_path, generator_cells):
     """The adaptive vertex axes: with threshold 0 every axis of positive slack joins, so n_vertex_axes = 1 and
@@ -591,6 +601,7 @@ def test_cell_leakage_empty_condition_set():
     assert val == math.inf and "reason" in info
 
 
+@pytest.mark.slow
 def test_cell_engine_through_region_model(tmp_path):
     """GaussianRegionModel(cell_budget=N).leakage runs the cell engine on pinned b >= 4 splits that are not
     sign-balanced: its value is reported in details["cells"] and bounds the returned value; cell_budget = 0
@@ -623,6 +634,7 @@ def test_cell_engine_through_region_model(tmp_path):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_checkpoint_dir=bad))
 
 
+@pytest.mark.slow
 def test_bonferroni_options(se_case, tmp_path):
     """The sandwich's options: ``lazy_gap`` None (the box tolerance), "auto" and a number give sound values
     (above the grid's certified lower bound of the exact value), each its own checkpoint file, and
@@ -655,6 +667,7 @@ def test_bonferroni_options(se_case, tmp_path):
             GaussianRegionModel(cov, lo, hi, SE_DELTA, options=ModelOptions(cell_lazy_gap=bad))
 
 
+@pytest.mark.slow
 def test_face_minorants_hold_at_every_corner_they_serve(se_case, monkeypatch):
     """The denominator's Bonferroni affine minorant is fixed for a whole face, with eps taken over the face's
     corners.  At every corner where the engine evaluates it (recorded from short runs of both cell spaces):

@@ -100,6 +100,7 @@ def test_one_dimensional_case_b1():
     assert res.value <= ref * 1.01 + 1e-6, (res.value, ref)  # Bonferroni on the truncated marginal
 
 
+@pytest.mark.slow
 def test_two_dimensional_case_b2_unpinned():
     """n = 3, H = {x_0, x_1} (x_1 truncated and integrated), L = {x_2}: at or above, within 20%."""
     cov = np.array([[1.0, 0.5, 0.3], [0.5, 1.0, 0.5], [0.3, 0.5, 1.0]])
@@ -111,6 +112,7 @@ def test_two_dimensional_case_b2_unpinned():
     assert res.value <= ref * 1.2 + 1e-3, (res.value, ref)
 
 
+@pytest.mark.slow
 def test_two_dimensional_case_pinned_bivariate_engine():
     """A tight box with strong correlation: x_1 is pinned at the box edge for extreme x_2, the
     Bonferroni bound is infinite, and the certified bivariate engine (slabs of the zonotope of the

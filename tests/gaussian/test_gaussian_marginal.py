@@ -116,6 +116,7 @@ def test_reference_quadrature_converged():
     assert abs(ref.log_g(2.4) - ref.log_g(2.4, panels=12, nodes=12)) < 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_marginal_bounds_against_brute_force(name):
     cov, mean, lo, hi, i, cells = CASES[name]
@@ -187,6 +188,7 @@ def test_auto_keeps_small_bonferroni_terms():
     assert np.array_equal(a[1](r, r + 0.1), b[1](r, r + 0.1))
 
 
+@pytest.mark.slow
 def test_markov_l20_marginal_finite_and_leakage_unstuck():
     # the Markov prior of bench/gaussian_markov_curve.py: OU kernel, l = 20, n = 10, box [-5, 5]^10
     cov = ou_cov(10, 20.0)

@@ -312,6 +312,7 @@ def _conditional_precision(cov, lo, hi, i, H, cond):
     return (Sinv + Sinv.T) / 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,rho,i,H", [(4, math.exp(-1 / 5), 1, [0, 1, 2]), (5, math.exp(-1 / 5), 2, [1, 2, 3]),
                                        (6, math.exp(-1 / 5), 2, [1, 2, 3, 4]), (5, -0.8, 2, [1, 2, 3])])
 def test_monotone_engine_against_exact_leakage(n, rho, i, H):
@@ -338,6 +339,7 @@ def test_monotone_engine_against_exact_leakage(n, rho, i, H):
     assert mono - exact <= slack and exact - lower <= slack, (mono, exact, lower, slack)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n,rho,i,H", [(5, math.exp(-1 / 5), 2, [1, 2, 3]), (6, math.exp(-1 / 5), 2, [1, 2, 3, 4]),
                                        (5, -0.8, 2, [1, 2, 3])])
 def test_monotone_engine_conditional_part_is_tight(n, rho, i, H):
@@ -363,6 +365,7 @@ def test_monotone_engine_conditional_part_is_tight(n, rho, i, H):
     assert val - info["lower"] <= 1e-3 * exact + 0.02, (val, info["lower"], exact)
 
 
+@pytest.mark.slow
 def test_monotone_engine_with_rounding_level_wrong_signs():
     """n = 5, l = 3: the conditional precision of x_H (H = {1, 2, 3}) given x_0, x_4 has its structural
     zero (1, 3) at +8.6e-17, which breaks the sign balance as computed; the engine zeroes such entries
@@ -377,6 +380,7 @@ def test_monotone_engine_with_rounding_level_wrong_signs():
     assert d["monotone"] <= exact * (1 + REL_TOL)
 
 
+@pytest.mark.slow
 def test_chain_reference_matches_generic_quadrature():
     """The chain reference against the generic conditional-Gaussian reference (n = 4, H = {0, 1, 2},
     C = {3}): the log ratios of Definition 7 (conditional and truncated-marginal terms) agree to 1e-8."""

@@ -65,6 +65,7 @@ def test_strict_validation(mutate, message):
         load_linear_gaussian(d)
 
 
+@pytest.mark.slow
 def test_collider_truncation_breaks_d_separation():
     """A -> C <- B: A and B are independent in the Gaussian, but not once C is truncated; quilts use the moral graph."""
     d = {"format": FORMAT, "bounds": [-1.5, 1.5], "delta": 0.3,
@@ -89,6 +90,7 @@ def test_collider_truncation_breaks_d_separation():
     assert res.value >= abs(lr[0] - lr[1]) / 2 - 1e-9  # symmetric pair: half the spread is a lower bound
 
 
+@pytest.mark.slow
 def test_calibration_is_min_over_quilts_and_max_over_class():
     p = load_linear_gaussian(CHAIN)
     eps = 30.0
@@ -116,6 +118,7 @@ def test_calibration_is_min_over_quilts_and_max_over_class():
         gaussian_calibrate(p, epsilon=1.0, protected=["Z"])
 
 
+@pytest.mark.slow
 def test_public_api_and_class_checks():
     import puffgm
     from puffgm.api import influence_curve
@@ -136,6 +139,7 @@ def test_public_api_and_class_checks():
         load_gaussian_class([CHAIN, d2])
 
 
+@pytest.mark.slow
 def test_mqm_release_exact_audit_two_nodes():
     """Release x_A + x_B + Laplace(scale) for a two-node network; the privacy loss of region secrets on A,
     by numerical integration over the truncated prior, is at most epsilon."""
@@ -171,6 +175,7 @@ def test_mqm_release_exact_audit_two_nodes():
     assert 0.0 < loss <= eps + 1e-6
 
 
+@pytest.mark.slow
 def test_cli_calibrate_curve_translate(tmp_path):
     f = tmp_path / "net.json"
     f.write_text(json.dumps(CHAIN))

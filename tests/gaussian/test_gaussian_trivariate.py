@@ -155,6 +155,7 @@ def reference_leakage(cov, lower, upper, delta, i, H, C, n_r, n_x, res_r=(1, 12)
 TOL_B3 = 2.0
 
 
+@pytest.mark.slow
 def test_pinned_b3_leakage_against_quadrature():
     """n = 4, H = {0, 1, 2} around the secret x_1, C = {x_3} with a wide box: x_3 at its box edge pushes
     the conditional mean of x_2 past its box (pinned: the Bonferroni bound is infinite).  The certified
@@ -175,6 +176,7 @@ def test_pinned_b3_leakage_against_quadrature():
     assert res.details["bivariate_lower"] <= res.value
 
 
+@pytest.mark.slow
 def test_curve_with_pinned_engines_is_certified_and_lower():
     """The same pinned n = 4 model as a curve (secret x_1, farthest splits): with the pinned engines
     a(3) falls from the flat b = 2 value to a certified value at or above the exact b = 3 leakage
