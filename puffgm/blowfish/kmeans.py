@@ -25,7 +25,7 @@ they fall in cells A != B, so
 computed exactly over the edges of G.  **Paper slip (Lemma 6.1):** the paper
 gives S(q_sum, P) = max_{(x,y) in E} d(x, y) (e.g. theta under G^{d,theta}); that
 ignores moves across a cell boundary, which shift mass between two clusters'
-sums.  Brute-force enumeration (tests/test_blowfish_kmeans.py) shows the larger
+sums.  Brute-force enumeration (tests/blowfish/test_blowfish_kmeans.py) shows the larger
 value above; puffgm uses it.
 """
 

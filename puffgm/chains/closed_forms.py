@@ -24,7 +24,7 @@ d-step matrices are products of non-negative matrices (no cancellation), and
 the logs are taken of them directly.
 
 Where the closed form fails (checked on a grid covering the whole open square,
-see ``tests/test_curves_closed_forms.py`` and ``docs/curves.md``):
+see ``tests/gaussian/test_curves_closed_forms.py`` and ``docs/curves.md``):
 
 1. The main-text version of Theorem 8 (section 6.3) has no absolute values.
    When lambda < 0 (p + q < 1) and dL or dR is odd, lambda^d < 0 and its log
