@@ -20,6 +20,8 @@ __all__ = [
     "NumericalError",
     "InferenceLimitError",
     "TimeLimitError",
+    "first_line",
+    "one_line",
 ]
 
 
@@ -77,3 +79,17 @@ class TimeLimitError(PuffgmError, ValueError):
 class WorkerError(PuffgmError, ValueError):
     """A calibration inside :func:`puffgm.calibrate_many` failed; the one-line message names the
     prior (its index in the list and its name) and the cause."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message, stripped ('' when the message is empty)."""
+    text = str(exc).strip()
+    return text.splitlines()[0].strip() if text else ""
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: a puffgm error's first line, or ``"Type: first line"`` for any other."""
+    detail = first_line(exc)
+    if isinstance(exc, PuffgmError):
+        return detail or type(exc).__name__
+    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__

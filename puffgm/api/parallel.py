@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from puffgm.api.dispatch import as_prior, kind_of
 from puffgm.core.validation import check_positive_finite, check_positive_int
-from puffgm.exceptions import ParameterError, PuffgmError, WorkerError
+from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
 
 __all__ = ["calibrate_many"]
 
@@ -81,14 +81,6 @@ def _label(prior) -> str:
     return type(prior).__name__
 
 
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    detail = text[0] if text else ""
-    if isinstance(exc, PuffgmError):
-        return detail or type(exc).__name__
-    return f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
-
-
 def _calibrate_chunk(payload) -> list:
     """Calibrate one contiguous chunk (runs on the worker); errors come back as :class:`_Failure`.
 
@@ -101,7 +93,7 @@ def _calibrate_chunk(payload) -> list:
         try:
             out.append(as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options))
         except Exception as exc:  # noqa: BLE001 - every cause is reported, in one line, by the caller
-            out.append(_Failure(start + k, _label(prior), _one_line(exc)))
+            out.append(_Failure(start + k, _label(prior), one_line(exc)))
     return out
 
 
@@ -113,7 +105,7 @@ def _item_options(priors, method: str, options: dict) -> list:
             kind = kind_of(prior)
             accepted.append(set(kind.accepted_options(method)))
         except PuffgmError as exc:
-            raise type(exc)(f"Prior {j} ({_label(prior)}): {_one_line(exc)}") from None
+            raise type(exc)(f"Prior {j} ({_label(prior)}): {one_line(exc)}") from None
     unused = sorted(set(options) - set().union(*accepted)) if accepted else sorted(options)
     if unused:
         raise ParameterError(f"Option(s) {', '.join(unused)} apply to no prior of the list with method {method!r}.")
@@ -248,7 +240,7 @@ def _run_local(jobs: int, items, args, chunk_size) -> list:
         return Parallel(n_jobs=jobs)(delayed(_calibrate_chunk)(p) for p in payloads)
     except Exception as exc:  # noqa: BLE001 - a worker process died (the chunk function never raises)
         raise WorkerError(f"A worker process failed while calibrating priors 0..{len(items) - 1}: "
-                          f"{_one_line(exc)}") from None
+                          f"{one_line(exc)}") from None
 
 
 def _run_dask(client, items, args, chunk_size) -> list:
@@ -262,7 +254,7 @@ def _run_dask(client, items, args, chunk_size) -> list:
             return client.gather(futures)
         except Exception as exc:  # noqa: BLE001 - a worker died or the cluster failed
             raise WorkerError(f"A Dask worker failed while calibrating priors 0..{len(items) - 1}: "
-                              f"{_one_line(exc)}") from None
+                              f"{one_line(exc)}") from None
     finally:
         if owned:
             client.close()

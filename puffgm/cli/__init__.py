@@ -53,24 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Entry point of the ``puffgm`` command; returns the process exit code."""
-    from puffgm.exceptions import PuffgmError
+    from puffgm.exceptions import PuffgmError, first_line
 
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         out = args._run(args)
     except (PuffgmError, ValueError, OSError, KeyError) as exc:
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = first_line(exc) or type(exc).__name__
         if isinstance(exc, KeyError):
             msg = f"unknown key {msg}"
         sys.stderr.write(f"puffgm: error: {msg}\n")
         return 2
     except (TypeError, AttributeError, IndexError) as exc:  # malformed input that slipped past validation
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = first_line(exc)
         sys.stderr.write(f"puffgm: error: malformed input ({type(exc).__name__}: {detail[:200]})\n")
         return 2
     except (ArithmeticError, MemoryError) as exc:  # overflow, division by zero, out of memory
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail = first_line(exc)
         sys.stderr.write(f"puffgm: error: the computation cannot be carried out for these parameters "
                          f"({type(exc).__name__}{': ' + detail[:200] if detail else ''})\n")
         return 2

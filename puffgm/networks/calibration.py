@@ -41,7 +41,7 @@ from typing import Iterable
 
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import ParameterError, PuffgmError, TimeLimitError, WorkerError
+from puffgm.exceptions import ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
 from puffgm.networks.priors import PriorClass, load_prior_class
 from puffgm.networks.quilt_certify import check_certify_budget
@@ -183,10 +183,9 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     except (PuffgmError, ArithmeticError, MemoryError):
         raise  # raised on purpose inside a worker (a time limit, an inference limit, ...)
     except Exception as exc:  # noqa: BLE001 - a worker process died: one line, never a worker traceback
-        detail = (str(exc).strip().splitlines() or [""])[0]
         name = search.prior_class.priors[0].name
         raise WorkerError(f"A worker process failed while searching the quilts of {name!r} (n_jobs={n_jobs}): "
-                          f"{type(exc).__name__}{': ' + detail if detail else ''}; retry with n_jobs=1.") from None
+                          f"{one_line(exc)}; retry with n_jobs=1.") from None
     return {n: best[n] for n in nodes}
 
 

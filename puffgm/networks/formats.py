@@ -54,7 +54,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from puffgm.exceptions import PriorError
+from puffgm.exceptions import PriorError, first_line
 
 __all__ = [
     "CPD_TOLERANCE",
@@ -245,8 +245,7 @@ def _unknown_hint(data: bytes) -> str:
 
 # ---------------------------------------------------------------- reading
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0].strip() if text else type(exc).__name__
+    line = first_line(exc) or type(exc).__name__
     if isinstance(exc, KeyError):
         line = f"unknown or missing name {line}"
     elif isinstance(exc, AttributeError) and "NoneType" in line:
