@@ -33,14 +33,12 @@ members' curves.
 
 from __future__ import annotations
 
-import os
-
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
 
-__all__ = ["as_prior", "kind_of", "calibrate", "influence_curve", "translate"]
+__all__ = ["as_prior", "classify", "kind_of", "calibrate", "influence_curve", "translate"]
 
 
 def _items(prior) -> list:
@@ -49,30 +47,38 @@ def _items(prior) -> list:
     return [prior]
 
 
-def kind_of(prior) -> type:
-    """The :class:`PriorKind` subclass that serves ``prior``, without loading any network.
+def classify(prior) -> tuple:
+    """(kind class, the loaded kind or None): chains are loaded here, other kinds by their class.
 
     Chain specs are read (they are small JSON files) to tell a box from a class;
-    network files and models are classified by type and extension only.
+    network and linear-Gaussian inputs are classified by type, extension and
+    format key only.
     """
     from puffgm.chains.kind import chain_kind, is_chain_prior
     from puffgm.gaussian.kind import LinearGaussianKind, is_gaussian_prior
     from puffgm.networks.kind import BayesianNetworkKind
 
     if isinstance(prior, PriorKind):
-        return type(prior)
-    if is_gaussian_prior(prior):
-        return LinearGaussianKind
+        return type(prior), prior
     items = _items(prior)
-    chains = [is_chain_prior(p) for p in items]
+    gauss = [is_gaussian_prior(p) for p in items]
+    if items and all(gauss):
+        return LinearGaussianKind, None
+    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss)]
     if items and all(chains):
-        return type(chain_kind(prior))
+        kind = chain_kind(prior)
+        return type(kind), kind
     if any(chains):
         raise PriorError("A prior class mixes Markov chains with other priors; one class holds one kind "
                          "(Bayesian networks, Markov chains, a parameter box or linear-Gaussian networks).")
-    if any(is_gaussian_prior(p) for p in items):
+    if any(gauss):
         raise PriorError("A prior class mixes linear-Gaussian networks with other priors; one class holds one kind.")
-    return BayesianNetworkKind
+    return BayesianNetworkKind, None
+
+
+def kind_of(prior) -> type:
+    """The :class:`PriorKind` subclass that serves ``prior``, without loading any network."""
+    return classify(prior)[0]
 
 
 def as_prior(prior) -> PriorKind:
@@ -98,16 +104,10 @@ def as_prior(prior) -> PriorKind:
     >>> as_prior("example:asia").kind
     'Bayesian-network priors'
     """
-    if isinstance(prior, PriorKind):
-        return prior
-    if isinstance(prior, (str, os.PathLike, list, tuple)) and not _items(prior):
+    if isinstance(prior, (list, tuple)) and not prior:
         raise PriorError("No prior given: a prior class needs at least one prior.")
-    kind = kind_of(prior)
-    if kind.__module__ == "puffgm.chains.kind":
-        from puffgm.chains.kind import chain_kind
-
-        return chain_kind(prior)
-    return kind(prior)
+    kind, loaded = classify(prior)
+    return loaded if loaded is not None else kind(prior)
 
 
 def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options):

@@ -45,7 +45,7 @@ import math
 import os
 from dataclasses import dataclass
 
-from puffgm.api.dispatch import as_prior, kind_of
+from puffgm.api.dispatch import as_prior, classify
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
 
@@ -85,31 +85,37 @@ def _calibrate_chunk(payload) -> list:
     """Calibrate one contiguous chunk (runs on the worker); errors come back as :class:`_Failure`.
 
     ``payload = (start, items, epsilon, lipschitz, method)`` with ``items`` a list of
-    (prior, options) pairs.
+    (prior, label, options) triples.
     """
     start, items, epsilon, lipschitz, method = payload
     out = []
-    for k, (prior, options) in enumerate(items):
+    for k, (prior, label, options) in enumerate(items):
         try:
             out.append(as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options))
         except Exception as exc:  # noqa: BLE001 - every cause is reported, in one line, by the caller
-            out.append(_Failure(start + k, _label(prior), one_line(exc)))
+            out.append(_Failure(start + k, label, one_line(exc)))
     return out
 
 
-def _item_options(priors, method: str, options: dict) -> list:
-    """The options each prior's kind takes; refuses a method or an option that no prior of the list uses."""
-    accepted = []
+def _items(priors, method: str, options: dict) -> list:
+    """(what to ship, its label, its options) for every prior; refuses a method or an option no prior uses.
+
+    Chain classes and boxes are shipped loaded (they were read to classify them);
+    network and linear-Gaussian inputs are shipped as given and loaded on the worker.
+    """
+    items, accepted = [], []
     for j, prior in enumerate(priors):
         try:
-            kind = kind_of(prior)
+            kind, loaded = classify(prior)
             accepted.append(set(kind.accepted_options(method)))
         except PuffgmError as exc:
             raise type(exc)(f"Prior {j} ({_label(prior)}): {one_line(exc)}") from None
+        items.append((prior if loaded is None else loaded, _label(prior)))
     unused = sorted(set(options) - set().union(*accepted)) if accepted else sorted(options)
     if unused:
         raise ParameterError(f"Option(s) {', '.join(unused)} apply to no prior of the list with method {method!r}.")
-    return [{k: v for k, v in options.items() if k in acc} for acc in accepted]
+    return [(prior, label, {k: v for k, v in options.items() if k in acc})
+            for (prior, label), acc in zip(items, accepted)]
 
 
 def _chunks(n: int, workers: int, chunk_size):
@@ -209,7 +215,7 @@ def calibrate_many(priors, *, epsilon, lipschitz=1.0, method: str = "exact", n_j
     priors = list(priors)
     if chunk_size is not None:
         chunk_size = check_positive_int(chunk_size, "chunk_size", "calibrate_many")
-    items = list(zip(priors, _item_options(priors, method, options)))
+    items = _items(priors, method, options)
     if not items:
         return []
     if client is not None:
