@@ -72,11 +72,14 @@ class MarkovChainKind(PriorKind):
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         cc = self.prior_class
         if method == "exact":
-            return MQMExact(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+            return self._exact(epsilon=epsilon, lipschitz=lipschitz, options=options)
         if method == "approx":
             return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
         baseline = group_dp if method == "groupdp" else gk16
         return baseline(cc, epsilon=epsilon, lipschitz=lipschitz)
+
+    def _exact(self, *, epsilon, lipschitz, options):
+        return MQMExact(self.prior_class, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
 
     def _influence_curve(self, *, max_b, options):
         cc = self.prior_class
@@ -88,8 +91,12 @@ class MarkovChainKind(PriorKind):
         return chain_class_curve(cc, max_b)
 
 
-class ChainBoxKind(PriorKind):
-    """A parameter box of binary chains (:class:`~puffgm.chains.box.ChainParameterBox`), an infinite class."""
+class ChainBoxKind(MarkovChainKind):
+    """A parameter box of binary chains (:class:`~puffgm.chains.box.ChainParameterBox`), an infinite class.
+
+    MQMApprox and the baselines take a box as they take a finite class; the exact method is the
+    certified supremum over the box (:func:`~puffgm.chains.box.certified_mqm_exact`) with its options.
+    """
 
     kind = "chain parameter boxes"
     methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress"),
@@ -100,11 +107,5 @@ class ChainBoxKind(PriorKind):
     def name(self) -> str:
         return str(self.prior_class.name)
 
-    def _calibrate(self, *, epsilon, lipschitz, method, options):
-        box = self.prior_class
-        if method == "exact":
-            return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, **options)
-        if method == "approx":
-            return MQMApprox(box, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
-        baseline = group_dp if method == "groupdp" else gk16
-        return baseline(box, epsilon=epsilon, lipschitz=lipschitz)
+    def _exact(self, *, epsilon, lipschitz, options):
+        return certified_mqm_exact(self.prior_class, epsilon=epsilon, lipschitz=lipschitz, **options)
