@@ -215,7 +215,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     Returns (active quilts, lower bound on max_i sigma_i*, certificates, stopped), with
     ``stopped`` True when the time limit cut steps 2-3 short.
     """
-    refined, budget, certify_budget = run.refined, run.search_budget, run.certify_budget
+    refined, budget, certify_budget = run.refined, run.opts.search_budget, run.opts.certify_budget
     best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock)
     engine = search.engine
     check, engine.deadline_check = engine.deadline_check, None
@@ -355,13 +355,12 @@ NETWORK_OPTIONS = tuple(f.name for f in fields(NetworkOptions))
 
 @dataclass
 class _Run:
-    """The bookkeeping of one calibration: workers, progress bar, time budget, refined nodes."""
+    """One calibration's validated options and bookkeeping: workers, progress bar, time budget, refined nodes."""
 
+    opts: NetworkOptions
     jobs: int
     bar: object
     clock: _Clock
-    search_budget: int
-    certify_budget: int
     refined: list
 
 
@@ -372,7 +371,6 @@ class _Found:
     best: dict
     lower: list
     per_prior: list
-    refined: list
     searched: list
     planes: list
     evaluations: int = 0
@@ -414,26 +412,23 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
     opts = NetworkOptions.from_options(options)
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
-    search_budget = check_search_budget(opts.search_budget, "calibrate")
-    certify_budget = check_certify_budget(opts.certify_budget, "calibrate")
+    opts = replace(opts, search_budget=check_search_budget(opts.search_budget, "calibrate"),
+                   certify_budget=check_certify_budget(opts.certify_budget, "calibrate"))
     secrets = resolve_secrets(opts.secrets, opts.protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
     jobs = _resolve_n_jobs(opts.n_jobs, len(nodes))
-    time_limit = opts.time_limit
-    if time_limit is not None:
-        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
-    clock = _Clock(time_limit, len(pc.priors) * len(nodes),
+    if opts.time_limit is not None:
+        opts = replace(opts, time_limit=check_positive_finite(opts.time_limit, "time_limit", "calibrate"))
+    clock = _Clock(opts.time_limit, len(pc.priors) * len(nodes),
                    pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
     bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
-    run = _Run(jobs, bar, clock, search_budget, certify_budget, [])
-    found = _search_priors(pc, nodes, epsilon, secrets, replace(opts, time_limit=time_limit), run)
-    return _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found,
-                               replace(opts, time_limit=time_limit, search_budget=search_budget,
-                                       certify_budget=certify_budget))
+    run = _Run(opts, jobs, bar, clock, refined=[])
+    found = _search_priors(pc, nodes, epsilon, secrets, run)
+    return _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found, run)
 
 
-def _search_priors(pc, nodes, epsilon, secrets, opts: NetworkOptions, run: _Run) -> _Found:
+def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
     """Every protected node's active quilt under every prior of the class, with the lower bounds.
 
     Pufferfish privacy is a condition per prior, and so is the proof of Theorem 4.3:
@@ -441,7 +436,8 @@ def _search_priors(pc, nodes, epsilon, secrets, opts: NetworkOptions, run: _Run)
     active quilt per (node, theta).  This is never above the min over quilts of the
     sup-over-Theta score, and equal to it for a single prior.
     """
-    found = _Found(best={}, lower=[], per_prior=[], refined=run.refined, searched=[], planes=[])
+    opts = run.opts
+    found = _Found(best={}, lower=[], per_prior=[], searched=[], planes=[])
     for t, theta in enumerate(pc.priors):
         search = QuiltSearch(PriorClass([theta]), secrets, opts.max_quilt_states, opts.exhaustive,
                              opts.max_table_entries)
@@ -502,14 +498,14 @@ def _quilt_set(family, epsilon, search_budget: int, certify_budget: int) -> str:
     return f"structured+refined+bnb{search_budget}+cp{certify_budget}@epsilon={epsilon!r}"
 
 
-def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found,
-                        opts: NetworkOptions) -> CalibrationResult:
+def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, run: _Run) -> CalibrationResult:
     """The :class:`CalibrationResult` of a network calibration from what the search found."""
     best = found.best
     per_node = tuple(best[n] for n in nodes)
     worst = best[_first_worst(nodes, lambda n: best[n].score)]  # first of the maxima, in node order
     sigma_max = max(c.score for c in per_node)  # never below any node's computed score
     group = pc.largest_component() / epsilon
+    opts = run.opts
     notes = _calibration_notes(pc, found, opts, sigma_max, group)
     return CalibrationResult(
         epsilon=epsilon,
@@ -532,7 +528,7 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found,
             "influence_evaluations": found.evaluations,
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
             "secrets_description": repr(secrets),
-            "refined_nodes": tuple(found.refined),
+            "refined_nodes": tuple(run.refined),
             "per_prior_lower_bound": tuple(found.lower),
             "search_budget": opts.search_budget,
             "branch_and_bound_nodes": tuple(found.searched),
