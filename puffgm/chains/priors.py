@@ -40,7 +40,7 @@ from puffgm.exceptions import PriorError
 
 __all__ = [
     "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "check_length",
-    "node_name", "smooth_transition", "stationary_distribution",
+    "check_transition_matrix", "node_name", "smooth_transition", "stationary_distribution",
 ]
 
 #: Largest deviation of a row sum from 1 that is renormalised instead of rejected.
@@ -93,6 +93,27 @@ def _validate_stochastic(arr, what: str, notes: list) -> np.ndarray:
             notes.append(f"renormalised {n} row(s) of the {what} (largest deviation {worst:.3g})")
     arr.setflags(write=False)
     return arr
+
+
+def check_transition_matrix(matrix, what: str, k: int | None = None) -> tuple:
+    """Validate a row-stochastic k x k matrix as chain transition matrices are validated.
+
+    Entries must be finite real numbers >= 0 and rows sum to 1 within
+    :data:`ROW_TOLERANCE` (smaller slips are renormalised and described in the
+    returned notes).  ``what`` names the matrix in the one-sentence
+    :class:`~puffgm.exceptions.PriorError`; ``k``, when given, is the required size.
+
+    Returns
+    -------
+    (matrix, notes) : (read-only ndarray of shape (k, k), tuple of str)
+    """
+    notes: list = []
+    P = _validate_stochastic(matrix, what, notes)
+    if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] < 1:
+        raise PriorError(f"The {what} must be a square k x k matrix; got shape {P.shape}.")
+    if k is not None and P.shape[0] != k:
+        raise PriorError(f"The {what} is {P.shape[0]} x {P.shape[0]}, but the chain has {k} states.")
+    return P, tuple(notes)
 
 
 def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np.ndarray:
@@ -174,11 +195,9 @@ class ChainPrior:
     __slots__ = ("transition", "initial", "length", "states", "name", "notes", "_pi", "_fp", "_frozen")
 
     def __init__(self, transition, initial="stationary", length: int = 1, states=None, name: str = "chain"):
-        notes: list = []
         T = check_length(length, f"chain {name!r}")
-        P = _validate_stochastic(transition, f"transition matrix of chain {name!r}", notes)
-        if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] < 1:
-            raise PriorError(f"The transition matrix of chain {name!r} must be square k x k; got shape {P.shape}.")
+        P, notes = check_transition_matrix(transition, f"transition matrix of chain {name!r}")
+        notes = list(notes)
         k = P.shape[0]
         if states is None:
             states = tuple(str(j) for j in range(k))

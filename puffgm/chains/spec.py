@@ -12,6 +12,15 @@ A finite family (Theta with several members)::
 ``"stationary"``; an optional ``"states"`` list names the states.  Errors are
 one sentence (:class:`~puffgm.exceptions.PriorError`).
 
+An optional ``"backward"`` gives the backward transition matrix P^B of the
+temporal privacy leakage (``puffgm leakage``, :mod:`puffgm.chains.leakage`;
+rows: the state at t, columns: the state at t-1): one k x k matrix beside
+``"transition"``, or a list of one matrix per member beside ``"transitions"``.
+It is validated like a transition matrix (:func:`backward_from_spec`).  The
+calibrations and curves use the joint law of the chain (initial distribution
+and forward matrix) and not P^B; a class read from such a spec says so in its
+``notes``.
+
 An infinite box of binary chains (:class:`~puffgm.chains.ChainParameterBox`,
 Song et al. section 5.2), p0 = P(0 -> 0) and p1 = P(1 -> 1) each in a range
 strictly inside (0, 1); ``"initial"`` is ``"any"`` (default, as in the
@@ -26,18 +35,19 @@ import json
 import os
 
 from puffgm.exceptions import PriorError
-from puffgm.chains.priors import ChainPriorClass
+from puffgm.chains.priors import ChainPriorClass, check_transition_matrix
 
-__all__ = ["load_chain_spec", "chain_class_from_spec"]
+__all__ = ["load_chain_spec", "chain_class_from_spec", "read_chain_spec", "backward_from_spec"]
 
-_KEYS = {"transition", "transitions", "initial", "initials", "length", "states", "name", "description", "box"}
+_KEYS = {"transition", "transitions", "initial", "initials", "length", "states", "name", "description", "box",
+         "backward"}
 _BOX_KEYS = {"p0", "p1"}
 
 
 def _box_from_spec(spec: dict, length: int, label: str):
     from puffgm.chains.box import ChainParameterBox
 
-    for key in ("transition", "transitions", "initials"):
+    for key in ("transition", "transitions", "initials", "backward"):
         if key in spec:
             raise PriorError(f"The {label} has a 'box', so it cannot also have {key!r}.")
     box = spec["box"]
@@ -76,20 +86,58 @@ def chain_class_from_spec(spec: dict, label: str = "chain spec"):
     if "transition" in spec:
         if "initials" in spec:
             raise PriorError(f"The {label} has one 'transition', so use 'initial', not 'initials'.")
-        return ChainPriorClass.from_matrices(spec["transition"], spec.get("initial", "stationary"), length, states)
-    trans = spec["transitions"]
-    if not isinstance(trans, list) or not trans:
-        raise PriorError(f"The 'transitions' of the {label} must be a non-empty list of matrices.")
-    initials = spec.get("initials", spec.get("initial", "stationary"))
-    if isinstance(initials, list) and initials and isinstance(initials[0], (list, str)):
-        pass
+        cc = ChainPriorClass.from_matrices(spec["transition"], spec.get("initial", "stationary"), length, states)
     else:
-        initials = [initials] * len(trans)
-    return ChainPriorClass.from_family(trans, initials, length, states)
+        trans = spec["transitions"]
+        if not isinstance(trans, list) or not trans:
+            raise PriorError(f"The 'transitions' of the {label} must be a non-empty list of matrices.")
+        initials = spec.get("initials", spec.get("initial", "stationary"))
+        if isinstance(initials, list) and initials and isinstance(initials[0], (list, str)):
+            pass
+        else:
+            initials = [initials] * len(trans)
+        cc = ChainPriorClass.from_family(trans, initials, length, states)
+    if "backward" in spec:
+        backward_from_spec(spec, cc, label)  # validated here, so every reader of the spec refuses a bad one
+        note = ("the spec's 'backward' matrix is used only by the temporal privacy leakage (puffgm leakage); "
+                "calibrations and curves use the initial distribution and the forward matrix")
+        object.__setattr__(cc, "notes", cc.notes + (note,))
+    return cc
 
 
-def load_chain_spec(path):
-    """Read a chain spec JSON file and return its :class:`ChainPriorClass` (or parameter box)."""
+def backward_from_spec(spec: dict, chain_class: ChainPriorClass, label: str = "chain spec"):
+    """The validated ``"backward"`` matrices of a chain spec, one per member of ``chain_class``, or None.
+
+    Beside ``"transition"`` the value is one k x k matrix; beside ``"transitions"`` a
+    list of as many k x k matrices as there are members, in the same order.  Each
+    is validated like a transition matrix
+    (:func:`~puffgm.chains.priors.check_transition_matrix`).
+
+    Returns
+    -------
+    tuple of read-only ndarray, or None
+        None when the spec has no ``"backward"``.
+    """
+    if "backward" not in spec:
+        return None
+    raw = spec["backward"]
+    n, k = len(chain_class.members), chain_class.k
+    if "transitions" in spec:
+        if not isinstance(raw, list) or len(raw) != n or not all(isinstance(m, list) for m in raw):
+            raise PriorError(f"The 'backward' of the {label} must be a list of {n} matrices, one per member of "
+                             "'transitions'.")
+        mats = raw
+    else:
+        mats = [raw]
+    out = []
+    for j, matrix in enumerate(mats, start=1):
+        what = f"'backward' matrix of the {label}" if len(mats) == 1 else f"'backward' matrix {j} of the {label}"
+        out.append(check_transition_matrix(matrix, what, k)[0])
+    return tuple(out)
+
+
+def read_chain_spec(path) -> tuple:
+    """(spec, label): the parsed JSON object of a chain spec file and a label naming it in messages."""
     path = os.fspath(path)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -100,4 +148,9 @@ def load_chain_spec(path):
         raise PriorError(f"Chain spec file {path!r} is not valid JSON ({e.msg} at line {e.lineno}).") from None
     except OSError as e:
         raise PriorError(f"Chain spec file {path!r} cannot be read ({e.strerror}).") from None
-    return chain_class_from_spec(spec, f"chain spec {os.path.basename(path)!r}")
+    return spec, f"chain spec {os.path.basename(path)!r}"
+
+
+def load_chain_spec(path):
+    """Read a chain spec JSON file and return its :class:`ChainPriorClass` (or parameter box)."""
+    return chain_class_from_spec(*read_chain_spec(path))

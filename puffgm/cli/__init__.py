@@ -20,6 +20,7 @@ COMMANDS = (
     ("translate", "translate", "translate between epsilon_puffer and epsilon_DP along a curve"),
     ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
     ("blowfish", "blowfish", "Blowfish policies: policy-specific sensitivity and releases"),
+    ("leakage", "leakage", "temporal privacy leakage of per-step DP releases on a Markov chain (Cao et al.)"),
 )
 
 
