@@ -39,6 +39,7 @@ _LAZY = {
     "ChainPriorClass": "puffgm.chains",
     "ChainParameterBox": "puffgm.chains",
     "load_chain_spec": "puffgm.chains",
+    "temporal_leakage": "puffgm.chains.leakage",
     # linear-Gaussian networks
     "LinearGaussianPrior": "puffgm.gaussian.networks",
     "load_gaussian_class": "puffgm.gaussian.networks",

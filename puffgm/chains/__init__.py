@@ -9,6 +9,7 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 * :mod:`.curve` -- the a(b) influence curve of a chain class;
 * :mod:`.box` -- infinite classes: a box of binary chains with certified suprema;
 * :mod:`.spec` -- the JSON chain spec of the CLI;
+* :mod:`.leakage` -- temporal privacy leakage of per-step DP releases (Cao et al., ICDE 2017);
 * :mod:`.kind` -- chain classes and boxes as prior kinds (:mod:`puffgm.core.prior`);
   parameter grids are calibrated in parallel by :func:`puffgm.calibrate_many`.
 
@@ -23,11 +24,12 @@ from puffgm.chains.approx import MQMApprox, mqm_approx  # noqa: F401
 from puffgm.chains.baselines import group_dp, plain_dp, gk16  # noqa: F401
 from puffgm.chains.spec import load_chain_spec, chain_class_from_spec  # noqa: F401
 from puffgm.chains.box import ChainParameterBox  # noqa: F401
+from puffgm.chains.leakage import allocate_budget, leakage_function, leakage_supremum, temporal_leakage  # noqa: F401
 
 __all__ = [
     "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "stationary_distribution", "smooth_transition",
     "MQMExact", "mqm_exact", "MQMApprox", "mqm_approx",
     "group_dp", "plain_dp", "gk16", "load_chain_spec", "chain_class_from_spec",
-    "ChainParameterBox",
+    "ChainParameterBox", "temporal_leakage", "leakage_supremum", "allocate_budget", "leakage_function",
 ]
 

@@ -506,8 +506,11 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
     """a_1 = e_1, a_t = L(a_{t-1}) + e_t for t = 2..T: BPL with L_B, FPL (on reversed budgets) with L_F.
 
     Over a run of equal budgets, once a_t = a_{t-1} in floating point every later value of
-    the run is the same number (the same function of the same argument), so the run is
-    filled at once: a constant budget costs the steps to convergence, not T.
+    the run is the same number (the same function of the same argument), and once
+    a_t = a_{t-2} the run alternates between two numbers (rounding can end the
+    convergence in such a 2-cycle, one ulp wide); either way the rest of the run is filled
+    at once with exactly the values the loop would compute, so a constant budget costs the
+    steps to convergence, not T.
 
     Parameters
     ----------
@@ -522,18 +525,21 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
     T = e.size
     out = np.empty(T)
     changes = np.flatnonzero(np.diff(e) != 0.0) + 1  # first index of each new run of equal budgets
-    a = out[0] = float(e[0])
-    t = 1
+    out[0] = e[0]
+    run_start, t = 0, 1
     while t < T:
-        nxt = function(a) + float(e[t])
-        out[t] = nxt
-        if nxt == a and e[t] == e[t - 1]:
+        if e[t] != e[t - 1]:
+            run_start = t
+        out[t] = function(float(out[t - 1])) + float(e[t])
+        period = 1 if out[t] == out[t - 1] else (2 if t - 2 >= run_start and out[t] == out[t - 2] else 0)
+        if period and t - period >= run_start:
             pos = np.searchsorted(changes, t, side="right")
             end = int(changes[pos]) if pos < changes.size else T
-            out[t:end] = a
+            pattern = out[t - period + 1: t + 1]  # the last `period` values repeat until the run ends
+            n = end - t - 1
+            out[t + 1: end] = np.tile(pattern, n // period + 1)[:n]
             t = end
             continue
-        a = nxt
         t += 1
     return out
 
