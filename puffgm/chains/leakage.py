@@ -891,14 +891,13 @@ def _bisect(feasible, lo: float, hi: float, rtol: float) -> tuple:
 
 
 def _ends_schedule(members, eps_m: float, T: int):
-    """The ``"ends"`` budgets for the middle budget eps_m, or None when a supremum is infinite."""
-    b = min(m.backward.fixed_point(epsilon=eps_m) for m in members)
-    f = min(m.forward.fixed_point(epsilon=eps_m) for m in members)
-    if not (math.isfinite(b) and math.isfinite(f)) or any(
-            math.isinf(fn.fixed_point(epsilon=eps_m)) for m in members for fn in (m.backward, m.forward)):
+    """The ``"ends"`` budgets (T >= 2) for the middle budget eps_m, or None when a supremum is infinite."""
+    b = [m.backward.fixed_point(epsilon=eps_m) for m in members]
+    f = [m.forward.fixed_point(epsilon=eps_m) for m in members]
+    if not all(math.isfinite(v) for v in b + f):
         return None
     e = np.full(T, eps_m)
-    e[0], e[-1] = (b, f) if T > 1 else (b, b)
+    e[0], e[-1] = min(b), min(f)
     return e
 
 
@@ -910,8 +909,12 @@ def _allocate_constant(members, alpha, T, rtol, label):
         lo, hi = alpha, math.inf
     else:
         lo = alpha / T
-        while max_tpl(lo) > alpha:  # TPL <= T epsilon in exact arithmetic; guard rounding
+        for _ in range(200):  # TPL <= T epsilon in exact arithmetic: alpha / T is feasible but for rounding
+            if max_tpl(lo) <= alpha:
+                break
             lo *= 0.5
+        else:
+            raise NumericalError(f"No constant budget keeps the leakage of {label} below {alpha:g}.")
         lo, hi = _bisect(lambda e: max_tpl(e) <= alpha, lo, alpha, rtol)
     leak = _leakage(members, _budgets(lo, None, T, None, "allocate_budget"), label)
     return BudgetAllocation("constant", alpha, lo, lo, lo, leak, hi, rtol)

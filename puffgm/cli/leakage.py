@@ -21,47 +21,21 @@ from __future__ import annotations
 
 import json
 
+from puffgm.cli.arguments import integer, number, number_list
+
 __all__ = ["register", "run"]
-
-
-def _number(text: str) -> float:
-    import argparse
-
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
-def _int(text: str) -> int:
-    import argparse
-
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-
-
-def _budget_list(text: str) -> list:
-    import argparse
-
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers") from None
 
 
 def register(p) -> None:
     p.add_argument("chain", metavar="CHAIN.json",
                    help="chain JSON spec (as for calibrate), with an optional 'backward' matrix")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--epsilon", type=_number, default=None, help="the per-step budget, the same at every step")
-    g.add_argument("--epsilons", type=_budget_list, default=None, metavar="E1,E2,...",
+    g.add_argument("--epsilon", type=number, default=None, help="the per-step budget, the same at every step")
+    g.add_argument("--epsilons", type=number_list, default=None, metavar="E1,E2,...",
                    help="one per-step budget per step (comma-separated)")
-    g.add_argument("--target", type=_number, default=None, metavar="ALPHA",
+    g.add_argument("--target", type=number, default=None, metavar="ALPHA",
                    help="find the largest constant per-step budget with max TPL <= ALPHA")
-    p.add_argument("--length", type=_int, default=None, metavar="T",
+    p.add_argument("--length", type=integer, default=None, metavar="T",
                    help="number of steps T (default: the spec's length, or the number of budgets)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 

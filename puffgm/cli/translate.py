@@ -13,25 +13,17 @@ from __future__ import annotations
 
 import json
 
+from puffgm.cli.arguments import number
 from puffgm.cli.curve import add_prior_arguments, compute_curves
 
 __all__ = ["register", "run"]
 
 
-def _number(text: str) -> float:
-    import argparse
-
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
 def register(p) -> None:
     add_prior_arguments(p)
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--epsilon-puffer", type=_number, default=None, help="Pufferfish budget to translate to epsilon_DP")
-    g.add_argument("--epsilon-dp", type=_number, default=None, help="DP parameter to translate to epsilon_puffer")
+    g.add_argument("--epsilon-puffer", type=number, default=None, help="Pufferfish budget to translate to epsilon_DP")
+    g.add_argument("--epsilon-dp", type=number, default=None, help="DP parameter to translate to epsilon_puffer")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

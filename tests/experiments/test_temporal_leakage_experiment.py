@@ -54,3 +54,15 @@ def test_quick_run_writes_tables_and_plot(tmp_path):
     row = next(ln.split("|")[1:-1] for ln in text.splitlines() if ln.startswith("| theta1 | 2 |"))
     tpl, curve, mqm = float(row[3]), float(row[5].split()[0]), float(row[6])
     assert tpl < mqm <= curve * (1 + 1e-3) and row[8].strip() == "TPL"  # TPL is the tightest on theta1
+
+
+@pytest.mark.slow
+def test_example_runs():
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "examples" / "temporal_leakage.py")], capture_output=True,
+                          text=True, timeout=120, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "max TPL" in proc.stdout and "infinite" in proc.stdout and "a(b) curve" in proc.stdout
