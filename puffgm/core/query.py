@@ -39,7 +39,7 @@ from puffgm.exceptions import ParameterError
 __all__ = ["SumQuery", "BoundQuery", "MAX_UNIT", "load_query"]
 
 #: The largest common denominator tried when scores are not integers.
-MAX_UNIT = 10**6
+MAX_UNIT = 10**4
 
 _FORMS = ("scores", "count")
 
@@ -270,8 +270,8 @@ class SumQuery:
         if isinstance(s, Mapping):
             unknown = sorted(set(s) - set(nodes))
             if unknown:
-                raise ParameterError(f"The query scores {', '.join(map(repr, unknown[:5]))}, "
-                                     "which {} not node(s) of the prior.".format("is" if len(unknown) == 1 else "are"))
+                what = "which is not a node" if len(unknown) == 1 else "which are not nodes"
+                raise ParameterError(f"The query scores {', '.join(map(repr, unknown[:5]))}, {what} of the prior.")
             items = s
         else:
             items = {n: s for n in nodes}

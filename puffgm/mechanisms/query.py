@@ -52,11 +52,10 @@ import numpy as np
 from puffgm.core.noise import resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.release import Release, jsonable
-from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
 
 __all__ = [
-    "NodeLaws", "QueryLaws", "w_inf_lattice", "laplace_log_density", "laplace_losses",
+    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density", "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
     "release_query", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN", "THEOREM_OPTIMAL_LAPLACE",
 ]
@@ -171,7 +170,7 @@ class QueryLaws:
 # ------------------------------------------------------------------ W_inf
 
 
-def _log_cdf_sf(rows: np.ndarray):
+def log_cdf_sf(rows: np.ndarray):
     """log P(G <= s) and log P(G > s) of every row, both accumulated from their own side."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lc = np.logaddexp.accumulate(rows, axis=-1)
@@ -190,7 +189,7 @@ def _cdf_leq(lc_x, ls_x, lc_y, ls_y, rtol: float) -> np.ndarray:
     return np.where(by_cdf, cdf_ok, sf_ok)
 
 
-def _coupled_within(cs_a, cs_b, w: int, rtol: float) -> np.ndarray:
+def coupled_within(cs_a, cs_b, w: int, rtol: float) -> np.ndarray:
     """For each pair of rows: is there a coupling moving no mass farther than w grid steps?"""
     lca, lsa = cs_a
     lcb, lsb = cs_b
@@ -237,7 +236,7 @@ def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
     2
     """
     la, lb = np.broadcast_arrays(np.asarray(log_a, dtype=float), np.asarray(log_b, dtype=float))
-    cs_a, cs_b = _log_cdf_sf(la), _log_cdf_sf(lb)
+    cs_a, cs_b = log_cdf_sf(la), log_cdf_sf(lb)
     n = la.shape[-1]
     lo = np.zeros(la.shape[:-1], dtype=np.int64)
     hi = np.full(la.shape[:-1], n - 1, dtype=np.int64)
@@ -246,10 +245,45 @@ def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
         ok = np.empty(mid.shape, dtype=bool)
         for w in np.unique(mid):
             sel = mid == w
-            ok[sel] = _coupled_within((cs_a[0][sel], cs_a[1][sel]), (cs_b[0][sel], cs_b[1][sel]), int(w), rtol)
+            ok[sel] = coupled_within((cs_a[0][sel], cs_a[1][sel]), (cs_b[0][sel], cs_b[1][sel]), int(w), rtol)
         hi = np.where(ok & (lo < hi), mid, hi)
         lo = np.where(~ok & (lo < hi), mid + 1, lo)
     return lo
+
+
+def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float = W_RTOL) -> int:
+    """W_inf of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
+
+    Useful along a chain, where W_inf changes little from one position to the
+    next: the search tests ``guess``, then walks (by doubling steps, then
+    bisection) to the least w for which a coupling exists; the answer does not
+    depend on the guess.
+    """
+    cs_a, cs_b = log_cdf_sf(log_a[None]), log_cdf_sf(log_b[None])
+    n = log_a.shape[-1]
+
+    def holds(w):
+        return bool(coupled_within(cs_a, cs_b, int(w), rtol)[0])
+
+    g = min(max(int(guess), 0), n - 1)
+    if holds(g):  # gallop down: lo fails (or is -1), hi holds
+        hi, step, lo = g, 1, g - 1
+        while lo >= 0 and holds(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, -1)
+    else:  # gallop up; w = n - 1 always holds
+        lo, step, hi = g, 1, min(g + 1, n - 1)
+        while not holds(hi):
+            lo, step = hi, step * 2
+            hi = min(hi + step, n - 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # ------------------------------------------------------------------ Laplace loss
@@ -622,7 +656,7 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")
     if accountant is not None:
-        accountant.check_query_specific(mechanism="a query-specific release")
+        accountant.check_query_specific(mechanism="a query-specific release", epsilon=calibration.epsilon)
     noise = resolve_noise(random_state)
     out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
     rel = QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
@@ -631,7 +665,3 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
         accountant.record(rel)
     return rel
 
-
-def check_epsilon(epsilon) -> float:
-    """epsilon as a float, or a ParameterError."""
-    return check_positive_finite(epsilon, "epsilon", "query-specific calibration")

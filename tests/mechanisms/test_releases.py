@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from puffgm.mechanisms.query import QueryRelease
+
 import puffgm
 from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyAccountant
 from puffgm.blowfish import Domain, Policy, line_graph
@@ -29,7 +31,7 @@ from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 RELEASE_CLASSES = {MarkovQuiltRelease: "markov-quilt", PufferfishRelease: "curve", BlowfishRelease: "blowfish",
-                   ContinuousRelease: "none", WassersteinRelease: "none"}
+                   ContinuousRelease: "none", WassersteinRelease: "none", QueryRelease: "query-specific"}
 
 
 @pytest.fixture(scope="module")
