@@ -858,6 +858,9 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     if not len(pairs) or b_star == 0.0:
         law = NoiseLaw(np.ones(1), 0.0)
         audit = noise_loss_of(laws, law)
+        if audit[0] > eps:
+            raise AuditError(f"The exact answer audits at {audit[0]:.12g} > epsilon although the optimal "
+                             "Laplace scale given is 0.")
         return OptimalNoise(law=law, loss=audit[0], witness=_witness(laws, audit[1]), per_prior=audit[2],
                             half_width=0, tail_ratio=0.0, lp_value=0.0, epsilon_lp=eps,
                             status="no noise needed: the exact answer is epsilon-Pufferfish private",
