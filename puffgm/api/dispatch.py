@@ -186,7 +186,7 @@ def calibrate_query(prior, query, *, epsilon, method: str = "wasserstein", **opt
         ``{"scores": {NODE: [...]}}``, ``{"scores": [...]}`` or ``{"count": STATE}``.
     epsilon : float
     method : str
-        ``"wasserstein"`` or ``"optimal-laplace"``.
+        ``"wasserstein"``, ``"optimal-laplace"`` or ``"optimal-noise"``.
 
     Returns
     -------

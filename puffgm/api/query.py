@@ -9,7 +9,9 @@ had from them, side by side with the query-agnostic baselines:
   (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
   Data", SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
 * the Wasserstein mechanism: W / epsilon (their Algorithm 1);
-* the optimal Laplace scale: the least scale whose exact loss is at most epsilon.
+* the optimal Laplace scale: the least scale whose exact loss is at most epsilon;
+* the optimal noise: the additive noise law of least expected error under the
+  exact Pufferfish constraints, by linear programming (method ``"optimal-noise"``).
 
 ``method`` chooses which scale the result (and its release) uses.
 """
@@ -60,7 +62,7 @@ def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict):
 
 
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
-                      baselines: bool = True, **options) -> QueryCalibration:
+                      baselines: bool = True, objective: str = "abs", **options) -> QueryCalibration:
     """Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
 
     Parameters
@@ -74,12 +76,17 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     epsilon : float
         Pufferfish privacy parameter, finite and > 0.
     method : str
-        ``"wasserstein"`` (W / epsilon, Song et al. Algorithm 1) or
-        ``"optimal-laplace"`` (the least scale with exact loss <= epsilon).
+        ``"wasserstein"`` (W / epsilon, Song et al. Algorithm 1),
+        ``"optimal-laplace"`` (the least scale with exact loss <= epsilon) or
+        ``"optimal-noise"`` (the least-error additive noise law by linear
+        programming, :mod:`puffgm.mechanisms.optimal_noise`).
     time_limit : float, optional
         Seconds the computation may take (TimeLimitError beyond).
     baselines : bool
         Also compute the MQM scale for the comparison.
+    objective : {"abs", "square"}
+        Method ``"optimal-noise"``: minimise E|Z| or E[Z^2]
+        (:func:`puffgm.mechanisms.optimal_noise.optimal_noise_of`).
     **options
         The kind's query options (``protected``, ``secrets``,
         ``max_sum_length``, ``max_table_entries`` for networks;
@@ -124,9 +131,14 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         seconds["optimal_laplace"] = round(time.monotonic() - t0, 6)
         if opt[0] == 0:
             notes.append("the exact answer is already epsilon-Pufferfish private for this query: no noise is needed")
-    elif method == "optimal-laplace":
-        raise ParameterError("The optimal Laplace scale needs the exact laws at every position, which were not "
-                             "computed here (see the notes of the Wasserstein bound); use --method wasserstein.")
+    elif method != "wasserstein":
+        raise ParameterError(f"Method {method!r} needs the exact laws at every position, which were not computed "
+                             "here (see the notes of the Wasserstein bound); use --method wasserstein.")
+    noise = None
+    if method == "optimal-noise":
+        t0 = time.monotonic()
+        noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
+        seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
     mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
         kind, epsilon=epsilon, query=q, options=options)
     if why:
@@ -138,17 +150,28 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
             THEOREM_WASSERSTEIN
         if not laws.exact:
             loss = None
-    else:
+    elif method == "optimal-laplace":
         scale, loss, witness, theorem = opt[0], opt[1], _witness(opt[2], unit), THEOREM_OPTIMAL_LAPLACE
+    else:
+        scale, loss, witness, theorem = None, noise.loss, noise.witness, noise.theorem
     seconds["total"] = round(time.monotonic() - start, 6)
     return QueryCalibration(
-        method=method, epsilon=epsilon, scale=scale / unit, loss=loss, wasserstein=W / unit,
+        method=method, epsilon=epsilon, scale=None if scale is None else scale / unit, loss=loss, wasserstein=W / unit,
         wasserstein_scale=w_scale / unit, optimal_laplace_scale=None if opt is None else opt[0] / unit,
         group_dp_scale=laws.group_sensitivity / unit / epsilon, mqm_scale=mqm, witness=witness,
         per_prior=tuple(w / unit for w in per_prior), query=q.to_dict(), exact=laws.exact,
         prior=laws.prior_name, secrets=laws.secrets, n_pairs=_n_pairs(laws), seconds=seconds,
-        notes=tuple(notes), theorem=theorem,
+        notes=tuple(notes), theorem=theorem, optimal_noise=noise,
     )
+
+
+def _optimal_noise(laws, *, epsilon: float, laplace_scale: float, deadline, objective: str):
+    """The optimal noise law (puffgm.mechanisms.optimal_noise), reusing the optimal Laplace scale (grid units)."""
+    from puffgm.mechanisms.optimal_noise import OptimalNoiseOptions, optimal_noise_of
+
+    left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+    opts = OptimalNoiseOptions(laplace_scale=laplace_scale, time_limit=left)
+    return optimal_noise_of(laws, epsilon=epsilon, objective=objective, options=opts)
 
 
 def _n_pairs(laws) -> int:

@@ -20,7 +20,7 @@ __all__ = ["register", "run"]
 #: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
 METHODS = ("exact", "approx", "groupdp", "gk16")
 #: The query-specific methods (they need --query).
-QUERY_METHODS = ("wasserstein", "optimal-laplace")
+QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 
 def _finite_float(text: str) -> float:
@@ -42,10 +42,12 @@ def register(p) -> None:
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")
     p.add_argument("--method", choices=sorted(METHODS + QUERY_METHODS), default="exact",
                    help="exact (networks and chains), approx, groupdp or gk16 (chains): MQM and baselines for "
-                        "every Lipschitz query; wasserstein or optimal-laplace: for the --query given")
+                        "every Lipschitz query; wasserstein, optimal-laplace or optimal-noise: for the --query given")
     p.add_argument("--query", default=None, metavar="JSON_OR_FILE",
                    help='a sum query, as JSON text or a JSON file: {"scores": {"NODE": [s0, s1, ...]}}, '
                         '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index)')
+    p.add_argument("--objective", choices=("abs", "square"), default=None,
+                   help="optimal-noise: minimise the expected absolute (default) or squared error")
     p.add_argument("--max-sum-length", type=int, default=None,
                    help="query methods: largest partial-sum axis (largest query value + 1) exact inference "
                         "may carry (default 65536)")
@@ -138,6 +140,10 @@ def _query_options(args, prior) -> dict:
                              f"method {args.method!r} on {prior.kind}.")
     if args.time_limit is not None:
         options["time_limit"] = args.time_limit
+    if args.objective is not None:
+        if args.method != "optimal-noise":
+            raise ParameterError("--objective applies only to --method optimal-noise.")
+        options["objective"] = args.objective
     return options
 
 

@@ -65,8 +65,8 @@ __all__ = [
 #: nodes coincide in exact arithmetic); a genuine gap of any absolute size is never ignored.
 W_RTOL = 1e-10
 
-#: The query-specific methods.
-QUERY_METHODS = ("wasserstein", "optimal-laplace")
+#: The query-specific methods (``"optimal-noise"`` is :mod:`puffgm.mechanisms.optimal_noise`).
+QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 THEOREM_WASSERSTEIN = "Song, Wang and Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein mechanism)"
 THEOREM_OPTIMAL_LAPLACE = ("exact Pufferfish loss of F + Lap(b) from the conditional laws of F "
@@ -545,41 +545,65 @@ class QueryCalibration:
     seconds: dict = field(default_factory=dict)
     notes: tuple = ()
     theorem: str = THEOREM_WASSERSTEIN
+    optimal_noise: Any = None
 
     def comparison(self) -> dict:
-        """Every scale with its gain over group DP (group-DP scale / scale; > 1 is less noise)."""
+        """Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
+
+        For Laplace noise the expected absolute error is the scale (E|Lap(b)| = b),
+        so the Laplace rows also carry ``scale``; the optimal noise
+        (:mod:`puffgm.mechanisms.optimal_noise`) is no Laplace law and has only
+        its expected absolute error.
+        """
         g = self.group_dp_scale
         rows = {"group_dp": g, "mqm": self.mqm_scale, "wasserstein": self.wasserstein_scale,
                 "optimal_laplace": self.optimal_laplace_scale}
-        return {k: {"scale": v, "gain_over_group_dp": _gain(g, v)} for k, v in rows.items()}
+        out = {k: {"scale": v, "expected_abs_error": v, "gain_over_group_dp": _gain(g, v)} for k, v in rows.items()}
+        if self.optimal_noise is not None:
+            e = float(self.optimal_noise.expected_abs_error)
+            out["optimal_noise"] = {"scale": None, "expected_abs_error": e, "gain_over_group_dp": _gain(g, e)}
+        return out
 
     def to_dict(self) -> dict:
-        """JSON-ready: ``method``, ``epsilon``, ``scale``, ``loss``, ``wasserstein``, the comparison, the rest."""
-        return jsonable({
+        """JSON-ready: ``method``, ``epsilon``, ``scale``, ``loss``, ``wasserstein``, the comparison, the rest.
+
+        With method ``"optimal-noise"`` also ``expected_abs_error``, ``noise``
+        (``values``, ``probabilities``, ``tail_ratio``) and ``optimal_noise`` (the
+        program's full record); ``scale`` is then None (the noise is not Laplace).
+        """
+        extra = {}
+        if self.optimal_noise is not None:
+            extra = {"expected_abs_error": self.optimal_noise.expected_abs_error,
+                     "noise": self.optimal_noise.noise | {"unit": self.optimal_noise.unit},
+                     "optimal_noise": self.optimal_noise.to_dict()}
+        return jsonable(extra | {
             "method": self.method, "epsilon": self.epsilon, "scale": self.scale, "loss": self.loss,
             "wasserstein": self.wasserstein, "comparison": self.comparison(), "witness": self.witness,
             "per_prior_wasserstein": list(self.per_prior), "query": self.query, "exact": self.exact,
             "prior": self.prior, "secrets": self.secrets, "n_pairs": self.n_pairs, "seconds": self.seconds,
             "theorem": self.theorem, "notes": list(self.notes),
-        })
+        } | extra)
 
     def explain(self) -> str:
         """The scales side by side, as a small table, then the guarantee."""
         q = self.query
         lines = [f"{q.get('scored_nodes')} scored node(s), values {q.get('min_value'):g}..{q.get('max_value'):g}, "
                  f"Lipschitz {q.get('lipschitz'):g}; prior {self.prior}; epsilon {self.epsilon:g}",
-                 f"{'mechanism':<22}{'Laplace scale':>16}{'gain over group DP':>21}"]
+                 f"{'mechanism':<22}{'E|noise|':>12}{'gain over group DP':>21}   (Laplace: E|noise| = scale)"]
         names = {"group_dp": "group DP", "mqm": "MQM (sigma_max x L)", "wasserstein": "Wasserstein",
-                 "optimal_laplace": "optimal Laplace"}
+                 "optimal_laplace": "optimal Laplace", "optimal_noise": "optimal noise (LP)"}
         for key, row in self.comparison().items():
-            v, gain = row["scale"], row["gain_over_group_dp"]
+            v, gain = row["expected_abs_error"], row["gain_over_group_dp"]
             vs = "n/a" if v is None else f"{v:.6g}"
             gs = "" if gain is None else f"x{gain:.3g}"
-            lines.append(f"{names[key]:<22}{vs:>16}{gs:>21}")
-        chosen = "Wasserstein mechanism" if self.method == "wasserstein" else "optimal Laplace scale"
+            lines.append(f"{names[key]:<22}{vs:>12}{gs:>21}")
         loss = "" if self.loss is None else f", exact loss {self.loss:.10g} <= epsilon"
-        lines.append(f"{chosen}: Laplace scale {self.scale:.10g}{loss}")
-        if self.witness:
+        if self.method == "optimal-noise":
+            lines.append(self.optimal_noise.explain())
+        else:
+            chosen = "Wasserstein mechanism" if self.method == "wasserstein" else "optimal Laplace scale"
+            lines.append(f"{chosen}: Laplace scale {self.scale:.10g}{loss}")
+        if self.witness and self.method != "optimal-noise":
             w = self.witness
             lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
         lines.extend(f"note: {n}" for n in self.notes)
@@ -652,6 +676,9 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     """
     if not isinstance(calibration, QueryCalibration):
         raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate(..., query=...)).")
+    if calibration.method == "optimal-noise":
+        raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
+                             "puffgm.mechanisms.optimal_noise.release_optimal_noise(answer, calibration.optimal_noise).")
     v = float(answer)
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")

@@ -43,3 +43,18 @@ def test_errors_are_one_line(cli):
     for extra, msg in cases:
         code, out, err = cli(*["calibrate", "example:asia", "--epsilon", "1"] + extra)
         assert code == 2 and out == "" and msg in err and err.count("\n") == 1, (extra, err)
+
+
+def test_optimal_noise_json_keys(cli):
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--query", '{"count": 0}',
+                         "--method", "optimal-noise", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    assert d["loss"] <= 1.0 and d["scale"] is None
+    noise = d["noise"]
+    assert len(noise["values"]) == len(noise["probabilities"]) and 0 < noise["tail_ratio"] < 1
+    assert d["expected_abs_error"] < d["comparison"]["optimal_laplace"]["scale"]
+    assert d["comparison"]["optimal_noise"]["expected_abs_error"] == d["expected_abs_error"]
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--query", '{"count": 0}',
+                         "--method", "wasserstein", "--objective", "square")
+    assert code == 2 and "--objective" in err

@@ -109,3 +109,16 @@ def test_dispatch_errors():
             puffgm.calibrate_query(spec, {"count": 0}, epsilon=1.0)
     except puffgm.exceptions.PuffgmError:
         pytest.skip("the linear-Gaussian spec form differs")
+
+
+def test_optimal_noise_through_calibrate_and_release():
+    from puffgm.mechanisms.optimal_noise import release_optimal_noise
+
+    cal = puffgm.calibrate("example:asia", epsilon=1.0, method="optimal-noise", query={"count": 0})
+    assert cal.scale is None and cal.optimal_noise.loss <= 1.0
+    assert cal.optimal_noise.expected_abs_error < cal.optimal_laplace_scale
+    with pytest.raises(ParameterError, match="release_optimal_noise"):
+        release_query(3.0, cal)
+    acc = puffgm.PrivacyAccountant()
+    rel = release_optimal_noise(3.0, cal.optimal_noise, random_state=0, accountant=acc)
+    assert float(rel.value).is_integer() and acc.total == 1.0
