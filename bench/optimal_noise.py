@@ -84,40 +84,11 @@ def run(name: str, epsilon: float) -> dict:
 
 
 def plot(name: str, epsilon: float, path: str) -> None:
-    """One optimal noise law (stems) beside the Laplace density at the optimal scale, linear and log."""
-    import matplotlib
+    """One optimal noise law beside the Laplace density at the optimal scale (docs/results/optimal_noise.png)."""
+    from puffgm.experiments.query_calibration import plot_noise_law
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    laws = count_laws(name)
-    res = optimal_noise_of(laws, epsilon=epsilon)
-    b, unit = res.laplace_scale, res.unit
-    law = res.law.normalised()
-    span = int(min(res.half_width, np.ceil(5 * b * unit)))
-    k = np.arange(-span, span + 1)
-    p = np.exp(law.log_mass(k))
-    x = np.linspace(-span, span, 801) / unit
-    dens = np.exp(-np.abs(x) / b) / (2 * b)
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, log in zip(axes, (False, True)):
-        ax.vlines(k / unit, 0 if not log else 1e-8, p, color="C0", lw=2)
-        ax.plot(k / unit, p, "o", color="C0", ms=3, label=f"optimal noise: E|Z| = {res.expected_abs_error:.3g}")
-        ax.plot(x, dens, color="C1", label=f"Laplace density, optimal scale b = {b:.3g}")
-        ax.set_xlabel("noise (query units)")
-        if log:
-            ax.set_yscale("log")
-            ax.set_ylim(max(1e-8, float(p[p > 0].min()) / 2), 1.0)
-        else:
-            ax.set_ylabel("probability / density")
-    axes[0].legend(loc="upper right", fontsize=8)
-    fig.suptitle(f"{name}, count of first states, epsilon {epsilon:g}: audited loss {res.loss:.7g}; "
-                 f"K = {res.half_width}, r = {res.tail_ratio:.4f}")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    res = optimal_noise_of(count_laws(name), epsilon=epsilon)
+    plot_noise_law(res, f"{name}, count of first states, epsilon {epsilon:g}", path)
 
 
 def main(argv=None) -> None:

@@ -162,6 +162,8 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         per_prior=tuple(w / unit for w in per_prior), query=q.to_dict(), exact=laws.exact,
         prior=laws.prior_name, secrets=laws.secrets, n_pairs=_n_pairs(laws), seconds=seconds,
         notes=tuple(notes), theorem=theorem, optimal_noise=noise,
+        wasserstein_loss=(w_loss if W > 0 else 0.0) if laws.exact else None,
+        optimal_laplace_loss=None if opt is None else opt[1],
     )
 
 

@@ -31,6 +31,7 @@ EXPERIMENTS = [
     "song_tables",
     "bai_topk",
     "composition_conditions",
+    "query_calibration",
 ]
 
 DEFAULT_OUT = pathlib.Path("docs")  # run from the repository root

@@ -91,7 +91,9 @@ from puffgm.core.noise import resolve_noise
 from puffgm.core.release import jsonable
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
-from puffgm.mechanisms.query import QueryLaws, QueryRelease, optimal_laplace_of, wasserstein_of
+from puffgm.mechanisms.query import (
+    QueryLaws, QueryRelease, finite_answer, held_alone, optimal_laplace_of, wasserstein_of,
+)
 
 __all__ = [
     "NoiseLaw", "OptimalNoiseOptions", "OptimalNoise", "OptimalNoiseRelease", "optimal_noise_of",
@@ -984,19 +986,16 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     """
     if not isinstance(result, OptimalNoise):
         raise ParameterError("release_optimal_noise needs an OptimalNoise (from optimal_noise_of).")
-    v = float(answer)
-    if not math.isfinite(v):
-        raise ParameterError("The query answer must be finite.")
+    v = finite_answer(answer)
     grid = v * result.unit
     if abs(grid - round(grid)) > 1e-9 * max(1.0, abs(grid)):
         raise ParameterError(f"The answer {v!r} is not a value of the query: it must be a multiple of "
                              f"1/{result.unit}.")
-    if accountant is not None:
-        accountant.check_query_specific(mechanism="an optimal-noise release")
-    source = resolve_noise(random_state)
-    z = sample_noise(result.law, source.randbelow)
-    rel = OptimalNoiseRelease(value=(round(grid) + z) / result.unit, true_value=v, calibration=result,
-                              secure=source.secure, noise=SAMPLER if source.secure else source.description)
-    if accountant is not None:
-        accountant.record(rel)
-    return rel
+
+    def draw():
+        source = resolve_noise(random_state)
+        z = sample_noise(result.law, source.randbelow)
+        return OptimalNoiseRelease(value=(round(grid) + z) / result.unit, true_value=v, calibration=result,
+                                   secure=source.secure, noise=SAMPLER if source.secure else source.description)
+
+    return held_alone(draw, accountant=accountant, mechanism="an optimal-noise release", epsilon=result.epsilon)

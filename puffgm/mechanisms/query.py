@@ -57,7 +57,8 @@ from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
 __all__ = [
     "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density", "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
-    "release_query", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN", "THEOREM_OPTIMAL_LAPLACE",
+    "release_query", "finite_answer", "held_alone", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "THEOREM_OPTIMAL_LAPLACE",
 ]
 
 #: Relative tolerance of the W_inf comparisons, on log-probabilities: inequalities between cumulative
@@ -524,6 +525,10 @@ class QueryCalibration:
         Time of each stage.
     notes : tuple of str
     theorem : str
+    optimal_noise : OptimalNoise or None
+        The optimal noise law (method ``"optimal-noise"``).
+    wasserstein_loss, optimal_laplace_loss : float or None
+        The exact loss of Laplace noise at W / epsilon and at the optimal scale.
     """
 
     method: str
@@ -546,6 +551,8 @@ class QueryCalibration:
     notes: tuple = ()
     theorem: str = THEOREM_WASSERSTEIN
     optimal_noise: Any = None
+    wasserstein_loss: float | None = None
+    optimal_laplace_loss: float | None = None
 
     def comparison(self) -> dict:
         """Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
@@ -579,7 +586,8 @@ class QueryCalibration:
         return jsonable(extra | {
             "method": self.method, "epsilon": self.epsilon, "scale": self.scale, "loss": self.loss,
             "wasserstein": self.wasserstein, "comparison": self.comparison(), "witness": self.witness,
-            "per_prior_wasserstein": list(self.per_prior), "query": self.query, "exact": self.exact,
+            "per_prior_wasserstein": list(self.per_prior), "wasserstein_loss": self.wasserstein_loss,
+            "optimal_laplace_loss": self.optimal_laplace_loss, "query": self.query, "exact": self.exact,
             "prior": self.prior, "secrets": self.secrets, "n_pairs": self.n_pairs, "seconds": self.seconds,
             "theorem": self.theorem, "notes": list(self.notes),
         } | extra)
@@ -679,15 +687,34 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     if calibration.method == "optimal-noise":
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
                              "puffgm.mechanisms.optimal_noise.release_optimal_noise(answer, calibration.optimal_noise).")
+    v = finite_answer(answer)
+
+    def draw():
+        noise = resolve_noise(random_state)
+        out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
+        return QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
+                            noise=noise.description)
+
+    return held_alone(draw, accountant=accountant, mechanism="a query-specific release",
+                      epsilon=calibration.epsilon)
+
+
+def finite_answer(answer) -> float:
+    """The exact answer as a float, or a ParameterError if it is not finite."""
     v = float(answer)
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")
+    return v
+
+
+def held_alone(draw, *, accountant, mechanism: str, epsilon: float):
+    """Check that the accountant may hold a query-specific release, draw it (``draw()``), record it.
+
+    The check comes before any noise is drawn, so a refused release leaks nothing.
+    """
     if accountant is not None:
-        accountant.check_query_specific(mechanism="a query-specific release", epsilon=calibration.epsilon)
-    noise = resolve_noise(random_state)
-    out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
-    rel = QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
-                       noise=noise.description)
+        accountant.check_query_specific(mechanism=mechanism, epsilon=epsilon)
+    rel = draw()
     if accountant is not None:
         accountant.record(rel)
     return rel

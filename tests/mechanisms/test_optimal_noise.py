@@ -416,26 +416,24 @@ def test_release():
 
 
 def test_release_consults_the_accountant_before_drawing():
+    from puffgm.accounting import PrivacyAccountant
+    from puffgm.exceptions import CompositionError
+    from puffgm.mechanisms.laplace import release_laplace
+    from puffgm.networks.calibration import calibrate
+
     pc = load_prior_class("example:asia")
     res = optimal_noise_of(query_laws(pc, {"count": 0}), epsilon=EPS)
-    calls = []
-
-    class Accountant:
-        def check_query_specific(self, mechanism):
-            calls.append(("check", mechanism))
-
-        def record(self, release):
-            calls.append(("record", release.composition))
-
-    release_optimal_noise(2, res, random_state=3, accountant=Accountant())
-    assert [c[0] for c in calls] == ["check", "record"] and calls[1][1] == "query-specific"
-
-    class Refusing(Accountant):
-        def check_query_specific(self, mechanism):
-            raise ValueError("refused")
-
-    with pytest.raises(ValueError, match="refused"):
-        release_optimal_noise(2, res, random_state=3, accountant=Refusing())
+    acc = PrivacyAccountant(budget=5.0)
+    release_optimal_noise(2, res, random_state=3, accountant=acc)
+    assert [e.kind for e in acc.entries] == ["single"] and acc.total == EPS
+    with pytest.raises(CompositionError, match="one query"):  # refused before any draw: nothing recorded
+        release_optimal_noise(2, res, random_state=3, accountant=acc)
+    assert len(acc.entries) == 1
+    busy = PrivacyAccountant()
+    release_laplace(1.0, calibrate("example:asia", epsilon=1.0), random_state=0, accountant=busy)
+    with pytest.raises(CompositionError, match="cannot compose"):
+        release_optimal_noise(2, res, random_state=3, accountant=busy)
+    assert len(busy.entries) == 1
 
 
 def test_result_is_frozen_and_explains():
