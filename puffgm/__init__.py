@@ -29,6 +29,11 @@ _LAZY = {
     "calibrate_many": "puffgm.api",
     "influence_curve": "puffgm.api",
     "translate": "puffgm.api",
+    "calibrate_query": "puffgm.api",
+    # query-specific calibration
+    "SumQuery": "puffgm.core.query",
+    "QueryCalibration": "puffgm.mechanisms.query",
+    "release_query": "puffgm.mechanisms.query",
     # Bayesian networks
     "load_prior_class": "puffgm.networks.priors",
     "PriorClass": "puffgm.networks.priors",

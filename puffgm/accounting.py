@@ -22,11 +22,16 @@ refuses the others:
   Theorems 4.1, 4.2): epsilons add up (sequential); releases on disjoint subsets
   of individuals of an unconstrained policy take the max (parallel).  Releases
   under different policies are refused.  See :mod:`puffgm.blowfish.mechanisms`.
+* **A query-specific release alone** (Wasserstein mechanism, optimal Laplace
+  scale, optimal noise: :mod:`puffgm.mechanisms.query`): it is calibrated for
+  one query by the exact laws of that query, and no theorem of Song et al., Bai
+  et al. or Kifer and Machanavajjhala composes it with another release, so the
+  accountant holds it only alone and refuses any second release.
 
 The accountant reads the rule from the release itself: every release record
 derives from :class:`puffgm.core.release.Release` and names its rule in
-``composition`` (``"markov-quilt"``, ``"curve"``, ``"blowfish"`` or ``"none"``).
-Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
+``composition`` (``"markov-quilt"``, ``"curve"``, ``"blowfish"``,
+``"query-specific"`` or ``"none"``).  Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
 are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
 section 4, give mechanisms with zero leakage alone that reveal the data when run
 twice (privacy collapse).  MQM releases and curve-based releases are not mixed
@@ -75,6 +80,12 @@ _COLLAPSE = (
 
 _TOL = 1e-12
 
+_SINGLE = (
+    "it was calibrated for one query from that query's exact conditional laws, and no composition theorem "
+    "(Song et al., Bai et al., Kifer and Machanavajjhala) covers such releases together with any other: "
+    "Pufferfish releases need not compose (Bai et al., section 4). Use MQM or curve-based releases to compose"
+)
+
 
 @dataclass(frozen=True)
 class LedgerEntry:
@@ -83,7 +94,8 @@ class LedgerEntry:
     Attributes
     ----------
     kind : str
-        ``"mqm"`` (Song et al. Theorem 4.4), ``"dp"`` (Bai et al. Theorem 7) or ``"blowfish"``.
+        ``"mqm"`` (Song et al. Theorem 4.4), ``"dp"`` (Bai et al. Theorem 7), ``"blowfish"``, or
+        ``"single"`` (a query-specific release, held alone).
     epsilon : float
         The release's own privacy parameter.
     key : str
@@ -174,6 +186,7 @@ class PrivacyAccountant:
         Raises CompositionError if it cannot be composed (other kind of releases, other
         curve, a >= epsilon_puffer) and BudgetError if the total would exceed the budget.
         """
+        self._refuse_after_single("a DP-based release")
         epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", "PrivacyAccountant.check_dp")
         a = float(a)
         if not (math.isfinite(a) and 0 <= a < epsilon_puffer):
@@ -220,6 +233,7 @@ class PrivacyAccountant:
         * ``"blowfish"``: He et al. Theorems 4.1 and 4.2 (:meth:`record_blowfish`);
         * ``"markov-quilt"``: Song et al. Theorem 4.4 (:meth:`record_mqm`) over the
           release's ``quilt_key`` (the ``quilt_key`` argument, if given, takes its place);
+        * ``"query-specific"``: held only alone (:meth:`check_query_specific`);
         * ``"none"``: refused (:meth:`refuse`).
 
         Raises
@@ -238,6 +252,7 @@ class PrivacyAccountant:
                 "(Bai et al., section 4: Pufferfish releases need not compose)."
             )
         rule = release.composition
+        self._refuse_after_single(release.mechanism)
         if rule == "curve":
             self.record_dp(release, label=label)
         elif rule == "blowfish":
@@ -248,11 +263,41 @@ class PrivacyAccountant:
                 raise CompositionError(f"The release of {release.mechanism} names no quilt sets (quilt_key), so "
                                        "Theorem 4.4 of Song et al. cannot be applied to it.")
             self.record_mqm(release, quilt_key=key, label=label)
+        elif rule == "query-specific":
+            self.check_query_specific(mechanism=release.mechanism, epsilon=release.epsilon)
+            self._entries.append(LedgerEntry("single", float(release.epsilon), "single", label, release.mechanism,
+                                             bool(release.secure)))
         elif rule == "none":
             self.refuse(release)
         else:
             raise CompositionError(f"The release of {release.mechanism} declares the composition rule {rule!r}; "
-                                   "the accountant knows 'markov-quilt', 'curve', 'blowfish' and 'none'.")
+                                   "the accountant knows 'markov-quilt', 'curve', 'blowfish', 'query-specific' "
+                                   "and 'none'.")
+
+    # ------------------------------------------------------- query-specific
+    def _refuse_after_single(self, mechanism: str) -> None:
+        held = [e for e in self._entries if e.kind == "single"]
+        if held:
+            raise CompositionError(f"The accountant holds a query-specific release ({held[0].mechanism}), so it "
+                                   f"cannot compose {mechanism} with it: {_SINGLE}.")
+
+    def check_query_specific(self, *, mechanism: str, epsilon: float | None = None) -> float:
+        """Check that a query-specific release may be recorded: only into an empty accountant, within budget.
+
+        Raises
+        ------
+        CompositionError
+            If any release is already recorded.
+        BudgetError
+            If its epsilon exceeds the budget.
+        """
+        if self._entries:
+            raise CompositionError(f"The accountant cannot compose {mechanism} with the {len(self._entries)} "
+                                   f"release(s) it holds: {_SINGLE}.")
+        if epsilon is not None and self.budget is not None and epsilon > self.budget * (1 + _TOL):
+            raise BudgetError(f"This release's epsilon {epsilon:g} is over the budget of {self.budget:g}; "
+                              "nothing was released.")
+        return 0.0 if epsilon is None else float(epsilon)
 
     # ------------------------------------------------------------------ MQM
     def _mqm_total(self, extra_eps=None, extra_key=None) -> float:
@@ -274,6 +319,7 @@ class PrivacyAccountant:
 
     def check_mqm(self, *, epsilon: float, quilt_key: str) -> float:
         """The total after one more MQM release; raises if it cannot be composed or is over budget."""
+        self._refuse_after_single("a Markov Quilt Mechanism release")
         epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_mqm")
         others = [e for e in self._entries if e.kind != "mqm"]
         if others:
@@ -319,6 +365,7 @@ class PrivacyAccountant:
         (parallel composition with a cardinality constraint, He et al. Theorem 4.2); refused for
         policies with count constraints (Theorem 4.3 needs the critical pairs of each constraint).
         """
+        self._refuse_after_single("a Blowfish release")
         epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_blowfish")
         if any(e.kind != "blowfish" for e in self._entries):
             raise CompositionError(
@@ -361,6 +408,8 @@ class PrivacyAccountant:
     @property
     def total(self) -> float:
         """The composed privacy parameter of everything recorded."""
+        if any(e.kind == "single" for e in self._entries):
+            return self._entries[0].epsilon
         if any(e.kind == "dp" for e in self._entries):
             return self._dp_total()
         if any(e.kind == "blowfish" for e in self._entries):
@@ -370,6 +419,8 @@ class PrivacyAccountant:
     @property
     def theorem(self) -> str:
         """The composition theorem the total relies on."""
+        if any(e.kind == "single" for e in self._entries):
+            return "a single query-specific release (no composition)"
         if any(e.kind == "blowfish" for e in self._entries):
             return THEOREM_BLOWFISH
         return THEOREM_7 if any(e.kind == "dp" for e in self._entries) else THEOREM_MQM

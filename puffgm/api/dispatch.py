@@ -38,7 +38,7 @@ from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
 
-__all__ = ["as_prior", "classify", "kind_of", "calibrate", "influence_curve", "translate"]
+__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "influence_curve", "translate"]
 
 
 def _items(prior) -> list:
@@ -110,8 +110,12 @@ def as_prior(prior) -> PriorKind:
     return loaded if loaded is not None else kind(prior)
 
 
-def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options):
+def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", query=None, **options):
     """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
+
+    With ``query`` (a sum query) and ``method`` ``"wasserstein"`` or
+    ``"optimal-laplace"``, the calibration is for that one query, by exact
+    inference (:func:`puffgm.api.query.calibrate_query`).
 
     Bayesian networks: Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
     for Correlated Data", SIGMOD 2017 (arXiv:1603.03977), Algorithm 2 and
@@ -130,7 +134,10 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options
         L1 Lipschitz constant of the query.
     method : str
         ``"exact"`` (every kind); chains and boxes also take ``"approx"``,
-        ``"groupdp"`` and ``"gk16"``.
+        ``"groupdp"`` and ``"gk16"``; with a ``query``, ``"wasserstein"`` or
+        ``"optimal-laplace"``.
+    query : SumQuery, dict, JSON text or JSON file path, optional
+        A sum query (:mod:`puffgm.core.query`) for query-specific calibration.
     **options
         The options of the kind and method (``kind.methods[method]``), e.g.
         ``protected``, ``max_quilt_states``, ``search_budget`` ... for networks
@@ -139,7 +146,7 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options
 
     Returns
     -------
-    CalibrationResult
+    CalibrationResult, or QueryCalibration with a query
 
     Examples
     --------
@@ -148,7 +155,53 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", **options
     >>> round(res.sigma_max, 4)
     1.7873
     """
+    from puffgm.mechanisms.query import QUERY_METHODS
+
+    if method in QUERY_METHODS or query is not None:
+        if query is None:
+            raise ParameterError(f"Method {method!r} calibrates for one query: give query={{...}} "
+                                 '(for example {"count": 0}).')
+        if method not in QUERY_METHODS:
+            raise ParameterError(f"A query is calibrated by the methods {', '.join(map(repr, QUERY_METHODS))}; "
+                                 f"method {method!r} calibrates for every {lipschitz:g}-Lipschitz query.")
+        return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
     return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
+
+
+def calibrate_query(prior, query, *, epsilon, method: str = "wasserstein", **options):
+    """Calibrate Laplace noise for one sum query by exact inference, beside group DP and MQM.
+
+    Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
+    Data", SIGMOD 2017 (arXiv:1603.03977), section 3: the Wasserstein mechanism
+    adds Lap(W / epsilon), W the largest infinity-Wasserstein distance between
+    the laws of F given the two secrets of a pair; ``"optimal-laplace"`` finds
+    the least scale whose exact Pufferfish loss is at most epsilon.  See
+    :func:`puffgm.api.query.query_calibration` for the options.
+
+    Parameters
+    ----------
+    prior : PriorKind or anything :func:`as_prior` accepts
+        Bayesian networks or Markov-chain classes.
+    query : SumQuery, dict, JSON text or JSON file path
+        ``{"scores": {NODE: [...]}}``, ``{"scores": [...]}`` or ``{"count": STATE}``.
+    epsilon : float
+    method : str
+        ``"wasserstein"``, ``"optimal-laplace"`` or ``"optimal-noise"``.
+
+    Returns
+    -------
+    QueryCalibration
+
+    Examples
+    --------
+    >>> import puffgm
+    >>> cal = puffgm.calibrate_query("example:alarm", {"count": 0}, epsilon=1.0)
+    >>> cal.wasserstein, cal.group_dp_scale
+    (7.0, 37.0)
+    """
+    from puffgm.api.query import query_calibration
+
+    return query_calibration(as_prior(prior), query, epsilon=epsilon, method=method, **options)
 
 
 def influence_curve(prior, max_b: int | None = None, **options) -> InfluenceCurve:

@@ -12,6 +12,7 @@ a parameter box (an infinite class, section 5.2) has certified calibrations
 from __future__ import annotations
 
 import os
+import time
 
 from puffgm.chains.approx import MQMApprox
 from puffgm.chains.baselines import gk16, group_dp
@@ -19,9 +20,11 @@ from puffgm.chains.box import ChainParameterBox, certified_mqm_exact
 from puffgm.chains.curve import chain_class_curve
 from puffgm.chains.exact import MQMExact
 from puffgm.chains.priors import ChainPrior, ChainPriorClass
+from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, chain_query_laws
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
+from puffgm.mechanisms.query import QueryLaws
 from puffgm.exceptions import PriorError
 
 __all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
@@ -64,10 +67,26 @@ class MarkovChainKind(PriorKind):
     methods = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
                "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
     curve_options = ()
+    query_options = ("max_exact_length",)
 
     @property
     def name(self) -> str:
         return " + ".join(m.name for m in self.prior_class.members)
+
+    def _query_laws(self, *, query, deadline, options):
+        cc = self.prior_class
+        bound = query.bind(cc.nodes, {n: cc.members[0].states for n in cc.nodes})
+        start = time.monotonic()
+        laws, bounds, exact = chain_query_laws(cc, bound, deadline=deadline, **options)
+        notes = list(cc.notes) + list(bound.notes)
+        if not exact:
+            notes.append(f"T = {cc.length} exceeds max_exact_length = "
+                         f"{options.get('max_exact_length', DEFAULT_MAX_EXACT_LENGTH)}: exact laws not computed")
+        # group DP protects the whole chain as one group of correlated records
+        return QueryLaws(query=bound, laws=tuple(laws), n_priors=len(cc.members),
+                         group_sensitivity=bound.range_of(cc.nodes), prior_name=self.name,
+                         secrets="every X_t, every pair of states", w_bounds=tuple(bounds), exact=exact,
+                         notes=tuple(notes), seconds=time.monotonic() - start)
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         cc = self.prior_class
@@ -102,6 +121,7 @@ class ChainBoxKind(MarkovChainKind):
     methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress"),
                "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
     curve_options = None
+    query_options = None
 
     @property
     def name(self) -> str:

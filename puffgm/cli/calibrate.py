@@ -1,4 +1,8 @@
-"""``puffgm calibrate``: calibrate the Markov Quilt Mechanism for a prior class.
+"""``puffgm calibrate``: calibrate the Markov Quilt Mechanism for a prior class, or noise for one query.
+
+With ``--query`` and ``--method wasserstein`` or ``optimal-laplace`` the noise is
+calibrated for that sum query by exact inference, and the output sets it beside
+group DP and MQM (docs/queries.md).
 
 PRIOR arguments are network files -- BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI or
 XBN, each also gzipped, recognised by content (docs/foundation.md, "Network file
@@ -15,6 +19,8 @@ __all__ = ["register", "run"]
 
 #: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
 METHODS = ("exact", "approx", "groupdp", "gk16")
+#: The query-specific methods (they need --query).
+QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 
 def _finite_float(text: str) -> float:
@@ -34,8 +40,17 @@ def register(p) -> None:
                         "several PRIORs form the prior class Theta")
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")
-    p.add_argument("--method", choices=sorted(METHODS), default="exact",
-                   help="exact (networks and chains), approx, groupdp or gk16 (chains)")
+    p.add_argument("--method", choices=sorted(METHODS + QUERY_METHODS), default="exact",
+                   help="exact (networks and chains), approx, groupdp or gk16 (chains): MQM and baselines for "
+                        "every Lipschitz query; wasserstein, optimal-laplace or optimal-noise: for the --query given")
+    p.add_argument("--query", default=None, metavar="JSON_OR_FILE",
+                   help='a sum query, as JSON text or a JSON file: {"scores": {"NODE": [s0, s1, ...]}}, '
+                        '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index)')
+    p.add_argument("--objective", choices=("abs", "square"), default=None,
+                   help="optimal-noise: minimise the expected absolute (default) or squared error")
+    p.add_argument("--max-sum-length", type=int, default=None,
+                   help="query methods: largest partial-sum axis (largest query value + 1) exact inference "
+                        "may carry (default 65536)")
     p.add_argument("--max-quilt-states", type=int, default=None,
                    help="bound on the joint state space of candidate quilts (networks)")
     p.add_argument("--search-budget", type=int, default=None,
@@ -101,6 +116,55 @@ def _options(args, prior) -> dict:
     return options
 
 
+def _query_options(args, prior) -> dict:
+    """The options of a query-specific calibration given on the command line; others are refused."""
+    from puffgm.core.validation import check_positive_int
+    from puffgm.exceptions import ParameterError
+
+    given = {
+        "protected": None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()],
+        "max_table_entries": None if args.max_table_entries is None else check_positive_int(
+            args.max_table_entries, "max-table-entries", "puffgm calibrate"),
+        "max_sum_length": None if args.max_sum_length is None else check_positive_int(
+            args.max_sum_length, "max-sum-length", "puffgm calibrate"),
+    }
+    options = {k: v for k, v in given.items() if v is not None}
+    accepted = prior.query_options or ()
+    unused = sorted(set(options) - set(accepted))
+    mqm_only = [f for f, v in (("--max-quilt-states", args.max_quilt_states), ("--search-budget", args.search_budget),
+                               ("--certify-budget", args.certify_budget), ("--paper-convention", args.paper_convention),
+                               ("--per-node", args.per_node)) if v]
+    if unused or mqm_only:
+        flags = ", ".join(["--" + k.replace("_", "-").replace("protected", "protect") for k in unused] + mqm_only)
+        raise ParameterError(f"{flags} {'does' if len(unused) + len(mqm_only) == 1 else 'do'} not apply to "
+                             f"method {args.method!r} on {prior.kind}.")
+    if args.time_limit is not None:
+        options["time_limit"] = args.time_limit
+    if args.objective is not None:
+        if args.method != "optimal-noise":
+            raise ParameterError("--objective applies only to --method optimal-noise.")
+        options["objective"] = args.objective
+    return options
+
+
+def _run_query(args, prior) -> str:
+    from puffgm.api.query import query_calibration
+    from puffgm.exceptions import ParameterError
+
+    if args.query is None:
+        raise ParameterError(f"--method {args.method} calibrates for one query: give --query "
+                             '(for example --query \'{"count": 0}\').')
+    if args.lipschitz != 1.0:
+        raise ParameterError("--lipschitz does not apply to a query-specific method: the query's scores fix it.")
+    if prior.query_options is None:
+        prior.query_laws(args.query)  # raises the kind's one-line NotApplicableError
+    cal = query_calibration(prior, args.query, epsilon=args.epsilon, method=args.method,
+                            **_query_options(args, prior))
+    if args.json:
+        return json.dumps(cal.to_dict(), indent=2, allow_nan=False)
+    return cal.explain()
+
+
 def run(args) -> str:
     from puffgm.api import as_prior
     from puffgm.core.validation import check_positive_finite
@@ -109,6 +173,11 @@ def run(args) -> str:
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
     prior = as_prior(list(args.priors))
+    if args.method in QUERY_METHODS:
+        return _run_query(args, prior)
+    if args.query is not None:
+        raise ParameterError(f"--query needs a query-specific method (--method {' or '.join(QUERY_METHODS)}); "
+                             f"--method {args.method} calibrates for every {args.lipschitz:g}-Lipschitz query.")
     options = _options(args, prior)
     result = prior.calibrate(epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method, **options)
     if result.applicable and not math.isfinite(result.scale):

@@ -13,12 +13,18 @@ Two sources, chosen by the ``random_state`` argument of every mechanism:
   numpy generator for reproducible research.  Results produced with it say
   ``secure=False``: they are not for production.
 
+Both also give uniform integers (:meth:`NoiseSource.randbelow`): from Python's
+``secrets`` (the operating system's cryptographic generator) or from the seeded
+generator; samplers that invert a cumulative distribution on exact integer
+weights use them (:mod:`puffgm.mechanisms.optimal_noise`).
+
 OpenDP is imported lazily, on the first secure draw.
 """
 
 from __future__ import annotations
 
 import math
+import secrets
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,7 +40,7 @@ SECURE = "OpenDP floating-point-safe sampler over the OS cryptographic RNG"
 
 
 class NoiseSource:
-    """Interface of a noise source: Laplace noise and categorical draws."""
+    """Interface of a noise source: Laplace noise, categorical draws and uniform integers."""
 
     secure: bool = False
     description: str = ""
@@ -45,6 +51,10 @@ class NoiseSource:
 
     def gumbel_argmax(self, scores, scale: float) -> int:  # pragma: no cover - interface
         """Return ``argmax_k scores[k] + Gumbel(scale)`` (the exponential mechanism)."""
+        raise NotImplementedError
+
+    def randbelow(self, n: int) -> int:  # pragma: no cover - interface
+        """Return an integer uniform on 0..n-1 (n a positive Python int of any size)."""
         raise NotImplementedError
 
 
@@ -108,6 +118,10 @@ class SecureNoise(NoiseSource):
         chosen = _opendp_noisy_max(scale)([float(v) for v in arr[idx]])
         return int(idx[int(chosen)])
 
+    def randbelow(self, n: int) -> int:
+        """A uniform integer on 0..n-1 from the operating system's cryptographic generator (``secrets``)."""
+        return secrets.randbelow(_positive_int(n))
+
 
 class SeededNoise(NoiseSource):
     """A seeded numpy generator: reproducible, not cryptographically secure.
@@ -138,6 +152,25 @@ class SeededNoise(NoiseSource):
         noisy = arr + self.generator.gumbel(0.0, scale, size=arr.shape)
         noisy[~np.isfinite(arr)] = -math.inf
         return int(np.argmax(noisy))
+
+    def randbelow(self, n: int) -> int:
+        """A uniform integer on 0..n-1 from the numpy generator (32-bit words, by rejection)."""
+        n = _positive_int(n)
+        bits = (n - 1).bit_length()
+        while True:
+            words = self.generator.integers(0, 1 << 32, size=max(1, -(-bits // 32)), dtype=np.uint64)
+            v = 0
+            for w in words:
+                v = (v << 32) | int(w)
+            v &= (1 << bits) - 1
+            if v < n:
+                return v
+
+
+def _positive_int(n) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or int(n) < 1:
+        raise ParameterError(f"randbelow needs a positive integer bound. Got {n!r} instead.")
+    return int(n)
 
 
 def resolve_noise(random_state=None) -> NoiseSource:

@@ -46,6 +46,9 @@ class PriorKind:
         (besides ``epsilon``, ``lipschitz`` and ``method``).
     curve_options : tuple of str or None
         Options of :meth:`influence_curve`; None when the kind has no curves.
+    query_options : tuple of str or None
+        Options of :meth:`query_laws` (query-specific calibration); None when
+        the kind cannot compute the exact conditional laws of a query.
     prior_class : object
         The validated class itself (``PriorClass``, ``ChainPriorClass``,
         ``ChainParameterBox`` or ``GaussianPriorClass``).
@@ -54,6 +57,7 @@ class PriorKind:
     kind: ClassVar[str] = "priors"
     methods: ClassVar[Mapping[str, tuple]] = {"exact": ()}
     curve_options: ClassVar[tuple | None] = None
+    query_options: ClassVar[tuple | None] = None
 
     def __init__(self, prior_class):
         self.prior_class = prior_class
@@ -133,6 +137,44 @@ class PriorKind:
             )
         self.check_options(options, self.curve_options, "influence curves")
         return self._influence_curve(max_b=max_b, options=dict(options))
+
+    def query_laws(self, query, *, deadline=None, **options):
+        """The exact conditional laws of a sum query given each secret, for every prior of the class.
+
+        Parameters
+        ----------
+        query : SumQuery, dict, JSON text or JSON file path
+            A sum query (:mod:`puffgm.core.query`).
+        deadline : float, optional
+            ``time.monotonic()`` value after which a TimeLimitError is raised.
+        **options
+            The kind's :attr:`query_options`; any other is refused.
+
+        Returns
+        -------
+        QueryLaws
+
+        Raises
+        ------
+        NotApplicableError
+            When the kind cannot compute them (the message says which kinds can).
+        """
+        from puffgm.core.query import load_query
+
+        if self.query_options is None:
+            raise NotApplicableError(
+                f"Query-specific calibration is not available for {self.kind}; it needs the exact conditional "
+                "laws of the query, which puffgm computes for Bayesian networks and Markov-chain classes."
+            )
+        self.check_options(options, self.query_options, "query-specific calibration")
+        return self._query_laws(query=load_query(query), deadline=deadline, options=dict(options))
+
+    def mqm_options(self, options: Mapping) -> dict:
+        """The query-specific options that also apply to the kind's MQM calibration (the same secrets)."""
+        return {k: v for k, v in options.items() if k in self.methods.get("exact", ())}
+
+    def _query_laws(self, *, query, deadline, options):
+        raise NotImplementedError
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         raise NotImplementedError

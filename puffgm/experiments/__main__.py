@@ -34,6 +34,7 @@ EXPERIMENTS = [
     "song_tables",
     "bai_topk",
     "composition_conditions",
+    "query_calibration",
     "temporal_leakage",
 ]
 

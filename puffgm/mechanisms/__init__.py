@@ -8,6 +8,10 @@
   any per-entry epsilon_DP-DP mechanism.
 * :mod:`puffgm.mechanisms.translation` — epsilon_puffer <-> epsilon_DP along an
   a(b)-influence curve (Bai et al., Theorem 6).
+* :mod:`puffgm.mechanisms.optimal_noise` — the least-error additive noise for one
+  sum query, by a linear program under the exact Pufferfish constraints of its
+  conditional laws, audited exactly (the analogue of Geng and Viswanath's
+  staircase mechanism).
 
 Every release is an immutable record derived from
 :class:`puffgm.core.release.Release` (``MarkovQuiltRelease``,
@@ -19,4 +23,4 @@ recorded as ``secure=False``) and can charge an explicit
 :class:`puffgm.accounting.PrivacyAccountant` before it releases anything.
 """
 
-__all__ = ["laplace", "pufferfish", "translation"]
+__all__ = ["laplace", "pufferfish", "translation", "optimal_noise"]

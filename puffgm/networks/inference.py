@@ -38,7 +38,7 @@ import numpy as np
 
 from puffgm.exceptions import InferenceLimitError
 
-__all__ = ["LogVariableElimination", "logsumexp_axis", "DEFAULT_MAX_TABLE_ENTRIES"]
+__all__ = ["LogVariableElimination", "logsumexp_axis", "elimination_tree", "DEFAULT_MAX_TABLE_ENTRIES"]
 
 #: Largest intermediate table (entries) an exact marginal may build: 2**25 doubles, 256 MiB.
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
@@ -57,6 +57,65 @@ def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
     with np.errstate(divide="ignore"):
         out = np.log(np.sum(np.exp(t - m), axis=axis, keepdims=True)) + m
     return np.squeeze(out, axis=axis)
+
+
+def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: int | None = None):
+    """The elimination tree of a greedy min-size order of the moral graph (a junction tree).
+
+    Variables are integers 0..n-1.  The greedy order eliminates, at each step,
+    the variable whose clique (itself and its current neighbours) has the fewest
+    joint states.  Clique k is ``(k,) + its neighbours when eliminated`` and its
+    parent is the clique of the first of those neighbours to be eliminated after
+    k, so ``cliques[k][1:]`` is the separator towards the parent.
+
+    Parameters
+    ----------
+    card : sequence of int
+        Number of states of each variable.
+    fvars : sequence of tuple of int
+        The scope of each factor (each CPD's family); these are moralised.
+    max_clique, max_total : int, optional
+        Give up (return None) when one clique, or all cliques together, would
+        have more joint states than this.
+
+    Returns
+    -------
+    (order, cliques, parent) or None
+    """
+    n = len(card)
+    nb = [set() for _ in range(n)]
+    for fv in fvars:
+        for a in fv:
+            nb[a].update(fv)
+    for k in range(n):
+        nb[k].discard(k)
+
+    def weight(k):
+        return math.prod(card[u] for u in nb[k]) * card[k]
+
+    heap = [(weight(k), k) for k in range(n)]
+    heapq.heapify(heap)
+    done = [False] * n
+    order, cliques, total = [], [None] * n, 0
+    while heap:
+        w, k = heapq.heappop(heap)
+        if done[k] or w != weight(k):
+            continue
+        done[k] = True
+        order.append(k)
+        cliques[k] = (k,) + tuple(sorted(nb[k]))
+        total += w
+        if (max_total is not None and total > max_total) or (max_clique is not None and w > max_clique):
+            return None
+        for u in nb[k]:
+            nb[u] |= nb[k]
+            nb[u].discard(u)
+            nb[u].discard(k)
+        for u in nb[k]:
+            heapq.heappush(heap, (weight(u), u))
+    pos = {k: t for t, k in enumerate(order)}
+    parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
+    return order, cliques, parent
 
 
 class _Factor:
@@ -553,38 +612,12 @@ class LogVariableElimination:
         self._jt = None
         card = self._card
         n = len(card)
-        nb = [set() for _ in range(n)]
-        for fv in self._fvars:
-            for a in fv:
-                nb[a].update(fv)
-        for k in range(n):
-            nb[k].discard(k)
-
-        def weight(k):
-            return math.prod(card[u] for u in nb[k]) * card[k]
-
-        heap = [(weight(k), k) for k in range(n)]
-        heapq.heapify(heap)
-        done = [False] * n
-        order, cliques, total = [], [None] * n, 0
-        while heap:
-            w, k = heapq.heappop(heap)
-            if done[k] or w != weight(k):
-                continue
-            done[k] = True
-            order.append(k)
-            cliques[k] = (k,) + tuple(sorted(nb[k]))
-            total += w
-            if total > PAIR_TREE_MAX_ENTRIES or w > self.max_table_entries:
-                return None
-            for u in nb[k]:
-                nb[u] |= nb[k]
-                nb[u].discard(u)
-                nb[u].discard(k)
-            for u in nb[k]:
-                heapq.heappush(heap, (weight(u), u))
+        tree = elimination_tree(card, self._fvars, max_clique=self.max_table_entries,
+                                max_total=PAIR_TREE_MAX_ENTRIES)
+        if tree is None:
+            return None
+        order, cliques, parent = tree
         pos = {k: t for t, k in enumerate(order)}
-        parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
         # potentials: each CPD goes to the clique of its first-eliminated family member
         ops = [[] for _ in range(n)]
         for v, fv in enumerate(self._fvars):

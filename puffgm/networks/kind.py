@@ -9,11 +9,15 @@ the pointwise max of the members' curves for a class of several networks.
 
 from __future__ import annotations
 
+import time
+
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
+from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.query_laws import group_sensitivity, network_query_laws
 from puffgm.networks.secrets import resolve_secrets
 
 __all__ = ["BayesianNetworkKind"]
@@ -33,6 +37,7 @@ class BayesianNetworkKind(PriorKind):
     kind = "Bayesian-network priors"
     methods = {"exact": NETWORK_OPTIONS}
     curve_options = ("secrets", "protected", "max_quilt_states", "per_node")
+    query_options = ("secrets", "protected", "max_sum_length", "max_table_entries")
 
     def __init__(self, prior):
         super().__init__(load_prior_class(prior))
@@ -43,6 +48,17 @@ class BayesianNetworkKind(PriorKind):
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         return calibrate(self.prior_class, epsilon=epsilon, lipschitz=lipschitz, **options)
+
+    def _query_laws(self, *, query, deadline, options):
+        theta = self.prior_class
+        secrets = resolve_secrets(options.pop("secrets", None), options.pop("protected", None), "calibrate")
+        bound = query.bind(theta.nodes, theta.states)
+        start = time.monotonic()
+        laws = network_query_laws(theta, bound, secrets, deadline=deadline, **options)
+        return QueryLaws(query=bound, laws=tuple(laws), n_priors=len(theta.priors),
+                         group_sensitivity=group_sensitivity(theta, bound), prior_name=self.name,
+                         secrets=secrets.canonical(theta), notes=tuple(theta.notes) + bound.notes,
+                         seconds=time.monotonic() - start)
 
     def _influence_curve(self, *, max_b, options):
         theta = self.prior_class

@@ -12,6 +12,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from puffgm.mechanisms.query import QueryRelease
+
 import puffgm
 from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyAccountant
 from puffgm.blowfish import Domain, Policy, line_graph
@@ -24,12 +26,14 @@ from puffgm.framework.continuous import (ContinuousRelease, release_aggregate_su
                                          release_sum_absolute_error)
 from puffgm.framework.wasserstein import WassersteinRelease, calibrate_wasserstein, release_wasserstein
 from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
+from puffgm.mechanisms.optimal_noise import OptimalNoiseRelease
 from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishRelease, PufferfishTopK
 from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 RELEASE_CLASSES = {MarkovQuiltRelease: "markov-quilt", PufferfishRelease: "curve", BlowfishRelease: "blowfish",
-                   ContinuousRelease: "none", WassersteinRelease: "none"}
+                   ContinuousRelease: "none", WassersteinRelease: "none", QueryRelease: "query-specific",
+                   OptimalNoiseRelease: "query-specific"}
 
 
 @pytest.fixture(scope="module")

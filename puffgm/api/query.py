@@ -1,0 +1,182 @@
+"""Query-specific calibration for any prior kind that can compute the conditional laws of a sum query.
+
+One call computes the exact laws of F given each secret (the kind's
+:meth:`~puffgm.core.prior.PriorKind.query_laws`), then every scale that can be
+had from them, side by side with the query-agnostic baselines:
+
+* group DP: the query's sensitivity over a group of correlated nodes, / epsilon;
+* the Markov Quilt Mechanism: sigma_max times the query's Lipschitz constant
+  (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
+  Data", SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
+* the Wasserstein mechanism: W / epsilon (their Algorithm 1);
+* the optimal Laplace scale: the least scale whose exact loss is at most epsilon;
+* the optimal noise: the additive noise law of least expected error under the
+  exact Pufferfish constraints, by linear programming (method ``"optimal-noise"``).
+
+``method`` chooses which scale the result (and its release) uses.
+"""
+
+from __future__ import annotations
+
+import time
+
+from puffgm.core.query import BoundQuery
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import AuditError, ParameterError, PuffgmError, first_line
+from puffgm.mechanisms.query import (
+    QUERY_METHODS,
+    THEOREM_OPTIMAL_LAPLACE,
+    THEOREM_WASSERSTEIN,
+    QueryCalibration,
+    laplace_loss_of,
+    optimal_laplace_of,
+    wasserstein_of,
+)
+
+__all__ = ["query_calibration"]
+
+#: Relative slack on the audit of the Wasserstein scale: the loss is exactly epsilon for laws that are
+#: shifts of each other, and its floating-point value may then exceed epsilon by rounding.
+_AUDIT_RTOL = 1e-9
+
+
+def _witness(w, unit: int):
+    if w is None:
+        return None
+    out = {"prior": w[0], "node": w[1], "a": w[2], "b": w[3]}
+    if len(w) > 4:
+        out["output"] = w[4] if abs(w[4]) == float("inf") else w[4] / unit
+    return out
+
+
+def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict):
+    """MQM's scale for the query (sigma_max * L), or (None, reason) when MQM does not apply."""
+    try:
+        res = kind.calibrate(epsilon=epsilon, lipschitz=max(query.lipschitz, 1e-300), method="exact",
+                             **kind.mqm_options(options))
+    except PuffgmError as exc:
+        return None, f"MQM not computed: {first_line(exc)}"
+    if not res.applicable:
+        return None, "MQM does not apply to this class"
+    return res.scale, None
+
+
+def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
+                      baselines: bool = True, objective: str = "abs", **options) -> QueryCalibration:
+    """Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
+
+    Parameters
+    ----------
+    kind : PriorKind
+        The prior class (:func:`puffgm.api.as_prior`); Bayesian networks and
+        Markov-chain classes have conditional laws.
+    query : SumQuery, dict, JSON text or JSON file path
+        ``{"scores": {...}}``, ``{"scores": [...]}`` or ``{"count": STATE}``
+        (:mod:`puffgm.core.query`).
+    epsilon : float
+        Pufferfish privacy parameter, finite and > 0.
+    method : str
+        ``"wasserstein"`` (W / epsilon, Song et al. Algorithm 1),
+        ``"optimal-laplace"`` (the least scale with exact loss <= epsilon) or
+        ``"optimal-noise"`` (the least-error additive noise law by linear
+        programming, :mod:`puffgm.mechanisms.optimal_noise`).
+    time_limit : float, optional
+        Seconds the computation may take (TimeLimitError beyond).
+    baselines : bool
+        Also compute the MQM scale for the comparison.
+    objective : {"abs", "square"}
+        Method ``"optimal-noise"``: minimise E|Z| or E[Z^2]
+        (:func:`puffgm.mechanisms.optimal_noise.optimal_noise_of`).
+    **options
+        The kind's query options (``protected``, ``secrets``,
+        ``max_sum_length``, ``max_table_entries`` for networks;
+        ``max_exact_length`` for chains).
+
+    Returns
+    -------
+    QueryCalibration
+
+    Examples
+    --------
+    >>> from puffgm.api import as_prior
+    >>> cal = query_calibration(as_prior("example:asia"), {"count": 0}, epsilon=1.0)
+    >>> cal.wasserstein, cal.group_dp_scale
+    (5.0, 8.0)
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
+    if method not in QUERY_METHODS:
+        raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
+    if time_limit is not None:
+        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
+    start = time.monotonic()
+    deadline = None if time_limit is None else start + time_limit
+    laws = kind.query_laws(query, deadline=deadline, **options)
+    seconds = {"laws": round(laws.seconds, 6)}
+    q, unit = laws.query, laws.query.unit
+    notes = list(laws.notes)
+    t0 = time.monotonic()
+    W, w_witness, per_prior = wasserstein_of(laws)
+    w_scale = W / epsilon
+    w_loss = None
+    if laws.exact and W > 0:
+        w_loss, _, _ = laplace_loss_of(laws, w_scale)
+        if w_loss > epsilon * (1 + _AUDIT_RTOL):
+            raise AuditError(f"The exact loss of the Wasserstein scale is {w_loss:.10g} > epsilon {epsilon:g}; "
+                             "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: please report it).")
+    seconds["wasserstein"] = round(time.monotonic() - t0, 6)
+    opt = None
+    if laws.exact:
+        t0 = time.monotonic()
+        opt = optimal_laplace_of(laws, epsilon=epsilon, upper=w_scale, deadline=deadline)
+        seconds["optimal_laplace"] = round(time.monotonic() - t0, 6)
+        if opt[0] == 0:
+            notes.append("the exact answer is already epsilon-Pufferfish private for this query: no noise is needed")
+    elif method != "wasserstein":
+        raise ParameterError(f"Method {method!r} needs the exact laws at every position, which were not computed "
+                             "here (see the notes of the Wasserstein bound); use --method wasserstein.")
+    noise = None
+    if method == "optimal-noise":
+        t0 = time.monotonic()
+        noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
+        seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
+    mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
+        kind, epsilon=epsilon, query=q, options=options)
+    if why:
+        notes.append(why)
+    if not laws.exact:
+        notes.append("W is a certified upper bound (past and future of each position coupled separately)")
+    if method == "wasserstein":
+        scale, loss, witness, theorem = w_scale, w_loss if W > 0 else 0.0, _witness(w_witness, unit), \
+            THEOREM_WASSERSTEIN
+        if not laws.exact:
+            loss = None
+    elif method == "optimal-laplace":
+        scale, loss, witness, theorem = opt[0], opt[1], _witness(opt[2], unit), THEOREM_OPTIMAL_LAPLACE
+    else:
+        scale, loss, witness, theorem = None, noise.loss, noise.witness, noise.theorem
+    seconds["total"] = round(time.monotonic() - start, 6)
+    return QueryCalibration(
+        method=method, epsilon=epsilon, scale=None if scale is None else scale / unit, loss=loss, wasserstein=W / unit,
+        wasserstein_scale=w_scale / unit, optimal_laplace_scale=None if opt is None else opt[0] / unit,
+        group_dp_scale=laws.group_sensitivity / unit / epsilon, mqm_scale=mqm, witness=witness,
+        per_prior=tuple(w / unit for w in per_prior), query=q.to_dict(), exact=laws.exact,
+        prior=laws.prior_name, secrets=laws.secrets, n_pairs=_n_pairs(laws), seconds=seconds,
+        notes=tuple(notes), theorem=theorem, optimal_noise=noise,
+        wasserstein_loss=(w_loss if W > 0 else 0.0) if laws.exact else None,
+        optimal_laplace_loss=None if opt is None else opt[1],
+    )
+
+
+def _optimal_noise(laws, *, epsilon: float, laplace_scale: float, deadline, objective: str):
+    """The optimal noise law (puffgm.mechanisms.optimal_noise), reusing the optimal Laplace scale (grid units)."""
+    from puffgm.mechanisms.optimal_noise import OptimalNoiseOptions, optimal_noise_of
+
+    left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+    opts = OptimalNoiseOptions(laplace_scale=laplace_scale, time_limit=left)
+    return optimal_noise_of(laws, epsilon=epsilon, objective=objective, options=opts)
+
+
+def _n_pairs(laws) -> int:
+    if not laws.exact:
+        return len(laws.w_bounds)
+    return sum(len(nl.active_pairs()) for nl in laws.laws)

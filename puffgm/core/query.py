@@ -1,0 +1,311 @@
+"""Sum queries F(X) = sum_i s_i(X_i): the queries that query-specific calibration serves.
+
+A sum query gives every node X_i a score s_i(x) per state x; the answer on a
+record is the sum of the scores of the states it takes.  Counts ("how many
+nodes are in state x") and weighted sums are sum queries.  Query-specific
+calibration (:mod:`puffgm.mechanisms.query`; Song, Wang and Chaudhuri,
+"Pufferfish Privacy Mechanisms for Correlated Data", SIGMOD 2017,
+arXiv:1603.03977, section 3) needs the exact law of F given each secret, which
+exact inference computes on an integer partial-sum axis.  So scores live on an
+integer grid: integers are used as they are, and scores that are all multiples
+of one fraction 1/d (0.5, 0.25, 0.1 ...) are multiplied by the smallest such d,
+the *unit*; every scale is reported back in the query's own units.  Scores with
+no common denominator up to :data:`MAX_UNIT` are refused.
+
+Forms (JSON or Python)::
+
+    {"scores": {"NODE": [s_0, s_1, ...], ...}}   # per node; an absent node scores 0
+    {"scores": [s_0, s_1, ...]}                  # every node the same scores
+    {"count": STATE}                             # count of nodes in STATE
+    {"count": STATE, "nodes": ["A", "B"]}        # ... among these nodes
+
+``STATE`` is a state name (nodes without that state are left out, with a
+note) or an integer index (0 is each node's first state).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from puffgm.exceptions import ParameterError
+
+__all__ = ["SumQuery", "BoundQuery", "MAX_UNIT", "load_query"]
+
+#: The largest common denominator tried when scores are not integers.
+MAX_UNIT = 10**4
+
+_FORMS = ("scores", "count")
+
+
+def load_query(query) -> "SumQuery":
+    """A :class:`SumQuery` from a SumQuery, a dict, a JSON text or the path of a JSON file.
+
+    Raises
+    ------
+    ParameterError
+        If the input is none of these, or the JSON is not a sum query.
+    """
+    if isinstance(query, SumQuery):
+        return query
+    if isinstance(query, (str, os.PathLike)):
+        text = str(query)
+        if os.path.isfile(text):
+            with open(text, encoding="utf-8") as fh:
+                text = fh.read()
+        try:
+            query = json.loads(text)
+        except json.JSONDecodeError:
+            raise ParameterError(f"The query {str(query)[:60]!r} is neither a JSON object nor a JSON file.") from None
+    if not isinstance(query, Mapping):
+        raise ParameterError('A query is an object {"scores": ...} or {"count": ...}; got '
+                             f"{type(query).__name__}.")
+    return SumQuery(dict(query))
+
+
+def _number(v, where: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+        raise ParameterError(f"The scores of {where} must be finite numbers; got {v!r}.")
+    return float(v)
+
+
+def _score_list(v, where: str) -> tuple:
+    if not isinstance(v, (list, tuple)) or not v:
+        raise ParameterError(f"The scores of {where} must be a non-empty list of numbers, one per state.")
+    return tuple(_number(x, where) for x in v)
+
+
+def _grid_unit(values) -> int:
+    vals = np.array([v for v in values if v != 0.0], dtype=float)
+    if vals.size == 0 or np.all(vals == np.round(vals)):
+        return 1
+    from fractions import Fraction
+
+    den = 1
+    for v in vals:
+        f = Fraction(float(v)).limit_denominator(MAX_UNIT)
+        if abs(float(f) - v) > 1e-9 * max(1.0, abs(v)):
+            raise ParameterError(
+                f"The scores must be integers, or multiples of one fraction 1/d with d <= {MAX_UNIT}; "
+                f"{float(v)!r} is not."
+            )
+        den = den * f.denominator // math.gcd(den, f.denominator)
+        if den > MAX_UNIT:
+            raise ParameterError(
+                f"The scores must be integers, or multiples of one fraction 1/d with d <= {MAX_UNIT}; "
+                "these scores need a larger common denominator."
+            )
+    return den
+
+
+@dataclass(frozen=True)
+class BoundQuery:
+    """A sum query resolved against the nodes and states of a prior class, on the integer grid.
+
+    Attributes
+    ----------
+    nodes : tuple of str
+        The nodes with a non-constant score, in the class's node order.
+    scores : tuple of tuple of int
+        ``scores[k][x]`` is the score of state x of ``nodes[k]`` in grid units,
+        shifted so that each node's smallest score is 0.
+    offset : int
+        The sum of the smallest scores (grid units): F = (offset + sum of grid scores) / unit.
+    unit : int
+        Grid units per query unit (1 for integer scores).
+    n_nodes : int
+        The number of nodes of the class (for ``sum over all nodes``).
+    notes : tuple of str
+        What resolution did (left-out nodes, scaling).
+    source : dict
+        The query as given.
+    """
+
+    nodes: tuple
+    scores: tuple
+    offset: int
+    unit: int
+    n_nodes: int
+    notes: tuple
+    source: dict
+
+    @property
+    def total(self) -> int:
+        """The largest value of the shifted grid sum (the partial-sum axis has total + 1 entries)."""
+        return int(sum(max(s) for s in self.scores))
+
+    @property
+    def lipschitz(self) -> float:
+        """The query's L1 Lipschitz constant: the largest change one node can cause, in query units."""
+        return max((max(s) for s in self.scores), default=0) / self.unit
+
+    def score_vector(self, node: str) -> np.ndarray:
+        """The grid scores of ``node`` (zeros of the right length are not stored: raises KeyError)."""
+        return np.asarray(self.scores[self.nodes.index(node)], dtype=np.int64)
+
+    def range_of(self, nodes) -> int:
+        """Sum of the score ranges of ``nodes`` (grid units): the group-DP sensitivity of that group."""
+        chosen = set(nodes)
+        return int(sum(max(s) for n, s in zip(self.nodes, self.scores) if n in chosen))
+
+    def evaluate(self, record: Mapping) -> float:
+        """F on one record (a mapping node -> state name), in query units."""
+        total = self.offset
+        for n, s in zip(self.nodes, self.scores):
+            total += s[record[n]] if isinstance(record[n], numbers.Integral) else s[self._state_index(n, record[n])]
+        return total / self.unit
+
+    def _state_index(self, node, state) -> int:
+        states = self.source.get("_states", {}).get(node)
+        if states is None or str(state) not in states:
+            raise ParameterError(f"Node {node!r} has no state {state!r}.")
+        return states.index(str(state))
+
+    def to_dict(self) -> dict:
+        """The query as given, with what resolution did (JSON-ready)."""
+        given = {k: v for k, v in self.source.items() if not k.startswith("_")}
+        return {"query": given, "scored_nodes": len(self.nodes), "unit": self.unit,
+                "min_value": self.offset / self.unit, "max_value": (self.offset + self.total) / self.unit,
+                "lipschitz": self.lipschitz, "notes": list(self.notes)}
+
+    def describe(self) -> str:
+        """A short description: the form and the number of scored nodes."""
+        form = "count" if "count" in self.source else "sum"
+        unit = "" if self.unit == 1 else f", scores scaled by {self.unit} to integers"
+        return f"{form} query over {len(self.nodes)} node(s), values {self.offset / self.unit:g}.." \
+               f"{(self.offset + self.total) / self.unit:g}{unit}"
+
+
+class SumQuery:
+    """A sum query F(X) = sum_i s_i(X_i) as given (before it meets a prior class).
+
+    Parameters
+    ----------
+    spec : dict
+        One of the forms of :mod:`puffgm.core.query`.
+
+    Examples
+    --------
+    >>> q = SumQuery({"count": 0})
+    >>> b = q.bind(["A", "B"], {"A": ("yes", "no"), "B": ("yes", "no")})
+    >>> b.total, b.lipschitz
+    (2, 1.0)
+    """
+
+    __slots__ = ("spec",)
+
+    def __init__(self, spec: Mapping):
+        spec = dict(spec)
+        forms = [k for k in _FORMS if k in spec]
+        if len(forms) != 1:
+            raise ParameterError('A query has exactly one of the keys "scores" and "count".')
+        allowed = {"scores"} if forms[0] == "scores" else {"count", "nodes"}
+        extra = sorted(set(spec) - allowed - {"description", "name"})
+        if extra:
+            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the query; "
+                                 f"a {forms[0]} query takes {', '.join(sorted(allowed))}.")
+        if forms[0] == "scores":
+            s = spec["scores"]
+            if isinstance(s, Mapping):
+                if not s:
+                    raise ParameterError("The query's scores are empty: give at least one node.")
+                spec["scores"] = {str(n): _score_list(v, f"node {n!r}") for n, v in s.items()}
+            else:
+                spec["scores"] = _score_list(s, "the query")
+        else:
+            c = spec["count"]
+            if isinstance(c, bool) or not isinstance(c, (str, numbers.Integral)) or (
+                    not isinstance(c, str) and int(c) < 0):
+                raise ParameterError(f"A count query names a state (its name, or its index >= 0); got {c!r}.")
+            if "nodes" in spec and (not isinstance(spec["nodes"], (list, tuple)) or not spec["nodes"]):
+                raise ParameterError('The "nodes" of a count query must be a non-empty list of node names.')
+        object.__setattr__(self, "spec", spec)
+
+    def __setattr__(self, key, value):
+        raise AttributeError("SumQuery is immutable")
+
+    def __repr__(self):
+        return f"SumQuery({self.spec!r})"
+
+    def bind(self, nodes, states: Mapping) -> BoundQuery:
+        """Resolve the query against a class's ``nodes`` and ``states`` (node -> state names).
+
+        Raises
+        ------
+        ParameterError
+            On an unknown node, a score list whose length is not the node's number
+            of states, or a counted state no node has.
+        """
+        nodes = tuple(str(n) for n in nodes)
+        raw, notes = self._raw_scores(nodes, states)
+        unit = _grid_unit([v for s in raw.values() for v in s])
+        if unit != 1:
+            notes.append(f"scores multiplied by {unit} to put them on an integer grid")
+        kept, scores, offset = [], [], 0
+        for n in nodes:
+            if n not in raw:
+                continue
+            grid = [int(round(v * unit)) for v in raw[n]]
+            low = min(grid)
+            offset += low
+            if max(grid) > low:
+                kept.append(n)
+                scores.append(tuple(g - low for g in grid))
+        source = dict(self.spec)
+        return BoundQuery(nodes=tuple(kept), scores=tuple(scores), offset=int(offset), unit=int(unit),
+                          n_nodes=len(nodes), notes=tuple(notes),
+                          source=source | {"_states": {n: tuple(map(str, states[n])) for n in kept}})
+
+    def _raw_scores(self, nodes, states) -> tuple:
+        spec, notes = self.spec, []
+        if "count" in spec:
+            return self._count_scores(nodes, states, notes), notes
+        s = spec["scores"]
+        if isinstance(s, Mapping):
+            unknown = sorted(set(s) - set(nodes))
+            if unknown:
+                what = "which is not a node" if len(unknown) == 1 else "which are not nodes"
+                raise ParameterError(f"The query scores {', '.join(map(repr, unknown[:5]))}, {what} of the prior.")
+            items = s
+        else:
+            items = {n: s for n in nodes}
+        for n, v in items.items():
+            if len(v) != len(states[n]):
+                raise ParameterError(f"The query gives {len(v)} score(s) for node {n!r}, which has "
+                                     f"{len(states[n])} states ({', '.join(map(str, states[n]))}).")
+        return dict(items), notes
+
+    def _count_scores(self, nodes, states, notes) -> dict:
+        c = self.spec["count"]
+        chosen = nodes
+        if "nodes" in self.spec:
+            want = [str(n) for n in self.spec["nodes"]]
+            unknown = [n for n in want if n not in nodes]
+            if unknown:
+                raise ParameterError(f"The count query names {unknown[0]!r}, which is not a node of the prior.")
+            chosen = tuple(n for n in nodes if n in set(want))
+        out = {}
+        for n in chosen:
+            st = tuple(map(str, states[n]))
+            if isinstance(c, str):
+                if c in st:
+                    out[n] = tuple(1.0 if s == c else 0.0 for s in st)
+            elif int(c) < len(st):
+                out[n] = tuple(1.0 if j == int(c) else 0.0 for j in range(len(st)))
+            else:
+                raise ParameterError(f"The count query counts state index {int(c)}, but node {n!r} has "
+                                     f"{len(st)} states.")
+        if not out:
+            raise ParameterError(f"No node of the prior has the counted state {c!r}.")
+        left = len(chosen) - len(out)
+        if left:
+            notes.append(f"{left} node(s) have no state {c!r} and are not counted")
+        return out
+
+

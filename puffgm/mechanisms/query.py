@@ -1,0 +1,721 @@
+"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
+
+For a sum query F (:mod:`puffgm.core.query`) and a prior class Theta, let
+mu_{i,a,theta} be the law of F given X_i = a under theta.  Two calibrations
+use these laws (every prior kind that can compute them provides a
+:class:`QueryLaws`):
+
+* **Wasserstein mechanism** (Song, Wang and Chaudhuri, "Pufferfish Privacy
+  Mechanisms for Correlated Data", SIGMOD 2017, arXiv:1603.03977, section 3,
+  Algorithm 1 and Theorem 3.2)::
+
+      W = max over theta, nodes i, pairs (a, b) with P(X_i=a), P(X_i=b) > 0
+              of W_inf(mu_{i,a,theta}, mu_{i,b,theta}),
+
+  and F + Lap(W / epsilon) is epsilon-Pufferfish private.
+* **Optimal Laplace scale**: the smallest b with
+  ``loss(b) = max over theta, i, (a, b) of sup_w |log f_{i,a}(w) / f_{i,b}(w)| <= epsilon``,
+  where f_{i,a} = mu_{i,a,theta} * Lap(b) is the output density.  Laplace(b2)
+  is Laplace(b1) convolved with a probability law for b2 > b1 (its
+  characteristic function ratio (1 + b1^2 t^2) / (1 + b2^2 t^2) is that of the
+  mixture b1^2/b2^2 delta_0 + (1 - b1^2/b2^2) Lap(b2)), so the loss is
+  non-increasing in b and bisection finds the threshold.  As the loss is a max
+  over priors, the threshold of the class is the max over priors of each
+  prior's own threshold.
+
+Both work on the integer grid of the query (the laws are log-probabilities on
+0..total), in log space throughout:
+
+* W_inf of laws on the integers is the least w with F_a(s) <= F_b(s + w) and
+  F_b(s) <= F_a(s + w) for all s (the quantile coupling); each inequality is
+  compared on log-CDFs where the smaller side is at most 1/2 and on log
+  survival functions otherwise, so an atom of 1e-300 or 1e-3000 (a log-mass)
+  counts like any other (an essential supremum ignores only null sets).
+* The loss: on each interval between grid points f_{i,a}/f_{i,b} is a Moebius
+  function of e^{2w/b}, so the supremum is attained at a grid point or in the
+  limits w -> +-inf (Song et al. section 3; the same argument as
+  :func:`puffgm.framework.audit.audit_laplace`).  The mixture at every grid
+  point comes from two one-sided log-space recursions (left sums
+  ``l(s) = logaddexp(l(s-1) - 1/b, log mu(s))`` and the mirror), so every tail
+  keeps its relative precision; the limits are the ends of those recursions.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from puffgm.core.noise import resolve_noise
+from puffgm.core.query import BoundQuery
+from puffgm.core.release import Release, jsonable
+from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
+
+__all__ = [
+    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density", "laplace_losses",
+    "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
+    "release_query", "finite_answer", "held_alone", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "THEOREM_OPTIMAL_LAPLACE",
+]
+
+#: Relative tolerance of the W_inf comparisons, on log-probabilities: inequalities between cumulative
+#: masses that agree to 1e-10 relative are rounding of equalities (conditional laws of symmetric
+#: nodes coincide in exact arithmetic); a genuine gap of any absolute size is never ignored.
+W_RTOL = 1e-10
+
+#: The query-specific methods (``"optimal-noise"`` is :mod:`puffgm.mechanisms.optimal_noise`).
+QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
+
+THEOREM_WASSERSTEIN = "Song, Wang and Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein mechanism)"
+THEOREM_OPTIMAL_LAPLACE = ("exact Pufferfish loss of F + Lap(b) from the conditional laws of F "
+                           "(Kifer and Machanavajjhala, Definition 3.4), minimised over b")
+
+_HALF = math.log(0.5)
+
+
+@dataclass(frozen=True)
+class NodeLaws:
+    """The laws of the query given each state of one node, under one prior.
+
+    Attributes
+    ----------
+    prior : int
+        Index of the prior in the class.
+    node : str
+    states : tuple of str
+    log_cond : ndarray, shape (n_states, total + 1)
+        ``log P(G = g | X_node = x)`` for the grid sum G of the query; rows of
+        states of probability 0 are ``-inf``.
+    log_marginal : ndarray, shape (n_states,)
+        ``log P(X_node = x)``.
+    pairs : tuple of (int, int)
+        The discriminative pairs of the node (state indices).
+    """
+
+    prior: int
+    node: str
+    states: tuple
+    log_cond: np.ndarray
+    log_marginal: np.ndarray
+    pairs: tuple
+
+    def active_pairs(self) -> list:
+        """The pairs whose two states have positive probability (the technical condition)."""
+        pos = self.log_marginal > -np.inf
+        return [(a, b) for a, b in self.pairs if pos[a] and pos[b]]
+
+
+@dataclass(frozen=True)
+class QueryLaws:
+    """Everything query-specific calibration needs from a prior class: the conditional laws of F.
+
+    Attributes
+    ----------
+    query : BoundQuery
+    laws : tuple of NodeLaws
+        One per (prior, protected node with a pair).
+    n_priors : int
+    group_sensitivity : int
+        Group-DP sensitivity of the query in grid units: the largest sum of
+        score ranges over a group of correlated nodes.
+    prior_name : str
+    secrets : str
+        Identifier of the resolved secrets.
+    w_bounds : tuple
+        For classes whose exact laws are too costly at every position (long
+        chains): ``(prior, node, a, b, w)`` with w a certified upper bound on
+        W_inf in grid units; then ``laws`` is empty and ``exact`` is False.
+    exact : bool
+    notes : tuple of str
+    seconds : float
+        Time spent computing the laws.
+    """
+
+    query: BoundQuery
+    laws: tuple
+    n_priors: int
+    group_sensitivity: int
+    prior_name: str = ""
+    secrets: str = ""
+    w_bounds: tuple = ()
+    exact: bool = True
+    notes: tuple = ()
+    seconds: float = 0.0
+
+    def stacked(self):
+        """(rows, pairs, labels): every conditional law as a row, and the audited pairs as row indices.
+
+        ``rows`` has shape (n_rows, total + 1); ``pairs`` is an int array (n_pairs, 2);
+        ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.
+        """
+        rows, pairs, labels, base = [], [], [], 0
+        for nl in self.laws:
+            act = nl.active_pairs()
+            if not act:
+                continue
+            used = sorted({s for p in act for s in p})
+            where = {s: base + j for j, s in enumerate(used)}
+            rows.extend(nl.log_cond[s] for s in used)
+            base += len(used)
+            for a, b in act:
+                pairs.append((where[a], where[b]))
+                labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
+        width = self.query.total + 1
+        mat = np.array(rows, dtype=float).reshape(len(rows), width)
+        return mat, np.array(pairs, dtype=np.int64).reshape(len(pairs), 2), labels
+
+
+# ------------------------------------------------------------------ W_inf
+
+
+def log_cdf_sf(rows: np.ndarray):
+    """log P(G <= s) and log P(G > s) of every row, both accumulated from their own side."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lc = np.logaddexp.accumulate(rows, axis=-1)
+        tail = np.logaddexp.accumulate(rows[..., ::-1], axis=-1)[..., ::-1]
+    ls = np.full_like(rows, -np.inf)
+    ls[..., :-1] = tail[..., 1:]
+    return lc, ls
+
+
+def _cdf_leq(lc_x, ls_x, lc_y, ls_y, rtol: float) -> np.ndarray:
+    """Elementwise F_x <= F_y (to ``rtol`` relative), compared on the side where it is accurate."""
+    by_cdf = (lc_x <= _HALF) | (lc_y <= _HALF)
+    with np.errstate(invalid="ignore"):
+        cdf_ok = lc_x <= lc_y + rtol
+        sf_ok = ls_x >= ls_y - rtol
+    return np.where(by_cdf, cdf_ok, sf_ok)
+
+
+def coupled_within(cs_a, cs_b, w: int, rtol: float) -> np.ndarray:
+    """For each pair of rows: is there a coupling moving no mass farther than w grid steps?"""
+    lca, lsa = cs_a
+    lcb, lsb = cs_b
+    n = lca.shape[-1]
+    if w >= n - 1:
+        return np.ones(lca.shape[:-1], dtype=bool)
+    m = n - w
+    ok = _cdf_leq(lca[..., :m], lsa[..., :m], lcb[..., w:], lsb[..., w:], rtol)
+    ok &= _cdf_leq(lcb[..., :m], lsb[..., :m], lca[..., w:], lsa[..., w:], rtol)
+    return ok.all(axis=-1)
+
+
+def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
+    """Infinity-Wasserstein distance between laws on the integers 0..n-1, from their log-probabilities.
+
+    W_inf(mu, nu) = ess sup_u |F_mu^{-1}(u) - F_nu^{-1}(u)| (Song et al.,
+    Definition 3.1) is the least integer w with F_mu(s) <= F_nu(s + w) and
+    F_nu(s) <= F_mu(s + w) for every s.
+
+    Parameters
+    ----------
+    log_a, log_b : array_like, shape (..., n)
+        Log-probabilities (``-inf`` for 0); each row sums to 1.  Leading axes
+        are pairs, compared row by row.
+    rtol : float
+        Relative tolerance of each comparison of cumulative masses (see :data:`W_RTOL`).
+
+    Returns
+    -------
+    ndarray of int
+        W_inf of each pair of rows, in grid steps.
+
+    Examples
+    --------
+    The flu example of Song et al. section 3:
+
+    >>> import numpy as np
+    >>> with np.errstate(divide="ignore"):
+    ...     a = np.log([0.2, 0.225, 0.5, 0.075, 0.0]); b = np.log([0.0, 0.075, 0.5, 0.225, 0.2])
+    >>> int(w_inf_lattice(a, b))
+    2
+    >>> with np.errstate(divide="ignore"):   # an atom of 1e-320 (log-mass -737) still counts
+    ...     int(w_inf_lattice(np.array([0.0, -np.inf, -np.inf]), np.array([0.0, -np.inf, -737.0])))
+    2
+    """
+    la, lb = np.broadcast_arrays(np.asarray(log_a, dtype=float), np.asarray(log_b, dtype=float))
+    cs_a, cs_b = log_cdf_sf(la), log_cdf_sf(lb)
+    n = la.shape[-1]
+    lo = np.zeros(la.shape[:-1], dtype=np.int64)
+    hi = np.full(la.shape[:-1], n - 1, dtype=np.int64)
+    while np.any(lo < hi):  # least w that holds, by bisection on each row (the condition is monotone in w)
+        mid = (lo + hi) // 2
+        ok = np.empty(mid.shape, dtype=bool)
+        for w in np.unique(mid):
+            sel = mid == w
+            ok[sel] = coupled_within((cs_a[0][sel], cs_a[1][sel]), (cs_b[0][sel], cs_b[1][sel]), int(w), rtol)
+        hi = np.where(ok & (lo < hi), mid, hi)
+        lo = np.where(~ok & (lo < hi), mid + 1, lo)
+    return lo
+
+
+def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float = W_RTOL) -> int:
+    """W_inf of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
+
+    Useful along a chain, where W_inf changes little from one position to the
+    next: the search tests ``guess``, then walks (by doubling steps, then
+    bisection) to the least w for which a coupling exists; the answer does not
+    depend on the guess.
+    """
+    cs_a, cs_b = log_cdf_sf(log_a[None]), log_cdf_sf(log_b[None])
+    n = log_a.shape[-1]
+
+    def holds(w):
+        return bool(coupled_within(cs_a, cs_b, int(w), rtol)[0])
+
+    g = min(max(int(guess), 0), n - 1)
+    if holds(g):  # gallop down: lo fails (or is -1), hi holds
+        hi, step, lo = g, 1, g - 1
+        while lo >= 0 and holds(lo):
+            hi, step = lo, step * 2
+            lo = hi - step
+        lo = max(lo, -1)
+    else:  # gallop up; w = n - 1 always holds
+        lo, step, hi = g, 1, min(g + 1, n - 1)
+        while not holds(hi):
+            lo, step = hi, step * 2
+            hi = min(hi + step, n - 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if holds(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+# ------------------------------------------------------------------ Laplace loss
+
+
+def laplace_log_density(rows: np.ndarray, scale: float):
+    """log of sum_g mu(g) exp(-|w - g| / scale) at every grid point w, and the two limits.
+
+    With ``l(s) = log sum_{g <= s} mu(g) e^{-(s-g)/scale}`` and
+    ``r(s) = log sum_{g >= s} mu(g) e^{-(g-s)/scale}`` (one-sided log-space
+    recursions), the mixture at s is ``logaddexp(l(s), r(s+1) - 1/scale)``.
+
+    Parameters
+    ----------
+    rows : ndarray (n_rows, n)
+        Log-probabilities of laws on 0..n-1.
+    scale : float
+        Laplace scale in grid units (> 0).
+
+    Returns
+    -------
+    dens : ndarray (n_rows, n)
+        The log mixture (without the common factor 1/(2 scale)) at w = 0..n-1.
+    up, down : ndarray (n_rows,)
+        ``l(n-1)`` and ``r(0)``: the mixture times e^{(w-(n-1))/scale} as w -> +inf
+        and times e^{-w/scale} as w -> -inf; their differences between two laws are
+        the limits of the log ratio.
+    """
+    step = -1.0 / scale
+    n = rows.shape[1]
+    left = np.empty_like(rows)
+    right = np.empty_like(rows)
+    left[:, 0] = rows[:, 0]
+    right[:, n - 1] = rows[:, n - 1]
+    for s in range(1, n):
+        left[:, s] = np.logaddexp(left[:, s - 1] + step, rows[:, s])
+        right[:, n - 1 - s] = np.logaddexp(right[:, n - s] + step, rows[:, n - 1 - s])
+    dens = left.copy()
+    dens[:, : n - 1] = np.logaddexp(left[:, : n - 1], right[:, 1:] + step)
+    return dens, left[:, n - 1], right[:, 0]
+
+
+def _abs_diff(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore"):
+        d = np.abs(x - y)
+    return np.where(np.isnan(d), np.inf, d)
+
+
+def laplace_losses(rows: np.ndarray, pairs: np.ndarray, scale: float):
+    """Exact Pufferfish loss of F + Lap(scale) for each pair of rows, and where it is attained.
+
+    Parameters
+    ----------
+    rows : ndarray (n_rows, n)
+        Log-probabilities of the conditional laws on the grid 0..n-1.
+    pairs : ndarray of int (n_pairs, 2)
+        Row indices of the two laws of each pair.
+    scale : float
+        Laplace scale in grid units.
+
+    Returns
+    -------
+    loss : ndarray (n_pairs,)
+        max over grid points and the limits w -> +-inf of |log f_a(w) / f_b(w)|,
+        which is the supremum over all outputs (the ratio is monotone between grid points).
+    where : ndarray (n_pairs,)
+        The maximising output: a grid point, or +-inf.
+    """
+    dens, up, down = laplace_log_density(rows, scale)
+    a, b = pairs[:, 0], pairs[:, 1]
+    all_d = np.concatenate([_abs_diff(dens[a], dens[b]), _abs_diff(up[a], up[b])[:, None],
+                            _abs_diff(down[a], down[b])[:, None]], axis=1)
+    k = np.argmax(all_d, axis=1)
+    n = rows.shape[1]
+    where = np.where(k < n, k.astype(float), np.where(k == n, np.inf, -np.inf))
+    return all_d[np.arange(len(k)), k], where
+
+
+def wasserstein_of(laws: QueryLaws):
+    """W in grid units, with its witness and the maximum per prior (Song et al., Algorithm 1)."""
+    per_prior = [0] * laws.n_priors
+    if not laws.exact:
+        best, witness = 0, None
+        for t, node, a, b, w in laws.w_bounds:
+            per_prior[t] = max(per_prior[t], int(w))
+            if witness is None or w > best:
+                best, witness = int(w), (t, node, a, b)
+        return best, witness, tuple(per_prior)
+    rows, pairs, labels = laws.stacked()
+    if not len(pairs):
+        return 0, None, tuple(per_prior)
+    w = w_inf_lattice(rows[pairs[:, 0]], rows[pairs[:, 1]])
+    for (t, *_), v in zip(labels, w):
+        per_prior[t] = max(per_prior[t], int(v))
+    k = int(np.argmax(w))
+    return int(w[k]), labels[k], tuple(per_prior)
+
+
+def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
+    """(loss, witness, per-prior losses) of F + Lap(scale) on stacked laws; scale 0 is the exact answer."""
+    if scale > 0:
+        loss, where = laplace_losses(rows, pairs, scale)
+    else:
+        d = _abs_diff(rows[pairs[:, 0]], rows[pairs[:, 1]])
+        both_zero = ~np.isfinite(rows[pairs[:, 0]]) & ~np.isfinite(rows[pairs[:, 1]])
+        d = np.where(both_zero, 0.0, d)
+        k = np.argmax(d, axis=1)
+        loss, where = d[np.arange(len(k)), k], k.astype(float)
+    per_prior = [0.0] * n_priors
+    for (t, *_), v in zip(labels, loss):
+        per_prior[t] = max(per_prior[t], float(v))
+    k = int(np.argmax(loss))
+    return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
+
+
+def laplace_loss_of(laws: QueryLaws, scale: float):
+    """Exact loss of F + Lap(scale) over the class (scale in grid units; 0 releases F exactly).
+
+    Returns
+    -------
+    (loss, witness, per_prior)
+        witness is ``(prior, node, a, b, output)`` in grid units (output may be +-inf).
+    """
+    if not laws.exact:
+        raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
+    rows, pairs, labels = laws.stacked()
+    if not len(pairs):
+        return 0.0, None, (0.0,) * laws.n_priors
+    return _loss_at(rows, pairs, labels, laws.n_priors, float(scale))
+
+
+def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: float = 1e-6,
+                       deadline: float | None = None):
+    """The smallest Laplace scale (grid units) whose exact loss is at most epsilon, to ``rtol`` relative.
+
+    Bisection on [0, upper] (the loss is non-increasing in the scale): the
+    returned scale always has a computed loss <= epsilon, and scale * (1 - rtol)
+    has a loss above epsilon (or the scale is 0: the exact answer is already
+    epsilon-Pufferfish private).
+
+    Parameters
+    ----------
+    laws : QueryLaws
+    epsilon : float
+    upper : float
+        A scale known to pass (W / epsilon); doubled until it passes if rounding says otherwise.
+    rtol : float
+    deadline : float, optional
+        ``time.monotonic()`` value after which a TimeLimitError is raised.
+
+    Returns
+    -------
+    (scale, loss, witness, per_prior, evaluations)
+    """
+    rows, pairs, labels = laws.stacked()
+    if not len(pairs):
+        return 0.0, 0.0, None, (0.0,) * laws.n_priors, 0
+
+    def at(b):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitError("The time limit passed while searching the optimal Laplace scale; "
+                                 "use the Wasserstein scale or MQM (--method exact).")
+        return _loss_at(rows, pairs, labels, laws.n_priors, b)
+
+    evals = 1
+    best = at(0.0)
+    if best[0] <= epsilon:
+        return 0.0, best[0], best[1], best[2], evals
+    hi = max(float(upper), 1e-12)
+    best = at(hi)
+    while best[0] > epsilon:
+        hi *= 2.0
+        best = at(hi)
+        evals += 1
+        if hi > 1e300:
+            raise AuditError("No Laplace scale reaches the privacy target (the loss does not fall to epsilon).")
+    lo = 0.0
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi) if lo > 0 or hi < 1e-300 else hi / 2.0
+        res = at(mid)
+        evals += 1
+        if res[0] <= epsilon:
+            hi, best = mid, res
+        else:
+            lo = mid
+    return hi, best[0], best[1], best[2], evals
+
+
+# ------------------------------------------------------------------ results
+
+
+def _gain(base, x):
+    if base is None or x is None or not (isinstance(x, float) and math.isfinite(x)):
+        return None
+    if x == 0:
+        return math.inf if base > 0 else 1.0
+    return base / x
+
+
+@dataclass(frozen=True)
+class QueryCalibration:
+    """The noise of one query under a prior class, side by side with the query-agnostic baselines.
+
+    All scales are Laplace scales in the query's own units.
+
+    Attributes
+    ----------
+    method : str
+        ``"wasserstein"`` or ``"optimal-laplace"``: which scale :attr:`scale` is.
+    epsilon : float
+    scale : float
+        The Laplace scale of the chosen method.
+    loss : float or None
+        The exact Pufferfish loss of F + Lap(scale) (None when the laws are not exact).
+    wasserstein : float
+        W of the Wasserstein mechanism (query units; an upper bound when ``exact`` is False).
+    wasserstein_scale : float
+        W / epsilon.
+    optimal_laplace_scale : float or None
+        The smallest Laplace scale with exact loss <= epsilon (None when not computable).
+    group_dp_scale : float
+        Group-DP sensitivity / epsilon.
+    mqm_scale : float or None
+        The Markov Quilt Mechanism's scale for this query: sigma_max times its
+        Lipschitz constant (None, with a note, when MQM does not apply).
+    witness : dict or None
+        Where the chosen scale is decided: prior, node, pair (and output for the loss).
+    per_prior : tuple
+        W per prior (query units).
+    query : dict
+        The query as bound to the class (:meth:`BoundQuery.to_dict`).
+    exact : bool
+        Whether the conditional laws were computed exactly at every position.
+    prior : str
+    secrets : str
+    n_pairs : int
+    seconds : dict
+        Time of each stage.
+    notes : tuple of str
+    theorem : str
+    optimal_noise : OptimalNoise or None
+        The optimal noise law (method ``"optimal-noise"``).
+    wasserstein_loss, optimal_laplace_loss : float or None
+        The exact loss of Laplace noise at W / epsilon and at the optimal scale.
+    """
+
+    method: str
+    epsilon: float
+    scale: float
+    loss: float | None
+    wasserstein: float
+    wasserstein_scale: float
+    optimal_laplace_scale: float | None
+    group_dp_scale: float
+    mqm_scale: float | None
+    witness: Any
+    per_prior: tuple
+    query: dict
+    exact: bool
+    prior: str
+    secrets: str
+    n_pairs: int
+    seconds: dict = field(default_factory=dict)
+    notes: tuple = ()
+    theorem: str = THEOREM_WASSERSTEIN
+    optimal_noise: Any = None
+    wasserstein_loss: float | None = None
+    optimal_laplace_loss: float | None = None
+
+    def comparison(self) -> dict:
+        """Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
+
+        For Laplace noise the expected absolute error is the scale (E|Lap(b)| = b),
+        so the Laplace rows also carry ``scale``; the optimal noise
+        (:mod:`puffgm.mechanisms.optimal_noise`) is no Laplace law and has only
+        its expected absolute error.
+        """
+        g = self.group_dp_scale
+        rows = {"group_dp": g, "mqm": self.mqm_scale, "wasserstein": self.wasserstein_scale,
+                "optimal_laplace": self.optimal_laplace_scale}
+        out = {k: {"scale": v, "expected_abs_error": v, "gain_over_group_dp": _gain(g, v)} for k, v in rows.items()}
+        if self.optimal_noise is not None:
+            e = float(self.optimal_noise.expected_abs_error)
+            out["optimal_noise"] = {"scale": None, "expected_abs_error": e, "gain_over_group_dp": _gain(g, e)}
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``method``, ``epsilon``, ``scale``, ``loss``, ``wasserstein``, the comparison, the rest.
+
+        With method ``"optimal-noise"`` also ``expected_abs_error``, ``noise``
+        (``values``, ``probabilities``, ``tail_ratio``) and ``optimal_noise`` (the
+        program's full record); ``scale`` is then None (the noise is not Laplace).
+        """
+        extra = {}
+        if self.optimal_noise is not None:
+            extra = {"expected_abs_error": self.optimal_noise.expected_abs_error,
+                     "noise": self.optimal_noise.noise | {"unit": self.optimal_noise.unit},
+                     "optimal_noise": self.optimal_noise.to_dict()}
+        return jsonable(extra | {
+            "method": self.method, "epsilon": self.epsilon, "scale": self.scale, "loss": self.loss,
+            "wasserstein": self.wasserstein, "comparison": self.comparison(), "witness": self.witness,
+            "per_prior_wasserstein": list(self.per_prior), "wasserstein_loss": self.wasserstein_loss,
+            "optimal_laplace_loss": self.optimal_laplace_loss, "query": self.query, "exact": self.exact,
+            "prior": self.prior, "secrets": self.secrets, "n_pairs": self.n_pairs, "seconds": self.seconds,
+            "theorem": self.theorem, "notes": list(self.notes),
+        } | extra)
+
+    def explain(self) -> str:
+        """The scales side by side, as a small table, then the guarantee."""
+        q = self.query
+        lines = [f"{q.get('scored_nodes')} scored node(s), values {q.get('min_value'):g}..{q.get('max_value'):g}, "
+                 f"Lipschitz {q.get('lipschitz'):g}; prior {self.prior}; epsilon {self.epsilon:g}",
+                 f"{'mechanism':<22}{'E|noise|':>12}{'gain over group DP':>21}   (Laplace: E|noise| = scale)"]
+        names = {"group_dp": "group DP", "mqm": "MQM (sigma_max x L)", "wasserstein": "Wasserstein",
+                 "optimal_laplace": "optimal Laplace", "optimal_noise": "optimal noise (LP)"}
+        for key, row in self.comparison().items():
+            v, gain = row["expected_abs_error"], row["gain_over_group_dp"]
+            vs = "n/a" if v is None else f"{v:.6g}"
+            gs = "" if gain is None else f"x{gain:.3g}"
+            lines.append(f"{names[key]:<22}{vs:>12}{gs:>21}")
+        loss = "" if self.loss is None else f", exact loss {self.loss:.10g} <= epsilon"
+        if self.method == "optimal-noise":
+            lines.append(self.optimal_noise.explain())
+        else:
+            chosen = "Wasserstein mechanism" if self.method == "wasserstein" else "optimal Laplace scale"
+            lines.append(f"{chosen}: Laplace scale {self.scale:.10g}{loss}")
+        if self.witness and self.method != "optimal-noise":
+            w = self.witness
+            lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class QueryRelease(Release):
+    """A noisy answer F(D) + Lap(scale) calibrated for this one query.
+
+    No composition theorem covers query-specific releases (``composition =
+    "query-specific"``): the accountant takes one alone and refuses to compose
+    it with any other release.  :meth:`to_dict` leaves out ``true_value``.
+    """
+
+    composition = "query-specific"
+    withheld = ("true_value",)
+
+    value: float
+    true_value: float
+    calibration: QueryCalibration
+    secure: bool
+    noise: str
+
+    @property
+    def epsilon(self) -> float:
+        """The Pufferfish parameter of the calibration."""
+        return self.calibration.epsilon
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism's name."""
+        if self.calibration.method == "wasserstein":
+            return "Wasserstein Mechanism (Song, Wang and Chaudhuri, Algorithm 1)"
+        return "Laplace mechanism at the optimal query-specific scale"
+
+    @property
+    def theorem(self) -> str:
+        """The guarantee relied on."""
+        return self.calibration.theorem
+
+    @property
+    def prior(self) -> str:
+        """The prior class the calibration holds for."""
+        return self.calibration.prior
+
+    def explain(self) -> str:
+        """One line: mechanism, epsilon, scale, noise source."""
+        s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.calibration.scale:.6g}; "
+             f"noise: {self.noise}")
+        return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
+
+
+def release_query(answer, calibration: QueryCalibration, *, random_state=None, accountant=None) -> QueryRelease:
+    """Release ``F(D) + Lap(scale)`` for a query-specific calibration (OpenDP's secure sampler by default).
+
+    Parameters
+    ----------
+    answer : float
+        The exact answer F(D) on the data, in the query's units.
+    calibration : QueryCalibration
+    random_state : int or numpy Generator, optional
+        Seeded numpy noise, for tests only (not for production).
+    accountant : PrivacyAccountant, optional
+        Checked before any noise is drawn: it holds a query-specific release only alone.
+
+    Returns
+    -------
+    QueryRelease
+    """
+    if not isinstance(calibration, QueryCalibration):
+        raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate(..., query=...)).")
+    if calibration.method == "optimal-noise":
+        raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
+                             "puffgm.mechanisms.optimal_noise.release_optimal_noise(answer, calibration.optimal_noise).")
+    v = finite_answer(answer)
+
+    def draw():
+        noise = resolve_noise(random_state)
+        out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
+        return QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
+                            noise=noise.description)
+
+    return held_alone(draw, accountant=accountant, mechanism="a query-specific release",
+                      epsilon=calibration.epsilon)
+
+
+def finite_answer(answer) -> float:
+    """The exact answer as a float, or a ParameterError if it is not finite."""
+    v = float(answer)
+    if not math.isfinite(v):
+        raise ParameterError("The query answer must be finite.")
+    return v
+
+
+def held_alone(draw, *, accountant, mechanism: str, epsilon: float):
+    """Check that the accountant may hold a query-specific release, draw it (``draw()``), record it.
+
+    The check comes before any noise is drawn, so a refused release leaks nothing.
+    """
+    if accountant is not None:
+        accountant.check_query_specific(mechanism=mechanism, epsilon=epsilon)
+    rel = draw()
+    if accountant is not None:
+        accountant.record(rel)
+    return rel
+

@@ -1,0 +1,286 @@
+"""Exact conditional laws of a sum query on a Bayesian network: a junction tree with a partial-sum axis.
+
+For F = sum_i s_i(X_i) with integer scores (shifted so that each node's
+smallest score is 0), every factor of the computation carries, besides its
+variables, an axis ``g`` for the partial sum of the scores of the variables
+already summed into it.  Multiplying two factors convolves their ``g`` axes;
+summing out a variable X_k first shifts the ``g`` axis by s_k(x_k).  One
+upward and one downward pass over the junction tree (the elimination tree of
+a greedy min-size order, :func:`puffgm.networks.inference.elimination_tree`)
+give at the clique of each protected node the joint law
+log P(X_k = x, G = g), hence P(G | X_k = x), for every node at once: the cost
+is about twice one variable elimination, with factors longer by the partial-sum
+axis (at most the largest value of F plus one).
+
+Everything is in log space: convolutions are log-sum-exps of sums of logs,
+never FFTs, so a mass of 1e-300 or 1e-3000 (a log-mass) keeps its relative
+precision; the loss of a Laplace mixture and W_inf depend on such tails (see
+:mod:`puffgm.mechanisms.query`).  Zero probabilities are exact ``-inf``.
+
+Only the ancestral set of the scored and protected nodes is used: the other
+nodes are barren (they sum to one).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from puffgm.core.query import BoundQuery
+from puffgm.exceptions import InferenceLimitError, TimeLimitError
+from puffgm.mechanisms.query import NodeLaws
+from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, elimination_tree, logsumexp_axis
+
+__all__ = ["network_query_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH", "SumFactor"]
+
+#: Largest partial-sum axis (the largest value of F on the grid, plus one).
+DEFAULT_MAX_SUM_LENGTH = 1 << 16
+
+_SUGGEST = "use the Markov Quilt Mechanism (--method exact), which does not depend on the query"
+
+
+class SumFactor:
+    """A log-space table over some variables and a trailing partial-sum axis.
+
+    Attributes
+    ----------
+    vars : tuple of int
+        The variables of the leading axes, in axis order.
+    table : ndarray
+        Shape ``(card of each var...) + (length of the partial-sum axis,)``.
+    """
+
+    __slots__ = ("vars", "table")
+
+    def __init__(self, vars_, table):
+        self.vars = tuple(vars_)
+        self.table = table
+
+    @property
+    def length(self) -> int:
+        """Length of the partial-sum axis."""
+        return self.table.shape[-1]
+
+    def aligned(self, scope: tuple) -> np.ndarray:
+        """The table with its variable axes in ``scope`` order (size-1 axes for absent variables)."""
+        perm = sorted(range(len(self.vars)), key=lambda j: scope.index(self.vars[j]))
+        t = np.transpose(self.table, perm + [len(self.vars)])
+        present = set(self.vars)
+        shape, it = [], iter(t.shape[:-1])
+        for v in scope:
+            shape.append(next(it) if v in present else 1)
+        return t.reshape(tuple(shape) + (t.shape[-1],))
+
+    def sum_to(self, keep: tuple) -> "SumFactor":
+        """Sum out every variable not in ``keep`` (log-sum-exp), axes then in ``keep`` order."""
+        t = self.table
+        for j in sorted((j for j, v in enumerate(self.vars) if v not in keep), reverse=True):
+            t = logsumexp_axis(t, j)
+        rest = [v for v in self.vars if v in keep]
+        return SumFactor(rest, t).reordered(tuple(v for v in keep if v in rest))
+
+    def reordered(self, scope: tuple) -> "SumFactor":
+        """The same factor with its variables in ``scope`` order (scope holds exactly its variables)."""
+        if scope == self.vars:
+            return self
+        perm = [self.vars.index(v) for v in scope]
+        return SumFactor(scope, np.transpose(self.table, perm + [len(self.vars)]))
+
+
+def convolve(f: SumFactor, g: SumFactor, scope: tuple) -> SumFactor:
+    """The product of two factors over ``scope``, their partial-sum axes convolved (in log space).
+
+    ``out[x, s] = log sum_t exp(f[x, t] + g[x, s - t])``: a sum of products of
+    non-negative terms, each evaluated as a log-add-exp, so no relative precision
+    is lost however small a term is.
+    """
+    a, b = f.aligned(scope), g.aligned(scope)
+    if a.shape[-1] > b.shape[-1]:
+        a, b = b, a
+    la, lb = a.shape[-1], b.shape[-1]
+    shape = np.broadcast_shapes(a.shape[:-1], b.shape[:-1]) + (la + lb - 1,)
+    out = np.full(shape, -np.inf)
+    with np.errstate(invalid="ignore"):
+        for t in range(la):
+            seg = out[..., t:t + lb]
+            np.logaddexp(seg, a[..., t:t + 1] + b, out=seg)
+    return SumFactor(scope, out)
+
+
+def add_score(f: SumFactor, var: int, scores: np.ndarray) -> SumFactor:
+    """Shift the partial-sum axis by the score of ``var``'s state: out[.., x, s + scores[x]] = f[.., x, s]."""
+    if not np.any(scores):
+        return f
+    j = f.vars.index(var)
+    t = np.moveaxis(f.table, j, 0)
+    out = np.full(t.shape[:-1] + (t.shape[-1] + int(scores.max()),), -np.inf)
+    for x, sc in enumerate(scores):
+        out[x, ..., int(sc):int(sc) + t.shape[-1]] = t[x]
+    return SumFactor(f.vars, np.moveaxis(out, 0, j))
+
+
+def group_sensitivity(prior_class, query: BoundQuery) -> int:
+    """Group-DP sensitivity of the query in grid units: the largest score range of a connected component.
+
+    Group differential privacy protects together every group of correlated
+    records; in a Bayesian network these are the connected components of the
+    DAG, and changing a whole component changes F by at most the sum of its
+    nodes' score ranges.
+    """
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from(prior_class.nodes)
+    for n, ps in prior_class.priors[0].parents.items():
+        g.add_edges_from((p, n) for p in ps)
+    return max((query.range_of(c) for c in nx.connected_components(g)), default=0)
+
+
+class _Tree:
+    """The junction tree shared by every prior of the class, on the relevant nodes."""
+
+    def __init__(self, prior, keep: list, query: BoundQuery, limits: tuple):
+        self.names = keep
+        index = {n: i for i, n in enumerate(keep)}
+        self.card = [len(prior.states[n]) for n in keep]
+        self.fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in keep]
+        scored = set(query.nodes)
+        self.scores = [query.score_vector(n) if n in scored else np.zeros(c, dtype=np.int64)
+                       for n, c in zip(keep, self.card)]
+        max_sum, max_entries = limits
+        if query.total + 1 > max_sum:
+            raise InferenceLimitError(
+                f"The query's partial-sum axis has {query.total + 1} entries, over the limit max_sum_length = "
+                f"{max_sum}; {_SUGGEST}.")
+        tree = elimination_tree(self.card, self.fvars, max_clique=max(1, max_entries // (query.total + 1)))
+        if tree is None:
+            raise InferenceLimitError(
+                f"A clique of the junction tree times the partial-sum axis ({query.total + 1} entries) exceeds "
+                f"max_table_entries = {max_entries}; {_SUGGEST}.")
+        self.order, self.cliques, self.parent = tree
+        pos = {k: t for t, k in enumerate(self.order)}
+        self.home = [[] for _ in keep]
+        for v, fv in enumerate(self.fvars):
+            self.home[min(fv, key=pos.__getitem__)].append(v)
+        self.children = [[] for _ in keep]
+        for k in self.order:
+            if self.parent[k] is not None:
+                self.children[self.parent[k]].append(k)
+        self.roots = [k for k in self.order if self.parent[k] is None]
+
+
+def _base(tree: _Tree, prior, k: int) -> SumFactor:
+    """Clique k's potential: its assigned CPDs (logs summed) and the score of variable k."""
+    scope = tree.cliques[k]
+    shape = tuple(tree.card[v] for v in scope) + (1,)
+    t = np.zeros(shape)
+    with np.errstate(divide="ignore"):
+        for v in tree.home[k]:
+            cpd = np.log(prior.cpts[tree.names[v]])
+            t = t + SumFactor(tree.fvars[v], cpd[..., None]).aligned(scope)
+    return add_score(SumFactor(scope, np.broadcast_to(t, shape).copy()), k, tree.scores[k])
+
+
+def _unit() -> SumFactor:
+    return SumFactor((), np.zeros(1))
+
+
+def _product(factors, scope) -> SumFactor:
+    out = factors[0]
+    for f in factors[1:]:
+        out = convolve(out, f, scope)
+    return out if out.vars == scope else convolve(out, _unit(), scope)
+
+
+def _passes(tree: _Tree, prior, wanted: set, deadline):
+    """Upward and downward passes; yields (k, log P(X_k, G)) for each wanted variable k."""
+    base = {}
+    up = {}
+    for k in tree.order:  # upward: children before parents
+        _check_time(deadline)
+        base[k] = _base(tree, prior, k)
+        full = _product([base[k]] + [up[c] for c in tree.children[k]], tree.cliques[k])
+        up[k] = full.sum_to(tree.cliques[k][1:])
+    down = {}
+    for r in tree.roots:
+        others = [up[o] for o in tree.roots if o != r]
+        down[r] = _product(others, ()) if others else _unit()
+    for k in reversed(tree.order):  # downward: parents before children
+        _check_time(deadline)
+        scope = tree.cliques[k]
+        kids = tree.children[k]
+        items = [convolve(base[k], down[k], scope)] + [up[c] for c in kids]
+        prefix = [items[0]]
+        for f in items[1:]:
+            prefix.append(convolve(prefix[-1], f, scope))
+        if k in wanted:
+            yield k, prefix[-1].sum_to((k,)).table
+        suffix = None
+        for j in range(len(kids), 0, -1):  # items[j] is kids[j-1]
+            rest = prefix[j - 1] if suffix is None else convolve(prefix[j - 1], suffix, scope)
+            c = kids[j - 1]
+            down[c] = rest.sum_to(tree.cliques[c][1:])
+            suffix = items[j] if suffix is None else convolve(items[j], suffix, scope)
+        del base[k]
+
+
+def _check_time(deadline):
+    if deadline is not None and time.monotonic() > deadline:
+        raise TimeLimitError(f"The time limit passed while computing the query's conditional laws; {_SUGGEST}.")
+
+
+def _relevant(prior_class, nodes) -> list:
+    """The ancestral set of ``nodes``, in the class's (topological) order."""
+    parents = prior_class.priors[0].parents
+    keep, todo = set(nodes), list(nodes)
+    while todo:
+        for p in parents[todo.pop()]:
+            if p not in keep:
+                keep.add(p)
+                todo.append(p)
+    return [n for n in prior_class.nodes if n in keep]
+
+
+def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_length: int = DEFAULT_MAX_SUM_LENGTH,
+                       max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES, deadline: float | None = None) -> list:
+    """The conditional laws of the query given each state of each protected node, for every prior.
+
+    Parameters
+    ----------
+    prior_class : PriorClass
+    query : BoundQuery
+        Bound to the class's nodes.
+    secrets : SecretSpec
+        The protected nodes and their discriminative pairs.
+    max_sum_length, max_table_entries : int
+        Limits on the partial-sum axis and on clique entries times its length;
+        InferenceLimitError (naming the limit) beyond them.
+    deadline : float, optional
+        ``time.monotonic()`` value after which TimeLimitError is raised.
+
+    Returns
+    -------
+    list of NodeLaws
+    """
+    protected = secrets.protected_nodes(prior_class)
+    pairs = {n: secrets.value_pairs(prior_class, n) for n in protected}
+    keep = _relevant(prior_class, list(query.nodes) + list(protected))
+    first = prior_class.priors[0]
+    tree = _Tree(first, keep, query, (max_sum_length, max_table_entries))
+    index = {n: i for i, n in enumerate(keep)}
+    wanted = {index[n] for n in protected}
+    out = []
+    for t, prior in enumerate(prior_class.priors):
+        found = dict(_passes(tree, prior, wanted, deadline))
+        for n in protected:
+            joint = found[index[n]]
+            marg = logsumexp_axis(joint, 1)
+            with np.errstate(invalid="ignore"):
+                cond = np.where(np.isfinite(marg)[:, None], joint - marg[:, None], -np.inf)
+            card = len(prior.states[n])
+            ps = pairs[n] if pairs[n] is not None else tuple((a, b) for a in range(card) for b in range(a + 1, card))
+            out.append(NodeLaws(prior=t, node=n, states=tuple(prior.states[n]), log_cond=cond,
+                                log_marginal=marg, pairs=tuple(ps)))
+    return out
+
