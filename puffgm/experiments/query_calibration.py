@@ -24,7 +24,7 @@ TITLE = "Query-specific calibration: a count query on the bundled networks"
 NETWORKS = ("asia", "child", "alarm", "insurance", "hailfinder", "win95pts", "hepar2", "pathfinder")
 
 #: Seconds the optimal noise program may take per network before the row falls back to optimal Laplace.
-NOISE_TIME_LIMIT = 600.0
+NOISE_TIME_LIMIT = 180.0
 
 
 def _row(name: str, epsilon: float) -> dict:
