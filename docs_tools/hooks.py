@@ -59,7 +59,8 @@ def lazy_names(init: Path) -> dict[str, str]:
 
 def entry_points_page(init: Path) -> str:
     """The names ``import puffgm`` offers, each linked to where the API reference documents it."""
-    rows = [f"| [`puffgm.{name}`][{module}.{name}] | `{module}` |" for name, module in sorted(lazy_names(init).items())]
+    names = sorted(lazy_names(init).items())
+    rows = [f"| [`puffgm.{name}`][{module}.{name}] | `{module}` |" for name, module in names]
     return "\n".join([
         "# API reference",
         "",
@@ -106,11 +107,10 @@ def example_page(path: Path, data_files: list[Path]) -> str:
 
 
 def gallery_index(paths: list[Path]) -> str:
-    lines = ["# Gallery", "",
-             "The scripts of `examples/`, each with its description and its source. They are not run "
+    intro = ("The scripts of `examples/`, each with its description and its source. They are not run "
              "when the site is built; run one from a clone with `python examples/NAME.py` (some need the "
-             "`examples` extra: `pip install \".[examples]\"`).", "",
-             "| example | what it shows |", "| --- | --- |"]
+             "`examples` extra: `pip install \".[examples]\"`).")
+    lines = ["# Gallery", "", intro, "", "| example | what it shows |", "| --- | --- |"]
     for path in paths:
         what = _docstring(path)[0].replace("|", r"\|")
         lines.append(f"| [{path.name}]({path.stem}.md) | {what} |")
