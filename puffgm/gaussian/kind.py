@@ -23,7 +23,7 @@ class LinearGaussianKind(PriorKind):
 
     Parameters
     ----------
-    prior : a puffgm-linear-gaussian JSON path or dict, a LinearGaussianPrior, a
+    prior_class : a puffgm-linear-gaussian JSON path or dict, a LinearGaussianPrior, a
         GaussianPriorClass, a pgmpy LinearGaussianBayesianNetwork, or a list of these
         A pgmpy model needs the options ``bounds`` and ``delta`` (the region secrets).
     """

@@ -109,6 +109,8 @@ def log_box2_bounds(law: PairLaw, box_p, box_q, M=16):
     M : int
         Chebyshev cut points of [lo_p, hi_p].
 
+    Notes
+    -----
     [lo_p, hi_p] is cut at M Chebyshev points and a fine grid around the mode of the integrand; on each
     piece log P(x_q in T_q | u) (concave in u) lies below its tangent at the midpoint and above its
     chord, and the normal density times an exponential of a linear function integrates in closed form.
