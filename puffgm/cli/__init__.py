@@ -20,6 +20,7 @@ COMMANDS = (
     ("translate", "translate", "translate between epsilon_puffer and epsilon_DP along a curve"),
     ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
     ("blowfish", "blowfish", "Blowfish policies: policy-specific sensitivity and releases"),
+    ("conditions", "conditions", "necessary conditions for composition (Bai et al. Theorems 4, 5) of a finite mechanism"),
 )
 
 
