@@ -35,7 +35,13 @@ derives from :class:`puffgm.core.release.Release` and names its rule in
 are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
 section 4, give mechanisms with zero leakage alone that reveal the data when run
 twice (privacy collapse).  MQM releases and curve-based releases are not mixed
-in one accountant (no theorem states their joint guarantee).
+in one accountant: Song et al. Theorem 4.4 composes MQM releases only with MQM
+releases over the same quilt sets, Bai et al. Theorem 7 composes only DP-based
+releases along one curve, and no theorem of either paper covers the mix; the
+refusal says so.  Blowfish releases are (epsilon, P)-Blowfish private under their
+policy, a guarantee of another kind than Pufferfish privacy for a prior class:
+the report of an accountant holding them says "Blowfish private under the policy",
+and they are not mixed with Pufferfish releases either.
 
 There is no hidden global accountant: create one and pass it to each release.
 A release that would exceed the budget raises :class:`~puffgm.exceptions.BudgetError`
@@ -87,6 +93,31 @@ _SINGLE = (
 )
 
 
+#: What each kind of ledger entry is, and the only theorem that composes it (for refusals).
+_KIND_RULE = {
+    "mqm": ("Markov Quilt Mechanism releases", "a Markov Quilt Mechanism release",
+            "Song et al. Theorem 4.4 composes MQM releases only with MQM releases over the same quilt sets"),
+    "dp": ("DP-based releases along an a(b)-influence curve", "a DP-based release along an a(b)-influence curve",
+           "Bai et al. Theorem 7 composes DP-based releases translated along one a(b)-influence curve only"),
+    "blowfish": ("Blowfish releases", "a Blowfish release",
+                 "He et al. Theorems 4.1 and 4.2 compose releases under one Blowfish policy only, and their "
+                 "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a prior class"),
+}
+
+
+def _mixing_refusal(held: str, new: str) -> CompositionError:
+    """The refusal to compose a release of kind ``new`` with held releases of kind ``held``, with the reason."""
+    held_name, _, held_rule = _KIND_RULE[held]
+    _, new_name, new_rule = _KIND_RULE[new]
+    if {held, new} == {"mqm", "dp"}:
+        why = ("no theorem in Song, Wang and Chaudhuri 2017 or in Bai et al. covers this mix: "
+               f"{held_rule}, and {new_rule}; Pufferfish releases need not compose (Bai et al., section 4)")
+    else:
+        why = f"no theorem composes releases of another kind with them: {held_rule}; {new_rule}"
+    return CompositionError(f"The accountant holds {held_name}, so it refuses {new_name}: {why}. "
+                            "Nothing was released.")
+
+
 @dataclass(frozen=True)
 class LedgerEntry:
     """One recorded release.
@@ -106,6 +137,8 @@ class LedgerEntry:
         Curve point and DP parameter of a ``"dp"`` release (None otherwise).
     subset : frozenset or None
         Individuals a ``"blowfish"`` release reads (None: all).
+    policy : str or None
+        The description of the policy of a ``"blowfish"`` release, when the release records one.
     """
 
     kind: str
@@ -118,17 +151,37 @@ class LedgerEntry:
     b: int | None = None
     epsilon_dp: float | None = None
     subset: frozenset | None = None
+    policy: str | None = None
 
 
 @dataclass(frozen=True)
 class AccountingReport:
-    """The composed guarantee of every recorded release and the theorem it rests on."""
+    """The composed guarantee of every recorded release and the theorem it rests on.
+
+    Attributes
+    ----------
+    total : float
+        The composed privacy parameter.
+    budget : float or None
+        The accountant's budget.
+    n_releases : int
+        Number of recorded releases.
+    theorem : str
+        The composition theorem the total rests on.
+    entries : tuple of LedgerEntry
+        The ledger.
+    guarantee : str
+        ``"Pufferfish"`` (epsilon-Pufferfish privacy for the prior class and secrets of
+        the releases) or ``"Blowfish"`` ((epsilon, P)-Blowfish privacy under the policy P
+        of the releases, He et al. Definition 4.3; not a Pufferfish guarantee for a prior class).
+    """
 
     total: float
     budget: float | None
     n_releases: int
     theorem: str
     entries: tuple
+    guarantee: str = "Pufferfish"
 
     @property
     def remaining(self) -> float:
@@ -138,6 +191,11 @@ class AccountingReport:
     def explain(self) -> str:
         """One line: number of releases, composed guarantee, budget, theorem."""
         b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
+        if self.guarantee == "Blowfish":
+            e = self.entries[0] if self.entries else None
+            policy = "" if e is None else f" ({e.policy}; key {e.key})" if e.policy else f" (key {e.key})"
+            return (f"{self.n_releases} release(s): ({self.total:g}, P)-Blowfish private under their policy P"
+                    f"{policy}, not a Pufferfish guarantee for a prior class ({b}); by {self.theorem}")
         return f"{self.n_releases} release(s): {self.total:g}-Pufferfish private ({b}); by {self.theorem}"
 
     def __str__(self):
@@ -196,11 +254,9 @@ class PrivacyAccountant:
             )
         if isinstance(b, bool) or int(b) != b or int(b) < 1:
             raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
-        if any(e.kind != "dp" for e in self._entries):
-            raise CompositionError(
-                "The accountant already holds Markov Quilt Mechanism releases; no theorem composes them with "
-                "a DP-based release along an a(b)-influence curve (Bai et al., section 4)."
-            )
+        other = next((e.kind for e in self._entries if e.kind != "dp"), None)
+        if other is not None:
+            raise _mixing_refusal(other, "dp")
         total = self._dp_total((epsilon_puffer, a), curve_key)
         if self.budget is not None and total > self.budget * (1 + _TOL):
             raise BudgetError(
@@ -321,12 +377,9 @@ class PrivacyAccountant:
         """The total after one more MQM release; raises if it cannot be composed or is over budget."""
         self._refuse_after_single("a Markov Quilt Mechanism release")
         epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_mqm")
-        others = [e for e in self._entries if e.kind != "mqm"]
-        if others:
-            raise CompositionError(
-                "The accountant already holds releases of another kind; no theorem composes them with a "
-                "Markov Quilt Mechanism release (Bai et al., section 4)."
-            )
+        other = next((e.kind for e in self._entries if e.kind != "mqm"), None)
+        if other is not None:
+            raise _mixing_refusal(other, "mqm")
         total = self._mqm_total(epsilon, quilt_key)
         if self.budget is not None and total > self.budget * (1 + _TOL):
             raise BudgetError(
@@ -367,11 +420,9 @@ class PrivacyAccountant:
         """
         self._refuse_after_single("a Blowfish release")
         epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_blowfish")
-        if any(e.kind != "blowfish" for e in self._entries):
-            raise CompositionError(
-                "The accountant already holds Pufferfish releases of another kind; no theorem composes them "
-                "with a Blowfish release."
-            )
+        other = next((e.kind for e in self._entries if e.kind != "blowfish"), None)
+        if other is not None:
+            raise _mixing_refusal(other, "blowfish")
         if subset is not None:
             if constrained:
                 raise CompositionError(
@@ -396,7 +447,8 @@ class PrivacyAccountant:
                             constrained=bool(getattr(release, "constrained", False)))
         self._entries.append(
             LedgerEntry("blowfish", float(release.epsilon), release.policy_key, label, release.mechanism,
-                        bool(release.secure), subset=None if subset is None else frozenset(subset))
+                        bool(release.secure), subset=None if subset is None else frozenset(subset),
+                        policy=_policy_description(release))
         )
 
     # -------------------------------------------------------------- reports
@@ -415,6 +467,11 @@ class PrivacyAccountant:
         if any(e.kind == "blowfish" for e in self._entries):
             return self._blowfish_total()
         return self._mqm_total()
+
+    @property
+    def guarantee(self) -> str:
+        """``"Blowfish"`` when the releases are Blowfish releases (private under their policy), else ``"Pufferfish"``."""
+        return "Blowfish" if any(e.kind == "blowfish" for e in self._entries) else "Pufferfish"
 
     @property
     def theorem(self) -> str:
@@ -438,4 +495,12 @@ class PrivacyAccountant:
             n_releases=len(self._entries),
             theorem=self.theorem,
             entries=self.entries,
+            guarantee=self.guarantee,
         )
+
+
+def _policy_description(release) -> str | None:
+    """The policy description a Blowfish release records in its details (None if it records none)."""
+    details = getattr(release, "details", None) or {}
+    policy = details.get("policy") if hasattr(details, "get") else None
+    return None if policy is None else str(policy)

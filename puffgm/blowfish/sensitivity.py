@@ -203,7 +203,11 @@ def values_matrix(policy: Policy, values=None) -> np.ndarray:
     """
     if values is None:
         return policy.domain.coords()
-    g = np.asarray(values, dtype=float)
+    try:
+        g = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):  # ragged rows or non-numbers
+        raise PolicyError(f"The query values must be finite numbers, one row of equal length per domain value "
+                          f"({policy.domain.size}).") from None
     if g.ndim == 1:
         g = g[:, None]
     if g.ndim != 2 or g.shape[0] != policy.domain.size or not np.all(np.isfinite(g)):

@@ -24,6 +24,7 @@ from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, chain_query_laws
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
+from puffgm.core.results import QuiltGraph
 from puffgm.mechanisms.query import QueryLaws
 from puffgm.exceptions import PriorError
 
@@ -96,6 +97,10 @@ class MarkovChainKind(PriorKind):
             return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
         baseline = group_dp if method == "groupdp" else gk16
         return baseline(cc, epsilon=epsilon, lipschitz=lipschitz)
+
+    def quilt_graph(self) -> QuiltGraph:
+        """The chain X1 -> ... -> XT of the class, kept with calibration results for pictures."""
+        return QuiltGraph("chain", length=int(self.prior_class.length))
 
     def _exact(self, *, epsilon, lipschitz, options):
         return MQMExact(self.prior_class, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)

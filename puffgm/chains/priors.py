@@ -64,8 +64,9 @@ def check_length(T, where="ChainPrior") -> int:
     return int(T)
 
 
-def _validate_stochastic(arr, what: str, notes: list) -> np.ndarray:
-    """Check non-negativity, finiteness and unit row sums of a vector or matrix."""
+def _validate_stochastic(arr, what: str, notes: list, ndim: int = 1) -> np.ndarray:
+    """Check the shape (a non-empty vector, ``ndim`` 1, or a square matrix, 2), non-negativity,
+    finiteness and unit row sums."""
     try:
         raw = np.asarray(arr)
     except (TypeError, ValueError):
@@ -73,6 +74,9 @@ def _validate_stochastic(arr, what: str, notes: list) -> np.ndarray:
     if raw.dtype.kind not in "iuf":  # no booleans, strings, objects or complex numbers
         raise PriorError(f"The {what} must hold real numbers (got entries of type {raw.dtype}).")
     arr = np.array(raw, dtype=float, copy=True)
+    if arr.ndim != ndim or arr.size == 0 or (ndim == 2 and arr.shape[0] != arr.shape[1]):
+        form = "a non-empty vector" if ndim == 1 else "square k x k"
+        raise PriorError(f"The {what} must be {form}; got shape {arr.shape}.")
     if not np.all(np.isfinite(arr)):
         raise PriorError(f"The {what} has a NaN or infinite entry.")
     if np.any(arr < 0):
@@ -108,7 +112,7 @@ def check_transition_matrix(matrix, what: str, k: int | None = None) -> tuple:
     (matrix, notes) : (read-only ndarray of shape (k, k), tuple of str)
     """
     notes: list = []
-    P = _validate_stochastic(matrix, what, notes)
+    P = _validate_stochastic(matrix, what, notes, ndim=2)
     if P.ndim != 2 or P.shape[0] != P.shape[1] or P.shape[0] < 1:
         raise PriorError(f"The {what} must be a square k x k matrix; got shape {P.shape}.")
     if k is not None and P.shape[0] != k:

@@ -29,7 +29,7 @@ import os
 
 CASE_NAMES = ("flu", "close-adversary", "bai-4.1", "bai-4.2", "bai-4.3", "exam-order", "theorem-6", "lemma-7.1")
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "read_spec"]
 
 
 def register(p) -> None:
@@ -254,19 +254,46 @@ def _audit(inst, mech: dict):
     raise ParameterError(f"Unknown mechanism type {kind!r}; use laplace, finite, exponential or wasserstein.")
 
 
-def _run_spec(args) -> str:
+def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("mechanism",)):
+    """Read a JSON spec of an instantiation and its mechanism (the format of ``puffgm audit SPEC.json``).
+
+    Parameters
+    ----------
+    path : str
+        The JSON file: ``nodes``, ``states``, ``priors`` (``{"table": ...}`` or ``{"network": ...}``,
+        network paths relative to the file), ``pairs`` (``"default"`` or secret pairs), ``protect``,
+        and a mechanism under one of ``mechanism_keys``.
+    max_states : int
+        Largest database the instantiation may enumerate.
+    mechanism_keys : tuple of str
+        The keys that may hold the mechanism; the spec must have at least one.
+
+    Returns
+    -------
+    (dict, Instantiation)
+        The parsed spec and the instantiation (S, Theta) it describes.
+
+    Raises
+    ------
+    ParameterError
+        If the file is not a JSON object with ``priors`` and a mechanism key.
+    """
     from puffgm.exceptions import ParameterError
     from puffgm.framework import Instantiation
 
     try:
-        with open(args.spec, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8") as fh:
             spec = json.load(fh)
     except json.JSONDecodeError as exc:
-        raise ParameterError(f"The spec {args.spec!r} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
-    if not isinstance(spec, dict) or "priors" not in spec or "mechanism" not in spec:
-        raise ParameterError("The spec must be a JSON object with 'priors' and 'mechanism'.")
-    priors = _load_priors(spec["priors"], os.path.dirname(os.path.abspath(args.spec)))
-    kw = {"max_states": args.max_states}
+        raise ParameterError(f"The spec {path!r} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"The spec {path!r} is not UTF-8 text.") from None
+    if not isinstance(spec, dict) or "priors" not in spec or not any(k in spec for k in mechanism_keys):
+        raise ParameterError(f"The spec must be a JSON object with 'priors' and {' or '.join(map(repr, mechanism_keys))}.")
+    if not isinstance(spec["priors"], list) or not spec["priors"]:
+        raise ParameterError("The spec's 'priors' must be a non-empty list of {\"table\": ...} or {\"network\": ...}.")
+    priors = _load_priors(spec["priors"], os.path.dirname(os.path.abspath(path)))
+    kw = {"max_states": max_states}
     if "nodes" in spec:
         kw["nodes"] = spec["nodes"]
     if "states" in spec:
@@ -279,7 +306,14 @@ def _run_spec(args) -> str:
             protect = [protect]
         inst = Instantiation.bayesian_network_default(priors, protected=protect, **kw)
     else:
+        if not isinstance(pairs, list) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):
+            raise ParameterError("The spec's 'pairs' must be \"default\" or a list of [secret, secret] pairs.")
         inst = Instantiation(priors, [(_secret(a), _secret(b)) for a, b in pairs], **kw)
+    return spec, inst
+
+
+def _run_spec(args) -> str:
+    spec, inst = read_spec(args.spec, max_states=args.max_states)
     out = _audit(inst, spec["mechanism"])
     out["instantiation"] = inst.describe()
     if args.json:

@@ -74,6 +74,9 @@ def register(p) -> None:
     p.add_argument("--time-limit", type=_finite_float, default=None,
                    help="seconds a network calibration may take; it stops early, with the projected "
                         "time, once the projection exceeds the limit (default: none)")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="draw the worst node, its quilt, nearby and remote sets to this file (networks: the DAG; "
+                        "chains: the positions; needs matplotlib, pip install 'puffgm[plot]')")
 
 
 def _options(args, prior) -> dict:
@@ -165,6 +168,16 @@ def _run_query(args, prior) -> str:
     return cal.explain()
 
 
+def _check_plot(args) -> None:
+    """Refuse --plot before any work when it cannot be drawn (a query method, no matplotlib, a baseline)."""
+    from puffgm.core.plot import require_matplotlib
+    from puffgm.exceptions import ParameterError
+
+    if args.method in QUERY_METHODS or args.method in ("groupdp", "gk16"):
+        raise ParameterError(f"--plot draws the quilt of an MQM calibration; --method {args.method} has none.")
+    require_matplotlib()
+
+
 def run(args) -> str:
     from puffgm.api import as_prior
     from puffgm.core.validation import check_positive_finite
@@ -172,6 +185,8 @@ def run(args) -> str:
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
+    if args.plot is not None:
+        _check_plot(args)
     prior = as_prior(list(args.priors))
     if args.method in QUERY_METHODS:
         return _run_query(args, prior)
@@ -185,9 +200,11 @@ def run(args) -> str:
             f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
             "use a smaller Lipschitz constant or a larger epsilon."
         )
+    if args.plot is not None:
+        result.plot(args.plot)
     if args.json:
         return json.dumps(result.to_dict(per_node=args.per_node), indent=2, allow_nan=False)
-    text = result.explain()
+    text = result.explain() + (f"\nquilt picture saved to {args.plot}" if args.plot is not None else "")
     if args.per_node:
         lines = [text, "per node:"]
         for q in result.per_node:

@@ -24,6 +24,7 @@ is supported, so no option is ever dropped silently.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar, Mapping
 
 from puffgm.exceptions import NotApplicableError, ParameterError
@@ -120,7 +121,18 @@ class PriorKind:
         """
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
-        return self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
+        result = self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
+        graph = self.quilt_graph()
+        if graph is not None and getattr(result, "graph", True) is None:
+            result = dataclasses.replace(result, graph=graph)  # for result.plot()
+        return result
+
+    def quilt_graph(self):
+        """The graph the quilts live in (:class:`~puffgm.core.results.QuiltGraph`), or None if the kind has none.
+
+        :meth:`calibrate` attaches it to the result, so that ``result.plot()`` can draw it.
+        """
+        return None
 
     def influence_curve(self, max_b=None, **options):
         """The a(b)-influence curve of the class (Bai, He, Gu, Kifer and Maeng, Definition 7).

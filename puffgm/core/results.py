@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["QuiltChoice", "CalibrationResult", "json_float", "freeze_record"]
+__all__ = ["QuiltChoice", "QuiltGraph", "CalibrationResult", "json_float", "freeze_record"]
 
 
 def freeze_record(record) -> None:
@@ -96,6 +96,29 @@ class QuiltChoice:
 
 
 @dataclass(frozen=True)
+class QuiltGraph:
+    """The graph a calibration's quilts live in, kept with the result to draw it (:meth:`CalibrationResult.plot`).
+
+    Attributes
+    ----------
+    kind : str
+        ``"dag"`` (a Bayesian network: ``nodes`` and ``edges``) or ``"chain"`` (a Markov chain
+        X1 -> X2 -> ... -> XT of ``length`` T).
+    nodes : tuple of str
+        The nodes of a DAG, in the network's order.
+    edges : tuple of (str, str)
+        The arcs (parent, child) of a DAG.
+    length : int
+        T, the length of a chain.
+    """
+
+    kind: str
+    nodes: tuple = ()
+    edges: tuple = ()
+    length: int = 0
+
+
+@dataclass(frozen=True)
 class CalibrationResult:
     """The outcome of a calibration: noise scale and everything that justifies it.
 
@@ -133,6 +156,10 @@ class CalibrationResult:
         quilts could give (max over protected nodes, and over the priors of a
         finite class, of each one's bound; :mod:`puffgm.networks.quilt_bounds`), ``nan``
         when the calibration road does not compute one.
+    graph : QuiltGraph or None
+        The DAG or chain the quilts live in, for :meth:`plot`; set by :func:`puffgm.calibrate`
+        (``PriorKind.calibrate``), None when the road does not know it.  Not part of
+        :meth:`to_dict` nor of equality.
     """
 
     epsilon: float
@@ -149,6 +176,7 @@ class CalibrationResult:
     notes: tuple = ()
     details: Mapping = field(default_factory=dict)
     sigma_lower_bound: float = math.nan
+    graph: QuiltGraph | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -245,6 +273,41 @@ class CalibrationResult:
 
     def __str__(self) -> str:
         return self.explain()
+
+    def plot(self, path: str | None = None, *, ax: Any = None, graph: Any = None) -> Any:
+        """Draw the worst node, its quilt, the nearby set and the remote set (needs matplotlib).
+
+        A Bayesian network is drawn as its DAG in layers (topological generations, parents
+        above children) with every node labelled; a Markov chain as its positions along the
+        chain (long runs of one set shortened to their ends and a count).  The legend gives
+        the max-influence and score of the quilt, and the title the noise scale.
+
+        Parameters
+        ----------
+        path : str, optional
+            Save the picture there (the format from the extension: PNG, SVG, PDF, ...).
+        ax : matplotlib Axes, optional
+            Draw into these axes instead of a new figure.
+        graph : optional
+            The DAG when the result does not carry it (a result of the low-level
+            :func:`puffgm.networks.calibration.calibrate`): a networkx DiGraph, a pgmpy
+            model, a :class:`~puffgm.networks.priors.PriorClass` (its ``dag``) or a list
+            of (parent, child) pairs.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure drawn into.
+
+        Raises
+        ------
+        ParameterError
+            Without matplotlib (``pip install 'puffgm[plot]'``), when the result has no
+            quilt to draw (a baseline) or no graph, or when ``path`` cannot be written.
+        """
+        from puffgm.core.plot import plot_calibration
+
+        return plot_calibration(self, path, ax=ax, graph=graph)
 
 
 def _rebuild_calibration(state: dict) -> CalibrationResult:

@@ -466,7 +466,46 @@ def read_bif_text(text: str, label: str) -> NetworkTables:
     if fast is not None:
         nodes, states, parents, cpds = fast
         return NetworkTables(tuple(nodes), states, parents, cpds)
-    return _bif_pgmpy(text, label)
+    try:
+        return _bif_pgmpy(text, label)
+    except PriorError:
+        defect = _bif_count_defect(text)  # say what is wrong rather than how pgmpy's arrays failed
+        if defect is None:
+            raise
+        raise _failed(label, "pgmpy's BIFReader", defect) from None
+
+
+def _bif_count_defect(text: str) -> str | None:
+    """The first count that does not match in plain BIF blocks (states, table entries, rows), or None."""
+    text = re.sub(r"//[^\n]*", "", re.sub(r"/\*.*?\*/", "", text, flags=re.S))
+    states = {}
+    for m in _BIF_VAR.finditer(text):
+        vals = [v.strip() for v in m.group(3).split(",") if v.strip()]
+        if len(vals) != int(m.group(2)):
+            return f"variable {m.group(1)!r} declares {int(m.group(2))} states but lists {len(vals)}"
+        states[m.group(1)] = vals
+    for m in _BIF_PROB.finditer(text):
+        child = m.group(1).strip()
+        pa = tuple(v.strip() for v in (m.group(2) or "").split(",") if v.strip())
+        if child not in states or any(p not in states for p in pa):
+            continue
+        k = len(states[child])
+        if not pa:
+            t = _BIF_TABLE.match(m.group(3))
+            n = None if t is None else len(t.group(1).replace(",", " ").split())
+            if n is not None and n != k:
+                return f"the table of {child!r} has {n} entries, expected {k} (one per state)"
+            continue
+        rows = _BIF_ROW.findall(m.group(3))
+        need = int(np.prod([len(states[p]) for p in pa]))
+        if len(rows) != need:
+            return (f"the CPD of {child!r} has {len(rows)} rows, expected {need} (one per configuration of "
+                    f"its parents {', '.join(pa)})")
+        for cfg, vals in rows:
+            n = len(vals.replace(",", " ").split())
+            if n != k:
+                return f"the row ({cfg.strip()}) of the CPD of {child!r} has {n} entries, expected {k} (one per state)"
+    return None
 
 
 def _bif_pgmpy(text: str, label: str) -> NetworkTables:

@@ -2,6 +2,7 @@
 
 import importlib
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -17,11 +18,34 @@ from puffgm.experiments.bai_topk import ranking_metrics  # noqa: E402
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
+def _git_status():
+    """``git status --porcelain`` of the checkout (None when the tests do not run from a git checkout)."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    except OSError:
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
 @pytest.mark.slow
-def test_quick_runner_writes_page_and_figures(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "puffgm.experiments", "--quick", "--out", str(tmp_path),
-                           "--no-progress"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+def test_quick_runner_writes_page_and_figures_outside_the_tree():
+    before = _git_status()
+    proc = subprocess.run([sys.executable, "-m", "puffgm.experiments", "--quick", "--no-progress"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+    out = pathlib.Path(proc.stdout.strip().splitlines()[-1]).parent
+    try:
+        _check_quick_page(out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    # the quick run wrote into a temporary folder, never into the repository (docs/ included)
+    assert ROOT not in out.resolve().parents
+    assert _git_status() == before
+
+
+def _check_quick_page(out):
+    tmp_path = out
     page = (tmp_path / "results.md").read_text()
     assert page.startswith("# Results")
     assert "python -m puffgm.experiments" in page and "Total time" in page and "Machine" in page
@@ -53,6 +77,22 @@ def test_only_and_unknown_name(tmp_path):
     assert "regenerated alone" in new and new.index("## Other") < new.index("## Bai") < new.index("## Later")
     with pytest.raises(SystemExit, match="Unknown experiment"):
         runner.run_all(tmp_path, quick=True, only="nope", show_progress=False)
+
+
+def test_quick_runs_never_write_into_docs():
+    out = runner.output_folder(None, quick=True)
+    try:
+        assert out.is_dir() and ROOT not in out.resolve().parents and not any(out.iterdir())
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+    assert runner.output_folder(None, quick=False) == runner.DEFAULT_OUT  # only a full run targets docs/
+    for docs in (ROOT / "docs", runner.REPO_DOCS):
+        with pytest.raises(SystemExit, match="does not write into .*published results page"):
+            runner.main(["--quick", "--out", str(docs), "--no-progress"])
+    before = _git_status()
+    with pytest.raises(SystemExit, match="does not write into"):
+        runner.run_all(runner.REPO_DOCS, quick=True, only="composition_conditions", show_progress=False)
+    assert _git_status() == before
 
 
 def test_progress_callback_reaches_total(tmp_path):

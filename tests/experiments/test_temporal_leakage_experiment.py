@@ -34,13 +34,11 @@ def test_insert_section_keeps_the_order_of_experiments():
     assert runner._insert_section("no sections here", "temporal_leakage", "## X\n") is None
 
 
-def test_quick_never_writes_the_published_page(monkeypatch):
-    seen = []
-    monkeypatch.setattr(runner, "run_all", lambda out, **kw: seen.append((pathlib.Path(out), kw)) or out)
-    runner.main(["--quick", "--no-progress"])
-    runner.main(["--no-progress", "--only", "temporal_leakage"])
-    assert seen[0][0] == runner.QUICK_OUT and seen[0][0] != runner.DEFAULT_OUT
-    assert seen[1][0] == runner.DEFAULT_OUT
+def test_quick_never_writes_the_published_page():
+    quick = runner.output_folder(None, quick=True)
+    assert quick.resolve() != runner.REPO_DOCS.resolve() and quick.exists()
+    quick.rmdir()
+    assert runner.output_folder(None, quick=False) == runner.DEFAULT_OUT
 
 
 @pytest.mark.slow

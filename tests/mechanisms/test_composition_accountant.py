@@ -111,3 +111,38 @@ def test_real_network_curve_composes():
     PufferfishLaplace(c, epsilon_puffer=1.0).release(10.0, random_state=0, accountant=acc)
     PufferfishTopK(c, epsilon_puffer=1.5, k=2).release([4, 1, 3], random_state=0, accountant=acc)
     assert acc.total <= 2.5 + 1e-12
+
+
+def test_mixing_mqm_and_curve_refusal_names_the_missing_theorem():
+    """MQM then curve, and curve then MQM: refused, and the message says why (no theorem covers the mix)."""
+    from types import SimpleNamespace
+
+    mqm = PrivacyAccountant()
+    mqm.record_mqm(SimpleNamespace(epsilon=1.0, mechanism="m", secure=True), quilt_key="k")
+    with pytest.raises(CompositionError, match=r"no theorem in Song, Wang and Chaudhuri 2017 or in Bai et al\. "
+                                               r"covers this mix.*Theorem 4\.4.*Theorem 7.*Nothing was released"):
+        PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=mqm)
+    curve = PrivacyAccountant()
+    PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=curve)
+    with pytest.raises(CompositionError, match=r"holds DP-based releases.*refuses a Markov Quilt Mechanism release: "
+                                               r"no theorem in Song.*covers this mix"):
+        curve.check_mqm(epsilon=1.0, quilt_key="k")
+    assert len(mqm.entries) == 1 and len(curve.entries) == 1
+
+
+def test_blowfish_report_says_blowfish_under_its_policy():
+    from puffgm.blowfish.mechanisms import laplace_mechanism
+    from puffgm.blowfish.policy import Domain, Policy, line_graph
+
+    acc = PrivacyAccountant()
+    p = Policy(line_graph(Domain.ordered(5)))
+    laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, accountant=acc)
+    laplace_mechanism(2.0, p, epsilon=0.25, sensitivity=1.0, random_state=0, accountant=acc)
+    rep = acc.report()
+    assert acc.guarantee == rep.guarantee == "Blowfish"
+    text = rep.explain()
+    assert "(0.75, P)-Blowfish private under their policy P" in text and p.key in text
+    assert "line secret graph" in text and "-Pufferfish private" not in text
+    assert PrivacyAccountant().report().guarantee == "Pufferfish"
+    with pytest.raises(CompositionError, match="is not Pufferfish privacy for a prior class"):
+        acc.check_dp(epsilon_puffer=1.0, a=0.1, b=1, curve_key="c")
