@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_int
-from puffgm.exceptions import ParameterError
 from puffgm.core.release import jsonable
 from puffgm.core.results import json_float
+from puffgm.core.validation import check_positive_int
+from puffgm.exceptions import ParameterError
 
 __all__ = ["InfluenceCurve", "curve_from_points", "pointwise_max"]
 
@@ -134,7 +134,7 @@ class InfluenceCurve:
     @property
     def points(self) -> tuple:
         """The points as ``(b, a)`` pairs."""
-        return tuple(zip(self.b, self.a))
+        return tuple(zip(self.b, self.a, strict=True))
 
     def a_at(self, b: int) -> float:
         """a(b) for any b >= 1: the stored value, or 0 for b >= n_entries, else a(B)."""
@@ -150,12 +150,12 @@ class InfluenceCurve:
 
         Returns ``(b, a, witness)`` triples with finite a.
         """
-        pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses) if math.isfinite(a)]
+        pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses, strict=True) if math.isfinite(a)]
         if self.n_entries > self.max_b:
             pts.append((self.n_entries, 0.0, ("*", "trivial split: H = every entry, L empty")))
         return tuple(pts)
 
-    def node_curve(self, node) -> "InfluenceCurve":
+    def node_curve(self, node) -> InfluenceCurve:
         """The per-node curve a_i(b) (needs ``per_node=True`` when the curve was computed)."""
         per = self.details.get("per_node")
         if not per or node not in per:
@@ -173,10 +173,10 @@ class InfluenceCurve:
     def to_dict(self) -> dict:
         """JSON-ready dict: ``points`` [{"b", "a"}], ``witnesses``, method, fingerprint, ..."""
         return {
-            "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a)],
+            "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a, strict=True)],
             "witnesses": [
                 None if w is None else {"b": b, "node": jsonable(w[0]), "quilt": jsonable(w[1])}
-                for b, w in zip(self.b, self.witnesses)
+                for b, w in zip(self.b, self.witnesses, strict=True)
             ],
             "n_entries": self.n_entries,
             "max_b": self.max_b,
@@ -196,7 +196,7 @@ class InfluenceCurve:
             f"fingerprint {self.fingerprint}",
             f"relies on: {self.theorem}",
         ]
-        rows = list(zip(self.b, self.a, self.witnesses))
+        rows = list(zip(self.b, self.a, self.witnesses, strict=True))
         shown = rows if len(rows) <= max_rows else rows[: max_rows - 2] + rows[-2:]
         for k, (b, a, w) in enumerate(shown):
             if len(rows) > max_rows and k == max_rows - 2:
