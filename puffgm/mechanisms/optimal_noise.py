@@ -92,7 +92,12 @@ from puffgm.core.release import jsonable
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
-    QueryLaws, QueryRelease, finite_answer, held_alone, optimal_laplace_of, wasserstein_of,
+    QueryLaws,
+    QueryRelease,
+    finite_answer,
+    held_alone,
+    optimal_laplace_of,
+    wasserstein_of,
 )
 
 __all__ = [
@@ -177,7 +182,7 @@ class NoiseLaw:
         """The total mass (1 for a normalised law)."""
         return float(self.probabilities.sum() + sum(self.tail_masses()))
 
-    def normalised(self) -> "NoiseLaw":
+    def normalised(self) -> NoiseLaw:
         """The same law scaled to total mass one."""
         return NoiseLaw(self.probabilities / self.total(), self.tail_ratio)
 
@@ -348,7 +353,7 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
         return 0.0, None, (0.0,) * laws.n_priors
     loss, where = noise_losses(rows, pairs, law)
     per_prior = [0.0] * laws.n_priors
-    for (t, *_), v in zip(labels, loss):
+    for (t, *_), v in zip(labels, loss, strict=True):
         per_prior[t] = max(per_prior[t], float(v))
     k = int(np.argmax(loss))
     return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)

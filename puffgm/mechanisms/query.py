@@ -55,7 +55,8 @@ from puffgm.core.release import Release, jsonable
 from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
 
 __all__ = [
-    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density", "laplace_losses",
+    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
+    "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
     "release_query", "finite_answer", "held_alone", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
@@ -377,7 +378,7 @@ def wasserstein_of(laws: QueryLaws):
     if not len(pairs):
         return 0, None, tuple(per_prior)
     w = w_inf_lattice(rows[pairs[:, 0]], rows[pairs[:, 1]])
-    for (t, *_), v in zip(labels, w):
+    for (t, *_), v in zip(labels, w, strict=True):
         per_prior[t] = max(per_prior[t], int(v))
     k = int(np.argmax(w))
     return int(w[k]), labels[k], tuple(per_prior)
@@ -394,7 +395,7 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
         k = np.argmax(d, axis=1)
         loss, where = d[np.arange(len(k)), k], k.astype(float)
     per_prior = [0.0] * n_priors
-    for (t, *_), v in zip(labels, loss):
+    for (t, *_), v in zip(labels, loss, strict=True):
         per_prior[t] = max(per_prior[t], float(v))
     k = int(np.argmax(loss))
     return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
@@ -686,7 +687,8 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
         raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate(..., query=...)).")
     if calibration.method == "optimal-noise":
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
-                             "puffgm.mechanisms.optimal_noise.release_optimal_noise(answer, calibration.optimal_noise).")
+                             "puffgm.mechanisms.optimal_noise.release_optimal_noise("
+                             "answer, calibration.optimal_noise).")
     v = finite_answer(answer)
 
     def draw():

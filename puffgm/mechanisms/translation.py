@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from puffgm.core.results import json_float
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, ParameterError
-from puffgm.core.results import json_float
 
 __all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate", "THEOREM6"]
 
