@@ -41,7 +41,8 @@ least the supremum over the box of the per-prior value:
   (equation (5) only takes ratios within a row or within a column, so s
   cancels; moreover the term log pi(0)/pi(1) common to the row ratios cancels
   exactly against the marginal term of X_i, so only the remaining parts are
-  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q | X_i))
+  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q |
+  X_i))
   and any quilt bounds the minimum, sup over C of sigma <= max_i min(T / epsilon,
   card(Q_i) / (epsilon - e_up(Q_i | X_i))).  Cells whose upper bound exceeds
   (1 + rtol) times the best lower bound are split in four until none is left;
@@ -65,12 +66,12 @@ import numbers
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import ParameterError, PriorError
-from puffgm.core.results import CalibrationResult
 from puffgm.chains.baselines import gk16_gamma
 from puffgm.chains.exact import PER_NODE_LIMIT, THEOREM_EXACT, MQMExact
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, check_length
+from puffgm.core.results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError, PriorError
 
 __all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds"]
 
@@ -171,7 +172,7 @@ class ChainParameterBox(InfiniteChainClass):
     def initial_kinds(self) -> frozenset:
         return frozenset({self.initial_kind})
 
-    def with_length(self, length: int) -> "ChainParameterBox":
+    def with_length(self, length: int) -> ChainParameterBox:
         """The same box with another chain length T."""
         return ChainParameterBox(self.p0, self.p1, initial=self.initial_kind, length=length, states=self.states,
                                  name=self.name)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -284,7 +284,7 @@ class ChainPrior:
             object.__setattr__(self, "_fp", h.hexdigest()[:16])
         return self._fp
 
-    def with_length(self, length: int) -> "ChainPrior":
+    def with_length(self, length: int) -> ChainPrior:
         """The same chain with another length T."""
         return ChainPrior(self.transition, self.initial, length, self.states, self.name)
 
@@ -308,7 +308,7 @@ class ChainPrior:
         names = [node_name(i) for i in range(1, T + 1)]
         model = DiscreteBayesianNetwork()
         model.add_nodes_from(names)
-        model.add_edges_from(zip(names[:-1], names[1:]))
+        model.add_edges_from(zip(names[:-1], names[1:], strict=True))
         sn = list(self.states)
         q = np.asarray(self.initial_vector, dtype=float)
         cpds = [TabularCPD(names[0], k, q.reshape(k, 1), state_names={names[0]: sn})]
@@ -400,7 +400,7 @@ class ChainPriorClass:
     def initial_kinds(self) -> frozenset:
         return frozenset(m.initial_kind for m in self.members)
 
-    def with_length(self, length: int) -> "ChainPriorClass":
+    def with_length(self, length: int) -> ChainPriorClass:
         """The same class with another chain length T."""
         return ChainPriorClass(m.with_length(length) for m in self.members)
 
@@ -411,12 +411,12 @@ class ChainPriorClass:
 
     # ------------------------------------------------------------ builders
     @classmethod
-    def from_matrices(cls, transition, initial="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+    def from_matrices(cls, transition, initial="stationary", length: int = 1, states=None) -> ChainPriorClass:
         """One chain (q, P) of length T: ``initial`` is a vector, ``"stationary"`` or ``"any"``."""
         return cls([ChainPrior(transition, initial, length, states, name="chain")])
 
     @classmethod
-    def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+    def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> ChainPriorClass:
         """A finite family of pairs (q_j, P_j).
 
         ``initials`` is one value used for every P (a vector, ``"stationary"``
@@ -436,11 +436,11 @@ class ChainPriorClass:
             )
         return cls(
             ChainPrior(P, q, length, states, name=f"chain {j}")
-            for j, (P, q) in enumerate(zip(transitions, initials), start=1)
+            for j, (P, q) in enumerate(zip(transitions, initials, strict=True), start=1)
         )
 
     @classmethod
-    def from_pgmpy(cls, model, length: int, initial=None) -> "ChainPriorClass":
+    def from_pgmpy(cls, model, length: int, initial=None) -> ChainPriorClass:
         """Convert a ``pgmpy.models.MarkovChain`` to a chain prior of length T.
 
         pgmpy's ``MarkovChain`` holds one transition model per variable; the
@@ -472,7 +472,7 @@ class ChainPriorClass:
             names.append([f"{v}={s}" for s in range(card)])
         P = mats[0]
         states = names[0]
-        for M, nm in zip(mats[1:], names[1:]):
+        for M, nm in zip(mats[1:], names[1:], strict=True):
             P = np.kron(P, M)
             states = [f"{a},{b}" for a in states for b in nm]
         if len(variables) == 1:
@@ -517,7 +517,7 @@ class ChainPriorClass:
         states=None,
         initial="stationary",
         tau: float = SMOOTHING_TAU,
-    ) -> "ChainPriorClass":
+    ) -> ChainPriorClass:
         """Fit a transition matrix to observed state sequences.
 
         Parameters
