@@ -111,7 +111,7 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
         j1s, j2s = [], []
         for pos in range(nn):
             weight = k ** (nn - 1 - pos)
-            for a, b in zip(src.tolist(), dst.tolist()):
+            for a, b in zip(src.tolist(), dst.tolist(), strict=True):
                 sel = rows[dbs[:, pos] == a]
                 j1s.append(sel)
                 j2s.append(sel + (b - a) * weight)
