@@ -64,7 +64,7 @@ def classify(prior) -> tuple:
     gauss = [is_gaussian_prior(p) for p in items]
     if items and all(gauss):
         return LinearGaussianKind, None
-    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss)]
+    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss, strict=True)]
     if items and all(chains):
         kind = chain_kind(prior)
         return type(kind), kind

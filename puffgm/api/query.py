@@ -122,7 +122,8 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         w_loss, _, _ = laplace_loss_of(laws, w_scale)
         if w_loss > epsilon * (1 + _AUDIT_RTOL):
             raise AuditError(f"The exact loss of the Wasserstein scale is {w_loss:.10g} > epsilon {epsilon:g}; "
-                             "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: please report it).")
+                             "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: "
+                             "please report it).")
     seconds["wasserstein"] = round(time.monotonic() - t0, 6)
     opt = None
     if laws.exact:
