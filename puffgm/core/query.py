@@ -199,6 +199,7 @@ class SumQuery:
     """
 
     __slots__ = ("spec",)
+    spec: dict
 
     def __init__(self, spec: Mapping):
         spec = dict(spec)
@@ -263,7 +264,7 @@ class SumQuery:
                           source=source | {"_states": {n: tuple(map(str, states[n])) for n in kept}})
 
     def _raw_scores(self, nodes, states) -> tuple:
-        spec, notes = self.spec, []
+        spec, notes = self.spec, list[str]()
         if "count" in spec:
             return self._count_scores(nodes, states, notes), notes
         s = spec["scores"]
