@@ -44,11 +44,16 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from puffgm.api.dispatch import as_prior, classify
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
+
+if TYPE_CHECKING:  # annotations only
+    from puffgm.core.results import CalibrationResult
 
 __all__ = ["calibrate_many"]
 
@@ -142,8 +147,9 @@ def _dask_client(client):
     return client, False
 
 
-def calibrate_many(priors, *, epsilon, lipschitz=1.0, method: str = "exact", n_jobs: int | None = None,
-                   client=None, chunk_size: int | None = None, **options) -> list:
+def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
+                   n_jobs: int | None = None, client: Any = None, chunk_size: int | None = None,
+                   **options: Any) -> list[CalibrationResult]:
     """Calibrate every prior class of ``priors`` independently, in parallel; results in input order.
 
     Each item is one prior class Theta and gets the calibration a direct call
