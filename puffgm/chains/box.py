@@ -136,6 +136,14 @@ class ChainParameterBox(InfiniteChainClass):
     """
 
     __slots__ = ("p0", "p1", "initial_kind", "length", "states", "name", "fingerprint", "notes")
+    p0: tuple[float, float]
+    p1: tuple[float, float]
+    initial_kind: str
+    length: int
+    states: tuple[str, ...]
+    name: str
+    fingerprint: str
+    notes: tuple[str, ...]
 
     k = 2
 
@@ -298,7 +306,7 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
 
 def _split(cells: np.ndarray) -> np.ndarray:
     """Split each cell [p0lo, p0hi, p1lo, p1hi] into 4 (2 along a degenerate dimension, 1 if a point)."""
-    out = []
+    out: list = []
     for a0, a1, b0, b1 in cells:
         am, bm = (a0 + a1) / 2, (b0 + b1) / 2
         xs = [(a0, am), (am, a1)] if a1 > a0 else [(a0, a1)]
@@ -513,7 +521,7 @@ class _Samples:
         self.max_evaluations, self.progress = max_evaluations, progress
         self.evaluations = 0
         self.best = {"sigma": -math.inf, "point": None, "result": None}
-        self.sources = []  # evaluated points (p0, p1) and their per-node quilts
+        self.sources: list = []  # evaluated points (p0, p1) and their per-node quilts
 
     def exact_at(self, p0: float, p1: float) -> CalibrationResult:
         """The exact MQMExact result at the point (p0, p1); updates the best lower bound."""

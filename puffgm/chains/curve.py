@@ -168,7 +168,7 @@ def chain_class_curve(chain_class, max_b) -> InfluenceCurve:
     if bs != list(range(1, len(bs) + 1)):
         raise PriorError("The chain machinery returned b values other than 1..B.")
     wits = list(wits) if wits is not None else [None] * len(bs)
-    norm = []
+    norm: list = []
     for w in wits:
         if w is None:
             norm.append(None)

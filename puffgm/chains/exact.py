@@ -191,8 +191,8 @@ class _Member:
         self.A_full = np.zeros((1, k, k))  # index 0 unused
         self.B = np.zeros((1, k, k))
         self.Bmax = np.zeros(1)  # Bmax[b] = max over (x, x') of B[b] (index 0 unused)
-        self._A_cache = {}
-        self._any_nodes = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
+        self._A_cache: dict = {}
+        self._any_nodes: dict = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
         if self.kind == "vector":
             self.mu = [np.asarray(prior.initial, dtype=float)]
         elif self.kind == "stationary":
@@ -808,7 +808,7 @@ class _ChainRun:
         self.eps = eps
         self.T = cc.length
         self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
-        self.mix_info = {}
+        self.mix_info: dict = {}
         self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
 
     def _plan(self, kinds, want_nodes: bool):
@@ -915,7 +915,7 @@ class _MixingScan:
         self.worst_i, self.worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
         self.m_exact = -math.inf  # largest exact node optimum
         self.prev = None  # (a, b) of the previous node's quilt
-        self.ahead = {}  # node -> exact result found by looking ahead
+        self.ahead: dict = {}  # node -> exact result found by looking ahead
         self.rise = 0
         self.r0 = None  # the twin's middle-node result at epsilon (set by run)
         self.s0 = self.e_star = None  # its score and influence

@@ -193,6 +193,15 @@ class ChainPrior:
     """
 
     __slots__ = ("transition", "initial", "length", "states", "name", "notes", "_pi", "_fp", "_frozen")
+    transition: np.ndarray
+    initial: np.ndarray | str
+    length: int
+    states: tuple[str, ...]
+    name: str
+    notes: tuple[str, ...]
+    _pi: np.ndarray | None
+    _fp: str | None
+    _frozen: bool
 
     def __init__(self, transition, initial="stationary", length: int = 1, states=None, name: str = "chain"):
         T = check_length(length, f"chain {name!r}")
@@ -257,11 +266,12 @@ class ChainPrior:
     @property
     def stationary(self) -> np.ndarray:
         """The stationary distribution pi of P (unique one required)."""
-        if self._pi is None:
+        pi = self._pi
+        if pi is None:
             pi = stationary_distribution(self.transition)
             pi.setflags(write=False)
             object.__setattr__(self, "_pi", pi)
-        return self._pi
+        return pi
 
     @property
     def initial_vector(self):
@@ -275,14 +285,16 @@ class ChainPrior:
     @property
     def fingerprint(self) -> str:
         """A SHA-256 prefix of (T, states, initial, P)."""
-        if self._fp is None:
+        fp = self._fp
+        if fp is None:
             h = hashlib.sha256()
             h.update(repr(("chain", self.length, self.states, self.initial_kind)).encode())
             if self.initial_kind == "vector":
                 h.update(np.ascontiguousarray(self.initial).tobytes())
             h.update(np.ascontiguousarray(self.transition).tobytes())
-            object.__setattr__(self, "_fp", h.hexdigest()[:16])
-        return self._fp
+            fp = h.hexdigest()[:16]
+            object.__setattr__(self, "_fp", fp)
+        return fp
 
     def with_length(self, length: int) -> ChainPrior:
         """The same chain with another length T."""
@@ -349,6 +361,13 @@ class ChainPriorClass:
     """
 
     __slots__ = ("members", "length", "k", "states", "fingerprint", "notes", "_frozen")
+    members: tuple[ChainPrior, ...]
+    length: int
+    k: int
+    states: tuple[str, ...]
+    fingerprint: str
+    notes: tuple[str, ...]
+    _frozen: bool
 
     def __init__(self, members: Iterable[ChainPrior]):
         members = tuple(members)
@@ -369,7 +388,7 @@ class ChainPriorClass:
         object.__setattr__(self, "states", first.states)
         h = hashlib.sha256("|".join(m.fingerprint for m in members).encode())
         object.__setattr__(self, "fingerprint", "chain-" + h.hexdigest()[:16])
-        notes = []
+        notes: list[str] = []
         for j, m in enumerate(members, start=1):
             notes.extend(f"chain {j} ({m.name}): {n}" for n in m.notes)
         object.__setattr__(self, "notes", tuple(notes))
@@ -470,7 +489,7 @@ class ChainPriorClass:
                     M[int(s), int(t)] = float(p)
             mats.append(M)
             names.append([f"{v}={s}" for s in range(card)])
-        P = mats[0]
+        P: np.ndarray = mats[0]
         states = names[0]
         for M, nm in zip(mats[1:], names[1:], strict=True):
             P = np.kron(P, M)
