@@ -584,7 +584,7 @@ def marginal_constraints(domain: Domain, attributes: Sequence[str], counts: Mapp
         pos.append(domain.attributes.index(a))
     if len(set(pos)) != len(pos) or not pos:
         raise PolicyError("A marginal needs distinct attributes, at least one.")
-    cells = {}
+    cells: dict = {}
     for v in domain.values:
         cells.setdefault(tuple(v[p] for p in pos), []).append(v)
     norm = {}

@@ -115,7 +115,7 @@ def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
     if target == "secret":
         a, b = inst.pairs[pair]
         ma, mb = inst.mask(a.name).ravel(), inst.mask(b.name).ravel()
-    out_to_dbs = {}
+    out_to_dbs: dict = {}
     for x in pos:
         for o in outs[x]:
             out_to_dbs.setdefault(o, set()).add(int(x))
@@ -133,7 +133,7 @@ def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
     for x in pos:
         x = int(x)
         probs = {o: math.exp(logm[x, o]) for o in outs[x]}
-        memo = {}
+        memo: dict = {}
 
         def expect(seen: frozenset, support: frozenset, memo=memo, probs=probs) -> float:  # this x's, bound now
             nonlocal n_states

@@ -509,7 +509,7 @@ class Instantiation:
                     self._masks[s.name] = m
             if np.any(self._masks[a.name] & self._masks[b.name]):
                 notes.append(f"Secrets {a.name!r} and {b.name!r} are not mutually exclusive.")
-        self._log_p = {}
+        self._log_p: dict = {}
         skipped = []
         for t_idx, lp in enumerate(self.log_priors):
             for a, b in self.pairs:

@@ -409,7 +409,7 @@ class GaussianRegionModel:
             raise ParameterError(f"The 'options' parameter of GaussianRegionModel must be a ModelOptions. "
                                  f"Got {type(options).__name__} instead.")
         self._set_options(options)
-        self._marginal_box = {}  # i -> TruncatedMarginal (box-probability bounds, cached across queries)
+        self._marginal_box: dict = {}  # i -> TruncatedMarginal (box-probability bounds, cached across queries)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once

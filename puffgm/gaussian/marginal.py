@@ -85,8 +85,8 @@ class TruncatedMarginal:
         P = Linv.T @ Linv
         self.P = (P + P.T) / 2
         self.box = BoxProbability(self.P, tol=tol, max_boxes=max_boxes)
-        self._low = {}   # t -> certified lower bound of log G(t)
-        self._up = {}    # (ua, ub) -> certified upper bound of sup_{[ua, ub]} log G
+        self._low: dict = {}   # t -> certified lower bound of log G(t)
+        self._up: dict = {}    # (ua, ub) -> certified upper bound of sup_{[ua, ub]} log G
         self.evaluations = 0
 
     def _shifted(self, t, h):

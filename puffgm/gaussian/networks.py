@@ -388,7 +388,7 @@ def load_gaussian_class(specs, *, bounds=None, delta=None) -> GaussianPriorClass
         return specs
     if not isinstance(specs, (list, tuple)):
         specs = [specs]
-    members = []
+    members: list = []
     for s in specs:
         if isinstance(s, GaussianPriorClass):
             members.extend(s.priors)
@@ -416,7 +416,7 @@ def gaussian_quilts(prior: LinearGaussianPrior, node, *, exhaustive=None):
         qs = [frozenset(c) for k in range(len(others) + 1) for c in itertools.combinations(others, k)]
     else:
         dist = nx.single_source_shortest_path_length(g, node)
-        layers = {}
+        layers: dict = {}
         for v, d in dist.items():
             if d > 0:
                 layers.setdefault(d, set()).add(v)
@@ -441,7 +441,7 @@ class _Engine:
     def __init__(self, prior: LinearGaussianPrior):
         self.prior = prior
         self.idx = {v: k for k, v in enumerate(prior.nodes)}
-        self.cache = {}
+        self.cache: dict = {}
         self.evaluations = 0
 
     def influence(self, node, quilt, nearby) -> float:
