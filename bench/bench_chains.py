@@ -70,7 +70,7 @@ def main():
         "l": d["l"]}
     pi = cc.members[0].stationary
     for name, q in (("uniform", np.ones(k) / k), ("near_stationary", 0.99 * pi + 0.01 * np.eye(k)[k - 1])):
-        t, rq = timed(lambda: MQMExact(ChainPriorClass.from_matrices(P, q, 10**6, states=list(range(k))))
+        t, rq = timed(lambda q=q: MQMExact(ChainPriorClass.from_matrices(P, q, 10**6, states=list(range(k))))
                       .calibrate(epsilon=1.0), repeat=1)
         dq = rq.details
         res[f"k51_T1e6_fixed_start_{name}_exact"] = {

@@ -104,7 +104,7 @@ def run_child(pythonpath, name, epsilon, n_jobs, timeout, time_limit=0.0):
         proc.communicate()
         return {"timeout_s": timeout}
     if proc.returncode != 0:
-        return {"error": (err.strip().splitlines() or ["exit code %d" % proc.returncode])[-1]}
+        return {"error": (err.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]}
     return json.loads(out)
 
 
@@ -132,7 +132,7 @@ def compare(before, after):
     if "calibrate_s" in before and "calibrate_s" in after:
         out["speedup"] = before["calibrate_s"] / after["calibrate_s"]
         out["speedup_cpu"] = before["calibrate_cpu_s"] / after["calibrate_cpu_s"]
-        pairs = list(zip(before["per_node_scores"], after["per_node_scores"]))
+        pairs = list(zip(before["per_node_scores"], after["per_node_scores"], strict=True))
         out["identical_quilts"] = before["per_node_quilts"] == after["per_node_quilts"]
         out["max_score_rel_diff"] = max(
             (abs(a - b) / max(1.0, abs(a)) for a, b in pairs if a != b), default=0.0)

@@ -28,8 +28,8 @@ def main():
     ap.add_argument("--states", type=int, default=51)
     ap.add_argument("--length", type=int, default=10**6)
     args = ap.parse_args()
-    from puffgm.chains.priors import ChainPriorClass
     from puffgm.api import influence_curve
+    from puffgm.chains.priors import ChainPriorClass
 
     out = {}
     t = time.perf_counter()

@@ -4,7 +4,8 @@ n = 20 coordinates (the paper does not give n), kernel Sigma_jk = exp(-(j-k)^2 /
 regions of width delta = 0.1; l in {0.5, 1, 2, 3, 5}.  Prints one JSON object with, for every l,
 Theorem 9's values (center coordinate, farthest low-influence set, grid of 201 regions), the certified
 values (same splits, center coordinate; and the max over every coordinate), the seconds per curve,
-certified brackets of the exact b = 3 leakage, and a certified bracket of the exact b = 2 leakage (with an independent adaptive-quadrature value at
+certified brackets of the exact b = 3 leakage, and a certified bracket of the exact b = 2 leakage (with an independent
+adaptive-quadrature value at
 the box corner maximising the natural parameter eta_i).  With --plot FILE it draws the figure; with
 --b3-estimate it only prints uncertified b = 3 estimates (from below; see b3_estimate).  --cell-budget N
 adds the b >= 4 cell engine (puffgm.gaussian.multivariate) with N cells per split; --ls picks length
@@ -33,11 +34,11 @@ N, GAMMA, DELTA = 20, 5.0, 0.1
 LS = (0.5, 1.0, 2.0, 3.0, 5.0)
 
 
-def b2_bracket(l):
+def b2_bracket(ell):
     """Certified bracket of the exact b = 2 leakage (center coordinate, H = {i*, i* - 1}): the bivariate
     engine's upper bound and its certified lower bound at attained box corners, plus an independent
     adaptive-quadrature value at the corner maximising the natural parameter eta_i = (S^-1 mu)_i."""
-    cov = gp_covariance(N, l)
+    cov = gp_covariance(N, ell)
     i, k = N // 2 - 1, N // 2 - 2
     H = [i, k]
     C = [j for j in range(N) if j not in H]
@@ -53,7 +54,7 @@ def b2_bracket(l):
     for xc in (GAMMA * np.sign(E[0]), -GAMMA * np.sign(E[0])):
         mu = W @ xc
 
-        def logF(r):
+        def logF(r, mu=mu):  # mu bound now (logF is used within this iteration only)
             def lf(x):
                 return float(stats.norm.logpdf(x, mu[0], si)
                              + log_interval_prob(-GAMMA, GAMMA, mu[1] + c * (x - mu[0]), tau))
@@ -69,11 +70,11 @@ def b2_bracket(l):
             "theorem9": res.theorem9}
 
 
-def b3_bracket(l):
+def b3_bracket(ell):
     """Certified bracket of the exact b = 3 leakage (center coordinate, H = {i*, i* - 1, i* + 1}): the
     certified upper bound (trivariate engine, or the bivariate + Bonferroni hybrid, whichever is
     smaller) and the trivariate engine's certified lower bound at attained box points."""
-    cov = gp_covariance(N, l)
+    cov = gp_covariance(N, ell)
     i = N // 2 - 1
     H = [i, i - 1, i + 1]
     C = [j for j in range(N) if j not in H]
@@ -83,14 +84,14 @@ def b3_bracket(l):
             "theorem9": res.theorem9, "seconds": time.perf_counter() - t0}
 
 
-def b3_estimate(l, n_random=4, seed=0):
+def b3_estimate(ell, n_random=4, seed=0):
     """Uncertified estimate of the exact b = 3 leakage (center coordinate, H = {i*, i*-1, i*+1}) from
     below: the sup over x_L is taken over the two box corners extremising eta_i and ``n_random`` random
     corners, top region against bottom region; log N(R x T x T) by a 41 x 301 x 301 trapezoid grid in
     log space (its error is not bounded: an indication, not a certificate)."""
     from scipy.special import logsumexp
 
-    cov = gp_covariance(N, l)
+    cov = gp_covariance(N, ell)
     i = N // 2 - 1
     H = [i, i - 1, i + 1]
     C = [j for j in range(N) if j not in H]
@@ -122,13 +123,13 @@ def b3_estimate(l, n_random=4, seed=0):
     return best
 
 
-def corner_lower(l, sweeps=2):
+def corner_lower(ell, sweeps=2):
     """Certified lower bounds of the exact leakage of the same splits (center coordinate, farthest L) for
     b = 2 .. n - 1: greedy search over corners of the box of x_L, top region against bottom region
     (:func:`puffgm.gaussian.monotone.corner_lower_bound`).  Returns {b: (lower bound, seconds)}."""
     from puffgm.gaussian.monotone import CornerOptions, corner_lower_bound
 
-    cov = gp_covariance(N, l)
+    cov = gp_covariance(N, ell)
     model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA)
     i = N // 2 - 1
     others = [j for j in range(N) if j != i]
@@ -145,14 +146,14 @@ def corner_lower(l, sweeps=2):
     return out
 
 
-def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None, bonferroni=True, lazy_gap="auto"):
+def cell_splits(ell, bs, budget, seconds=None, checkpoint_dir=None, target=None, bonferroni=True, lazy_gap="auto"):
     """The b >= 4 splits (center coordinate, farthest L) with the cell engine: {b: {value, lower, cells,
     seconds}} (GaussianRegionModel.leakage with cell_budget; the value is certified, the lower bound is the
     engine's certified corner lower bound).  With ``checkpoint_dir`` each split resumes from its checkpoint
     there and keeps it up to date; ``cells_evaluated`` and ``engine_seconds`` then count every run.  With
     ``target`` each split stops once its certified value is at or below it.  ``bonferroni`` and ``lazy_gap``
     are the cell engine's options of those names."""
-    cov = gp_covariance(N, l)
+    cov = gp_covariance(N, ell)
     model = GaussianRegionModel(cov, -GAMMA, GAMMA, DELTA,
                                 options=ModelOptions(cell_budget=budget, cell_seconds=seconds,
                                                      cell_checkpoint_dir=checkpoint_dir, cell_target=target,
@@ -175,7 +176,7 @@ def cell_splits(l, bs, budget, seconds=None, checkpoint_dir=None, target=None, b
                   "lazy_gap": "box-tol" if lazy_gap is None else lazy_gap}
         if checkpoint_dir is not None:
             out[b]["checkpoint"] = res.details["cell_engine"].get("checkpoint")
-        print(json.dumps({"l": l, "b": b, **out[b]}), flush=True)
+        print(json.dumps({"l": ell, "b": b, **out[b]}), flush=True)
     return out
 
 
@@ -229,15 +230,15 @@ def main():
             ap.error(f"--cell-lazy-gap must be auto, box-tol or a number, not {args.cell_lazy_gap!r}")
     if args.cell_splits:
         bs = [int(v) for v in args.cell_splits.split(",")]
-        for l in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
-            cell_splits(l, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir, args.cell_target,
+        for ell in (LS if args.ls is None else tuple(float(v) for v in args.ls.split(","))):
+            cell_splits(ell, bs, args.cell_budget or 400, args.cell_seconds, args.checkpoint_dir, args.cell_target,
                         not args.cell_no_bonferroni, lazy)
         return
     if args.corner_lower:
-        print(json.dumps({str(l): corner_lower(l) for l in LS}, indent=1))
+        print(json.dumps({str(ell): corner_lower(ell) for ell in LS}, indent=1))
         return
     if args.b3_estimate:
-        print(json.dumps({str(l): b3_estimate(l) for l in (1.0, 2.0, 3.0, 5.0)}, indent=1))
+        print(json.dumps({str(ell): b3_estimate(ell) for ell in (1.0, 2.0, 3.0, 5.0)}, indent=1))
         return
     out = {"n": N, "gamma": GAMMA, "delta": DELTA, "machine": "2-core machine, shared with other jobs",
            "cell_budget": args.cell_budget, "curves": {}}
@@ -249,7 +250,7 @@ def main():
             out["curves"].update(part["curves"])
             out["cell_budget"] = part.get("cell_budget", 0)
         ls = tuple(sorted(float(v) for v in out["curves"]))
-        out["curves"] = {str(l): out["curves"][str(l)] for l in ls}
+        out["curves"] = {str(ell): out["curves"][str(ell)] for ell in ls}
         for fn in args.cell_json or []:
             with open(fn) as fh:
                 for line in fh:
@@ -263,22 +264,22 @@ def main():
                     a = cur.setdefault("certified_center_cells", list(cur["certified_center"]))
                     for bb in range(rec["b"], len(a) + 1):
                         a[bb - 1] = min(a[bb - 1], rec["value"])
-    for l in ([] if args.merge else ls):
+    for ell in ([] if args.merge else ls):
         t0 = time.perf_counter()
-        th9 = gp_region_curve(N, l, GAMMA, DELTA, center_only=True, options=CurveOptions(value="theorem9"))
+        th9 = gp_region_curve(N, ell, GAMMA, DELTA, center_only=True, options=CurveOptions(value="theorem9"))
         t1 = time.perf_counter()
-        cert = gp_region_curve(N, l, GAMMA, DELTA, center_only=True,
+        cert = gp_region_curve(N, ell, GAMMA, DELTA, center_only=True,
                                options=CurveOptions(pinned_engines=True, cell_budget=args.cell_budget))
         t2 = time.perf_counter()
         rec = {"theorem9": list(th9.a), "certified_center": list(cert.a),
                "seconds_theorem9": t1 - t0, "seconds_certified_center": t2 - t1,
-               "b2": b2_bracket(l), "b3": b3_bracket(l)}
+               "b2": b2_bracket(ell), "b3": b3_bracket(ell)}
         if args.all_nodes:
             t3 = time.perf_counter()
             opts = CurveOptions(pinned_engines=True, cell_budget=args.cell_budget)
-            rec["certified_all"] = list(gp_region_curve(N, l, GAMMA, DELTA, options=opts).a)
+            rec["certified_all"] = list(gp_region_curve(N, ell, GAMMA, DELTA, options=opts).a)
             rec["seconds_certified_all"] = time.perf_counter() - t3
-        out["curves"][str(l)] = rec
+        out["curves"][str(ell)] = rec
     print(json.dumps(out, indent=1))
     if args.plot:
         import matplotlib
@@ -293,17 +294,17 @@ def main():
             with open(args.lower_json) as fh:
                 lows = json.load(fh)
         floor = 1e-15  # zeros (and Theorem 9's values below double-precision resolution) are drawn here
-        for k, l in enumerate(ls):
-            rec = out["curves"][str(l)]
+        for k, ell in enumerate(ls):
+            rec = out["curves"][str(ell)]
             col = f"C{k}"
-            ax.plot(b, np.maximum(rec["theorem9"], floor), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
+            ax.plot(b, np.maximum(rec["theorem9"], floor), "--", color=col, alpha=0.8, label=f"Theorem 9, l={ell:g}")
             ax.step(b, np.maximum(rec.get("certified_center_cells", rec["certified_center"]), floor), where="post",
-                    color=col, lw=2, label=f"certified, l={l:g}")
+                    color=col, lw=2, label=f"certified, l={ell:g}")
             if rec["b2"]["lower"] > floor:
                 ax.plot([2], [rec["b2"]["lower"]], "x", color=col, ms=8)
             if rec["b3"]["lower"] > floor:
                 ax.plot([3], [rec["b3"]["lower"]], "x", color=col, ms=8)
-            for bb, (lb, _) in lows.get(str(l), {}).items():
+            for bb, (lb, _) in lows.get(str(ell), {}).items():
                 if int(bb) >= 4 and lb > floor:
                     ax.plot([int(bb)], [lb], "x", color=col, ms=6)
         ax.set_yscale("log")

@@ -27,9 +27,9 @@ N, GAMMA, DELTA = 10, 5.0, 0.1
 LS = (5.0, 20.0)
 
 
-def ou_covariance(n, l):
+def ou_covariance(n, ell):
     idx = np.arange(n)
-    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
+    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / ell)
 
 
 def lower_bounds(cov, i):
@@ -60,8 +60,8 @@ def main():
         return
     out = {"n": N, "gamma": GAMMA, "delta": DELTA, "kernel": "exp(-|j-k|/l)", "center": N // 2 - 1,
            "machine": "2-core machine, shared with other jobs", "curves": {}}
-    for l in LS:
-        cov = ou_covariance(N, l)
+    for ell in LS:
+        cov = ou_covariance(N, ell)
         nodes = [N // 2 - 1]
         t0 = time.perf_counter()
         th9 = gaussian_region_curve(cov, -GAMMA, GAMMA, DELTA,
@@ -74,7 +74,7 @@ def main():
         t3 = time.perf_counter()
         low = lower_bounds(cov, N // 2 - 1)
         t4 = time.perf_counter()
-        out["curves"][str(l)] = {"theorem9": list(th9.a), "certified_default": list(plain.a),
+        out["curves"][str(ell)] = {"theorem9": list(th9.a), "certified_default": list(plain.a),
                                  "certified_pinned_engines": list(pinned.a), "lower_b2_to_n-1": low,
                                  "seconds_theorem9": t1 - t0, "seconds_default": t2 - t1,
                                  "seconds_pinned_engines": t3 - t2, "seconds_lower": t4 - t3}
@@ -92,14 +92,14 @@ def plot(out, path):
 
     fig, ax = plt.subplots(figsize=(8.4, 4.6))
     b = np.arange(1, N + 1)
-    for k, l in enumerate(LS):
-        rec = out["curves"][str(l)]
+    for k, ell in enumerate(LS):
+        rec = out["curves"][str(ell)]
         col = f"C{k}"
-        ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={l:g}")
+        ax.plot(b, np.maximum(rec["theorem9"], 1e-3), "--", color=col, alpha=0.8, label=f"Theorem 9, l={ell:g}")
         ax.step(b, np.maximum(rec["certified_default"], 1e-3), where="post", color=col, lw=1, alpha=0.5,
-                label=f"certified, no pinned engines, l={l:g}")
+                label=f"certified, no pinned engines, l={ell:g}")
         ax.step(b, np.maximum(rec["certified_pinned_engines"], 1e-3), where="post", color=col, lw=2,
-                label=f"certified, pinned engines, l={l:g}")
+                label=f"certified, pinned engines, l={ell:g}")
         low = np.array(rec["lower_b2_to_n-1"])
         ax.plot(b[1:-1][low > 0], low[low > 0], "x", color=col, ms=7)  # 0: not informative
     ax.set_yscale("log")

@@ -1,15 +1,16 @@
 """Calibrate the Markov Quilt Mechanism on the bundled `asia` network and release a count.
 
 As in Song et al. section 4, the database *is* the network's variables,
-X = (asia, tub, smoke, ...), and the value of each node is a secret.  The query counts the variables in state "yes" (1-Lipschitz in L1: changing one
+X = (asia, tub, smoke, ...), and the value of each node is a secret.  The query counts the variables in state "yes"
+(1-Lipschitz in L1: changing one
 variable changes the count by at most 1).
 
 Run:  python3 examples/asia_count_release.py
 """
 
 from puffgm.accounting import PrivacyAccountant
-from puffgm.networks.calibration import calibrate
 from puffgm.mechanisms.laplace import release_laplace
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.priors import load_network
 
 net = load_network("example:asia")

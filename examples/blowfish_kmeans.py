@@ -80,8 +80,8 @@ def main(epsilons=(0.1, 0.2, 0.5, 1.0, 2.0), reps=20, k=4, iterations=10, plot=T
             ratios = []
             for _ in range(reps):
                 init = rng.uniform(0, levels - 1, size=(k, 3))
-                res = sulq_kmeans(data, pol, k, epsilon=eps, random_state=rng,
-                                  options=KMeansOptions(iterations=iterations, init=init, sensitivity_override=override))
+                opts = KMeansOptions(iterations=iterations, init=init, sensitivity_override=override)
+                res = sulq_kmeans(data, pol, k, epsilon=eps, random_state=rng, options=opts)
                 ratios.append(res.objective / base)
             rows.append((float(np.mean(ratios)), float(np.percentile(ratios, 25)), float(np.percentile(ratios, 75))))
         stats[name] = rows
@@ -109,7 +109,8 @@ def main(epsilons=(0.1, 0.2, 0.5, 1.0, 2.0), reps=20, k=4, iterations=10, plot=T
         OUT.parent.mkdir(parents=True, exist_ok=True)
         fig.tight_layout()
         fig.savefig(OUT, dpi=120)
-    print(json.dumps({"epsilons": list(epsilons), "mean_ratio": {n: [round(r[0], 3) for r in v] for n, v in stats.items()},
+    mean_ratio = {n: [round(r[0], 3) for r in v] for n, v in stats.items()}
+    print(json.dumps({"epsilons": list(epsilons), "mean_ratio": mean_ratio,
                       "reps": reps, "seconds": round(elapsed, 1)}))
     return stats
 

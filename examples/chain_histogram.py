@@ -14,8 +14,8 @@ Run: python examples/chain_histogram.py
 import numpy as np
 
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact, group_dp
-from puffgm.mechanisms.laplace import release_laplace
 from puffgm.chains.data import discretise, load_real_series
+from puffgm.mechanisms.laplace import release_laplace
 
 
 def main(k=51, epsilon=1.0, draws=20):

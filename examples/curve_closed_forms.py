@@ -17,9 +17,9 @@ for p, q in [(0.9, 0.7), (0.3, 0.2), (0.1, 0.05)]:
 print(binary_chain_curve(0.3, 0.2, 6).explain(), "\n")
 
 print("Figure 2b (n = 20, gamma = 5, delta = 0.1), a(b) for b = 1..8:")
-for l in (0.5, 1, 2, 3, 5):
-    c = gp_region_curve(20, l, 5.0, 0.1, max_b=8, center_only=True, options=CurveOptions(value="theorem9"))
-    print(f"  l = {l:>3}: " + " ".join(f"{a:9.3g}" for a in c.a))
+for ell in (0.5, 1, 2, 3, 5):
+    c = gp_region_curve(20, ell, 5.0, 0.1, max_b=8, center_only=True, options=CurveOptions(value="theorem9"))
+    print(f"  l = {ell:>3}: " + " ".join(f"{a:9.3g}" for a in c.a))
 
 # certified l = 0.5 curve: from b = 5 on the mixed-derivative range bound lets the truncation of the other
 # high-influence coordinates cancel between numerator and denominator (the Bonferroni bound charges it to both)

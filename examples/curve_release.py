@@ -13,8 +13,8 @@ import argparse
 import numpy as np
 
 from puffgm.accounting import PrivacyAccountant
-from puffgm.chains.priors import ChainPriorClass
 from puffgm.api import influence_curve
+from puffgm.chains.priors import ChainPriorClass
 from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishTopK
 from puffgm.mechanisms.translation import dp_epsilon, puffer_epsilon
 
@@ -51,7 +51,8 @@ print(f"noisy count {lap.value:.2f} (true {counts[2]:.0f}); secure noise: {lap.s
 print(f"noisy top-3 {list(top.value)} (true order {[int(i) for i in np.argsort(-counts)[:3]]})")
 print(acc.report().explain())
 for e in acc.report().entries:
-    print(f"  {e.label}: epsilon_puffer {e.epsilon:g} at curve point a={e.a:.4g}, b={e.b} (epsilon_DP {e.epsilon_dp:.4g})")
+    print(f"  {e.label}: epsilon_puffer {e.epsilon:g} at curve point a={e.a:.4g}, b={e.b} (epsilon_DP "
+          f"{e.epsilon_dp:.4g})")
 try:
     PufferfishLaplace(chain, epsilon_puffer=3.0).release(counts[1], accountant=acc)
 except Exception as exc:  # BudgetError: nothing released

@@ -11,13 +11,17 @@ import os
 
 import numpy as np
 
-from puffgm.framework.continuous import (audit_absolute_error_sum, release_aggregate_sum,
-                                         release_relative_error, release_sum_absolute_error)
+from puffgm.framework.continuous import (
+    audit_absolute_error_sum,
+    release_aggregate_sum,
+    release_relative_error,
+    release_sum_absolute_error,
+)
 
 try:
     import statsmodels.datasets.engel as engel
-except ImportError:  # pragma: no cover
-    raise SystemExit("This example needs statsmodels (it ships the Engel data): pip install statsmodels")
+except ImportError as exc:  # pragma: no cover
+    raise SystemExit("This example needs statsmodels (it ships the Engel data): pip install statsmodels") from exc
 
 with open(os.path.join(os.path.dirname(engel.__file__), "engel.csv"), newline="") as fh:
     income = np.array([float(row["income"]) for row in csv.DictReader(fh)])
@@ -36,5 +40,6 @@ delta = math.sqrt(n) * income.std()
 r = release_aggregate_sum(income, delta=delta, epsilon=eps, random_state=seed)
 print(f"aggregate secret delta={delta:.1f}: noisy total {r.value:.1f} (true {r.true_value:.1f}), scale {r.scale:.1f}")
 a = audit_absolute_error_sum(k=1.0, epsilon=eps, step=0.25)
-print(f"exact audit of Lemma 7.1 on a grid: loss {a['loss']:.4f} <= epsilon {eps} (tight value {a['expected_worst']:.4f})")
+print(f"exact audit of Lemma 7.1 on a grid: loss {a['loss']:.4f} <= epsilon {eps} (tight value "
+      f"{a['expected_worst']:.4f})")
 print("(seeded noise: reproducible, not for production)")

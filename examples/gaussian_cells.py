@@ -27,8 +27,8 @@ import time
 from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
-n, l = 6, 5.0
-cov = gp_covariance(n, l)
+n, ell = 6, 5.0
+cov = gp_covariance(n, ell)
 i, L = 2, [0, 5]                       # H = {1, 2, 3, 4}: b = 4
 for budget in (0, 16):
     t0 = time.perf_counter()

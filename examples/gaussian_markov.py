@@ -19,9 +19,9 @@ import numpy as np
 
 from puffgm.gaussian.leakage import GaussianRegionModel
 
-n, l = 8, 20.0
+n, ell = 8, 20.0
 idx = np.arange(n)
-cov = np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
+cov = np.exp(-np.abs(idx[:, None] - idx[None, :]) / ell)
 model = GaussianRegionModel(cov, -5.0, 5.0, 0.1)
 i = 3
 H = [2, 3, 4, 5]

@@ -38,7 +38,7 @@ for name, err in [("group DP", laws.group_sensitivity / EPSILON / query.unit),
     print(f"{name:<18}{err:>18.4f}")
 
 noise = result.noise
-top = sorted(zip(noise["probabilities"], noise["values"]), reverse=True)[:5]
+top = sorted(zip(noise["probabilities"], noise["values"], strict=True), reverse=True)[:5]
 print("\nlargest noise probabilities:", ", ".join(f"P(Z={k}) = {p:.3f}" for p, k in top))
 print(f"tails beyond +-{result.half_width}: ratio r = {noise['tail_ratio']:.4f}, masses {noise['tail_masses']}")
 

@@ -33,10 +33,17 @@ members' curves.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
+
+if TYPE_CHECKING:  # annotations only
+    from puffgm.core.results import CalibrationResult
+    from puffgm.mechanisms.query import QueryCalibration
+    from puffgm.mechanisms.translation import Translation
 
 __all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "influence_curve", "translate"]
 
@@ -64,7 +71,7 @@ def classify(prior) -> tuple:
     gauss = [is_gaussian_prior(p) for p in items]
     if items and all(gauss):
         return LinearGaussianKind, None
-    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss)]
+    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss, strict=True)]
     if items and all(chains):
         kind = chain_kind(prior)
         return type(kind), kind
@@ -81,7 +88,7 @@ def kind_of(prior) -> type:
     return classify(prior)[0]
 
 
-def as_prior(prior) -> PriorKind:
+def as_prior(prior: Any) -> PriorKind:
     """The prior class of ``prior`` as a :class:`~puffgm.core.prior.PriorKind` (loaded and validated).
 
     Parameters
@@ -110,7 +117,8 @@ def as_prior(prior) -> PriorKind:
     return loaded if loaded is not None else kind(prior)
 
 
-def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", query=None, **options):
+def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str = "exact", query: Any = None,
+              **options: Any) -> CalibrationResult | QueryCalibration:
     """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
 
     With ``query`` (a sum query) and ``method`` ``"wasserstein"`` or
@@ -168,7 +176,8 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, method: str = "exact", query=Non
     return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
 
 
-def calibrate_query(prior, query, *, epsilon, method: str = "wasserstein", **options):
+def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wasserstein",
+                    **options: Any) -> QueryCalibration:
     """Calibrate Laplace noise for one sum query by exact inference, beside group DP and MQM.
 
     Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
@@ -204,7 +213,7 @@ def calibrate_query(prior, query, *, epsilon, method: str = "wasserstein", **opt
     return query_calibration(as_prior(prior), query, epsilon=epsilon, method=method, **options)
 
 
-def influence_curve(prior, max_b: int | None = None, **options) -> InfluenceCurve:
+def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> InfluenceCurve:
     """The a(b)-influence curve of a prior class (Bai, He, Gu, Kifer and Maeng, Definition 7).
 
     Parameters
@@ -237,7 +246,8 @@ def influence_curve(prior, max_b: int | None = None, **options) -> InfluenceCurv
     return as_prior(prior).influence_curve(max_b, **options)
 
 
-def translate(prior, *, epsilon_puffer=None, epsilon_dp=None, max_b: int | None = None, **options):
+def translate(prior: Any, *, epsilon_puffer: float | None = None, epsilon_dp: float | None = None,
+              max_b: int | None = None, **options: Any) -> Translation:
     """Translate between epsilon_puffer and epsilon_DP along a prior class's curve (Bai et al., Theorem 6).
 
     Parameters

@@ -16,7 +16,8 @@ Every item goes through :func:`puffgm.api.as_prior` on the worker, so every
 prior kind is accepted (Bayesian networks, chain classes, parameter boxes,
 linear-Gaussian networks) and a list may mix kinds.  What crosses process
 boundaries: the function (by reference, so every worker must be able to
-``import puffgm``, the same version), each chunk's prior objects as given (pickled: ``ChainPriorClass``, ``NetworkPrior``,
+``import puffgm``, the same version), each chunk's prior objects as given (pickled: ``ChainPriorClass``,
+``NetworkPrior``,
 ``PriorClass`` and pgmpy models are shipped whole; strings -- file paths and
 ``"example:NAME"`` -- are shipped as strings and loaded *on the worker*, so a
 path must exist there), epsilon, L, the method and the options; the
@@ -43,11 +44,16 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from puffgm.api.dispatch import as_prior, classify
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
+
+if TYPE_CHECKING:  # annotations only
+    from puffgm.core.results import CalibrationResult
 
 __all__ = ["calibrate_many"]
 
@@ -115,7 +121,7 @@ def _items(priors, method: str, options: dict) -> list:
     if unused:
         raise ParameterError(f"Option(s) {', '.join(unused)} apply to no prior of the list with method {method!r}.")
     return [(prior, label, {k: v for k, v in options.items() if k in acc})
-            for (prior, label), acc in zip(items, accepted)]
+            for (prior, label), acc in zip(items, accepted, strict=True)]
 
 
 def _chunks(n: int, workers: int, chunk_size):
@@ -141,8 +147,9 @@ def _dask_client(client):
     return client, False
 
 
-def calibrate_many(priors, *, epsilon, lipschitz=1.0, method: str = "exact", n_jobs: int | None = None,
-                   client=None, chunk_size: int | None = None, **options) -> list:
+def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
+                   n_jobs: int | None = None, client: Any = None, chunk_size: int | None = None,
+                   **options: Any) -> list[CalibrationResult]:
     """Calibrate every prior class of ``priors`` independently, in parallel; results in input order.
 
     Each item is one prior class Theta and gets the calibration a direct call
@@ -211,7 +218,8 @@ def calibrate_many(priors, *, epsilon, lipschitz=1.0, method: str = "exact", n_j
             "puffgm.calibrate."
         )
     if method not in METHODS:
-        raise ParameterError(f"The 'method' parameter of calibrate_many must be one of {METHODS}. Got {method!r} instead.")
+        raise ParameterError(f"The 'method' parameter of calibrate_many must be one of {METHODS}. Got {method!r} "
+                             "instead.")
     priors = list(priors)
     if chunk_size is not None:
         chunk_size = check_positive_int(chunk_size, "chunk_size", "calibrate_many")

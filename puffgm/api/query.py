@@ -19,6 +19,7 @@ had from them, side by side with the query-agnostic baselines:
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from puffgm.core.query import BoundQuery
 from puffgm.core.validation import check_positive_finite
@@ -122,9 +123,10 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         w_loss, _, _ = laplace_loss_of(laws, w_scale)
         if w_loss > epsilon * (1 + _AUDIT_RTOL):
             raise AuditError(f"The exact loss of the Wasserstein scale is {w_loss:.10g} > epsilon {epsilon:g}; "
-                             "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: please report it).")
+                             "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: "
+                             "please report it).")
     seconds["wasserstein"] = round(time.monotonic() - t0, 6)
-    opt = None
+    opt: Any = None  # optimal_laplace_of's (scale, loss, witness); set whenever a method needs it
     if laws.exact:
         t0 = time.monotonic()
         opt = optimal_laplace_of(laws, epsilon=epsilon, upper=w_scale, deadline=deadline)
@@ -134,7 +136,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     elif method != "wasserstein":
         raise ParameterError(f"Method {method!r} needs the exact laws at every position, which were not computed "
                              "here (see the notes of the Wasserstein bound); use --method wasserstein.")
-    noise = None
+    noise: Any = None
     if method == "optimal-noise":
         t0 = time.monotonic()
         noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)

@@ -17,6 +17,7 @@
   and exact audits.
 """
 
+from puffgm.blowfish.neighbours import are_neighbours, distance_guarantee, enumerate_databases, neighbour_pairs
 from puffgm.blowfish.policy import (
     CountConstraint,
     Domain,
@@ -33,7 +34,6 @@ from puffgm.blowfish.policy import (
     partition_graph,
     policy_from_dict,
 )
-from puffgm.blowfish.neighbours import are_neighbours, distance_guarantee, enumerate_databases, neighbour_pairs
 from puffgm.blowfish.sensitivity import (
     Sensitivity,
     cumulative_query,

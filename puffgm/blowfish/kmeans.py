@@ -33,15 +33,16 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 from puffgm.core.noise import resolve_noise
 from puffgm.core.results import freeze_record
-from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
+from puffgm.core.validation import check_positive_finite, check_positive_int
 
 __all__ = ["KMeansOptions", "KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign",
            "iteration_query"]
@@ -164,7 +165,8 @@ class KMeansResult:
     def explain(self) -> str:
         s = np.array(self.sensitivities)
         return (f"SuLQ k-means, K={len(self.centroids)}, {len(s)} iterations, ({self.epsilon:g}, P)-Blowfish private "
-                f"(Theorem 4.1 over 2 Laplace releases per iteration); S_count in [{s[:, 0].min():g}, {s[:, 0].max():g}], "
+                "(Theorem 4.1 over 2 Laplace releases per iteration); "
+                f"S_count in [{s[:, 0].min():g}, {s[:, 0].max():g}], "
                 f"S_sum in [{s[:, 1].min():g}, {s[:, 1].max():g}]")
 
 

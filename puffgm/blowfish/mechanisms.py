@@ -14,15 +14,12 @@ releases under different policies are refused).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
-from puffgm.core.noise import resolve_noise
-from puffgm.core.release import Release
-from puffgm.core.results import freeze_record
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import (
     Sensitivity,
@@ -32,6 +29,10 @@ from puffgm.blowfish.sensitivity import (
     linear_sum_sensitivity,
     values_matrix,
 )
+from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release
+from puffgm.core.results import freeze_record
+from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
 
 __all__ = ["BlowfishRelease", "ReleaseOptions", "laplace_mechanism", "release_histogram", "release_cumulative",
            "release_linear_sum", "THEOREM_5_1"]

@@ -111,14 +111,14 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
         j1s, j2s = [], []
         for pos in range(nn):
             weight = k ** (nn - 1 - pos)
-            for a, b in zip(src.tolist(), dst.tolist()):
+            for a, b in zip(src.tolist(), dst.tolist(), strict=True):
                 sel = rows[dbs[:, pos] == a]
                 j1s.append(sel)
                 j2s.append(sel + (b - a) * weight)
         if not j1s:
             return dbs, np.zeros((0, 2), dtype=np.int64)
         return dbs, np.stack([np.concatenate(j1s), np.concatenate(j2s)], axis=1)
-    out = []
+    out: list = []
     for j1 in range(m):
         x1 = dbs[j1]
         t = np.where(adj[x1[None, :], dbs], dbs, -1)  # (m, n): T(D1, D) as per-individual target values

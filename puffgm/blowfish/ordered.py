@@ -39,17 +39,17 @@ its exact Blowfish loss as max over edges (x, y) of sum_j |N_jx - N_jy| / b_j.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite, check_positive_int
-from puffgm.core.noise import resolve_noise
-from puffgm.core.results import freeze_record
 from puffgm.blowfish.mechanisms import BlowfishRelease, ReleaseOptions
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import cumulative_sensitivity
+from puffgm.core.noise import resolve_noise
+from puffgm.core.results import freeze_record
+from puffgm.core.validation import check_positive_finite, check_positive_int
 
 __all__ = [
     "CumulativePlan",
@@ -259,8 +259,8 @@ def _oh_structure(k: int, theta: int, fanout: int):
         index[("S", i)] = len(rows)
         rows.append(r)
         groups.append("S")
-    for i, (s, w) in enumerate(blocks):
-        for level, lo, hi in _tree_levels(s, w, fanout, height):
+    for s, w in blocks:
+        for _level, lo, hi in _tree_levels(s, w, fanout, height):
             if hi - lo == w:  # a node equal to the block's root is never needed
                 continue
             r = np.zeros(k)
@@ -353,7 +353,8 @@ def ordered_hierarchical_plan(k: int, theta: int, *, epsilon: float, fanout: int
     else:
         epsilon_s = float(epsilon_s)
         if not (0 <= epsilon_s <= epsilon) or (has_s and epsilon_s == 0) or (has_h and epsilon_s == epsilon):
-            raise PolicyError(f"epsilon_s must lie strictly between 0 and epsilon = {epsilon:g} here; got {epsilon_s!r}.")
+            raise PolicyError(f"epsilon_s must lie strictly between 0 and epsilon = {epsilon:g} here; got "
+                              f"{epsilon_s!r}.")
     epsilon_h = epsilon - epsilon_s
     scales = np.where(groups == "S", 1.0 / epsilon_s if has_s else 0.0, 0.0) + \
         np.where(groups == "H", 2.0 * height / epsilon_h if has_h else 0.0, 0.0)
@@ -394,7 +395,10 @@ def range_query(cumulative, low: int, high: int) -> float:
 
 def ordered_range_error(*, epsilon: float, sensitivity: float = 1.0, low_known: bool = False,
                         high_known: bool = False) -> float:
-    """Theorem 7.1: E(r~ - r)^2 = 2 (S/epsilon)^2 per noisy end (4/epsilon^2 on the line graph for an interior range)."""
+    """Theorem 7.1: E(r~ - r)^2 = 2 (S/epsilon)^2 per noisy end.
+
+    That is 4/epsilon^2 on the line graph for an interior range.
+    """
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_range_error")
     ends = 2 - int(bool(low_known)) - int(bool(high_known))
     return ends * 2.0 * (sensitivity / epsilon) ** 2

@@ -33,8 +33,9 @@ import itertools
 import json
 import math
 import numbers
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -114,13 +115,13 @@ class Domain:
 
     # -- constructors ---------------------------------------------------------
     @classmethod
-    def categorical(cls, values: Sequence, name: str = "value") -> "Domain":
+    def categorical(cls, values: Sequence, name: str = "value") -> Domain:
         """An unordered domain; only complete, partition and user graphs apply."""
         vals = cls._values(values, "categorical")
         return cls("categorical", vals, (str(name),), (vals,))
 
     @classmethod
-    def ordered(cls, values, name: str = "value") -> "Domain":
+    def ordered(cls, values, name: str = "value") -> Domain:
         """A totally ordered domain: ``values`` in rank order, or an int k for 0..k-1.
 
         Distances are L1 distances of ranks, d(x, y) = |rank(x) - rank(y)|.
@@ -134,7 +135,7 @@ class Domain:
         return cls("ordered", vals, (str(name),), (vals,))
 
     @classmethod
-    def grid(cls, attributes) -> "Domain":
+    def grid(cls, attributes) -> Domain:
         """A multi-attribute domain: ``{name: values or k}`` or a shape tuple.
 
         Values are tuples (one entry per attribute), in row-major order;
@@ -211,7 +212,8 @@ class Domain:
 
     def to_dict(self) -> dict:
         if self.kind == "grid":
-            return {"kind": "grid", "attributes": {a: list(lv) for a, lv in zip(self.attributes, self.levels)}}
+            levels = {a: list(lv) for a, lv in zip(self.attributes, self.levels, strict=True)}
+            return {"kind": "grid", "attributes": levels}
         return {"kind": self.kind, "values": list(self.values)}
 
     def __repr__(self):
@@ -307,7 +309,8 @@ class SecretGraph:
             ok = np.all((tgt >= 0) & (tgt < np.array(shape)), axis=1)
             total += int(ok.sum())
             if total > limit:
-                raise PolicyError(f"The secret graph has more than {limit} edges; puffgm does not list them explicitly.")
+                raise PolicyError(f"The secret graph has more than {limit} edges; puffgm does not list them "
+                                  "explicitly.")
             us.append(np.flatnonzero(ok))
             vs.append(idx[tuple(tgt[ok].T)])
         if not us:
@@ -361,7 +364,7 @@ class SecretGraph:
         g.add_nodes_from(self.domain.values)
         u, v = self.edge_arrays()
         vals = self.domain.values
-        g.add_edges_from((vals[a], vals[b]) for a, b in zip(u.tolist(), v.tolist()))
+        g.add_edges_from((vals[a], vals[b]) for a, b in zip(u.tolist(), v.tolist(), strict=True))
         return g
 
     def distance(self, x, y) -> float:
@@ -555,7 +558,8 @@ class CountConstraint:
 
     def __post_init__(self):
         if not _is_int(self.count) or self.count < 0:
-            raise PolicyError(f"The count of constraint {self.name or list(self.values)!r} must be an integer >= 0; got {self.count!r}.")
+            raise PolicyError(f"The count of constraint {self.name or list(self.values)!r} must be an integer >= 0; "
+                              f"got {self.count!r}.")
         if not self.values:
             raise PolicyError("A count constraint needs at least one domain value.")
 
@@ -575,11 +579,12 @@ def marginal_constraints(domain: Domain, attributes: Sequence[str], counts: Mapp
     pos = []
     for a in attributes:
         if a not in domain.attributes:
-            raise PolicyError(f"The marginal names the unknown attribute {a!r}; the attributes are {list(domain.attributes)!r}.")
+            raise PolicyError(f"The marginal names the unknown attribute {a!r}; the attributes are "
+                              f"{list(domain.attributes)!r}.")
         pos.append(domain.attributes.index(a))
     if len(set(pos)) != len(pos) or not pos:
         raise PolicyError("A marginal needs distinct attributes, at least one.")
-    cells = {}
+    cells: dict = {}
     for v in domain.values:
         cells.setdefault(tuple(v[p] for p in pos), []).append(v)
     norm = {}
@@ -588,7 +593,8 @@ def marginal_constraints(domain: Domain, attributes: Sequence[str], counts: Mapp
         if k not in cells:
             raise PolicyError(f"The marginal cell {key!r} is not a combination of values of {list(attributes)!r}.")
         norm[k] = c
-    return [CountConstraint(tuple(vals), norm.get(k, 0), name=f"{dict(zip(attributes, k))}") for k, vals in cells.items()]
+    return [CountConstraint(tuple(vals), norm.get(k, 0), name=f"{dict(zip(attributes, k, strict=True))}")
+            for k, vals in cells.items()]
 
 
 # --------------------------------------------------------------------------- policy
@@ -671,15 +677,18 @@ class Policy:
         if self.n is not None:
             if np.any(b > self.n):
                 bad = self.constraints[int(np.argmax(b > self.n))]
-                raise PolicyError(f"The constraints are contradictory: constraint {bad.name or list(bad.values)!r} counts {bad.count} tuples but n = {self.n}.")
+                raise PolicyError(f"The constraints are contradictory: constraint {bad.name or list(bad.values)!r} "
+                                  f"counts {bad.count} tuples but n = {self.n}.")
             rows.append(np.ones((1, len(atoms))))
             lo.append([float(self.n)])
             hi.append([float(self.n)])
-        res = milp(np.zeros(len(atoms)), constraints=LinearConstraint(np.vstack(rows), np.concatenate(lo), np.concatenate(hi)),
+        res = milp(np.zeros(len(atoms)),
+                   constraints=LinearConstraint(np.vstack(rows), np.concatenate(lo), np.concatenate(hi)),
                    integrality=np.ones(len(atoms)), bounds=(0, np.inf))
         if res.status != 0:
             size = f" and n = {self.n}" if self.n is not None else ""
-            raise PolicyError(f"The constraints are contradictory: no database satisfies all {len(b)} count constraints{size}.")
+            raise PolicyError(f"The constraints are contradictory: no database satisfies all {len(b)} count "
+                              f"constraints{size}.")
 
     def satisfies(self, database) -> bool:
         """True if a database (sequence of domain values) is in I_Q (and has n tuples when n is known)."""
@@ -687,12 +696,13 @@ class Policy:
         if self.n is not None and len(idx) != self.n:
             return False
         counts = np.bincount(idx, minlength=self.domain.size)
-        return all(int(counts[list(c)].sum()) == con.count for c, con in zip(self._con_idx, self.constraints))
+        return all(int(counts[list(c)].sum()) == con.count
+                   for c, con in zip(self._con_idx, self.constraints, strict=True))
 
     def _valid_mask(self, dbs: np.ndarray) -> np.ndarray:
         """Which rows of an (m, n) array of value indices satisfy the constraints."""
         ok = np.ones(len(dbs), dtype=bool)
-        for c, con in zip(self._con_idx, self.constraints):
+        for c, con in zip(self._con_idx, self.constraints, strict=True):
             member = np.zeros(self.domain.size, dtype=bool)
             member[list(c)] = True
             ok &= member[dbs].sum(axis=1) == con.count
@@ -718,7 +728,8 @@ class Policy:
         extra = f", theta={g.params['theta']:g}" if g.kind in ("distance", "line") else ""
         c = f", {len(self.constraints)} count constraint(s)" if self.constraints else ", no constraints"
         n = f", n={self.n}" if self.n is not None else ""
-        return f"Blowfish policy: {self.domain.kind} domain of {self.domain.size} values, {g.kind} secret graph{extra}{c}{n}"
+        return (f"Blowfish policy: {self.domain.kind} domain of {self.domain.size} values, "
+                f"{g.kind} secret graph{extra}{c}{n}")
 
     def __repr__(self):
         return f"<{self.explain()}>"
@@ -758,7 +769,9 @@ def _domain_from_dict(dom) -> Domain:
     kind = dom["kind"]
     if kind == "ordered":
         if "size" in dom:
-            return Domain.ordered(dom["size"] if _is_int(dom["size"]) else _bad(f"The ordered domain size must be an integer; got {dom['size']!r}."))
+            if not _is_int(dom["size"]):
+                _bad(f"The ordered domain size must be an integer; got {dom['size']!r}.")
+            return Domain.ordered(dom["size"])
         return Domain.ordered(dom.get("values", []))
     if kind == "categorical":
         return Domain.categorical(dom.get("values", []))

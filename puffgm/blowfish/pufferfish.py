@@ -34,15 +34,17 @@ import itertools
 
 import numpy as np
 
-from puffgm.framework.audit import AuditResult, audit_laplace, audit_vector_laplace
-from puffgm.framework.instantiation import Instantiation, Secret
 from puffgm.blowfish.neighbours import resolve_n
 from puffgm.blowfish.policy import Policy, PolicyError
+from puffgm.framework.audit import AuditResult, audit_laplace, audit_vector_laplace
+from puffgm.framework.instantiation import Instantiation, Secret
 
 __all__ = ["pufferfish_instantiation", "audit_blowfish_laplace", "THEOREM_4_4", "THEOREM_4_5"]
 
-THEOREM_4_4 = "He, Machanavajjhala and Ding 2014, Theorem 4.4 (unconstrained Blowfish = Pufferfish with product priors)"
-THEOREM_4_5 = "He, Machanavajjhala and Ding 2014, Theorem 4.5 (Pufferfish with conditioned product priors implies Blowfish)"
+THEOREM_4_4 = ("He, Machanavajjhala and Ding 2014, Theorem 4.4 "
+               "(unconstrained Blowfish = Pufferfish with product priors)")
+THEOREM_4_5 = ("He, Machanavajjhala and Ding 2014, Theorem 4.5 "
+               "(Pufferfish with conditioned product priors implies Blowfish)")
 
 #: Largest number of priors the bridge builds.
 MAX_PRIORS = 4096
@@ -80,13 +82,14 @@ def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_prio
     n = resolve_n(policy, n)
     k = policy.domain.size
     if k**n > 2**16:
-        raise PolicyError(f"The bridge enumerates {k}^{n} = {k ** n} databases, more than 65536; use a smaller domain or n.")
+        raise PolicyError(f"The bridge enumerates {k}^{n} = {k ** n} databases, more than 65536; use a smaller domain "
+                          "or n.")
     nodes = [f"r{i}" for i in range(n)]
     u, v = policy.graph.edge_arrays()
     if len(u) == 0:
         raise PolicyError("The secret graph has no edges: there is no discriminative pair to protect.")
     pairs = [(Secret.value(nodes[i], int(a)), Secret.value(nodes[i], int(b))) for i in range(n)
-             for a, b in zip(u.tolist(), v.tolist())]
+             for a, b in zip(u.tolist(), v.tolist(), strict=True)]
     rng = np.random.default_rng(random_state)
     uniform = np.full(k, 1.0 / k)
 

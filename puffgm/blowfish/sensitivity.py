@@ -22,14 +22,15 @@ neighbours of Definition 4.1 (:mod:`puffgm.blowfish.neighbours`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from puffgm.core.results import freeze_record
 from puffgm.blowfish.neighbours import MAX_DATABASES, neighbour_pairs
 from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
+from puffgm.core.results import freeze_record
 
 __all__ = [
     "Sensitivity",

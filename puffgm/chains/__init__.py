@@ -16,15 +16,19 @@ Song, Wang and Chaudhuri, section 4.4 and appendix C.2-C.4:
 pgmpy is imported lazily (only ``to_pgmpy``/``from_pgmpy`` need it).
 """
 
-from puffgm.chains.priors import (  # noqa: F401
-    ChainPrior, ChainPriorClass, InfiniteChainClass, stationary_distribution, smooth_transition,
-)
-from puffgm.chains.exact import MQMExact, mqm_exact  # noqa: F401
 from puffgm.chains.approx import MQMApprox, mqm_approx  # noqa: F401
-from puffgm.chains.baselines import group_dp, plain_dp, gk16  # noqa: F401
-from puffgm.chains.spec import load_chain_spec, chain_class_from_spec  # noqa: F401
+from puffgm.chains.baselines import gk16, group_dp, plain_dp  # noqa: F401
 from puffgm.chains.box import ChainParameterBox  # noqa: F401
+from puffgm.chains.exact import MQMExact, mqm_exact  # noqa: F401
 from puffgm.chains.leakage import allocate_budget, leakage_function, leakage_supremum, temporal_leakage  # noqa: F401
+from puffgm.chains.priors import (  # noqa: F401
+    ChainPrior,
+    ChainPriorClass,
+    InfiniteChainClass,
+    smooth_transition,
+    stationary_distribution,
+)
+from puffgm.chains.spec import chain_class_from_spec, load_chain_spec  # noqa: F401
 
 __all__ = [
     "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "stationary_distribution", "smooth_transition",

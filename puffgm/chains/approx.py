@@ -36,11 +36,11 @@ import math
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import NotApplicableError, ParameterError
-from puffgm.core.results import CalibrationResult
 from puffgm.chains.exact import PER_NODE_LIMIT, quilt_choice
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary_distribution
+from puffgm.core.results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import NotApplicableError, ParameterError
 
 __all__ = ["MQMApprox", "mqm_approx", "chain_mixing_parameters", "THEOREM_APPROX"]
 
@@ -190,7 +190,7 @@ class MQMApprox:
         e6 = math.exp(epsilon / 6.0)
         return int(2 * math.ceil(math.log((e6 + 1) / (e6 - 1) / self.pi_min) / self.g)) if self.chain_class.k > 1 else 1
 
-    def _search(self, i: int, l: int, eps: float):
+    def _search(self, i: int, ell: int, eps: float):
         T = self.chain_class.length
 
         def score(card, infl):
@@ -198,26 +198,26 @@ class MQMApprox:
                 return np.where(infl < eps, card / (eps - infl), math.inf)
 
         best = (T / eps, "trivial", 0, 0, 0.0, T)
-        amax, bmax = min(i - 1, l), min(T - i, l)
+        amax, bmax = min(i - 1, ell), min(T - i, ell)
         if amax > 0:
             a = np.arange(1, amax + 1)
             card = T - i + a
-            s = np.where(card <= l, score(card, self.bound_left(a)), math.inf)
+            s = np.where(card <= ell, score(card, self.bound_left(a)), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
                 best = (float(s[j]), "left", int(a[j]), 0, float(self.bound_left(a[j])), int(card[j]))
         if bmax > 0:
             b = np.arange(1, bmax + 1)
             card = i + b - 1
-            s = np.where(card <= l, score(card, self.bound_right(b)), math.inf)
+            s = np.where(card <= ell, score(card, self.bound_right(b)), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
                 best = (float(s[j]), "right", 0, int(b[j]), float(self.bound_right(b[j])), int(card[j]))
         if amax > 0 and bmax > 0:
-            best = self._two_sided(amax, bmax, l, eps, best)
+            best = self._two_sided(amax, bmax, ell, eps, best)
         return best
 
-    def _two_sided(self, amax, bmax, l, eps, best):
+    def _two_sided(self, amax, bmax, ell, eps, best):
         """min over a + b - 1 <= l of (a+b-1) / (eps - 2 phi(a) - phi(b)).
 
         phi is convex and decreasing, so for a fixed s = a + b the influence
@@ -226,7 +226,7 @@ class MQMApprox:
         (cost O(l log l) instead of O(l^2)).
         """
         lo_t = max(1, int(math.ceil(self.t0)))
-        s = np.arange(2 * lo_t, min(amax + bmax, l + 1) + 1)
+        s = np.arange(2 * lo_t, min(amax + bmax, ell + 1) + 1)
         if s.size == 0:
             return best
         lo = np.maximum(lo_t, s - bmax)
@@ -270,15 +270,15 @@ class MQMApprox:
         cc = self.chain_class
         T = cc.length
         a_star = self.a_star(epsilon=eps)
-        l = min(T, 4 * a_star)
+        ell = min(T, 4 * a_star)
         mid = (T + 1) // 2
-        r = self._search(mid, l, eps)
+        r = self._search(mid, ell, eps)
         if r[1] == "two":
             i, strategy = mid, "middle node (Lemma 4.9 / C.9)"
         else:
             # Short chain: Lemma C.9 does not apply; search every node over all quilts.
-            l = T
-            res = [self._search(j, l, eps) for j in range(1, T + 1)]
+            ell = T
+            res = [self._search(j, ell, eps) for j in range(1, T + 1)]
             i = int(np.argmax([x[0] for x in res])) + 1
             r = res[i - 1]
             strategy = "every node (chain too short for Lemma 4.9)"
@@ -307,7 +307,7 @@ class MQMApprox:
                 "reversible": self.reversible,
                 "t0": self.t0,
                 "a_star": a_star,
-                "l": int(l),
+                "l": int(ell),
                 "strategy": strategy,
                 "k": cc.k,
                 "n_chains": self._n_chains,

@@ -32,9 +32,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.core.results import CalibrationResult
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
+from puffgm.core.results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
 
 __all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma"]
 

@@ -41,7 +41,8 @@ least the supremum over the box of the per-prior value:
   (equation (5) only takes ratios within a row or within a column, so s
   cancels; moreover the term log pi(0)/pi(1) common to the row ratios cancels
   exactly against the marginal term of X_i, so only the remaining parts are
-  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q | X_i))
+  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q |
+  X_i))
   and any quilt bounds the minimum, sup over C of sigma <= max_i min(T / epsilon,
   card(Q_i) / (epsilon - e_up(Q_i | X_i))).  Cells whose upper bound exceeds
   (1 + rtol) times the best lower bound are split in four until none is left;
@@ -65,12 +66,12 @@ import numbers
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import ParameterError, PriorError
-from puffgm.core.results import CalibrationResult
 from puffgm.chains.baselines import gk16_gamma
 from puffgm.chains.exact import PER_NODE_LIMIT, THEOREM_EXACT, MQMExact
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, check_length
+from puffgm.core.results import CalibrationResult
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError, PriorError
 
 __all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds"]
 
@@ -135,6 +136,14 @@ class ChainParameterBox(InfiniteChainClass):
     """
 
     __slots__ = ("p0", "p1", "initial_kind", "length", "states", "name", "fingerprint", "notes")
+    p0: tuple[float, float]
+    p1: tuple[float, float]
+    initial_kind: str
+    length: int
+    states: tuple[str, ...]
+    name: str
+    fingerprint: str
+    notes: tuple[str, ...]
 
     k = 2
 
@@ -171,7 +180,7 @@ class ChainParameterBox(InfiniteChainClass):
     def initial_kinds(self) -> frozenset:
         return frozenset({self.initial_kind})
 
-    def with_length(self, length: int) -> "ChainParameterBox":
+    def with_length(self, length: int) -> ChainParameterBox:
         """The same box with another chain length T."""
         return ChainParameterBox(self.p0, self.p1, initial=self.initial_kind, length=length, states=self.states,
                                  name=self.name)
@@ -297,7 +306,7 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
 
 def _split(cells: np.ndarray) -> np.ndarray:
     """Split each cell [p0lo, p0hi, p1lo, p1hi] into 4 (2 along a degenerate dimension, 1 if a point)."""
-    out = []
+    out: list = []
     for a0, a1, b0, b1 in cells:
         am, bm = (a0 + a1) / 2, (b0 + b1) / 2
         xs = [(a0, am), (am, a1)] if a1 > a0 else [(a0, a1)]
@@ -512,7 +521,7 @@ class _Samples:
         self.max_evaluations, self.progress = max_evaluations, progress
         self.evaluations = 0
         self.best = {"sigma": -math.inf, "point": None, "result": None}
-        self.sources = []  # evaluated points (p0, p1) and their per-node quilts
+        self.sources: list = []  # evaluated points (p0, p1) and their per-node quilts
 
     def exact_at(self, p0: float, p1: float) -> CalibrationResult:
         """The exact MQMExact result at the point (p0, p1); updates the best lower bound."""

@@ -75,7 +75,8 @@ def _check_pq(p, q, where):
     q = check_positive_finite(q, "q", where)
     for name, v in (("p", p), ("q", q)):
         if not v < 1:
-            raise ParameterError(f"The '{name}' parameter of {where} must be in the open interval (0, 1). Got {v!r} instead.")
+            raise ParameterError(f"The '{name}' parameter of {where} must be in the open interval (0, 1). Got {v!r} "
+                                 "instead.")
     return p, q
 
 
@@ -192,7 +193,8 @@ def binary_chain_curve(p: float, q: float, max_b: int = 50, *, length: int | Non
     T = check_positive_int(T, "length", "binary_chain_curve")
     if T < 2 * max_b + 1:
         raise ParameterError(
-            f"binary_chain_curve assumes a long chain: length must be >= 2 * max_b + 1 = {2 * max_b + 1}. Got {T} instead."
+            "binary_chain_curve assumes a long chain: "
+            f"length must be >= 2 * max_b + 1 = {2 * max_b + 1}. Got {T} instead."
         )
     closed = theorem8_curve(p, q, max_b)
     notes = []

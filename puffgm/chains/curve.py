@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 
+from puffgm.chains.exact import ChainQuiltSearch
+from puffgm.chains.priors import ChainPriorClass, node_name
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
-from puffgm.chains.exact import ChainQuiltSearch
-from puffgm.chains.priors import ChainPriorClass, node_name
 
 __all__ = ["chain_influence_curve", "chain_class_curve", "DEFAULT_CHAIN_MAX_B"]
 
@@ -101,7 +101,7 @@ def _stationary_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
             idx = order[pos : pos + batch]
             ai, bi = aa[idx] - 1, bb[idx] - 1
             d2 = np.full(idx.size, -math.inf)
-            for G, Bm in zip(Gs, Bs):
+            for G, Bm in zip(Gs, Bs, strict=True):
                 d2 = np.maximum(d2, (G[ai] + Bm[bi]).max(axis=(1, 2)))
             d2 = np.maximum(d2, 0.0)
             j = int(np.argmin(d2))
@@ -123,7 +123,7 @@ def _nodewise_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
         h = np.full(Bq, math.inf)
         hw: list = [None] * Bq
 
-        def offer(card, val, w):
+        def offer(card, val, w, h=h, hw=hw):  # this node's tables, bound now
             if card <= Bq and val < h[card - 1]:
                 h[card - 1] = val
                 hw[card - 1] = w
@@ -134,7 +134,7 @@ def _nodewise_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
             offer(i + j, DR[j], (node_name(i), (node_name(i + j + 1),)))
         if amax and bmax:
             D2 = np.full((amax, bmax), -math.inf)
-            for G, Bm in zip(Gs, Bs):
+            for G, Bm in zip(Gs, Bs, strict=True):
                 D2 = np.maximum(D2, (G[:, None] + Bm[None, :]).max(axis=(2, 3)))
             D2 = np.maximum(D2, 0.0)
             for ai in range(amax):
@@ -168,7 +168,7 @@ def chain_class_curve(chain_class, max_b) -> InfluenceCurve:
     if bs != list(range(1, len(bs) + 1)):
         raise PriorError("The chain machinery returned b values other than 1..B.")
     wits = list(wits) if wits is not None else [None] * len(bs)
-    norm = []
+    norm: list = []
     for w in wits:
         if w is None:
             norm.append(None)

@@ -73,10 +73,10 @@ from functools import lru_cache
 
 import numpy as np
 
+from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
+from puffgm.core.results import CalibrationResult, QuiltChoice
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import NumericalError, ParameterError, PriorError
-from puffgm.core.results import CalibrationResult, QuiltChoice
-from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
 
 __all__ = [
     "MQMExact", "mqm_exact", "chain_max_influence", "ChainQuiltSearch", "quilt_choice", "ratio_max",
@@ -157,11 +157,11 @@ def _first_node_C(k: int) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _pairs(amax: int, bmax: int, l: int):
+def _pairs(amax: int, bmax: int, ell: int):
     """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only)."""
     aa, bb = np.divmod(np.arange(amax * bmax), bmax)
     card = aa + bb + 1
-    ok = card <= l
+    ok = card <= ell
     t = (aa[ok], bb[ok], card[ok].astype(float))
     for x in t:
         x.flags.writeable = False
@@ -191,8 +191,8 @@ class _Member:
         self.A_full = np.zeros((1, k, k))  # index 0 unused
         self.B = np.zeros((1, k, k))
         self.Bmax = np.zeros(1)  # Bmax[b] = max over (x, x') of B[b] (index 0 unused)
-        self._A_cache = {}
-        self._any_nodes = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
+        self._A_cache: dict = {}
+        self._any_nodes: dict = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
         if self.kind == "vector":
             self.mu = [np.asarray(prior.initial, dtype=float)]
         elif self.kind == "stationary":
@@ -370,8 +370,8 @@ class ChainQuiltSearch:
         self.L = 0
         self.evaluations = 0
 
-    def ensure(self, l: int):
-        L = min(l, self.T - 1)
+    def ensure(self, ell: int):
+        L = min(ell, self.T - 1)
         if L > self.L:
             for m in self.members:
                 m.ensure(L)
@@ -412,7 +412,7 @@ class ChainQuiltSearch:
         # max-influence is >= 0 (x = x' gives 0); guard nodes without any valid value
         return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
 
-    def search(self, i: int, l: int, cap: float = -math.inf, seed=None):
+    def search(self, i: int, ell: int, cap: float = -math.inf, seed=None):
         """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
 
         Returns (score, kind, a, b, influence, card) with kind in
@@ -426,25 +426,25 @@ class ChainQuiltSearch:
         may be reported with the seed's quilt).
         """
         T, eps = self.T, self.eps
-        amax = max(0, min(i - 1, l, self.L))
-        bmax = max(0, min(T - i, l, self.L))
+        amax = max(0, min(i - 1, ell, self.L))
+        bmax = max(0, min(T - i, ell, self.L))
         Gs, Bs, DL, DR = self.node_tables(i, amax, bmax)
         best = (T / eps, "trivial", 0, 0, 0.0, T)
         if seed is not None and seed[0] < best[0]:
             best = seed
         # one-sided quilts with card(X_N) <= l: card grows with a (with b), so they are a prefix
-        n = min(amax, l - (T - i))  # card = T - i + a
+        n = min(amax, ell - (T - i))  # card = T - i + a
         if n > 0:
             j, s, d = _first_min(T - i + 1, DL[:n].tolist(), eps)
             if s < best[0]:
                 best = (s, "left", j + 1, 0, d, T - i + 1 + j)
-        n = min(bmax, l - i + 1)  # card = i + b - 1
+        n = min(bmax, ell - i + 1)  # card = i + b - 1
         if n > 0:
             j, s, d = _first_min(i, DR[:n].tolist(), eps)
             if s < best[0]:
                 best = (s, "right", 0, j + 1, d, i + j)
         if amax and bmax:
-            ai0, bi0, card = _pairs(amax, bmax, l)
+            ai0, bi0, card = _pairs(amax, bmax, ell)
             lb = _score(card, np.maximum(DL[ai0], DR[bi0]), eps)
             cand = np.flatnonzero(lb < best[0])
             if cand.size:
@@ -455,7 +455,7 @@ class ChainQuiltSearch:
                 while pos < cand.size and lbs[pos] < best[0] and best[0] > cap:
                     ai, bi = aa[pos : pos + batch], bb[pos : pos + batch]
                     d2 = None
-                    for G, Bm in zip(Gs, Bs):
+                    for G, Bm in zip(Gs, Bs, strict=True):
                         dm = _max_kk(G[ai] + Bm[bi])
                         d2 = dm if d2 is None else np.maximum(d2, dm)
                     d2 = np.maximum(d2, 0.0)
@@ -498,7 +498,7 @@ class ChainQuiltSearch:
         card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
         return (card / (eps - d) if d < eps else math.inf), d
 
-    def share_tables(self, other: "ChainQuiltSearch"):
+    def share_tables(self, other: ChainQuiltSearch):
         """Use the power and equation-(5) tables of ``other`` (same transition matrix P, one member each)."""
         src, dst = other.members[0], self.members[0]
         for name in ("pows", "logpows", "A_full", "B", "Bmax"):
@@ -673,7 +673,7 @@ class MQMExact:
         notes = list(cc.notes)
         if self.paper_convention:
             notes.append("paper convention: left-end states of probability zero are counted (not exact)")
-        l, (i, r, allres), exact = run.choose_length(notes)
+        ell, (i, r, allres), exact = run.choose_length(notes)
         mix_info = run.mix_info
         if mix_info.get("exact") is False:
             exact = False
@@ -703,7 +703,7 @@ class MQMExact:
             theorem=THEOREM_EXACT,
             notes=tuple(notes),
             details={
-                "l": int(l),
+                "l": int(ell),
                 "exact_optimum": bool(exact),
                 "strategy": run.strategy,
                 "k": cc.k,
@@ -717,7 +717,7 @@ class MQMExact:
         )
 
     # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
-    def _stationary_twin(self, search: "ChainQuiltSearch", eps: float):
+    def _stationary_twin(self, search: ChainQuiltSearch, eps: float):
         """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
         prior = search.members[0].prior
         try:
@@ -735,7 +735,7 @@ class MQMExact:
         m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
         return stat
 
-    def _mixing_run(self, search: "ChainQuiltSearch", stat: "ChainQuiltSearch", l: int, eps: float):
+    def _mixing_run(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float):
         """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
 
         Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
@@ -766,7 +766,7 @@ class MQMExact:
         with the previous node's and the stationary optimum's quilts: a node whose such quilt
         already scores below max(current max, stationary(epsilon)) cannot raise the result.
         """
-        return _MixingScan(search, stat, l, eps, self.mixing_rtol).run()
+        return _MixingScan(search, stat, ell, eps, self.mixing_rtol).run()
 
     def _calibrate_family(self, eps: float, lipschitz: float) -> CalibrationResult:
         """A finite family: max over members of each member's own optimum.
@@ -787,7 +787,7 @@ class MQMExact:
         top = results[k]
         per_node = ()
         if all(r.per_node for r in results):
-            per_node = tuple(max(cs, key=lambda c: c.score) for cs in zip(*(r.per_node for r in results)))
+            per_node = tuple(max(cs, key=lambda c: c.score) for cs in zip(*(r.per_node for r in results), strict=True))
         notes = list(cc.notes) + [n for n in top.notes if n not in cc.notes]
         details = dict(top.details)
         details.update({"n_chains": len(cc), "worst_member": k, "per_member_sigma": tuple(r.sigma_max for r in results),
@@ -808,7 +808,7 @@ class _ChainRun:
         self.eps = eps
         self.T = cc.length
         self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
-        self.mix_info = {}
+        self.mix_info: dict = {}
         self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
 
     def _plan(self, kinds, want_nodes: bool):
@@ -828,43 +828,43 @@ class _ChainRun:
                 strategy = "fixed start: exact early nodes + certified mixing bound"
         return strategy, stat
 
-    def _every_node(self, l: int):
+    def _every_node(self, ell: int):
         """The result of every node 1..T, and the (first) worst one: (node, result, results)."""
-        res = [self.search.search(i, l) for i in range(1, self.T + 1)]
+        res = [self.search.search(i, ell) for i in range(1, self.T + 1)]
         j = int(np.argmax([x[0] for x in res]))
         return j + 1, res[j], res
 
-    def run(self, l: int, final: bool = False):
+    def run(self, ell: int, final: bool = False):
         """(worst node, its result tuple, every node's results or None) with quilts of card(X_N) <= l.
 
         ``final``: l will not grow, so a one-sided middle optimum of a stationary
         chain falls back to searching every node instead of asking for a longer l.
         """
         T, search = self.T, self.search
-        search.ensure(l)
+        search.ensure(ell)
         if self.stat is not None:
-            out = self.mech._mixing_run(search, self.stat, l, self.eps)
+            out = self.mech._mixing_run(search, self.stat, ell, self.eps)
             self.mix_info.clear()
             if out is not None:
                 i, r, info = out
                 self.mix_info.update(info)
                 return i, r, None
             self.mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
-            return self._every_node(l)[:2] + (None,)
+            return self._every_node(ell)[:2] + (None,)
         if self.strategy == "every node":
-            return self._every_node(l)
+            return self._every_node(ell)
         if self.strategy.startswith("stationary"):
             mid = (T + 1) // 2
-            r = search.search(mid, l)
+            r = search.search(mid, ell)
             if r[1] == "two" or T <= 1:
                 return mid, r, None
-            if l < T and not final:
+            if ell < T and not final:
                 # Lemma C.9 needs a two-sided optimum: look further before searching every node
                 return mid, (math.inf,) + tuple(r[1:]), None
-            return self._every_node(l)[:2] + (None,)
+            return self._every_node(ell)[:2] + (None,)
         worst_i, worst = 0, None
         for i in range(1, T + 1):
-            r = search.search(i, l)
+            r = search.search(i, ell)
             if worst is None or r[0] > worst[0]:
                 worst_i, worst = i, r
             if r[1] == "two":
@@ -880,27 +880,27 @@ class _ChainRun:
         """
         T, eps, max_length = self.T, self.eps, self.mech.max_length
         if max_length is not None:
-            l = min(max_length, T)
-            out = self.run(l, final=True)
-            exact = out[1][0] <= (l + 1) / eps or l >= T
+            ell = min(max_length, T)
+            out = self.run(ell, final=True)
+            exact = out[1][0] <= (ell + 1) / eps or ell >= T
             if not exact:
-                notes.append(f"quilts restricted to card(X_N) <= {l}: valid, possibly above the exact optimum")
-            return l, out, exact
-        l = min(T, 16)
+                notes.append(f"quilts restricted to card(X_N) <= {ell}: valid, possibly above the exact optimum")
+            return ell, out, exact
+        ell = min(T, 16)
         if self.stat is not None:  # the answer is at least the stationary twin's: start at its l
             mid = (T + 1) // 2
-            while l < T:
-                self.search.ensure(l)
+            while ell < T:
+                self.search.ensure(ell)
                 self.stat.share_tables(self.search)
-                r0 = self.stat.search(mid, l)
-                if r0[1] == "two" and r0[0] <= (l + 1) / eps:
+                r0 = self.stat.search(mid, ell)
+                if r0[1] == "two" and r0[0] <= (ell + 1) / eps:
                     break
-                l = min(T, 2 * l)
-        out = self.run(l)
-        while not (out[1][0] <= (l + 1) / eps or l >= T):
-            l = min(T, 2 * l)
-            out = self.run(l)
-        return l, out, True
+                ell = min(T, 2 * ell)
+        out = self.run(ell)
+        while not (out[1][0] <= (ell + 1) / eps or ell >= T):
+            ell = min(T, 2 * ell)
+            out = self.run(ell)
+        return ell, out, True
 
 
 class _MixingScan:
@@ -908,14 +908,14 @@ class _MixingScan:
 
     KINDS = {(True, True): "two", (True, False): "left", (False, True): "right"}
 
-    def __init__(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, l: int, eps: float, rtol: float):
-        self.search, self.stat, self.l, self.eps, self.rtol = search, stat, l, eps, rtol
+    def __init__(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float, rtol: float):
+        self.search, self.stat, self.ell, self.eps, self.rtol = search, stat, ell, eps, rtol
         self.T = search.T
         self.mid = (self.T + 1) // 2
         self.worst_i, self.worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
         self.m_exact = -math.inf  # largest exact node optimum
         self.prev = None  # (a, b) of the previous node's quilt
-        self.ahead = {}  # node -> exact result found by looking ahead
+        self.ahead: dict = {}  # node -> exact result found by looking ahead
         self.rise = 0
         self.r0 = None  # the twin's middle-node result at epsilon (set by run)
         self.s0 = self.e_star = None  # its score and influence
@@ -925,7 +925,7 @@ class _MixingScan:
         stat = self.stat
         stat.eps = e
         try:
-            r = stat.search(self.mid, self.l)
+            r = stat.search(self.mid, self.ell)
         finally:
             stat.eps = self.eps
         return r if (any_kind or r[1] == "two") else None
@@ -937,7 +937,7 @@ class _MixingScan:
         for a, b in ((self.prev, (r0[2], r0[3])) if self.prev else ((r0[2], r0[3]),)):
             if (a or b) and a < i and i + b <= T and max(a, b) <= search.L:
                 card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
-                if card > self.l:
+                if card > self.ell:
                     continue
                 sc, d = search.quilt_score(i, a, b)
                 cand = (sc, self.KINDS[(a > 0, b > 0)], a, b, d, card)
@@ -949,7 +949,7 @@ class _MixingScan:
 
     def _too_long(self) -> bool:
         """True if the worst score shows that longer quilts are needed (the caller doubles l)."""
-        return self.worst[0] > (self.l + 1) / self.eps and self.l < self.T
+        return self.worst[0] > (self.ell + 1) / self.eps and self.ell < self.T
 
     def _look_ahead(self, j: int) -> bool:
         """Search node j exactly (node optima are rising); True if longer quilts are needed.
@@ -958,7 +958,7 @@ class _MixingScan:
         evaluation each; the step doubles (1, 2, 4, ... 64) while the optima rise.
         """
         _, seed_j = self.candidates(j, -math.inf)
-        rj = self.search.search(j, self.l, seed=seed_j)
+        rj = self.search.search(j, self.ell, seed=seed_j)
         self.ahead[j] = rj
         self.m_exact = max(self.m_exact, rj[0])
         if rj[0] > self.worst[0]:
@@ -982,7 +982,7 @@ class _MixingScan:
             cap = max(self.worst[0], self.s0)
             r, seed = self.candidates(i, cap)
         if r is None:
-            r = self.search.search(i, self.l, cap=cap, seed=seed)
+            r = self.search.search(i, self.ell, cap=cap, seed=seed)
             if r[0] > cap:
                 self.m_exact = max(self.m_exact, r[0])
         return r
@@ -1008,7 +1008,7 @@ class _MixingScan:
         self.stat.share_tables(self.search)
         self.r0 = r0 = self.stat_bound(eps)
         if r0 is None:
-            if self.l < T:  # as the stationary shortcut does: look at longer quilts first
+            if self.ell < T:  # as the stationary shortcut does: look at longer quilts first
                 return self.mid, (math.inf, "trivial", 0, 0, 0.0, T), {}
             return None
         self.s0, self.e_star = r0[0], r0[4]
@@ -1048,10 +1048,10 @@ class _MixingScan:
             worst_i, worst = self.mid, (sc, kind, a, b, d + omega, card)
         # lower bound: the exact early nodes, and the middle node (e_mid >= e_pi - Omega)
         lower = m_exact
-        l, mid = self.l, self.mid
-        if m_exact < worst[0] and mid - l > stop and mid > stop:
+        ell, mid = self.ell, self.mid
+        if m_exact < worst[0] and mid - ell > stop and mid > stop:
             lo = self.stat_bound(self.eps + omega, any_kind=True)
-            lower = max(lower, min(lo[0], (l + 1) / self.eps))
+            lower = max(lower, min(lo[0], (ell + 1) / self.eps))
         info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound[0]),
                      "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
                      "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
@@ -1085,5 +1085,5 @@ def chain_max_influence(chain_class: ChainPriorClass, node: int, quilt, *, paper
     s.ensure(max(a, b, 1))
     Gs, Bs, DL, DR = s.node_tables(i, a, b)
     if a and b:
-        return float(max(0.0, max(float((G[a - 1] + Bm[b - 1]).max()) for G, Bm in zip(Gs, Bs))))
+        return float(max(0.0, max(float((G[a - 1] + Bm[b - 1]).max()) for G, Bm in zip(Gs, Bs, strict=True))))
     return float(DL[a - 1]) if a else float(DR[b - 1])

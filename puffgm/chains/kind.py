@@ -25,8 +25,8 @@ from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.core.results import QuiltGraph
-from puffgm.mechanisms.query import QueryLaws
 from puffgm.exceptions import PriorError
+from puffgm.mechanisms.query import QueryLaws
 
 __all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
 

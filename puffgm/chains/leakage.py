@@ -87,7 +87,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from puffgm.chains.priors import (
-    ChainPrior, ChainPriorClass, InfiniteChainClass, check_length, check_transition_matrix, stationary_distribution,
+    ChainPrior,
+    ChainPriorClass,
+    InfiniteChainClass,
+    check_length,
+    check_transition_matrix,
+    stationary_distribution,
 )
 from puffgm.chains.spec import backward_from_spec, chain_class_from_spec, read_chain_spec
 from puffgm.core.results import json_float
@@ -218,7 +223,7 @@ class LeakageFunction:
     def __post_init__(self):
         with np.errstate(divide="ignore"):
             log_yc = np.log(self.yc)
-        rows = tuple(zip(*(v.tolist() for v in (self.x, self.xc, self.y, self.yc, log_yc))))
+        rows = tuple(zip(*(v.tolist() for v in (self.x, self.xc, self.y, self.yc, log_yc)), strict=True))
         object.__setattr__(self, "_logs", (self.y == 0.0, log_yc, rows if len(rows) <= _SCALAR_FRONT else None))
 
     def values(self, a: float) -> np.ndarray:
@@ -497,7 +502,7 @@ def _resolve(chain, backward):
         backward = [backward]
     elif not isinstance(backward, (list, tuple)) or len(backward) != n:
         raise ParameterError(f"Give one backward matrix per member of the class ({n}).")
-    members = tuple(_correlation(m, b) for m, b in zip(chain.members, backward))
+    members = tuple(_correlation(m, b) for m, b in zip(chain.members, backward, strict=True))
     return members, length, label or " + ".join(m.name for m in members)
 
 
@@ -635,9 +640,9 @@ class LeakageSupremum:
 def _supremum(members, eps: float) -> LeakageSupremum:
     sb = [m.backward.fixed_point(epsilon=eps) for m in members]
     sf = [m.forward.fixed_point(epsilon=eps) for m in members]
-    st = [b + f - eps for b, f in zip(sb, sf)]
+    st = [b + f - eps for b, f in zip(sb, sf, strict=True)]
     cond, reason = [], None
-    for m, b, f in zip(members, sb, sf):
+    for m, b, f in zip(members, sb, sf, strict=True):
         for what, fn, val in (("BPL", m.backward, b), ("FPL", m.forward, f)):
             sentence = fn.explain_critical(m.states)
             cond.append(f"{what}: {sentence}")
@@ -710,7 +715,7 @@ class TemporalLeakage:
         c = self.constant_epsilon
         d["epsilon" if c is not None else "epsilons"] = c if c is not None else self.epsilons.tolist()
         d["members"] = [{"name": m.name, "max_tpl": v, "backward": m.backward_source}
-                        for m, v in zip(self.members, self.member_max_tpl)]
+                        for m, v in zip(self.members, self.member_max_tpl, strict=True)]
         d["theorem"] = self.theorem
         return d
 
@@ -861,7 +866,8 @@ class BudgetAllocation:
         """The budgets, the leakage they give and why, one per line."""
         T = self.leakage.length
         if self.scheme == "constant":
-            head = f"largest constant budget with max TPL <= {self.target:g} over T = {T}: epsilon {self.epsilon_step:.7g}"
+            head = (f"largest constant budget with max TPL <= {self.target:g} over T = {T}: "
+                    f"epsilon {self.epsilon_step:.7g}")
         else:
             head = (f"budgets with larger ends (TPL flat at {self.target:g}) over T = {T}: epsilon_1 = "
                     f"{self.epsilon_first:.7g}, epsilon_2..epsilon_(T-1) = {self.epsilon_step:.7g}, epsilon_T = "

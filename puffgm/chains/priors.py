@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -197,6 +197,15 @@ class ChainPrior:
     """
 
     __slots__ = ("transition", "initial", "length", "states", "name", "notes", "_pi", "_fp", "_frozen")
+    transition: np.ndarray
+    initial: np.ndarray | str
+    length: int
+    states: tuple[str, ...]
+    name: str
+    notes: tuple[str, ...]
+    _pi: np.ndarray | None
+    _fp: str | None
+    _frozen: bool
 
     def __init__(self, transition, initial="stationary", length: int = 1, states=None, name: str = "chain"):
         T = check_length(length, f"chain {name!r}")
@@ -261,11 +270,12 @@ class ChainPrior:
     @property
     def stationary(self) -> np.ndarray:
         """The stationary distribution pi of P (unique one required)."""
-        if self._pi is None:
+        pi = self._pi
+        if pi is None:
             pi = stationary_distribution(self.transition)
             pi.setflags(write=False)
             object.__setattr__(self, "_pi", pi)
-        return self._pi
+        return pi
 
     @property
     def initial_vector(self):
@@ -279,16 +289,18 @@ class ChainPrior:
     @property
     def fingerprint(self) -> str:
         """A SHA-256 prefix of (T, states, initial, P)."""
-        if self._fp is None:
+        fp = self._fp
+        if fp is None:
             h = hashlib.sha256()
             h.update(repr(("chain", self.length, self.states, self.initial_kind)).encode())
             if self.initial_kind == "vector":
                 h.update(np.ascontiguousarray(self.initial).tobytes())
             h.update(np.ascontiguousarray(self.transition).tobytes())
-            object.__setattr__(self, "_fp", h.hexdigest()[:16])
-        return self._fp
+            fp = h.hexdigest()[:16]
+            object.__setattr__(self, "_fp", fp)
+        return fp
 
-    def with_length(self, length: int) -> "ChainPrior":
+    def with_length(self, length: int) -> ChainPrior:
         """The same chain with another length T."""
         return ChainPrior(self.transition, self.initial, length, self.states, self.name)
 
@@ -312,7 +324,7 @@ class ChainPrior:
         names = [node_name(i) for i in range(1, T + 1)]
         model = DiscreteBayesianNetwork()
         model.add_nodes_from(names)
-        model.add_edges_from(zip(names[:-1], names[1:]))
+        model.add_edges_from(zip(names[:-1], names[1:], strict=True))
         sn = list(self.states)
         q = np.asarray(self.initial_vector, dtype=float)
         cpds = [TabularCPD(names[0], k, q.reshape(k, 1), state_names={names[0]: sn})]
@@ -353,6 +365,13 @@ class ChainPriorClass:
     """
 
     __slots__ = ("members", "length", "k", "states", "fingerprint", "notes", "_frozen")
+    members: tuple[ChainPrior, ...]
+    length: int
+    k: int
+    states: tuple[str, ...]
+    fingerprint: str
+    notes: tuple[str, ...]
+    _frozen: bool
 
     def __init__(self, members: Iterable[ChainPrior]):
         members = tuple(members)
@@ -373,7 +392,7 @@ class ChainPriorClass:
         object.__setattr__(self, "states", first.states)
         h = hashlib.sha256("|".join(m.fingerprint for m in members).encode())
         object.__setattr__(self, "fingerprint", "chain-" + h.hexdigest()[:16])
-        notes = []
+        notes: list[str] = []
         for j, m in enumerate(members, start=1):
             notes.extend(f"chain {j} ({m.name}): {n}" for n in m.notes)
         object.__setattr__(self, "notes", tuple(notes))
@@ -404,7 +423,7 @@ class ChainPriorClass:
     def initial_kinds(self) -> frozenset:
         return frozenset(m.initial_kind for m in self.members)
 
-    def with_length(self, length: int) -> "ChainPriorClass":
+    def with_length(self, length: int) -> ChainPriorClass:
         """The same class with another chain length T."""
         return ChainPriorClass(m.with_length(length) for m in self.members)
 
@@ -415,12 +434,12 @@ class ChainPriorClass:
 
     # ------------------------------------------------------------ builders
     @classmethod
-    def from_matrices(cls, transition, initial="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+    def from_matrices(cls, transition, initial="stationary", length: int = 1, states=None) -> ChainPriorClass:
         """One chain (q, P) of length T: ``initial`` is a vector, ``"stationary"`` or ``"any"``."""
         return cls([ChainPrior(transition, initial, length, states, name="chain")])
 
     @classmethod
-    def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> "ChainPriorClass":
+    def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> ChainPriorClass:
         """A finite family of pairs (q_j, P_j).
 
         ``initials`` is one value used for every P (a vector, ``"stationary"``
@@ -440,11 +459,11 @@ class ChainPriorClass:
             )
         return cls(
             ChainPrior(P, q, length, states, name=f"chain {j}")
-            for j, (P, q) in enumerate(zip(transitions, initials), start=1)
+            for j, (P, q) in enumerate(zip(transitions, initials, strict=True), start=1)
         )
 
     @classmethod
-    def from_pgmpy(cls, model, length: int, initial=None) -> "ChainPriorClass":
+    def from_pgmpy(cls, model, length: int, initial=None) -> ChainPriorClass:
         """Convert a ``pgmpy.models.MarkovChain`` to a chain prior of length T.
 
         pgmpy's ``MarkovChain`` holds one transition model per variable; the
@@ -474,9 +493,9 @@ class ChainPriorClass:
                     M[int(s), int(t)] = float(p)
             mats.append(M)
             names.append([f"{v}={s}" for s in range(card)])
-        P = mats[0]
+        P: np.ndarray = mats[0]
         states = names[0]
-        for M, nm in zip(mats[1:], names[1:]):
+        for M, nm in zip(mats[1:], names[1:], strict=True):
             P = np.kron(P, M)
             states = [f"{a},{b}" for a in states for b in nm]
         if len(variables) == 1:
@@ -521,7 +540,7 @@ class ChainPriorClass:
         states=None,
         initial="stationary",
         tau: float = SMOOTHING_TAU,
-    ) -> "ChainPriorClass":
+    ) -> ChainPriorClass:
         """Fit a transition matrix to observed state sequences.
 
         Parameters

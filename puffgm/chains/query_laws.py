@@ -144,7 +144,7 @@ def _backward_w(logP, S, pairs, deadline) -> list:
             moved = np.stack([_shift(beta[y], int(S[t + 1, y]), width) for y in range(k)])
             with np.errstate(invalid="ignore"):
                 beta = np.logaddexp.reduce(logP[:, :, None] + moved[None, :, :], axis=1)
-        guess = [w_inf_near(beta[a], beta[b], g) for (a, b), g in zip(pairs, guess)]
+        guess = [w_inf_near(beta[a], beta[b], g) for (a, b), g in zip(pairs, guess, strict=True)]
         out[t] = guess
     return out
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 import json
 import os
 
-from puffgm.exceptions import PriorError
 from puffgm.chains.priors import ChainPriorClass, check_transition_matrix
+from puffgm.exceptions import PriorError
 
 __all__ = ["load_chain_spec", "chain_class_from_spec", "read_chain_spec", "backward_from_spec"]
 

@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_int
-from puffgm.exceptions import ParameterError
 from puffgm.core.release import jsonable
 from puffgm.core.results import json_float
+from puffgm.core.validation import check_positive_int
+from puffgm.exceptions import ParameterError
 
 __all__ = ["InfluenceCurve", "curve_from_points", "pointwise_max"]
 
@@ -78,9 +78,9 @@ class InfluenceCurve:
         Computing time, per-node curves (``"per_node"``: node -> tuple of a_i(b)), ...
     """
 
-    b: tuple
-    a: tuple
-    witnesses: tuple
+    b: Sequence[int]  # stored as a tuple
+    a: Sequence[float]  # stored as a tuple
+    witnesses: Sequence  # stored as a tuple (None also accepted: unknown at every point)
     n_entries: int
     method: str
     fingerprint: str
@@ -102,20 +102,20 @@ class InfluenceCurve:
         wit = list(self.witnesses) if self.witnesses is not None else [None] * len(b)
         if len(wit) != len(b):
             raise ParameterError("An influence curve needs one witness (or None) per point.")
-        a = list(a)
-        for k in range(1, len(a)):
-            if a[k] > a[k - 1]:
-                a[k], wit[k] = a[k - 1], wit[k - 1]
-        a, wit = tuple(a), tuple(wit)
+        mono = list(a)
+        for k in range(1, len(mono)):
+            if mono[k] > mono[k - 1]:
+                mono[k], wit[k] = mono[k - 1], wit[k - 1]
+        a, wits = tuple(mono), tuple(wit)
         n = int(self.n_entries)
         if n < 1:
             raise ParameterError(f"An influence curve needs n_entries >= 1. Got {self.n_entries!r} instead.")
         if len(b) >= n and a[n - 1] > 0:  # the trivial split H = every entry, L empty: a(n) = 0
             a = a[: n - 1] + (0.0,) * (len(b) - n + 1)
-            wit = wit[: n - 1] + (("*", ()),) * (len(b) - n + 1)
+            wits = wits[: n - 1] + (("*", ()),) * (len(b) - n + 1)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "a", a)
-        object.__setattr__(self, "witnesses", wit)
+        object.__setattr__(self, "witnesses", wits)
         object.__setattr__(self, "n_entries", int(self.n_entries))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
@@ -134,7 +134,7 @@ class InfluenceCurve:
     @property
     def points(self) -> tuple:
         """The points as ``(b, a)`` pairs."""
-        return tuple(zip(self.b, self.a))
+        return tuple(zip(self.b, self.a, strict=True))
 
     def a_at(self, b: int) -> float:
         """a(b) for any b >= 1: the stored value, or 0 for b >= n_entries, else a(B)."""
@@ -150,12 +150,12 @@ class InfluenceCurve:
 
         Returns ``(b, a, witness)`` triples with finite a.
         """
-        pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses) if math.isfinite(a)]
+        pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses, strict=True) if math.isfinite(a)]
         if self.n_entries > self.max_b:
             pts.append((self.n_entries, 0.0, ("*", "trivial split: H = every entry, L empty")))
         return tuple(pts)
 
-    def node_curve(self, node) -> "InfluenceCurve":
+    def node_curve(self, node) -> InfluenceCurve:
         """The per-node curve a_i(b) (needs ``per_node=True`` when the curve was computed)."""
         per = self.details.get("per_node")
         if not per or node not in per:
@@ -173,10 +173,10 @@ class InfluenceCurve:
     def to_dict(self) -> dict:
         """JSON-ready dict: ``points`` [{"b", "a"}], ``witnesses``, method, fingerprint, ..."""
         return {
-            "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a)],
+            "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a, strict=True)],
             "witnesses": [
                 None if w is None else {"b": b, "node": jsonable(w[0]), "quilt": jsonable(w[1])}
-                for b, w in zip(self.b, self.witnesses)
+                for b, w in zip(self.b, self.witnesses, strict=True)
             ],
             "n_entries": self.n_entries,
             "max_b": self.max_b,
@@ -196,7 +196,7 @@ class InfluenceCurve:
             f"fingerprint {self.fingerprint}",
             f"relies on: {self.theorem}",
         ]
-        rows = list(zip(self.b, self.a, self.witnesses))
+        rows = list(zip(self.b, self.a, self.witnesses, strict=True))
         shown = rows if len(rows) <= max_rows else rows[: max_rows - 2] + rows[-2:]
         for k, (b, a, w) in enumerate(shown):
             if len(rows) > max_rows and k == max_rows - 2:
@@ -233,7 +233,7 @@ def curve_from_points(points, n_entries: int, *, method: str = "user", fingerpri
     """
     n_entries = check_positive_int(n_entries, "n_entries", "curve_from_points")
     items = points.items() if isinstance(points, Mapping) else points
-    known = {}
+    known: dict = {}
     for b, a in items:
         b = check_positive_int(b, "b", "curve_from_points")
         a = float(a)
@@ -248,7 +248,7 @@ def curve_from_points(points, n_entries: int, *, method: str = "user", fingerpri
         cur = min(cur, known.get(b, math.inf))
         vals.append(cur)
     fp = fingerprint or hashlib.sha256(repr(sorted(known.items())).encode()).hexdigest()[:16]
-    return InfluenceCurve(b=range(1, B + 1), a=vals, witnesses=None, n_entries=n_entries,
+    return InfluenceCurve(b=range(1, B + 1), a=vals, witnesses=(None,) * B, n_entries=n_entries,
                           method=method, fingerprint=fp, theorem=theorem, notes=notes)
 
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import secrets
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -58,7 +58,7 @@ class NoiseSource:
         raise NotImplementedError
 
 
-@lru_cache(maxsize=None)
+@cache
 def _opendp():
     import opendp.prelude as dp
 

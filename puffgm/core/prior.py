@@ -25,7 +25,8 @@ is supported, so no option is ever dropped silently.
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Mapping
+from collections.abc import Mapping
+from typing import ClassVar
 
 from puffgm.exceptions import NotApplicableError, ParameterError
 

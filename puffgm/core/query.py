@@ -29,8 +29,8 @@ import json
 import math
 import numbers
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import numpy as np
 
@@ -44,7 +44,7 @@ MAX_UNIT = 10**4
 _FORMS = ("scores", "count")
 
 
-def load_query(query) -> "SumQuery":
+def load_query(query) -> SumQuery:
     """A :class:`SumQuery` from a SumQuery, a dict, a JSON text or the path of a JSON file.
 
     Raises
@@ -152,12 +152,12 @@ class BoundQuery:
     def range_of(self, nodes) -> int:
         """Sum of the score ranges of ``nodes`` (grid units): the group-DP sensitivity of that group."""
         chosen = set(nodes)
-        return int(sum(max(s) for n, s in zip(self.nodes, self.scores) if n in chosen))
+        return int(sum(max(s) for n, s in zip(self.nodes, self.scores, strict=True) if n in chosen))
 
     def evaluate(self, record: Mapping) -> float:
         """F on one record (a mapping node -> state name), in query units."""
         total = self.offset
-        for n, s in zip(self.nodes, self.scores):
+        for n, s in zip(self.nodes, self.scores, strict=True):
             total += s[record[n]] if isinstance(record[n], numbers.Integral) else s[self._state_index(n, record[n])]
         return total / self.unit
 
@@ -199,6 +199,7 @@ class SumQuery:
     """
 
     __slots__ = ("spec",)
+    spec: dict
 
     def __init__(self, spec: Mapping):
         spec = dict(spec)
@@ -263,7 +264,7 @@ class SumQuery:
                           source=source | {"_states": {n: tuple(map(str, states[n])) for n in kept}})
 
     def _raw_scores(self, nodes, states) -> tuple:
-        spec, notes = self.spec, []
+        spec, notes = self.spec, list[str]()
         if "count" in spec:
             return self._count_scores(nodes, states, notes), notes
         s = spec["scores"]

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any, ClassVar, Mapping
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -91,9 +92,10 @@ class Release:
         The rest is every other dataclass field except those named in :attr:`withheld`;
         ``json.dumps(release.to_dict(), allow_nan=False)`` always works.
         """
-        head = {"kind": type(self).__name__, "value": jsonable(self.value), "epsilon": jsonable(self.epsilon),
-                "mechanism": self.mechanism, "prior": self.prior, "theorem": self.theorem}
-        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(self)
+        rec: Any = self  # a dataclass subclass providing the fields named in the class docstring
+        head = {"kind": type(self).__name__, "value": jsonable(rec.value), "epsilon": jsonable(rec.epsilon),
+                "mechanism": rec.mechanism, "prior": self.prior, "theorem": rec.theorem}
+        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(rec)
                 if f.name not in head and f.name not in self.withheld}
         return head | rest
 

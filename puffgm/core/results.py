@@ -9,9 +9,10 @@ over it, the fingerprint of the prior class, and the theorem relied on.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 

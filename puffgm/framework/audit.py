@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
@@ -189,11 +190,11 @@ class FiniteMechanism:
         self.name = name
 
     @classmethod
-    def from_table(cls, table, outputs=None, name="finite mechanism", log=False) -> "FiniteMechanism":
+    def from_table(cls, table, outputs=None, name="finite mechanism", log=False) -> FiniteMechanism:
         return cls(np.asarray(table, dtype=float), log=log, outputs=outputs, name=name)
 
     @classmethod
-    def from_log_callable(cls, func, outputs=None, name="finite mechanism") -> "FiniteMechanism":
+    def from_log_callable(cls, func, outputs=None, name="finite mechanism") -> FiniteMechanism:
         return cls(func, log=True, outputs=outputs, name=name)
 
     def log_table(self, inst: Instantiation) -> np.ndarray:
@@ -205,7 +206,8 @@ class FiniteMechanism:
         if self.outputs is not None and len(self.outputs) != n_out:
             raise AuditError(f"{self.name} has {n_out} outputs but {len(self.outputs)} labels.")
         if inst.n_databases * n_out > MAX_CELLS:
-            raise AuditError(f"The output table of {self.name} has {inst.n_databases * n_out} cells, more than {MAX_CELLS}.")
+            raise AuditError(f"The output table of {self.name} has {inst.n_databases * n_out} cells, more than "
+                             f"{MAX_CELLS}.")
         if self.log:
             if np.any(np.isnan(arr)) or np.any(arr == np.inf):
                 raise AuditError(f"The log output law of {self.name} has a NaN or +inf entry.")
@@ -220,7 +222,8 @@ class FiniteMechanism:
         tot = arr.sum(axis=1)
         bad = np.flatnonzero(np.abs(tot - 1) > _ROW_TOL)
         if bad.size:
-            raise AuditError(f"The output law of {self.name} for database #{bad[0]} sums to {float(tot[bad[0]])!r}, not 1.")
+            raise AuditError(f"The output law of {self.name} for database #{bad[0]} sums to {float(tot[bad[0]])!r}, "
+                             "not 1.")
         with np.errstate(divide="ignore"):
             return np.log(arr / tot[:, None])
 
@@ -380,7 +383,7 @@ def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> 
 
     def label(j):
         idx = np.unravel_index(j, shapes)
-        return tuple(mm.label(int(i)) for mm, i in zip(mechs, idx))
+        return tuple(mm.label(int(i)) for mm, i in zip(mechs, idx, strict=True))
 
     return _audit_log_table(inst, joint, label, "composition of " + ", ".join(mm.name for mm in mechs),
                             details={"k": len(mechs)})
@@ -621,7 +624,7 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
         both = np.concatenate([va, vb])
         center = 0.5 * (both.min(axis=0) + both.max(axis=0))  # per coordinate, common to both laws
 
-        def logf(vals, lw):
+        def logf(vals, lw, grid=grid, center=center):  # this pair's grid, bound now
             # per coordinate: finite -> -|w_d - v_d|/b_d ; +-inf -> +-(v_d - c_d)/b_d (c_d cancels)
             g = grid[:, None, :]
             v = vals[None, :, :]

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 from scipy.special import logsumexp
@@ -115,7 +115,7 @@ def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
     if target == "secret":
         a, b = inst.pairs[pair]
         ma, mb = inst.mask(a.name).ravel(), inst.mask(b.name).ravel()
-    out_to_dbs = {}
+    out_to_dbs: dict = {}
     for x in pos:
         for o in outs[x]:
             out_to_dbs.setdefault(o, set()).add(int(x))
@@ -133,9 +133,9 @@ def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
     for x in pos:
         x = int(x)
         probs = {o: math.exp(logm[x, o]) for o in outs[x]}
-        memo = {}
+        memo: dict = {}
 
-        def expect(seen: frozenset, support: frozenset) -> float:
+        def expect(seen: frozenset, support: frozenset, memo=memo, probs=probs) -> float:  # this x's, bound now
             nonlocal n_states
             if revealed(support):
                 return 0.0
@@ -189,10 +189,13 @@ def simulate_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
         xi = rng.choice(pos.size, p=probs_db)
         p = np.exp(logm[pos[xi]])
         support = np.ones(pos.size, dtype=bool)
-        for k in range(1, max_runs + 1):
+        for k in range(1, max_runs + 1):  # noqa: B007 -- k is read after the loop (the revealing run)
             o = rng.choice(p.size, p=p / p.sum())
             support &= consistent[:, o]
-            done = support.sum() == 1 if target == "database" else (not np.any(support & ~ma) or not np.any(support & ~mb))
+            if target == "database":
+                done = support.sum() == 1
+            else:
+                done = not np.any(support & ~ma) or not np.any(support & ~mb)
             if done:
                 break
         runs[r] = k
@@ -243,11 +246,11 @@ def bai_example_4_1(joint=None, nodes=("A", "B"), states=None, secret: Secret | 
     for x in range(inst.n_databases):
         if m1[x]:
             d1 = x if x in u1 else int(u1[0])  # zero-probability inputs: any valid output law
-            for b, p in zip(u2, c2):
+            for b, p in zip(u2, c2, strict=True):
                 table[x, index[(d1, int(b))]] = p
         else:
             d2 = x if x in u2 else int(u2[0])
-            for a, p in zip(u1, c1):
+            for a, p in zip(u1, c1, strict=True):
                 table[x, index[(int(a), d2)]] = p
     assigns = list(inst.iter_assignments())
     labels = [(tuple(assigns[a].values()), tuple(assigns[b].values())) for a, b in outputs]
@@ -277,7 +280,7 @@ def bai_example_4_2(n: int) -> CollapseCase:
     """
     n = check_positive_int(n, "n", "bai_example_4_2")
     if n < 3:
-        raise ParameterError("The 'n' parameter of bai_example_4_2 must be an integer >= 3. Got %d instead." % n)
+        raise ParameterError(f"The 'n' parameter of bai_example_4_2 must be an integer >= 3. Got {n} instead.")
     nodes = [f"x{i + 1}" for i in range(n)]
     joint = np.full((2,) * n, 2.0 ** -n)
     inst = Instantiation.bayesian_network_default([joint], nodes=nodes, states=[2] * n, prior_names=["fair coins"])
@@ -306,7 +309,9 @@ def theorem_3_epsilon(LT: float, UT: float, LF: float, UF: float) -> float:
     return max(abs(math.log(r)) for r in ratios)
 
 
-def bai_example_4_3(LT: float = 0.3, UT: float = 0.6, LF: float = 0.2, UF: float = 0.5, p_s1: float = 0.5) -> CollapseCase:
+def bai_example_4_3(
+    LT: float = 0.3, UT: float = 0.6, LF: float = 0.2, UF: float = 0.5, p_s1: float = 0.5
+) -> CollapseCase:
     """Example 4.3: one secret pair (s1, not s1), Theta with P(U_T | s1) in [LT, UT], P(U_F | not s1) in [LF, UF].
 
     The database is two binary records (S, U): s1 = "S = 1", U_T = {S=1, U=1},

@@ -53,16 +53,17 @@ Theorems 4 and 5; proof in appendix C.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
 from scipy.special import logsumexp
 
+from puffgm.core.results import json_float
 from puffgm.core.validation import check_nonnegative_finite, check_positive_int
 from puffgm.exceptions import AuditError, ParameterError
-from puffgm.core.results import json_float
 from puffgm.framework.audit import as_finite, audit_finite
 from puffgm.framework.instantiation import Instantiation
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import ParameterError
 from puffgm.core.noise import NOT_FOR_PRODUCTION, SECURE, resolve_noise
 from puffgm.core.release import Release
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import ParameterError
 from puffgm.framework.audit import audit_laplace
 from puffgm.framework.instantiation import Instantiation, Secret
 

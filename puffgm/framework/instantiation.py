@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
@@ -93,12 +94,12 @@ class Secret:
 
     # -- constructors -------------------------------------------------------
     @classmethod
-    def value(cls, node, value, name: str | None = None) -> "Secret":
+    def value(cls, node, value, name: str | None = None) -> Secret:
         """The secret "node has value ``value``" (X_i = a)."""
         return cls(name or f"{node}={value}", "value", node, (value,))
 
     @classmethod
-    def in_set(cls, node, values, name: str | None = None) -> "Secret":
+    def in_set(cls, node, values, name: str | None = None) -> Secret:
         """The secret "the value of ``node`` lies in ``values``"."""
         vals = tuple(values)
         if not vals:
@@ -106,21 +107,21 @@ class Secret:
         return cls(name or f"{node} in {{{', '.join(map(str, vals))}}}", "in_set", node, vals)
 
     @classmethod
-    def region(cls, node, low=-math.inf, high=math.inf, name: str | None = None) -> "Secret":
+    def region(cls, node, low=-math.inf, high=math.inf, name: str | None = None) -> Secret:
         """The region event ``low <= node < high`` for a numeric (discretised continuous) node."""
         if not (float(low) < float(high)):
             raise SecretError(f"The region [{low}, {high}) of the secret on node {node!r} is empty.")
         return cls(name or f"{low}<={node}<{high}", "region", node, (float(low), float(high)))
 
     @classmethod
-    def predicate(cls, func: Callable, name: str) -> "Secret":
+    def predicate(cls, func: Callable, name: str) -> Secret:
         """An arbitrary secret ``func(assignment) -> bool`` over the whole database."""
         if not callable(func):
             raise SecretError(f"The predicate of secret {name!r} is not callable.")
         return cls(str(name), "predicate", None, (), func)
 
     # -- evaluation ---------------------------------------------------------
-    def mask(self, inst: "Instantiation") -> np.ndarray:
+    def mask(self, inst: Instantiation) -> np.ndarray:
         """Boolean array over the joint states of ``inst`` (shape ``inst.shape``)."""
         if self.kind == "predicate":
             out = np.fromiter(
@@ -291,7 +292,8 @@ def _validate_joint(table, shape, label, notes, log=False):
             raise PriorError(f"The log joint table of prior {label} has a NaN or +inf entry.")
         total = logsumexp(t)
         if not np.isfinite(total) or abs(math.expm1(total)) > SUM_TOLERANCE:
-            raise PriorError(f"The joint table of prior {label} sums to {math.exp(total) if np.isfinite(total) else 0.0!r}, not 1.")
+            raise PriorError(f"The joint table of prior {label} sums to "
+                             f"{math.exp(total) if np.isfinite(total) else 0.0!r}, not 1.")
         if total != 0.0 and abs(total) > 1e-15:
             notes.append(f"Prior {label} renormalised (sum off 1 by {abs(math.expm1(total)):.2e}).")
         return t - total
@@ -327,6 +329,16 @@ def _resolve_prior(prior, notes: list) -> tuple:
     return ("model",) + tuple(_prior_to_table(prior, notes))
 
 
+def _cardinalities(nodes: Sequence | None, cards: Sequence) -> dict:
+    """``{node: (0, ..., c - 1)}`` from one cardinality per node."""
+    if nodes is None:
+        raise PriorError("Give 'nodes' along with the cardinalities in 'states'.")
+    nodes, cards = list(nodes), list(cards)
+    if len(cards) != len(nodes):
+        raise PriorError(f"Give one cardinality per node in 'states': {len(nodes)} nodes, {len(cards)} cardinalities.")
+    return {n: tuple(range(int(c))) for n, c in zip(nodes, cards, strict=True)}
+
+
 def _nodes_and_states(resolved: list, nodes, states) -> tuple:
     """The database's nodes and ``{node: states}``: given, or those of the first model prior."""
     if nodes is None:
@@ -358,7 +370,7 @@ def _dependency_edges(expanded: list, edges) -> tuple | None:
         if hasattr(p, "get_cpds") and hasattr(p, "edges"):
             found.update(tuple(e) for e in p.edges())
             known = True
-        elif hasattr(p, "parents") and isinstance(getattr(p, "parents"), Mapping):
+        elif hasattr(p, "parents") and isinstance(p.parents, Mapping):
             found.update((u, v) for v, ps in p.parents.items() for u in ps)
             known = True
     return tuple(sorted(found, key=str)) if known else None
@@ -429,9 +441,7 @@ class Instantiation:
         notes: list[str] = []
         expanded = _expand_priors(priors)
         if states is not None and not isinstance(states, Mapping):
-            if nodes is None:
-                raise PriorError("Give 'nodes' along with the cardinalities in 'states'.")
-            states = {n: tuple(range(int(c))) for n, c in zip(nodes, states)}
+            states = _cardinalities(nodes, states)
         resolved = [_resolve_prior(p, notes) for p in expanded]
         self._set_database(*_nodes_and_states(resolved, nodes, states), max_states)
         self._tabulate_priors(resolved, prior_names, log_tables, notes)
@@ -478,7 +488,8 @@ class Instantiation:
         for n in nodes:
             if tuple(ps[n]) != states[n]:
                 if set(ps[n]) != set(states[n]):
-                    raise PriorError(f"Prior {label} gives node {n!r} states {list(ps[n])!r}, expected {list(states[n])!r}.")
+                    raise PriorError(f"Prior {label} gives node {n!r} states {list(ps[n])!r}, expected "
+                                     f"{list(states[n])!r}.")
                 t = np.take(t, [list(ps[n]).index(s) for s in states[n]], axis=self.axis[n])
         return t
 
@@ -498,7 +509,7 @@ class Instantiation:
                     self._masks[s.name] = m
             if np.any(self._masks[a.name] & self._masks[b.name]):
                 notes.append(f"Secrets {a.name!r} and {b.name!r} are not mutually exclusive.")
-        self._log_p = {}
+        self._log_p: dict = {}
         skipped = []
         for t_idx, lp in enumerate(self.log_priors):
             for a, b in self.pairs:
@@ -514,7 +525,7 @@ class Instantiation:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def bayesian_network_default(cls, priors, protected: Sequence | None = None, **kwargs) -> "Instantiation":
+    def bayesian_network_default(cls, priors, protected: Sequence | None = None, **kwargs) -> Instantiation:
         """The Bayesian-network instantiation of Song et al. (section 4.1).
 
         S = {X_i = a}, Q = {(X_i = a, X_i = b) : a < b in state order} for every
@@ -532,7 +543,7 @@ class Instantiation:
         return cls(priors, pairs, **kwargs)
 
     @classmethod
-    def from_tables(cls, tables, pairs, nodes, states, **kwargs) -> "Instantiation":
+    def from_tables(cls, tables, pairs, nodes, states, **kwargs) -> Instantiation:
         """An instantiation whose Theta is a list of explicit joint probability tables."""
         return cls(list(tables), pairs, nodes=nodes, states=states, **kwargs)
 
@@ -560,7 +571,7 @@ class Instantiation:
     def iter_assignments(self):
         """Every joint assignment as a dict ``{node: state}``, in C (row-major) order."""
         for combo in itertools.product(*(self.states[n] for n in self.nodes)):
-            yield dict(zip(self.nodes, combo))
+            yield dict(zip(self.nodes, combo, strict=True))
 
     def evaluate(self, func, what: str = "function") -> np.ndarray:
         """Tabulate ``func(assignment)`` over all databases.
@@ -621,7 +632,7 @@ def _peek_nodes_states(priors, kwargs):
     nodes = kwargs.get("nodes")
     states = kwargs.get("states")
     if states is not None and not isinstance(states, Mapping):
-        states = {n: tuple(range(int(c))) for n, c in zip(nodes, states)}
+        states = _cardinalities(nodes, states)
     if nodes is not None and states is not None:
         return tuple(nodes), states
     plist = priors if isinstance(priors, (list, tuple)) else [priors]

@@ -115,7 +115,8 @@ def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
 def exam_order(*, epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
     """Kifer-Machanavajjhala Examples 9.1/9.2: Lap(1/epsilon) on the count loses more than epsilon."""
     from puffgm.framework.audit import audit_laplace
-    from puffgm.framework.cautionary import exam_order as build, exam_order_laplace_loss
+    from puffgm.framework.cautionary import exam_order as build
+    from puffgm.framework.cautionary import exam_order_laplace_loss
 
     rows = []
     for n in n_values:

@@ -24,16 +24,17 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from fractions import Fraction
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import AuditError, ParameterError
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import Release
+from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
 from puffgm.framework.instantiation import Instantiation
 
@@ -192,7 +193,8 @@ class WassersteinCalibration:
         return d
 
     def explain(self) -> str:
-        lines = [f"Wasserstein mechanism: W = {self.W:.10g}, Laplace scale W/epsilon = {self.scale:.10g} (epsilon {self.epsilon:g})"]
+        lines = [f"Wasserstein mechanism: W = {self.W:.10g}, Laplace scale W/epsilon = {self.scale:.10g} (epsilon "
+                 f"{self.epsilon:g})"]
         if self.group_dp_sensitivity is not None:
             lines.append(f"group-DP baseline: sensitivity {self.group_dp_sensitivity:.10g}, scale "
                          f"{self.group_dp_sensitivity / self.epsilon:.10g}")
@@ -349,7 +351,9 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
     )
 
 
-def release_wasserstein(calibration: WassersteinCalibration, true_value: float, random_state=None) -> WassersteinRelease:
+def release_wasserstein(
+    calibration: WassersteinCalibration, true_value: float, random_state=None
+) -> WassersteinRelease:
     """Release ``F(D) + Lap(W / epsilon)`` (secure OpenDP noise by default)."""
     noise = resolve_noise(random_state)
     v = float(true_value)

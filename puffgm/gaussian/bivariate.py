@@ -177,7 +177,7 @@ def _refine_slabs(slab, xmin, xmax, options):
         if not math.isfinite(cert) or cert - best_est <= slack:
             break
         new_cells, new_vals = [], []
-        for (a, b), v in zip(cells, vals):
+        for (a, b), v in zip(cells, vals, strict=True):
             if v[0] <= best_est + 0.25 * slack:
                 dropped = max(dropped, v[0])
                 continue

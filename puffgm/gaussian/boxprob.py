@@ -386,8 +386,9 @@ class SubBoxes:
     def concat(parts):
         """One record of the boxes of several records (same BoxProbability and mean)."""
         off = np.cumsum([0] + [p.nprob for p in parts[:-1]])
+        pid = np.concatenate([p.pid + o for p, o in zip(parts, off, strict=True)])
         return SubBoxes(parts[0].box, parts[0].mu0, np.concatenate([p.A for p in parts]),
-                        np.concatenate([p.B for p in parts]), np.concatenate([p.pid + o for p, o in zip(parts, off)]),
+                        np.concatenate([p.B for p in parts]), pid,
                         int(sum(p.nprob for p in parts)), np.concatenate([p.lower0 for p in parts]),
                         np.concatenate([p.sbar for p in parts]), np.concatenate([p.x0 for p in parts]),
                         np.concatenate([p.y for p in parts]))

@@ -73,9 +73,9 @@ THEOREM9 = "Bai-He-Gu-Kifer-Maeng Theorem 9 (truncated Gaussian, region secrets,
 def gp_covariance(n: int, length_scale: float) -> np.ndarray:
     """Sigma_jk = exp(-(j-k)^2 / l) (Example 6.2's Gaussian-process kernel; note: / l, not / 2 l^2)."""
     n = check_positive_int(n, "n", "gp_covariance")
-    l = check_positive_finite(length_scale, "length_scale", "gp_covariance")
+    ell = check_positive_finite(length_scale, "length_scale", "gp_covariance")
     idx = np.arange(n)
-    return np.exp(-((idx[:, None] - idx[None, :]) ** 2) / l)
+    return np.exp(-((idx[:, None] - idx[None, :]) ** 2) / ell)
 
 
 def _conditional(cov, mean, i, L):
@@ -87,7 +87,8 @@ def _conditional(cov, mean, i, L):
     try:
         c = np.linalg.cholesky(S_LL)
     except np.linalg.LinAlgError:
-        raise PriorError("The covariance matrix restricted to the low-influence set is not positive definite.") from None
+        raise PriorError("The covariance matrix restricted to the low-influence set is not positive "
+                         "definite.") from None
     w = np.linalg.solve(c.T, np.linalg.solve(c, S_Li))
     var = float(cov[i, i] - S_Li @ w)
     return w, var
@@ -125,9 +126,11 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
     w, var = _conditional(cov, mean, i, L)
     lo_i, hi_i = lower[i], upper[i]
     if not hi_i - lo_i >= 2 * delta:
-        raise ParameterError(f"Coordinate {i}'s support [{lo_i}, {hi_i}] is too short for two disjoint regions of width {delta}.")
+        raise ParameterError(f"Coordinate {i}'s support [{lo_i}, {hi_i}] is too short for two disjoint regions of "
+                             f"width {delta}.")
     if var <= 1e-12 * cov[i, i]:
-        return {"range": math.inf, "theorem9": math.inf, "safe": math.inf, "mu_interval": (math.nan, math.nan), "sigma": 0.0}
+        return {"range": math.inf, "theorem9": math.inf, "safe": math.inf, "mu_interval": (math.nan, math.nan),
+                "sigma": 0.0}
     sig = math.sqrt(var)
     if len(L):
         dev_lo = w * (lower[L] - mean[L])
@@ -252,7 +255,8 @@ def _region_curve(prior, max_b, labels, options):
     if value not in ("safe", "range", "theorem9"):
         raise ParameterError(f"The 'value' parameter must be 'safe', 'range' or 'theorem9'. Got {value!r} instead.")
     if search not in ("auto", "farthest", "greedy", "exhaustive"):
-        raise ParameterError(f"The 'search' parameter must be auto, farthest, greedy or exhaustive. Got {search!r} instead.")
+        raise ParameterError(f"The 'search' parameter must be auto, farthest, greedy or exhaustive. Got {search!r} "
+                             "instead.")
     if search == "exhaustive" and n > 14:
         raise ParameterError(f"Exhaustive search over high-influence sets needs n <= 14. Got n = {n}.")
     B = n if max_b is None else check_positive_int(max_b, "max_b", "gaussian_region_curve")
@@ -414,7 +418,8 @@ def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = N
     else:
         lo, hi = bounds
         lower, upper = np.full(n, float(lo)), np.full(n, float(hi))
-    fp = hashlib.sha256(repr((names, mean.tolist(), cov.tolist(), lower.tolist(), upper.tolist(), delta)).encode()).hexdigest()[:16]
+    key = repr((names, mean.tolist(), cov.tolist(), lower.tolist(), upper.tolist(), delta))
+    fp = hashlib.sha256(key.encode()).hexdigest()[:16]
     return _region_curve((cov, lower, upper, delta, mean), max_b, (names, fp), options)
 
 

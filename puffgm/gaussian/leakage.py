@@ -82,8 +82,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 
 import numpy as np
 
@@ -300,15 +300,15 @@ def log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi):
     p1 = np.maximum(f_lo, f_hi)
     h = np.zeros((k, k))
     if k > 1:
-        j, l = np.triu_indices(k, 1)
-        det = omega[j, j] * omega[l, l] - omega[j, l] ** 2
-        a11, a12, a22 = omega[l, l] / det, -omega[j, l] / det, omega[j, j] / det
+        j, m = np.triu_indices(k, 1)
+        det = omega[j, j] * omega[m, m] - omega[j, m] ** 2
+        a11, a12, a22 = omega[m, m] / det, -omega[j, m] / det, omega[j, j] / det
         p2 = np.zeros(len(j))
         for a_j in (lo[j], hi[j]):
-            for a_l in (lo[l], hi[l]):
-                qm = _rect_quad_min(a11, a12, a22, a_j - nu_hi[j], a_j - nu_lo[j], a_l - nu_hi[l], a_l - nu_lo[l])
+            for a_m in (lo[m], hi[m]):
+                qm = _rect_quad_min(a11, a12, a22, a_j - nu_hi[j], a_j - nu_lo[j], a_m - nu_hi[m], a_m - nu_lo[m])
                 p2 += np.exp(-0.5 * qm) / (2 * math.pi * np.sqrt(det))
-        h[j, l] = h[l, j] = p2 / P + p1[j] * p1[l] / P ** 2
+        h[j, m] = h[m, j] = p2 / P + p1[j] * p1[m] / P ** 2
     h[np.diag_indices(k)] = (f_lo + f_hi) * (np.abs(oinv) @ w) / P + p1 ** 2 / P ** 2
     return h * (1 + rel), {"E": E}
 
@@ -409,7 +409,7 @@ class GaussianRegionModel:
             raise ParameterError(f"The 'options' parameter of GaussianRegionModel must be a ModelOptions. "
                                  f"Got {type(options).__name__} instead.")
         self._set_options(options)
-        self._marginal_box = {}  # i -> TruncatedMarginal (box-probability bounds, cached across queries)
+        self._marginal_box: dict = {}  # i -> TruncatedMarginal (box-probability bounds, cached across queries)
         self.cond = float(np.linalg.cond(cov))
         sd = np.sqrt(np.diag(cov))
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
@@ -435,7 +435,8 @@ class GaussianRegionModel:
                             else check_nonnegative_finite(cell_target, "cell_target", "GaussianRegionModel"))
         cell_bonferroni = options.cell_bonferroni
         if not isinstance(cell_bonferroni, (bool, np.bool_)):
-            raise ParameterError(f"The 'cell_bonferroni' parameter must be True or False. Got {cell_bonferroni!r} instead.")
+            raise ParameterError(f"The 'cell_bonferroni' parameter must be True or False. Got {cell_bonferroni!r} "
+                                 "instead.")
         self.cell_bonferroni = bool(cell_bonferroni)
         cell_lazy_gap = options.cell_lazy_gap
         if not (cell_lazy_gap is None or (isinstance(cell_lazy_gap, str) and cell_lazy_gap == "auto")):
@@ -467,7 +468,8 @@ class GaussianRegionModel:
         try:
             c = np.linalg.cholesky(S)
         except np.linalg.LinAlgError:
-            raise PriorError("The covariance matrix restricted to the conditioning set is not positive definite.") from None
+            raise PriorError("The covariance matrix restricted to the conditioning set is not positive "
+                             "definite.") from None
         X = self.cov[np.ix_(cond, targets)]
         Z = np.linalg.solve(c, X)
         beta = np.linalg.solve(c.T, Z).T

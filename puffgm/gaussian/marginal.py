@@ -85,8 +85,8 @@ class TruncatedMarginal:
         P = Linv.T @ Linv
         self.P = (P + P.T) / 2
         self.box = BoxProbability(self.P, tol=tol, max_boxes=max_boxes)
-        self._low = {}   # t -> certified lower bound of log G(t)
-        self._up = {}    # (ua, ub) -> certified upper bound of sup_{[ua, ub]} log G
+        self._low: dict = {}   # t -> certified lower bound of log G(t)
+        self._up: dict = {}    # (ua, ub) -> certified upper bound of sup_{[ua, ub]} log G
         self.evaluations = 0
 
     def _shifted(self, t, h):
@@ -111,14 +111,14 @@ class TruncatedMarginal:
             lt, _, _ = self.box.bounds_many(self.mu0, LO, HI)
             lt = np.minimum(np.where(np.isnan(lt), -np.inf, lt), 0.0)
             self.evaluations += new.size
-            self._low.update(zip(new.tolist(), lt.tolist()))
+            self._low.update(zip(new.tolist(), lt.tolist(), strict=True))
         return np.array([self._low[v] for v in t.tolist()], float)
 
     def log_sup_upper(self, ua, ub):
         """Certified upper bounds of sup_{t in [ua, ub]} log G(t) by the expanded box (<= 0), per cell."""
         ua = np.asarray(ua, float).ravel()
         ub = np.asarray(ub, float).ravel()
-        keys = list(zip(ua.tolist(), ub.tolist()))
+        keys = list(zip(ua.tolist(), ub.tolist(), strict=True))
         new = sorted({k for k in keys if k not in self._up})
         if new:
             a = np.array([k[0] for k in new], float)
@@ -127,7 +127,7 @@ class TruncatedMarginal:
             _, ut, _ = self.box.bounds_many(self.mu0, LO, HI)
             ut = np.minimum(np.where(np.isnan(ut), 0.0, ut), 0.0)
             self.evaluations += len(new)
-            self._up.update(zip(new, ut.tolist()))
+            self._up.update(zip(new, ut.tolist(), strict=True))
         return np.array([self._up[k] for k in keys], float)
 
     def corr_num(self, ua, ub):

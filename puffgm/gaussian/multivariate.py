@@ -35,7 +35,8 @@ one-dimensional integrals only, with gap -log(1 - eps(R)), eps the sum of the ot
 tail probabilities given x_i in R.  Where that gap exceeds the box tolerance the sub-box bounds are
 computed too and the bracket is the intersection of both.  In many dimensions the sub-box bounds keep a
 gap of the order of the mean-field error, which sets a floor for the branch and bound, while eps stays
-small wherever the other coordinates' conditional means stay well inside their box.  In the vertex bound (below) the numerator uses at each corner the
+small wherever the other coordinates' conditional means stay well inside their box.  In the vertex bound (below) the
+numerator uses at each corner the
 smaller of the Bonferroni upper bound and the sub-boxes'; the denominator needs one affine minorant per
 region for the whole face: the Bonferroni one (tangent of the convex log-partition function of
 R x R^(b-1) at the centre, plus log(1 - eps) with eps over the face's corners: the conditional means are

@@ -55,7 +55,7 @@ import math
 import numbers
 import os
 import time
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -151,13 +151,13 @@ class LinearGaussianPrior:
         lower, upper = _bounds_map(bounds, nodes)
         self.lower = np.array([_num(lower[v], f"The lower bound of node {v!r}") for v in nodes])
         self.upper = np.array([_num(upper[v], f"The upper bound of node {v!r}") for v in nodes])
-        for v, lo, hi in zip(nodes, self.lower, self.upper):
+        for v, lo, hi in zip(nodes, self.lower, self.upper, strict=True):
             if not hi > lo:
                 raise PriorError(f"The bounds of node {v!r} must satisfy upper > lower. Got [{lo:g}, {hi:g}] instead.")
         if isinstance(delta, bool) or not isinstance(delta, numbers.Real) or not math.isfinite(delta) or delta <= 0:
             raise ParameterError(f"The region width 'delta' must be a finite number > 0. Got {delta!r} instead.")
         self.delta = float(delta)
-        for v, lo, hi in zip(nodes, self.lower, self.upper):
+        for v, lo, hi in zip(nodes, self.lower, self.upper, strict=True):
             if hi - lo < 2 * self.delta:
                 raise PriorError(f"The box [{lo:g}, {hi:g}] of node {v!r} is too short for two disjoint regions "
                                  f"of width {self.delta:g}.")
@@ -167,7 +167,7 @@ class LinearGaussianPrior:
         idx = {v: k for k, v in enumerate(nodes)}
         Bm = np.zeros((n, n))
         for v in nodes:
-            for u, c in zip(self.parents[v], self.coefficients[v]):
+            for u, c in zip(self.parents[v], self.coefficients[v], strict=True):
                 Bm[idx[v], idx[u]] = c
         A = np.linalg.inv(np.eye(n) - Bm)  # I - B is unit triangular up to a permutation
         self.mean = A @ np.array([self.intercepts[v] for v in nodes])
@@ -232,7 +232,7 @@ class LinearGaussianPrior:
         return m
 
     @classmethod
-    def from_dict(cls, d, label="the network") -> "LinearGaussianPrior":
+    def from_dict(cls, d, label="the network") -> LinearGaussianPrior:
         if not isinstance(d, dict):
             raise PriorError(f"{label} must be a JSON object.")
         if d.get("format") != FORMAT:
@@ -271,7 +271,7 @@ class LinearGaussianPrior:
         return cls(list(nodes), parents, coefs, inter, var, box, d["delta"], name=d.get("name", "network"))
 
     @classmethod
-    def from_pgmpy(cls, model, bounds, delta, name=None) -> "LinearGaussianPrior":
+    def from_pgmpy(cls, model, bounds, delta, name=None) -> LinearGaussianPrior:
         """From a pgmpy ``LinearGaussianBayesianNetwork``; ``bounds`` is (lower, upper) or node -> (lower, upper)."""
         nodes = [str(v) for v in model.nodes()]
         parents, coefs, inter, var = {}, {}, {}, {}
@@ -298,7 +298,8 @@ def _bounds_map(bounds, nodes):
     try:
         lo, hi = bounds
     except (TypeError, ValueError):
-        raise ParameterError("The 'bounds' parameter must be a (lower, upper) pair or a mapping node -> pair.") from None
+        raise ParameterError("The 'bounds' parameter must be a (lower, upper) pair or a mapping node -> "
+                             "pair.") from None
     return ({v: lo for v in nodes}, {v: hi for v in nodes})
 
 
@@ -387,7 +388,7 @@ def load_gaussian_class(specs, *, bounds=None, delta=None) -> GaussianPriorClass
         return specs
     if not isinstance(specs, (list, tuple)):
         specs = [specs]
-    members = []
+    members: list = []
     for s in specs:
         if isinstance(s, GaussianPriorClass):
             members.extend(s.priors)
@@ -415,7 +416,7 @@ def gaussian_quilts(prior: LinearGaussianPrior, node, *, exhaustive=None):
         qs = [frozenset(c) for k in range(len(others) + 1) for c in itertools.combinations(others, k)]
     else:
         dist = nx.single_source_shortest_path_length(g, node)
-        layers = {}
+        layers: dict = {}
         for v, d in dist.items():
             if d > 0:
                 layers.setdefault(d, set()).add(v)
@@ -440,7 +441,7 @@ class _Engine:
     def __init__(self, prior: LinearGaussianPrior):
         self.prior = prior
         self.idx = {v: k for k, v in enumerate(prior.nodes)}
-        self.cache = {}
+        self.cache: dict = {}
         self.evaluations = 0
 
     def influence(self, node, quilt, nearby) -> float:
@@ -533,8 +534,8 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
     per_node = tuple(best[v] for v in nodes)
     worst = max(per_node, key=lambda c: c.score)
     group = max(max(len(c) for c in nx.weakly_connected_components(p.dag)) for p in pc.priors) / epsilon
-    notes = ["region secrets {x_v in [r, r + delta]} with delta = %g; the prior is truncated to its box and the "
-             "Lipschitz constant is for one node moving anywhere in its box" % pc.priors[0].delta]
+    notes = [f"region secrets {{x_v in [r, r + delta]}} with delta = {pc.priors[0].delta:g}; the prior is truncated "
+             "to its box and the Lipschitz constant is for one node moving anywhere in its box"]
     if worst.score >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
     return CalibrationResult(
@@ -558,8 +559,8 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
     a_theta,v(b) = min { e_theta(X_Q | X_v) : moral-graph quilt Q with card(X_N) <= b },
     a(b) = max over theta and v (each prior its own split, as for discrete networks).
     """
-    from puffgm.core.validation import check_positive_int
     from puffgm.core.curve import InfluenceCurve
+    from puffgm.core.validation import check_positive_int
 
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
     n = len(pc.nodes)
@@ -568,7 +569,7 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
     t0 = time.perf_counter()
     a = np.full(B, -math.inf)
     wit = [None] * B
-    for t, theta in enumerate(pc.priors):
+    for theta in pc.priors:
         eng = _Engine(theta)
         for v in nodes:
             row = np.full(B, math.inf)

@@ -362,7 +362,7 @@ def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, cor
     (certified value, value met); with ``sweep.return_edges`` also the two final partitions
     (numerator, denominator; :func:`certified_region_max`).
     """
-    memo = {}
+    memo: dict = {}
     delta = sweep.delta
 
     def box(r):

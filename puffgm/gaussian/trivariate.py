@@ -336,7 +336,7 @@ class _TripleSearch:
                 break
             thr = max(best + 0.25 * slack, cert - 0.5 * (cert - best))
             next_cells, next_vals, n_new = [], [], 0
-            for (a, b), v in zip(cells, vals):
+            for (a, b), v in zip(cells, vals, strict=True):
                 if v[0] <= best + 0.25 * slack:
                     dropped = max(dropped, v[0])  # pruned cells keep counting in the certified value
                     continue

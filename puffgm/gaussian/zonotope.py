@@ -125,7 +125,7 @@ def zonotope_max_dual(center, gens, obj, cons, box_lo, box_hi):
     except (ValueError, AttributeError):
         pass
 
-    def D(l):
-        return float(center[obj] + np.sum(np.abs(g - l @ Gc)) + np.sum(np.maximum(l * lo_rel, l * hi_rel)))
+    def D(mult):
+        return float(center[obj] + np.sum(np.abs(g - mult @ Gc)) + np.sum(np.maximum(mult * lo_rel, mult * hi_rel)))
 
     return min(D(lam), D(np.zeros(len(cons)))), u

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import Release
 from puffgm.core.results import CalibrationResult, freeze_record
+from puffgm.exceptions import NotApplicableError, ParameterError
 
 __all__ = ["MarkovQuiltRelease", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
 
@@ -192,7 +193,9 @@ class MarkovQuiltLaplace:
 
 def release_laplace(answer, calibration: CalibrationResult, *, random_state=None, accountant=None,
                     label: str | None = None) -> MarkovQuiltRelease:
-    """Release ``answer + Lap(calibration.scale)``: shorthand for ``MarkovQuiltLaplace(calibration).release(answer, ...)``.
+    """Release ``answer + Lap(calibration.scale)``.
+
+    Shorthand for ``MarkovQuiltLaplace(calibration).release(answer, ...)``.
 
     See :meth:`MarkovQuiltLaplace.release` for the parameters.
     """

@@ -92,7 +92,12 @@ from puffgm.core.release import jsonable
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
-    QueryLaws, QueryRelease, finite_answer, held_alone, optimal_laplace_of, wasserstein_of,
+    QueryLaws,
+    QueryRelease,
+    finite_answer,
+    held_alone,
+    optimal_laplace_of,
+    wasserstein_of,
 )
 
 __all__ = [
@@ -177,7 +182,7 @@ class NoiseLaw:
         """The total mass (1 for a normalised law)."""
         return float(self.probabilities.sum() + sum(self.tail_masses()))
 
-    def normalised(self) -> "NoiseLaw":
+    def normalised(self) -> NoiseLaw:
         """The same law scaled to total mass one."""
         return NoiseLaw(self.probabilities / self.total(), self.tail_ratio)
 
@@ -348,7 +353,7 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
         return 0.0, None, (0.0,) * laws.n_priors
     loss, where = noise_losses(rows, pairs, law)
     per_prior = [0.0] * laws.n_priors
-    for (t, *_), v in zip(labels, loss):
+    for (t, *_), v in zip(labels, loss, strict=True):
         per_prior[t] = max(per_prior[t], float(v))
     k = int(np.argmax(loss))
     return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
@@ -776,8 +781,9 @@ class _Outcome:
 def _repair(laws, search: _Search, epsilon: float, b_star: float, deadline) -> _Outcome:
     """Audit the best law; on failure re-solve at a tenfold margin, at last fall back to discrete Laplace."""
     opts = search.opts
+    assert search.best is not None  # the caller falls back when the program was infeasible
     r, value, law, msg = search.best
-    margin, notes = min(opts.margin, epsilon / 2), []
+    margin, notes = min(opts.margin, epsilon / 2), list[str]()
     for attempt in range(opts.repairs + 1):
         audit = noise_loss_of(laws, law)
         if audit[0] <= epsilon - AUDIT_GUARD:
@@ -855,8 +861,9 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     rows, pairs, _ = laws.stacked()
     b_star = _laplace_scale(laws, eps, opts, deadline)
     t1 = time.monotonic()
-    common = dict(epsilon=eps, objective=objective, unit=laws.query.unit, laplace_scale=b_star / laws.query.unit,
-                  prior=laws.prior_name, secrets=laws.secrets, query=laws.query.to_dict())
+    common: dict[str, Any] = dict(epsilon=eps, objective=objective, unit=laws.query.unit,
+                                  laplace_scale=b_star / laws.query.unit, prior=laws.prior_name,
+                                  secrets=laws.secrets, query=laws.query.to_dict())
     if not len(pairs) or b_star == 0.0:
         law = NoiseLaw(np.ones(1), 0.0)
         audit = noise_loss_of(laws, law)
@@ -948,6 +955,8 @@ class OptimalNoiseRelease(QueryRelease):
     (no composition theorem covers it: the accountant takes it only alone) and
     ``withheld = ("true_value",)`` it keeps.
     """
+
+    calibration: OptimalNoise  # type: ignore[assignment]  # the same field, holding the optimal-noise calibration
 
     @property
     def mechanism(self) -> str:

@@ -55,7 +55,8 @@ from puffgm.core.release import Release, jsonable
 from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
 
 __all__ = [
-    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density", "laplace_losses",
+    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
+    "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
     "release_query", "finite_answer", "held_alone", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
@@ -151,7 +152,8 @@ class QueryLaws:
         ``rows`` has shape (n_rows, total + 1); ``pairs`` is an int array (n_pairs, 2);
         ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.
         """
-        rows, pairs, labels, base = [], [], [], 0
+        rows: list = []
+        pairs, labels, base = [], [], 0
         for nl in self.laws:
             act = nl.active_pairs()
             if not act:
@@ -164,7 +166,7 @@ class QueryLaws:
                 pairs.append((where[a], where[b]))
                 labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
         width = self.query.total + 1
-        mat = np.array(rows, dtype=float).reshape(len(rows), width)
+        mat = np.array(rows, dtype=np.float64).reshape(len(rows), width)
         return mat, np.array(pairs, dtype=np.int64).reshape(len(pairs), 2), labels
 
 
@@ -190,7 +192,7 @@ def _cdf_leq(lc_x, ls_x, lc_y, ls_y, rtol: float) -> np.ndarray:
     return np.where(by_cdf, cdf_ok, sf_ok)
 
 
-def coupled_within(cs_a, cs_b, w: int, rtol: float) -> np.ndarray:
+def coupled_within(cs_a, cs_b, w: int, rtol: float) -> Any:  # a bool array (a numpy bool for one pair)
     """For each pair of rows: is there a coupling moving no mass farther than w grid steps?"""
     lca, lsa = cs_a
     lcb, lsb = cs_b
@@ -377,7 +379,7 @@ def wasserstein_of(laws: QueryLaws):
     if not len(pairs):
         return 0, None, tuple(per_prior)
     w = w_inf_lattice(rows[pairs[:, 0]], rows[pairs[:, 1]])
-    for (t, *_), v in zip(labels, w):
+    for (t, *_), v in zip(labels, w, strict=True):
         per_prior[t] = max(per_prior[t], int(v))
     k = int(np.argmax(w))
     return int(w[k]), labels[k], tuple(per_prior)
@@ -394,7 +396,7 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
         k = np.argmax(d, axis=1)
         loss, where = d[np.arange(len(k)), k], k.astype(float)
     per_prior = [0.0] * n_priors
-    for (t, *_), v in zip(labels, loss):
+    for (t, *_), v in zip(labels, loss, strict=True):
         per_prior[t] = max(per_prior[t], float(v))
     k = int(np.argmax(loss))
     return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
@@ -495,8 +497,8 @@ class QueryCalibration:
     method : str
         ``"wasserstein"`` or ``"optimal-laplace"``: which scale :attr:`scale` is.
     epsilon : float
-    scale : float
-        The Laplace scale of the chosen method.
+    scale : float or None
+        The Laplace scale of the chosen method (None for ``"optimal-noise"``).
     loss : float or None
         The exact Pufferfish loss of F + Lap(scale) (None when the laws are not exact).
     wasserstein : float
@@ -533,7 +535,7 @@ class QueryCalibration:
 
     method: str
     epsilon: float
-    scale: float
+    scale: float | None  # None for the optimal-noise method (its noise is not Laplace)
     loss: float | None
     wasserstein: float
     wasserstein_scale: float
@@ -684,14 +686,16 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     """
     if not isinstance(calibration, QueryCalibration):
         raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate(..., query=...)).")
-    if calibration.method == "optimal-noise":
+    if calibration.method == "optimal-noise" or calibration.scale is None:
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
-                             "puffgm.mechanisms.optimal_noise.release_optimal_noise(answer, calibration.optimal_noise).")
+                             "puffgm.mechanisms.optimal_noise.release_optimal_noise("
+                             "answer, calibration.optimal_noise).")
     v = finite_answer(answer)
+    scale = calibration.scale
 
     def draw():
         noise = resolve_noise(random_state)
-        out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
+        out = v if scale == 0 else float(noise.laplace(v, scale))
         return QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
                             noise=noise.description)
 

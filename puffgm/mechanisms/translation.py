@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
+from puffgm.core.results import json_float
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, ParameterError
-from puffgm.core.results import json_float
 
 __all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate", "THEOREM6"]
 
@@ -69,7 +70,7 @@ class Translation:
     epsilon_dp: float
     a: float
     b: int
-    witness: object
+    witness: Any
     curve_fingerprint: str
     curve_method: str
     n_entries: int
@@ -228,4 +229,5 @@ def translate(curve, *, epsilon_puffer: float | None = None, epsilon_dp: float |
         raise ParameterError("translate needs exactly one of 'epsilon_puffer' and 'epsilon_dp'.")
     if epsilon_puffer is not None:
         return dp_epsilon(curve, epsilon_puffer=epsilon_puffer)
+    assert epsilon_dp is not None  # exactly one of the two was given
     return puffer_epsilon(curve, epsilon_dp=epsilon_dp)
