@@ -8,7 +8,7 @@ the auditors compute the exact worst-case Pufferfish loss
            | log P(M(Data) = w | s_i, theta) - log P(M(Data) = w | s_j, theta) |,
 
 with P(M(Data) = w | s, theta) = sum_x P(x | s, theta) P(M(x) = w)
-(Kifer-Machanavajjhala Definition 3.4, Song-Wang-Chaudhuri Definition 2.1).
+(Kifer-Machanavajjhala Definition 3.1, Song-Wang-Chaudhuri Definition 2.1).
 M is epsilon-Pufferfish(S, Q, Theta) private iff L(M) <= epsilon.
 
 Every quantity is computed in log space (``logsumexp`` with max shifting);

@@ -15,7 +15,7 @@ P(s_j | theta) > 0, and every output w,
 
     e^-epsilon <= P(M(Data) = w | s_i, theta) / P(M(Data) = w | s_j, theta) <= e^epsilon
 
-(Kifer-Machanavajjhala Definition 3.4; Song-Wang-Chaudhuri Definition 2.1).
+(Kifer-Machanavajjhala Definition 3.1; Song-Wang-Chaudhuri Definition 2.1).
 Pairs with a secret of prior probability zero under a theta are *skipped* for
 that theta (the technical condition), never an error.
 

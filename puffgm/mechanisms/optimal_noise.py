@@ -8,7 +8,7 @@ every audited pair (a, b), both directions, and every output y,
 
     q_a(y) = sum_k p_a(y - k) z_k  <=  e^epsilon sum_k p_b(y - k) z_k = e^epsilon q_b(y),
 
-with z_k = P(Z = k) (Kifer and Machanavajjhala, Definition 3.4).  Every
+with z_k = P(Z = k) (Kifer and Machanavajjhala, Definition 3.1).  Every
 constraint is linear in z, so the least-error noise is a linear program, as for
 differential privacy, where its solution is the staircase mechanism (Geng and
 Viswanath, "The Optimal Noise-Adding Mechanism in Differential Privacy", IEEE
@@ -114,7 +114,7 @@ OBJECTIVES = ("abs", "square")
 AUDIT_GUARD = 1e-10
 
 THEOREM_OPTIMAL_NOISE = ("least-error additive noise by linear programming under the exact Pufferfish "
-                         "constraints (Kifer and Machanavajjhala, Definition 3.4; staircase analogue of "
+                         "constraints (Kifer and Machanavajjhala, Definition 3.1; staircase analogue of "
                          "Geng and Viswanath 2016), audited exactly from the conditional laws of F")
 
 SAMPLER = ("exact inverse CDF on integer weights over the OS cryptographic RNG (Python secrets); "
@@ -826,7 +826,7 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     output y: sum_k p_a(y-k) z_k <= e^epsilon sum_k p_b(y-k) z_k), searching r,
     then audits the solution exactly (:func:`noise_losses`) and never returns
     a law whose audited loss exceeds epsilon (Kifer and Machanavajjhala,
-    Definition 3.4; Geng and Viswanath 2016 for the differential-privacy
+    Definition 3.1; Geng and Viswanath 2016 for the differential-privacy
     analogue).
 
     Parameters

@@ -72,7 +72,7 @@ QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 THEOREM_WASSERSTEIN = "Song, Wang and Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein mechanism)"
 THEOREM_OPTIMAL_LAPLACE = ("exact Pufferfish loss of F + Lap(b) from the conditional laws of F "
-                           "(Kifer and Machanavajjhala, Definition 3.4), minimised over b")
+                           "(Kifer and Machanavajjhala, Definition 3.1), minimised over b")
 
 _HALF = math.log(0.5)
 
