@@ -108,10 +108,10 @@ def test_long_chains_get_a_certified_bound_at_least_the_exact_w():
 
 @pytest.mark.slow
 def test_long_chain_works():
-    # bench/query_calibration.py runs T = 10^4 (about 40 s on 2 cores); the suite runs 3000
-    cc = ChainPriorClass.from_matrices([[0.9, 0.1], [0.3, 0.7]], length=3000)
+    # bench/query_calibration.py runs T = 10^4 (about 30 s on 2 cores); the suite runs 1500
+    cc = ChainPriorClass.from_matrices([[0.9, 0.1], [0.3, 0.7]], length=1500)
     cal = puffgm.calibrate_query(cc, {"scores": [1, 0]}, epsilon=1.0, baselines=False)
-    assert 0 < cal.wasserstein <= 10 and cal.group_dp_scale == 3000
+    assert not cal.exact and 0 < cal.wasserstein <= 10 and cal.group_dp_scale == 1500
 
 
 def test_refusals():

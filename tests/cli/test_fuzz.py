@@ -25,6 +25,8 @@ from _nets import random_network  # noqa: E402
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 FEW = settings(FUZZ, max_examples=25)
+#: For inputs that take seconds each (a linear-Gaussian certificate, pgmpy's BIF reader).
+SLOW = settings(FUZZ, max_examples=10)
 
 # --------------------------------------------------------------------------- JSON building blocks
 
@@ -179,7 +181,7 @@ def gauss_spec(draw):
 
 
 @pytest.mark.slow  # a valid linear-Gaussian network takes about a second to certify
-@FEW
+@SLOW
 @given(spec=valid_or_mutated(gauss_spec()))
 def test_fuzz_gaussian_specs(cli, capsys, tmp_path, spec):
     path = _write(tmp_path, "gauss.json", spec)
@@ -290,7 +292,7 @@ def bif_text(draw):
 
 
 @pytest.mark.slow  # pgmpy's BIF reader, the fallback for broken files, takes seconds per file
-@FEW
+@SLOW
 @given(text=bif_text())
 def test_fuzz_bif_tables(cli, capsys, tmp_path, text):
     path = _write(tmp_path, "net.bif", text)
