@@ -21,7 +21,7 @@ from __future__ import annotations
 import time
 
 from puffgm.core.query import BoundQuery
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.exceptions import AuditError, ParameterError, PuffgmError, first_line
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
@@ -81,7 +81,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         ``"optimal-noise"`` (the least-error additive noise law by linear
         programming, :mod:`puffgm.mechanisms.optimal_noise`).
     time_limit : float, optional
-        Seconds the computation may take (TimeLimitError beyond).
+        Seconds the computation may take (TimeLimitError beyond); None or 0: no limit.
     baselines : bool
         Also compute the MQM scale for the comparison.
     objective : {"abs", "square"}
@@ -106,8 +106,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     if method not in QUERY_METHODS:
         raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
-    if time_limit is not None:
-        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
+    time_limit = check_time_limit(time_limit, "calibrate")  # None or 0: no limit
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     laws = kind.query_laws(query, deadline=deadline, **options)
