@@ -187,6 +187,8 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
         ``per_node``, ``mixing``, ``mixing_rtol`` (chains, exact), ``use_reversible``
         (approx), the :class:`~puffgm.networks.calibration.NetworkOptions` for
         networks.  An option that no prior of the list takes is refused.
+        ``time_limit`` (networks; default None: no limit) is a budget per prior:
+        each network calibration answers or refuses within it.
 
     Returns
     -------

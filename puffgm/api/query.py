@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from puffgm.core.query import BoundQuery
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.exceptions import AuditError, ParameterError, PuffgmError, first_line
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
@@ -50,11 +50,16 @@ def _witness(w, unit: int):
     return out
 
 
-def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict):
-    """MQM's scale for the query (sigma_max * L), or (None, reason) when MQM does not apply."""
+def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict, deadline=None):
+    """MQM's scale for the query (sigma_max * L), or (None, reason) when MQM does not apply or runs out of time.
+
+    The MQM calibration gets the time left before ``deadline`` when the kind takes a time limit.
+    """
+    opts = kind.mqm_options(options)
+    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
+        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
     try:
-        res = kind.calibrate(epsilon=epsilon, lipschitz=max(query.lipschitz, 1e-300), method="exact",
-                             **kind.mqm_options(options))
+        res = kind.calibrate(epsilon=epsilon, lipschitz=max(query.lipschitz, 1e-300), method="exact", **opts)
     except PuffgmError as exc:
         return None, f"MQM not computed: {first_line(exc)}"
     if not res.applicable:
@@ -82,7 +87,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         ``"optimal-noise"`` (the least-error additive noise law by linear
         programming, :mod:`puffgm.mechanisms.optimal_noise`).
     time_limit : float, optional
-        Seconds the computation may take (TimeLimitError beyond).
+        Seconds the computation may take (TimeLimitError beyond); None or 0: no limit.
     baselines : bool
         Also compute the MQM scale for the comparison.
     objective : {"abs", "square"}
@@ -107,8 +112,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     if method not in QUERY_METHODS:
         raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
-    if time_limit is not None:
-        time_limit = check_positive_finite(time_limit, "time_limit", "calibrate")
+    time_limit = check_time_limit(time_limit, "calibrate")  # None or 0: no limit
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     laws = kind.query_laws(query, deadline=deadline, **options)
@@ -142,7 +146,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
         seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
     mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
-        kind, epsilon=epsilon, query=q, options=options)
+        kind, epsilon=epsilon, query=q, options=options, deadline=deadline)
     if why:
         notes.append(why)
     if not laws.exact:

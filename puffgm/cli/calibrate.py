@@ -21,6 +21,9 @@ __all__ = ["register", "run"]
 METHODS = ("exact", "approx", "groupdp", "gk16")
 #: The query-specific methods (they need --query).
 QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
+#: Seconds a plain ``puffgm calibrate`` may take on a network or with a query method (``--time-limit``;
+#: 0: no limit).  The Python functions default to no limit: a library call is never cut short unasked.
+DEFAULT_TIME_LIMIT = 120.0
 
 
 def _finite_float(text: str) -> float:
@@ -72,11 +75,21 @@ def register(p) -> None:
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
     p.add_argument("--time-limit", type=_finite_float, default=None,
-                   help="seconds a network calibration may take; it stops early, with the projected "
-                        "time, once the projection exceeds the limit (default: none)")
+                   help="seconds a network calibration or a query method may take; it answers within them (a "
+                        "note gives the certified gap if the search of the worst quilts stopped early) or "
+                        "refuses with the projected time (default 120; 0: no limit)")
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="draw the worst node, its quilt, nearby and remote sets to this file (networks: the DAG; "
                         "chains: the positions; needs matplotlib, pip install 'puffgm[plot]')")
+
+
+def _time_limit(args) -> float:
+    """``--time-limit``: DEFAULT_TIME_LIMIT when not given, 0 for no limit; a negative value is refused."""
+    from puffgm.core.validation import check_time_limit
+
+    if args.time_limit is None:
+        return DEFAULT_TIME_LIMIT
+    return check_time_limit(args.time_limit, "puffgm calibrate (--time-limit)") or 0.0
 
 
 def _options(args, prior) -> dict:
@@ -102,11 +115,13 @@ def _options(args, prior) -> dict:
             args.certify_budget, "puffgm calibrate"),
         "max_table_entries": None if args.max_table_entries is None else check_positive_int(
             args.max_table_entries, "max-table-entries", "puffgm calibrate"),
-        "time_limit": args.time_limit,
+        "time_limit": None if args.time_limit is None else _time_limit(args) or None,  # 0: no limit
         "paper_convention": True if args.paper_convention else None,
     }
     options = {k: v for k, v in given.items() if v is not None}
     accepted = prior.accepted_options(args.method)
+    if args.time_limit is None and "time_limit" in accepted:
+        options["time_limit"] = DEFAULT_TIME_LIMIT
     unused = sorted(set(options) - set(accepted))
     if unused:
         flags = ", ".join("--" + k.replace("_", "-").replace("protected", "protect") for k in unused)
@@ -141,8 +156,8 @@ def _query_options(args, prior) -> dict:
         flags = ", ".join(["--" + k.replace("_", "-").replace("protected", "protect") for k in unused] + mqm_only)
         raise ParameterError(f"{flags} {'does' if len(unused) + len(mqm_only) == 1 else 'do'} not apply to "
                              f"method {args.method!r} on {prior.kind}.")
-    if args.time_limit is not None:
-        options["time_limit"] = args.time_limit
+    if _time_limit(args) != 0:
+        options["time_limit"] = _time_limit(args)
     if args.objective is not None:
         if args.method != "optimal-noise":
             raise ParameterError("--objective applies only to --method optimal-noise.")

@@ -11,7 +11,8 @@ import numbers
 
 from puffgm.exceptions import ParameterError
 
-__all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int"]
+__all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int",
+           "check_time_limit"]
 
 
 def _is_real(value) -> bool:
@@ -34,6 +35,22 @@ def check_nonnegative_finite(value, name: str, where: str) -> float:
             f"The '{name}' parameter of {where} must be a finite number >= 0. Got {value!r} instead."
         )
     return float(value)
+
+
+def check_time_limit(value, where: str) -> float | None:
+    """A time budget in seconds: None or 0 mean no limit (returned as None), else a finite number > 0.
+
+    A negative, infinite or non-numeric budget raises ParameterError (one sentence naming 0
+    as the way to lift the limit).
+    """
+    if value is None:
+        return None
+    if not _is_real(value) or not math.isfinite(float(value)) or float(value) < 0:
+        raise ParameterError(
+            f"The 'time_limit' parameter of {where} must be a finite number of seconds >= 0 (0: no limit). "
+            f"Got {value!r} instead."
+        )
+    return float(value) or None
 
 
 def check_nonnegative_int(value, name: str, where: str) -> int:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Iterable
 
 from puffgm.core.results import CalibrationResult
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.exceptions import ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
 from puffgm.networks.priors import PriorClass, load_prior_class
@@ -101,47 +101,75 @@ def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_en
                 raise TimeLimitError(
                     f"Calibrating network {prior_class.priors[0].name!r} reached its time_limit before "
                     f"the node search finished; protect fewer nodes, lower max_quilt_states or raise "
-                    "time_limit (--time-limit).")
+                    "time_limit (--time-limit SECONDS; 0: no limit).")
 
         search.engine.deadline_check = check
     out = {n: search.best(n, epsilon=epsilon) for n in nodes}
     return out, search.engine._cache, search.engine.evaluations, search.skipped
 
 
-class _Clock:
-    """The time budget of one calibration: refuses as soon as the projected total exceeds it."""
+#: The projection of a calibration's time refuses at once when it exceeds the limit this many
+#: times; within this factor it waits for a quarter of the limit, so that more nodes inform it.
+_CLEAR_EXCESS = 4.0
 
-    def __init__(self, time_limit, total_nodes: int, name: str):
+
+class _Clock:
+    """The time budget of one calibration: refuses as soon as the projected total exceeds it.
+
+    The projection leaves out the fixed cost paid before the first node search of every
+    worker ends (the junction tree, the workers' start): projected = t_1 + (elapsed - t_1)
+    / (done - n_1) * (total - n_1), with n_1 >= jobs searches ended at t_1.  Once
+    min(5 s, limit / 10) have passed and a search ended after t_1, a projection above
+    :data:`_CLEAR_EXCESS` times the limit refuses at once; one above the limit refuses once
+    a quarter of the limit has passed.
+    """
+
+    def __init__(self, time_limit, total_nodes: int, name: str, jobs: int = 1):
         self.limit = time_limit
         self.total = total_nodes
         self.name = name
         self.start = time.perf_counter()
         self.done = 0
+        self.jobs = max(1, jobs)  # workers: the first search of each pays the fixed cost
+        self.first = None  # seconds until the first node search of every worker ended
 
     def check(self):
         """Called by the influence engine: stop at the limit even inside one node's search."""
         if self.limit is not None and time.perf_counter() - self.start > self.limit:
             self.tick(0)
 
+    def projected(self, elapsed: float) -> float:
+        """Projected total seconds of the node searches (inf before the first one ended)."""
+        if not self.done:
+            return math.inf
+        if self.first is None or self.done <= self.first[1] or elapsed <= self.first[0]:
+            return elapsed / self.done * self.total
+        t1, n1 = self.first
+        return t1 + (elapsed - t1) / (self.done - n1) * (self.total - n1)
+
     def tick(self, n_done: int = 1):
         self.done += n_done
         if self.limit is None:
             return
         elapsed = time.perf_counter() - self.start
-        projected = elapsed / self.done * self.total if self.done else math.inf
+        if self.first is None and self.done >= min(self.jobs, self.total):
+            self.first = (elapsed, self.done)
+        projected = self.projected(elapsed)
         if self.done >= self.total and elapsed > self.limit:  # the refinement of the worst nodes
             raise TimeLimitError(
                 f"Calibrating network {self.name!r} did not finish within time_limit={self.limit:g} s "
                 f"(all {self.total} node searches done, the refinement of the worst nodes still running "
                 f"after {elapsed:.0f} s); protect fewer nodes, lower max_quilt_states or raise time_limit "
-                "(--time-limit).")
-        if elapsed > self.limit or (elapsed > min(5.0, self.limit / 10) and projected > self.limit):
+                "(--time-limit SECONDS; 0: no limit).")
+        informed = self.first is not None and self.done > self.first[1] and elapsed > min(5.0, self.limit / 10)
+        early = informed and projected > _CLEAR_EXCESS * self.limit
+        if elapsed > self.limit or early or (elapsed > self.limit / 4 and projected > self.limit):
             raise TimeLimitError(
                 f"Calibrating network {self.name!r} would take "
                 f"{'about ' + format(projected, '.0f') if math.isfinite(projected) else 'more than ' + format(elapsed, '.0f')} s "
                 f"({self.done} of {self.total} node searches done in {elapsed:.0f} s), more than "
                 f"time_limit={self.limit:g} s; protect fewer nodes, lower max_quilt_states or raise "
-                "time_limit (--time-limit).")
+                "time_limit (--time-limit SECONDS; 0: no limit).")
 
 
 def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None) -> dict:
@@ -311,7 +339,9 @@ class NetworkOptions:
         :data:`AUTO_PARALLEL_NODES` protected nodes and 1 otherwise; -1 means all cores.
         Results are identical to the sequential run.
     time_limit : float or None
-        Seconds the calibration may take (default: no limit).  Once 5 seconds (or a
+        Seconds the calibration may take (default None, or 0: no limit; the library never
+        cuts a call short unless asked, while ``puffgm calibrate`` passes a default budget
+        of 120 s, see :data:`puffgm.cli.calibrate.DEFAULT_TIME_LIMIT`).  Once 5 seconds (or a
         tenth of the limit) have passed, the time per node searched projects the total;
         if it exceeds the limit, calibrate stops with
         :class:`~puffgm.exceptions.TimeLimitError` (one sentence with the projection and
@@ -418,10 +448,9 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
     jobs = _resolve_n_jobs(opts.n_jobs, len(nodes))
-    if opts.time_limit is not None:
-        opts = replace(opts, time_limit=check_positive_finite(opts.time_limit, "time_limit", "calibrate"))
+    opts = replace(opts, time_limit=check_time_limit(opts.time_limit, "calibrate"))
     clock = _Clock(opts.time_limit, len(pc.priors) * len(nodes),
-                   pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors")
+                   pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors", jobs)
     bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
     run = _Run(opts, jobs, bar, clock, refined=[])
     found = _search_priors(pc, nodes, epsilon, secrets, run)
@@ -477,9 +506,12 @@ def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float
         notes.append(f"{found.skipped} candidate quilt(s) skipped: exact inference on them would exceed "
                      f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
     if found.stopped:
+        lower = max(found.lower)
+        gap = f"{sigma_max / lower - 1:.1%}" if lower > 0 else "unknown"
         notes.append(f"time_limit={opts.time_limit:g} s reached after every node search: the refinement and "
                      "branch and bound of the worst nodes stopped early; every quilt is valid, and the lower bound "
-                     "is the single-node bound (raise time_limit for a smaller sigma_max or gap)")
+                     f"is the single-node bound (certified gap reached: {gap}; raise time_limit, --time-limit "
+                     "SECONDS or 0 for no limit, for a smaller sigma_max or gap)")
     if sigma_max >= group * (1 - 1e-12):
         notes.append("the quilt search found no gain over group DP for the worst node")
         if max(found.lower) >= group * (1 - 1e-9):

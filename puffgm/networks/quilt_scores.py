@@ -310,7 +310,11 @@ class QuiltSearch:
         whose addition gives the smallest score (ties: smaller influence), while
         some addition keeps the influence below epsilon and the quilt within
         ``max_quilt_states``; the best quilt met on the way competes with the
-        incumbent (:func:`better`).
+        incumbent (:func:`better`).  The additions of a step are scored in order of a
+        floor on their influence, max(e(quilt), e({j}), e(Q' + j) of a smaller quilt Q'
+        scored at an earlier step) (max-influence is monotone in the quilt), and once a
+        floor's score exceeds (1 + 1e-9) times the smallest score of the step the rest are
+        skipped: they cannot be chosen, so the growth is that of scoring every addition.
 
         Parameters
         ----------
@@ -331,17 +335,19 @@ class QuiltSearch:
         current = self._make(node, quilt)
         order = self._order.__getitem__
         e_quilt = 0.0  # e(quilt | node): a lower bound for every extension (monotonicity)
+        grown = {}  # j -> e(Q' + j | node) scored at an earlier step: Q' is inside the quilt, a floor for j
         while True:
-            # each addition's score has a floor from max(e(quilt), e({j})); options are
-            # scored in order of that floor, and once a floor exceeds the smallest score
-            # found no later option can be the minimum, so the choice is unchanged
+            # each addition's score has a floor from max(e(quilt), e({j}), e(Q' + j) of an
+            # earlier step); options are scored in order of that floor, and once a floor
+            # exceeds the smallest score found no later option can be the minimum, so the
+            # choice is unchanged
             cands = []
             for j in sorted(current.nearby - {node}, key=order):
                 q = quilt | {j}
                 if not self._fits(q):
                     continue
                 mq = self._make(node, q)
-                floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j)), epsilon)
+                floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j), grown.get(j, 0.0)), epsilon)
                 cands.append((floor, order(j), j, mq))
             cands.sort(key=lambda c: c[:2])
             options = []
@@ -351,6 +357,7 @@ class QuiltSearch:
                 ch = self._try_choice(mq, epsilon)
                 if ch is None:
                     continue
+                grown[j] = ch.max_influence
                 if math.isfinite(ch.score):
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:

@@ -1,0 +1,98 @@
+"""The default time budget of ``puffgm calibrate`` (issue 27, item 1): no plain run is open-ended."""
+
+import json
+import time
+
+import pytest
+
+import puffgm.cli.calibrate as cli_calibrate
+from puffgm.exceptions import ParameterError
+
+
+def _args(*argv):
+    from puffgm.cli import build_parser
+
+    return build_parser().parse_args(["calibrate", *argv])
+
+
+def test_a_plain_network_run_gets_the_default_budget_and_a_chain_run_none(tmp_path):
+    from puffgm.api import as_prior
+
+    args = _args("example:asia", "--epsilon", "1")
+    assert cli_calibrate._options(args, as_prior(["example:asia"]))["time_limit"] == cli_calibrate.DEFAULT_TIME_LIMIT
+    assert cli_calibrate.DEFAULT_TIME_LIMIT == 120.0
+    args = _args("example:asia", "--epsilon", "1", "--time-limit", "0")
+    assert "time_limit" not in cli_calibrate._options(args, as_prior(["example:asia"]))  # 0: no limit
+    args = _args("example:asia", "--epsilon", "1", "--time-limit", "7.5")
+    assert cli_calibrate._options(args, as_prior(["example:asia"]))["time_limit"] == 7.5
+    from record_golden import CHAINS
+
+    (tmp_path / "chains.json").write_text(CHAINS)
+    chain = as_prior(str(tmp_path / "chains.json"))
+    assert "time_limit" not in chain.accepted_options("exact")  # chains take no budget: none is passed
+    assert "time_limit" not in cli_calibrate._options(_args("x.json", "--epsilon", "1"), chain)
+    assert "time_limit" not in cli_calibrate._options(_args("x.json", "--epsilon", "1", "--time-limit", "0"), chain)
+
+
+def test_query_methods_get_the_same_default_budget():
+    from puffgm.api import as_prior
+
+    prior = as_prior(["example:asia"])
+    base = ("example:asia", "--epsilon", "1", "--method", "wasserstein", "--query", '{"count": 0}')
+    assert cli_calibrate._query_options(_args(*base), prior)["time_limit"] == cli_calibrate.DEFAULT_TIME_LIMIT
+    assert "time_limit" not in cli_calibrate._query_options(_args(*base, "--time-limit", "0"), prior)
+
+
+def test_a_plain_run_on_a_network_too_slow_for_the_budget_refuses_within_it(cli, monkeypatch):
+    # a tiny default budget stands for a network far too slow for 120 s: the plain command
+    # answers within the budget (plus the fixed cost of loading), with one line naming the
+    # projected time and the option that lifts the limit
+    monkeypatch.setattr(cli_calibrate, "DEFAULT_TIME_LIMIT", 0.05)
+    start = time.perf_counter()
+    code, out, err = cli("calibrate", "example:hailfinder", "--epsilon", "1", "--quiet")
+    assert time.perf_counter() - start < 10
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "time_limit=0.05 s" in err and "--time-limit SECONDS; 0: no limit" in err
+
+
+def test_time_limit_zero_means_no_limit_and_a_negative_one_is_refused(cli):
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--json", "--time-limit", "0", "--quiet")
+    code2, out2, _ = cli("calibrate", "example:asia", "--epsilon", "1", "--json", "--quiet")
+    assert code == code2 == 0 and err == ""
+    assert json.loads(out)["sigma_max"] == json.loads(out2)["sigma_max"]
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--time-limit", "-3")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "time_limit" in err and "0: no limit" in err and "-3" in err
+    code, _, err = cli("calibrate", "example:asia", "--epsilon", "1", "--method", "wasserstein",
+                       "--query", '{"count": 0}', "--time-limit", "-1")
+    assert code == 2 and err.count("\n") == 1 and "0: no limit" in err
+
+
+def test_python_time_limit_none_or_zero_is_no_limit():
+    from puffgm import calibrate_query
+    from puffgm.core.validation import check_time_limit
+    from puffgm.networks.calibration import calibrate
+
+    assert check_time_limit(None, "x") is None and check_time_limit(0, "x") is None
+    assert check_time_limit(2, "x") == 2.0
+    for bad in (-1, float("inf"), float("nan"), "10", True):
+        with pytest.raises(ParameterError, match="time_limit"):
+            check_time_limit(bad, "x")
+    assert calibrate("example:asia", epsilon=1.0, time_limit=0).sigma_max == calibrate("example:asia", epsilon=1.0).sigma_max
+    assert calibrate_query("example:asia", {"count": 0}, epsilon=1.0, time_limit=0).wasserstein == 5.0
+
+
+def test_the_budget_note_reports_the_certified_gap_reached(monkeypatch):
+    # the limit reached after every node search: a calibration with a note giving the gap
+    from puffgm.exceptions import TimeLimitError
+    from puffgm.networks.calibration import calibrate
+    from puffgm.networks.quilt_scores import QuiltSearch
+
+    def expired(self, node, epsilon, incumbent):
+        raise TimeLimitError("Calibrating network 'hepar2' did not finish within time_limit=1 s.")
+
+    monkeypatch.setattr(QuiltSearch, "refine", expired)
+    res = calibrate("example:hailfinder", epsilon=1.0, time_limit=600, progress=False)
+    assert res.details["time_limit_reached"] is True
+    gap = f"{res.sigma_max / res.sigma_lower_bound - 1:.1%}"
+    assert any(f"certified gap reached: {gap}" in n and "0 for no limit" in n for n in res.notes)
