@@ -36,8 +36,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
-from typing import Iterable
 
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite, check_time_limit
@@ -164,9 +164,10 @@ class _Clock:
         informed = self.first is not None and self.done > self.first[1] and elapsed > min(5.0, self.limit / 10)
         early = informed and projected > _CLEAR_EXCESS * self.limit
         if elapsed > self.limit or early or (elapsed > self.limit / 4 and projected > self.limit):
+            how_long = ("about " + format(projected, ".0f") if math.isfinite(projected)
+                        else "more than " + format(elapsed, ".0f"))
             raise TimeLimitError(
-                f"Calibrating network {self.name!r} would take "
-                f"{'about ' + format(projected, '.0f') if math.isfinite(projected) else 'more than ' + format(elapsed, '.0f')} s "
+                f"Calibrating network {self.name!r} would take {how_long} s "
                 f"({self.done} of {self.total} node searches done in {elapsed:.0f} s), more than "
                 f"time_limit={self.limit:g} s; protect fewer nodes, lower max_quilt_states or raise "
                 "time_limit (--time-limit SECONDS; 0: no limit).")
@@ -370,7 +371,7 @@ class NetworkOptions:
     certify_budget: int = 0
 
     @classmethod
-    def from_options(cls, options: dict, where: str = "calibrate") -> "NetworkOptions":
+    def from_options(cls, options: dict, where: str = "calibrate") -> NetworkOptions:
         """The record of ``options`` (keyword arguments); a ParameterError names the options if one is unknown."""
         unknown = sorted(set(options) - set(NETWORK_OPTIONS))
         if unknown:

@@ -31,8 +31,9 @@ Three readers are puffgm's own, for reasons of correctness:
   slowest, where the UAI format has the last variable of the scope (the
   child) vary fastest.  puffgm reads the UAI layout; a file whose tables are
   not distributions in that layout, but closer to distributions in the layout
-  of pgmpy's ``UAIWriter``, is read in pgmpy's layout with a note.  UAI files carry no names: nodes are ``var_0, var_1, ...`` in
-  file order and states ``0, 1, ...`` (pgmpy's names).
+  of pgmpy's ``UAIWriter``, is read in pgmpy's layout with a note.  UAI files
+  carry no names: nodes are ``var_0, var_1, ...`` in file order and states
+  ``0, 1, ...`` (pgmpy's names).
 * GeNIe deterministic nodes (``<deterministic>`` with ``<resultingstates>``,
   used by GeNIe's own Asia example) are rewritten as 0/1 CPTs before
   pgmpy's ``XDSLReader``, which reads only ``<cpt>`` nodes; other node types
@@ -408,7 +409,7 @@ def _fast_bif_cpd(body: str, child: str, pa: tuple, states: dict):
     for cfg, vals in rows:
         cfg = [c.strip() for c in cfg.split(",")]
         try:
-            idx = tuple(states[p].index(c) for p, c in zip(pa, cfg))
+            idx = tuple(states[p].index(c) for p, c in zip(pa, cfg, strict=False))  # length checked below
         except ValueError:
             return None
         v = [float(x) for x in vals.replace(",", " ").split()]
@@ -713,7 +714,7 @@ def _uai_model(text: str, label: str):
 def _uai_layouts(cards, scopes, tables):
     """The CPDs in the UAI layout (child fastest) and in pgmpy's UAIWriter layout (child slowest)."""
     spec, writer = {}, {}
-    for scope, values in zip(scopes, tables):
+    for scope, values in zip(scopes, tables, strict=True):
         child, pa = scope[-1], scope[:-1]
         arr = np.moveaxis(values.reshape([cards[v] for v in scope]), -1, 0)
         spec[child] = (pa, arr)

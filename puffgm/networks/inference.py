@@ -179,7 +179,7 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
         args.append(table)
         args.append([label[v] for v in vars_])
         if len(operands) > 2:
-            size.update(zip(vars_, table.shape))
+            size.update(zip(vars_, table.shape, strict=True))
     args.append([label[v] for v in out_vars])
     if len(operands) > 2 and math.prod(size.values()) >= _EINSUM_OPTIMIZE_MIN:
         # a large product of three or more tables: pairwise beats one nested loop

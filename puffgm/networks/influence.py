@@ -210,7 +210,7 @@ class InfluenceEngine:
             with np.errstate(invalid="ignore"):
                 gap = np.where(possible, hi - lo, -np.inf)  # hi finite, lo -inf -> inf
             seg_max = np.maximum.reduceat(gap, starts)
-            for j, start, width, val in zip(js, starts, widths, seg_max):
+            for j, start, width, val in zip(js, starts, widths, seg_max, strict=True):
                 prev = out.get(j)
                 if not np.isfinite(val) and val < 0:  # no possible column at all
                     val = 0.0
@@ -267,7 +267,7 @@ class InfluenceEngine:
                     if val > best_val:
                         best_val = val
                         xq = np.unravel_index(x, scaled.shape[1:])
-                        assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq)}
+                        assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq, strict=True)}
                         best = Influence(float(val), (t, states[node][a], states[node][b], assignment))
                     continue
             if joint is None:
@@ -293,6 +293,7 @@ class InfluenceEngine:
             if val > best_val:
                 best_val = val
                 xq = np.unravel_index(x, joint.shape[1:])
-                assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq)}
-                best = Influence(float(val), (t, states[node][int(support[a])], states[node][int(support[b])], assignment))
+                assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq, strict=True)}
+                best = Influence(float(val),
+                                 (t, states[node][int(support[a])], states[node][int(support[b])], assignment))
         return best

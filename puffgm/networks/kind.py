@@ -14,9 +14,9 @@ import time
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.core.results import QuiltGraph
+from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
-from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.priors import PriorClass, load_prior_class
 from puffgm.networks.query_laws import group_sensitivity, network_query_laws
 from puffgm.networks.secrets import resolve_secrets

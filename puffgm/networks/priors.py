@@ -31,9 +31,9 @@ import gzip
 import hashlib
 import math
 import os
+from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -206,7 +206,7 @@ class NetworkPrior:
         return len(self.states[node])
 
     # ------------------------------------------------------------- conversions
-    def reordered(self, states: Mapping, parents: Mapping) -> "NetworkPrior":
+    def reordered(self, states: Mapping, parents: Mapping) -> NetworkPrior:
         """The same distribution with the given state order and parent order of each node."""
         cpds = {}
         for n in self.nodes:
@@ -452,7 +452,7 @@ class PriorClass:
         return f"PriorClass({len(self.priors)} prior(s), {len(self.nodes)} nodes, fingerprint {self.fingerprint})"
 
     @classmethod
-    def from_pgmpy(cls, models) -> "PriorClass":
+    def from_pgmpy(cls, models) -> PriorClass:
         """Build a class from one pgmpy DiscreteBayesianNetwork or a list of them."""
         if not isinstance(models, (list, tuple)):
             models = [models]

@@ -72,7 +72,7 @@ class SumFactor:
             shape.append(next(it) if v in present else 1)
         return t.reshape(tuple(shape) + (t.shape[-1],))
 
-    def sum_to(self, keep: tuple) -> "SumFactor":
+    def sum_to(self, keep: tuple) -> SumFactor:
         """Sum out every variable not in ``keep`` (log-sum-exp), axes then in ``keep`` order."""
         t = self.table
         for j in sorted((j for j, v in enumerate(self.vars) if v not in keep), reverse=True):
@@ -80,7 +80,7 @@ class SumFactor:
         rest = [v for v in self.vars if v in keep]
         return SumFactor(rest, t).reordered(tuple(v for v in keep if v in rest))
 
-    def reordered(self, scope: tuple) -> "SumFactor":
+    def reordered(self, scope: tuple) -> SumFactor:
         """The same factor with its variables in ``scope`` order (scope holds exactly its variables)."""
         if scope == self.vars:
             return self
@@ -147,7 +147,7 @@ class _Tree:
         self.fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in keep]
         scored = set(query.nodes)
         self.scores = [query.score_vector(n) if n in scored else np.zeros(c, dtype=np.int64)
-                       for n, c in zip(keep, self.card)]
+                       for n, c in zip(keep, self.card, strict=True)]
         max_sum, max_entries = limits
         if query.total + 1 > max_sum:
             raise InferenceLimitError(

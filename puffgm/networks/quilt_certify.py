@@ -207,7 +207,7 @@ def _quiet_stdout():
 def _active_cuts(st: _State, tau: float, ub: np.ndarray) -> list:
     """The cuts that forbid something at level tau: w(S) >= tau, every member still allowed."""
     blocked = sum(1 << int(j) for j in np.flatnonzero(ub == 0))
-    return [members for (members, w), mask, dom in zip(st.cuts, st.masks, st.dominated)
+    return [members for (members, w), mask, dom in zip(st.cuts, st.masks, st.dominated, strict=True)
             if w >= tau and dom < tau and not mask & blocked]
 
 

@@ -43,8 +43,9 @@ above the lower bound already proved cannot raise it.  A node's bound never
 exceeds its score, so once the worst node is certified the gap is 0.  While a
 gap remains, the single-node bounds of the next-worst nodes and of the
 :data:`HUB_NODES` nodes of highest degree in the moral graph are added (the
-hubs' bounds are often stronger than the worst nodes' own).  With ``certify_budget`` > 0 a processed node whose gap remains goes on
-to the cutting-plane certificate of :mod:`puffgm.networks.quilt_certify`.
+hubs' bounds are often stronger than the worst nodes' own).  With
+``certify_budget`` > 0 a processed node whose gap remains goes on to the
+cutting-plane certificate of :mod:`puffgm.networks.quilt_certify`.
 """
 
 from __future__ import annotations

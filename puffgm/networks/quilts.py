@@ -306,7 +306,7 @@ class DSeparationIndex:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
         return self.all_bits & ~self.dconnected_bits(node, quilt) & ~quilt
 
-    def make_quilt(self, node, quilt) -> "MarkovQuilt":
+    def make_quilt(self, node, quilt) -> MarkovQuilt:
         """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``)."""
         qb = self.bits(quilt)
         r = self.remote_bits(node, qb)

@@ -9,8 +9,8 @@ pairs.  Pairs are unordered: Pufferfish bounds the log-ratio in both directions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import combinations
-from typing import Mapping
 
 from puffgm.exceptions import ParameterError, SecretError
 

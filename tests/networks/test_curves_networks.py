@@ -5,14 +5,14 @@ import math
 
 import numpy as np
 import pytest
+from _nets import random_pgmpy_network as random_network
 from scipy.special import logsumexp
 
-from puffgm.core.curve import InfluenceCurve, curve_from_points
 from puffgm.api import influence_curve
+from puffgm.core.curve import InfluenceCurve, curve_from_points
 from puffgm.exceptions import ParameterError
 from puffgm.networks.priors import PriorClass
 from puffgm.networks.quilts import remote_nodes
-from _nets import random_pgmpy_network as random_network
 
 
 def leakage_through(theta, node, low):
@@ -50,7 +50,7 @@ def small_curves():
 
 def test_curves_non_increasing_and_zero_at_n(small_curves):
     for theta, c in small_curves:
-        assert all(x >= y for x, y in zip(c.a, c.a[1:]))
+        assert all(x >= y for x, y in zip(c.a, c.a[1:], strict=False))  # consecutive pairs
         assert c.a[-1] == 0.0 and c.max_b == len(theta.nodes) == c.n_entries
         assert c.a_at(c.n_entries) == 0.0
 
@@ -58,7 +58,7 @@ def test_curves_non_increasing_and_zero_at_n(small_curves):
 def test_bundled_networks_non_increasing():
     for name in ("cancer", "asia"):
         c = influence_curve(f"example:{name}")
-        assert all(x >= y for x, y in zip(c.a, c.a[1:])) and c.a[-1] == 0.0
+        assert all(x >= y for x, y in zip(c.a, c.a[1:], strict=False)) and c.a[-1] == 0.0  # consecutive pairs
         d = c.to_dict()
         assert [p["b"] for p in d["points"]] == list(range(1, c.n_entries + 1))
         assert len(d["witnesses"]) == c.n_entries
@@ -67,7 +67,7 @@ def test_bundled_networks_non_increasing():
 def test_witnesses_give_the_stated_leakage_by_brute_force(small_curves):
     """Each point's witness (node, quilt) splits H = X_N, L = X_Q u X_R with exactly that leakage."""
     for theta, c in small_curves:
-        for b, a, w in zip(c.b, c.a, c.witnesses):
+        for b, a, w in zip(c.b, c.a, c.witnesses, strict=True):
             node, quilt = w
             remote = remote_nodes(theta.dag, node, frozenset(quilt))
             low = set(quilt) | set(remote)

@@ -7,8 +7,8 @@ use its own active quilt.  The exact audits in test_release_audit.py cover famil
 
 import numpy as np
 import pytest
-
 from _nets import random_network
+
 from puffgm.api import influence_curve
 from puffgm.networks.priors import PriorClass
 
@@ -21,7 +21,7 @@ def test_network_family_curve_is_the_pointwise_max_and_below_the_sup_curve():
     other, _ = random_network(rng, dag=dag, n=5, zero_prob=0.05, concentration=10.0)
     fam = influence_curve([net, other])
     one, two = influence_curve(net), influence_curve(other)
-    assert list(fam.a) == [max(x, y) for x, y in zip(one.a, two.a)]
+    assert list(fam.a) == [max(x, y) for x, y in zip(one.a, two.a, strict=True)]
     # the sup-over-Theta road: every quilt's influence is the max over both priors
     pc = PriorClass([net, other])
     search = QuiltSearch(pc)
@@ -43,4 +43,4 @@ def test_chain_family_curve_is_the_pointwise_max():
     c = influence_curve(fam, max_b=20)
     c1 = influence_curve(ChainPriorClass([fam.members[0]]), max_b=20)
     c2 = influence_curve(ChainPriorClass([fam.members[1]]), max_b=20)
-    assert list(c.a) == pytest.approx([max(x, y) for x, y in zip(c1.a, c2.a)], rel=0, abs=0)
+    assert list(c.a) == pytest.approx([max(x, y) for x, y in zip(c1.a, c2.a, strict=True)], rel=0, abs=0)

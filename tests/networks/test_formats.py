@@ -102,9 +102,9 @@ def _hugin_text(net: NetworkPrior) -> str:
         for idx in np.ndindex(*cards):
             values = " ".join(repr(float(v)) for v in net.cpts[n][(slice(None),) + idx])
             opens = sum(1 for k in range(len(idx)) if all(i == 0 for i in idx[k:]))
-            closes = sum(1 for k in range(len(idx)) if all(i == c - 1 for i, c in zip(idx[k:], cards[k:])))
+            closes = sum(1 for k in range(len(idx)) if all(i == c - 1 for i, c in zip(idx[k:], cards[k:], strict=True)))
             rows.append(("(" * opens + f"( {values} )" + ")" * closes,
-                         "  ".join(f"{p}={net.states[p][i]}" for p, i in zip(pa, idx))))
+                         "  ".join(f"{p}={net.states[p][i]}" for p, i in zip(pa, idx, strict=True))))
         lines = [body + (";" if k == len(rows) - 1 else "") + (f"\t%  {cfg}" if cfg else "")
                  for k, (body, cfg) in enumerate(rows)]
         head = f"potential ( {n} | {' '.join(pa)} )" if pa else f"potential ( {n} )"

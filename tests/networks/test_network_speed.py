@@ -17,14 +17,14 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-
 from _nets import chain_network, random_dag, random_network
-from puffgm.networks.calibration import calibrate
-from puffgm.networks.quilt_scores import QuiltSearch
+
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.inference import LogVariableElimination
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import NetworkPrior, PriorClass, load_network, load_prior_class
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.networks.quilts import DSeparationIndex, remote_nodes
 
 
@@ -158,7 +158,7 @@ def test_structured_calibration_identical_to_the_reference_roads(monkeypatch):
             assert fast.details["quilt_family"].startswith("structured")
             assert fast.worst_node == ref.worst_node
             assert fast.sigma_max == pytest.approx(ref.sigma_max, rel=1e-9)
-            for a, b in zip(fast.per_node, ref.per_node):
+            for a, b in zip(fast.per_node, ref.per_node, strict=True):
                 assert a.quilt == b.quilt
                 assert a.score == pytest.approx(b.score, rel=1e-9) or a.score == b.score == math.inf
 
@@ -169,7 +169,7 @@ def test_alarm_identical_to_the_reference_roads(monkeypatch):
     fast = calibrate(pc, epsilon=1.0, protected=protect)
     ref = _reference_calibrate(monkeypatch, pc, epsilon=1.0, protected=protect)
     assert [c.quilt for c in fast.per_node] == [c.quilt for c in ref.per_node]
-    for a, b in zip(fast.per_node, ref.per_node):
+    for a, b in zip(fast.per_node, ref.per_node, strict=True):
         assert a.score == pytest.approx(b.score, rel=1e-9)
         assert a.max_influence == pytest.approx(b.max_influence, rel=1e-9, abs=1e-12)
 
@@ -275,8 +275,8 @@ def test_time_limit_refuses_with_the_projection_and_the_option():
 def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     # the limit reached after every node search (here: at the first refinement) returns the
     # structured quilts, which are valid, with the single-node bound and a note
-    from puffgm.networks.quilt_scores import QuiltSearch
     from puffgm.networks.priors import load_prior_class
+    from puffgm.networks.quilt_scores import QuiltSearch
     from puffgm.networks.quilts import make_quilt
 
     full = calibrate("example:hailfinder", epsilon=1.0)

@@ -12,9 +12,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from _nets import random_network
 
 import puffgm
-from _nets import random_network
 from puffgm.framework import Instantiation, Secret, audit_laplace
 from puffgm.networks.priors import PriorClass, load_prior_class
 
@@ -34,7 +34,7 @@ def _exact_laws(prior, scores):
     for x in itertools.product(*[range(c) for c in cards]):
         p = Fraction(1)
         for n in nodes:
-            col = sum(x[idx[pa]] * s for pa, s in zip(prior.parents[n], strides[n]))
+            col = sum(x[idx[pa]] * s for pa, s in zip(prior.parents[n], strides[n], strict=True))
             p *= cpt[n][col][x[idx[n]]]
             if p == 0:
                 break

@@ -7,16 +7,15 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-
 from _nets import random_dag, random_network
 from test_quilts_influence import _brute_sigma_one, brute_influence, brute_sigma
-from puffgm.networks.calibration import calibrate
-from puffgm.networks.quilt_scores import QuiltSearch
+
 from puffgm.exceptions import ParameterError
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
-from puffgm.networks.quilt_bounds import far_set_quilt, single_node_bound
-from puffgm.networks.quilt_bounds import single_influences
+from puffgm.networks.quilt_bounds import far_set_quilt, single_influences, single_node_bound
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.networks.quilt_search import branch_and_bound, far_side_dive
 from puffgm.networks.quilts import make_quilt
 
@@ -65,7 +64,7 @@ def test_far_set_quilt_d_separates_the_rest_of_the_far_set():
 def test_far_set_form_equals_the_optimum_over_quilts_and_single_node_bound_is_below():
     """Theorem of puffgm.networks.quilt_bounds: min over far sets of f(A) is sigma_i*; the single-node bound is below."""
     rng = np.random.default_rng(12)
-    for trial in range(8):
+    for _ in range(8):
         net, _ = random_network(rng, n=int(rng.integers(3, 6)), zero_prob=0.2, concentration=5.0)
         eng = InfluenceEngine(PriorClass([net]))
         for eps in (0.5, 2.0):
@@ -79,7 +78,7 @@ def test_far_set_form_equals_the_optimum_over_quilts_and_single_node_bound_is_be
 def test_branch_and_bound_finds_and_certifies_the_optimum_of_every_node():
     rng = np.random.default_rng(31)
     certified = 0
-    for trial in range(8):
+    for _ in range(8):
         n = int(rng.integers(4, 8))
         net, _ = random_network(rng, n=n, p_edge=0.5, zero_prob=0.1, concentration=20.0, max_card=2)
         search = QuiltSearch(PriorClass([net]), exhaustive=False, max_quilt_states=1 << 20)
@@ -119,7 +118,7 @@ def test_truncated_search_gives_a_sound_bound_that_grows_with_the_budget():
 
 def test_search_is_never_worse_than_the_structured_family_and_keeps_quilts_valid():
     rng = np.random.default_rng(44)
-    for trial in range(3):
+    for _ in range(3):
         net, dag = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
         other = random_network(rng, dag=dag, n=13, zero_prob=0.05, concentration=20.0)[0]
         for eps in (0.5, 1.5):
@@ -209,7 +208,7 @@ def test_lemmas_quilt_as_influential_as_its_far_set_and_separator_reduction():
     """Lemma 2 (e(Q) = e(Q ∪ R(Q))) and e(A) = e(Q*(A)), by brute force on joint tables."""
     rng = np.random.default_rng(17)
     checked = 0
-    for trial in range(6):
+    for _ in range(6):
         net, _ = random_network(rng, n=6, p_edge=0.4, zero_prob=0.15, concentration=3.0)
         dag = PriorClass([net]).dag
         for node in net.nodes:
@@ -232,7 +231,7 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
     from puffgm.networks.quilt_bounds import network_lower_bound
 
     rng = np.random.default_rng(23)
-    for trial in range(4):
+    for _ in range(4):
         n = int(rng.integers(3, 6))
         net, dag = random_network(rng, n=n, zero_prob=0.2, concentration=5.0)
         other = random_network(rng, dag=dag, n=n, zero_prob=0.2, concentration=5.0)[0]

@@ -4,16 +4,23 @@ import json
 
 import numpy as np
 import pytest
-
 from _nets import random_network
 from test_quilt_bounds import assert_valid_quilt, brute_node_optimum
 from test_quilts_influence import brute_sigma
-from puffgm.networks.calibration import calibrate
-from puffgm.networks.quilt_scores import QuiltSearch
+
 from puffgm.cli import main
 from puffgm.exceptions import ParameterError
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.priors import PriorClass
-from puffgm.networks.quilt_certify import CERTIFY_RTOL, _active_cuts, _greedy_far_set, _max_far_set, _State, certify_node
+from puffgm.networks.quilt_certify import (
+    CERTIFY_RTOL,
+    _active_cuts,
+    _greedy_far_set,
+    _max_far_set,
+    _State,
+    certify_node,
+)
+from puffgm.networks.quilt_scores import QuiltSearch
 from puffgm.networks.quilts import make_quilt
 
 
@@ -22,7 +29,7 @@ def test_certificate_is_sound_and_meets_the_brute_force_optimum():
     """From the trivial quilt and no bound: lower bound <= optimum <= quilt score, and the two meet."""
     rng = np.random.default_rng(17)
     nontrivial = 0
-    for trial in range(7):
+    for _ in range(7):
         n = int(rng.integers(4, 8))
         net, _ = random_network(rng, n=n, p_edge=0.5, zero_prob=0.15, concentration=8.0, max_card=3)
         search = QuiltSearch(PriorClass([net]), exhaustive=False, max_quilt_states=1 << 20)
@@ -69,7 +76,7 @@ def test_programs_and_greedy_respect_the_cuts():
     import itertools
 
     rng = np.random.default_rng(3)
-    for trial in range(30):
+    for _ in range(30):
         m = int(rng.integers(3, 9))
         single = np.sort(rng.random(m) * 0.5)
         st = _State(n=m + 1, epsilon=1.0, cand=list(range(m)), single=single)
@@ -98,7 +105,7 @@ def test_programs_and_greedy_respect_the_cuts():
 def test_calibration_with_certificate_is_sound_valid_and_never_worse():
     """calibrate(certify_budget=...) on random networks and a two-prior class, structured search forced."""
     rng = np.random.default_rng(9)
-    for trial in range(3):
+    for _ in range(3):
         net, dag = random_network(rng, n=7, p_edge=0.45, zero_prob=0.1, concentration=10.0, max_card=2)
         other = random_network(rng, dag=dag, n=7, zero_prob=0.1, concentration=10.0)[0]
         for members in ([net], [net, other]):
@@ -144,7 +151,7 @@ def test_calibration_bound_includes_the_hubs_single_node_bounds():
     from puffgm.networks.quilts import moral_graph
 
     rng = np.random.default_rng(61)
-    for trial in range(3):
+    for _ in range(3):
         net, _ = random_network(rng, n=10, p_edge=0.35, zero_prob=0.05, concentration=20.0, max_card=2)
         res = calibrate(net, epsilon=1.0, exhaustive=False, search_budget=0)
         search = QuiltSearch(PriorClass([net]))

@@ -6,13 +6,13 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
-
 from _nets import chain_network, random_dag, random_network
-from puffgm.networks.calibration import calibrate
-from puffgm.networks.quilt_scores import QuiltSearch, candidate_quilts, evaluate_quilts
+
 from puffgm.exceptions import QuiltError
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
+from puffgm.networks.quilt_scores import QuiltSearch, candidate_quilts, evaluate_quilts
 from puffgm.networks.quilts import dconnected_nodes, make_quilt, remote_nodes
 from puffgm.networks.secrets import SecretSpec
 
@@ -122,7 +122,7 @@ def test_quilt_errors(asia):
 
 def test_influence_matches_brute_force_on_random_networks_with_zeros():
     rng = np.random.default_rng(7)
-    for trial in range(12):
+    for _ in range(12):
         net, dag = random_network(rng, n=int(rng.integers(3, 6)), zero_prob=0.25)
         other, _ = random_network(rng, dag=dag, n=len(net.nodes), zero_prob=0.25, name="other")
         pc = PriorClass([net, other])
@@ -182,7 +182,7 @@ def test_calibration_is_optimal_over_all_quilts_on_small_networks():
 def test_weakly_correlated_networks_use_nontrivial_quilts_optimally():
     rng = np.random.default_rng(21)
     nontrivial = 0
-    for trial in range(6):
+    for _ in range(6):
         n = int(rng.integers(4, 7))
         net, dag = random_network(rng, n=n, p_edge=0.6, zero_prob=0.05, concentration=30.0, max_card=2)
         other = random_network(rng, dag=dag, n=n, zero_prob=0.05, concentration=30.0)[0]

@@ -4,16 +4,16 @@ import math
 
 import numpy as np
 import pytest
-
 from _nets import chain_network, random_network
+
 from puffgm.accounting import PrivacyAccountant
-from puffgm.networks.calibration import calibrate
+from puffgm.core.results import CalibrationResult
 from puffgm.exceptions import BudgetError, CompositionError, NotApplicableError, ParameterError
 from puffgm.framework.audit import audit_laplace
 from puffgm.framework.instantiation import Instantiation
 from puffgm.mechanisms.laplace import MarkovQuiltLaplace, release_laplace
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.priors import PriorClass
-from puffgm.core.results import CalibrationResult
 
 
 def count_query(states_zero="s0"):
