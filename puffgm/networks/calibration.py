@@ -38,6 +38,7 @@ import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite, check_time_limit
@@ -131,7 +132,7 @@ class _Clock:
         self.start = time.perf_counter()
         self.done = 0
         self.jobs = max(1, jobs)  # workers: the first search of each pays the fixed cost
-        self.first = None  # seconds until the first node search of every worker ended
+        self.first: tuple[float, int] | None = None  # seconds until the first node search of every worker ended
 
     def check(self):
         """Called by the influence engine: stop at the limit even inside one node's search."""
@@ -390,7 +391,7 @@ class _Run:
 
     opts: NetworkOptions
     jobs: int
-    bar: object
+    bar: Any  # a tqdm bar, or None
     clock: _Clock
     refined: list
 

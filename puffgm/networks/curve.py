@@ -36,7 +36,7 @@ def network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node) -
     search = QuiltSearch(*args)  # validated once, reused for every node
     nodes = tuple(spec.protected_nodes(theta))
     table = np.full((len(nodes), B), math.inf)
-    wit = [[None] * B for _ in nodes]
+    wit: list[list[tuple[str, tuple] | None]] = [[None] * B for _ in nodes]
     n_choices = 0
     for k, node in enumerate(nodes):
         choices = evaluate_quilts(theta, node, epsilon=None, search=search)

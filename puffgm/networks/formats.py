@@ -736,7 +736,8 @@ def _read_uai(data: bytes, label: str) -> NetworkTables:
             raise
         raise _failed(label, "puffgm's UAI reader", exc) from None
     spec, writer = _uai_layouts(cards, scopes, tables)
-    layout, notes = spec, ()
+    layout = spec
+    notes: tuple[str, ...] = ()
     worst = _worst_column(spec)
     if worst > CPD_TOLERANCE and _worst_column(writer) < worst:  # validation then judges that layout
         layout = writer

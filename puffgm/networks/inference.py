@@ -33,6 +33,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
     (order, cliques, parent) or None
     """
     n = len(card)
-    nb = [set() for _ in range(n)]
+    nb: list[set[int]] = [set() for _ in range(n)]
     for fv in fvars:
         for a in fv:
             nb[a].update(fv)
@@ -96,7 +97,9 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
     heap = [(weight(k), k) for k in range(n)]
     heapq.heapify(heap)
     done = [False] * n
-    order, cliques, total = [], [None] * n, 0
+    order: list[int] = []
+    cliques: list[Any] = [None] * n  # a tuple once its node is eliminated
+    total = 0
     while heap:
         w, k = heapq.heappop(heap)
         if done[k] or w != weight(k):
@@ -136,16 +139,17 @@ def _align(f: _Factor, target: tuple, cards: dict) -> np.ndarray:
 
 
 def _multiply(factors, cards) -> _Factor:
-    target = []
+    order_: list = []
     for f in factors:
         for v in f.vars:
-            if v not in target:
-                target.append(v)
-    target = tuple(target)
-    out = None
+            if v not in order_:
+                order_.append(v)
+    target = tuple(order_)
+    out: np.ndarray | None = None
     for f in factors:
         a = _align(f, target, cards)
         out = a if out is None else out + a
+    assert out is not None  # callers pass at least one factor
     if out.shape != tuple(cards[v] for v in target):
         out = np.broadcast_to(out, tuple(cards[v] for v in target)).copy()
     return _Factor(target, out)
@@ -174,7 +178,7 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
     """
     label = {v: k for k, v in enumerate(scope)}
     args = []
-    size = {}
+    size: dict[int, int] = {}
     for vars_, table in operands:
         args.append(table)
         args.append([label[v] for v in vars_])
@@ -239,7 +243,7 @@ class LogVariableElimination:
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = cache_size
         self._cached_entries = 0
-        self._anc = {}
+        self._anc: dict[str, frozenset[str]] = {}
         for n in prior.nodes:  # topological order: parents' ancestor sets are ready
             s = set()
             for p in prior.parents[n]:
@@ -250,11 +254,11 @@ class LogVariableElimination:
         index = {n: k for k, n in enumerate(prior.nodes)}
         self._index = index
         self._card = [len(prior.states[n]) for n in prior.nodes]
-        self._size_memo = {}
+        self._size_memo: dict[int, int] = {}
         self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
         self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
         self._flo = [_log_min_positive(t) for t in self._ftab]
-        bits = []
+        bits: list[int] = []
         for k, n in enumerate(prior.nodes):
             b = 1 << k
             for p in prior.parents[n]:
@@ -262,9 +266,10 @@ class LogVariableElimination:
             bits.append(b)
         self._anc_bits = bits
         self.fallbacks = 0
-        self._jt = False  # junction tree for pairwise marginals, built on first use
-        self._bfs_cache = {}
-        self._cond_cache = {}
+        # junction tree for pairwise marginals, built on first use: False until then, None if too large
+        self._jt: Any = False
+        self._bfs_cache: dict[int, tuple[dict, dict]] = {}
+        self._cond_cache: dict[tuple[int, int], tuple] = {}
 
     def _mask_size(self, mask: int) -> int:
         """Number of joint states of the variables of a bitmask (memoised)."""
@@ -364,7 +369,7 @@ class LogVariableElimination:
             factors = tree_factors[0]
         # factors: id -> (vars, table, log min positive, bitmask of vars); var -> ids of factors holding it
         fvars, ftab, flo, fmask = {}, {}, {}, {}
-        holders = {}
+        holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):
             fvars[k], ftab[k], flo[k] = fv, tab, lo
             m = 0
@@ -438,14 +443,14 @@ class LogVariableElimination:
                 if u in remaining:
                     sizes[u] = size_of(scope_mask(u))
                     heapq.heappush(heap, (sizes[u], u))
-        fids = list(fvars)
+        fids_left = list(fvars)
         out_vars = tuple(keep_idx)
         total = math.prod(card[u] for u in out_vars)
         if total > limit:
             self._too_large(total, keep)
-        if sum(flo[f] for f in fids) < _LOG_FLOOR:
+        if sum(flo[f] for f in fids_left) < _LOG_FLOOR:
             raise _Underflow
-        table = _contract([(fvars[f], ftab[f]) for f in fids], out_vars, out_vars)
+        table = _contract([(fvars[f], ftab[f]) for f in fids_left], out_vars, out_vars)
         names = self.prior.nodes
         if not log:
             return tuple(names[u] for u in out_vars), table
@@ -619,11 +624,12 @@ class LogVariableElimination:
         order, cliques, parent = tree
         pos = {k: t for t, k in enumerate(order)}
         # potentials: each CPD goes to the clique of its first-eliminated family member
-        ops = [[] for _ in range(n)]
+        ops: list[list[tuple]] = [[] for _ in range(n)]
         for v, fv in enumerate(self._fvars):
             home = min(fv, key=pos.__getitem__)
             ops[home].append((fv, self._ftab[v], self._flo[v]))
-        phi, msg = [None] * n, [None] * n
+        phi: list[Any] = [None] * n
+        msg: list[Any] = [None] * n
         for k in order:  # collect: children are eliminated before their parent
             c = cliques[k]
             if sum(o[2] for o in ops[k]) < _LOG_FLOOR:
@@ -638,7 +644,9 @@ class LogVariableElimination:
                 m /= m.max()
                 msg[k] = m
                 ops[parent[k]].append((c[1:], m, _log_min_positive(m)))
-        beta, sep, blo = [None] * n, [None] * n, [0.0] * n
+        beta: list[Any] = [None] * n
+        sep: list[Any] = [None] * n
+        blo = [0.0] * n
         for k in reversed(order):  # distribute: parents before children
             c = cliques[k]
             if parent[k] is None:
@@ -654,13 +662,13 @@ class LogVariableElimination:
             beta[k] = b / b.sum()
             blo[k] = _log_min_positive(beta[k])
         home_of = {k: k for k in range(n)}
-        nbrs = [[] for _ in range(n)]
+        nbrs: list[list[int]] = [[] for _ in range(n)]
         for k in range(n):
             if parent[k] is not None:
                 nbrs[k].append(parent[k])
                 nbrs[parent[k]].append(k)
         self._home_of = home_of
-        var_cliques = [[] for _ in range(n)]
+        var_cliques: list[list[int]] = [[] for _ in range(n)]
         for k in range(n):
             for v in cliques[k]:
                 var_cliques[v].append(k)
@@ -680,7 +688,7 @@ class LogVariableElimination:
             best, best_size, best_fs = None, math.inf, None
             for v in elim:
                 fs = [f for f in factors if v in f.vars]
-                scope = set()
+                scope: set[str] = set()
                 for f in fs:
                     scope.update(f.vars)
                 size = math.prod(cards[u] for u in scope)

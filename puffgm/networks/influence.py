@@ -22,6 +22,7 @@ Both orders (a, b) and (b, a) of every discriminative pair are taken.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -73,7 +74,7 @@ def max_divergence_rows(logcond: np.ndarray, pairs=None):
         a = int(np.argmax(logcond[:, x]))
         b = int(np.argmin(logcond[:, x]))
         return float(gap[x]), a, b, x
-    best = (-math.inf, None, None, None)
+    best: tuple[float, int | None, int | None, int | None] = (-math.inf, None, None, None)
     for a0, b0 in pairs:
         for a, b in ((a0, b0), (b0, a0)):
             num, den = logcond[a], logcond[b]
@@ -144,14 +145,14 @@ class InfluenceEngine:
         self.secrets = secrets or SecretSpec()
         limit = DEFAULT_MAX_TABLE_ENTRIES if max_table_entries is None else int(max_table_entries)
         self._ve = [LogVariableElimination(p, max_table_entries=limit) for p in prior_class.priors]
-        self._cache = {}
+        self._cache: dict[tuple, Influence] = {}
         self._position = {v: k for k, v in enumerate(prior_class.nodes)}
         self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
-        self._pair_tables = ()
+        self._pair_tables: list[dict | None] = []
         self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
         self._pair_results = None
         self.evaluations = 0
-        self.deadline_check = None  # a callable that raises when a time limit is reached
+        self.deadline_check: Callable[[], None] | None = None  # a callable that raises when a time limit is reached
 
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
@@ -181,7 +182,7 @@ class InfluenceEngine:
 
     def _all_pair_influences(self, node):
         states = self.prior_class.states
-        out = {}
+        out: dict[int, Influence] = {}
         for t in range(len(self._ve)):
             self._pair_table(t, node, None)
             tables = self._pair_tables[t]

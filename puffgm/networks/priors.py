@@ -92,6 +92,7 @@ class NetworkPrior:
     """
 
     __slots__ = ("nodes", "states", "parents", "cpts", "name", "notes", "_fingerprint", "_index")
+    _fingerprint: str | None
 
     def __init__(self, nodes, states, parents, cpds, name: str = "network", notes=()):
         import networkx as nx
@@ -193,13 +194,15 @@ class NetworkPrior:
     @property
     def fingerprint(self) -> str:
         """A SHA-256 prefix of the structure, states and CPD values."""
-        if self._fingerprint is None:
+        fp = self._fingerprint
+        if fp is None:
             h = hashlib.sha256()
             for n in self.nodes:
                 h.update(repr((n, self.states[n], self.parents[n])).encode())
                 h.update(np.ascontiguousarray(self.cpts[n]).tobytes())
-            object.__setattr__(self, "_fingerprint", h.hexdigest()[:16])
-        return self._fingerprint
+            fp = h.hexdigest()[:16]
+            object.__setattr__(self, "_fingerprint", fp)
+        return fp
 
     def cardinality(self, node) -> int:
         """The number of values of ``node``."""
@@ -428,7 +431,7 @@ class PriorClass:
         self.dag = g
         h = hashlib.sha256("|".join(m.fingerprint for m in members).encode())
         self.fingerprint = h.hexdigest()[:16]
-        notes = []
+        notes: list[str] = []
         for k, m in enumerate(members, start=1):
             notes.extend(f"prior {k} ({m.name}): {note}" for note in m.notes)
         self.notes = tuple(notes)
@@ -484,7 +487,7 @@ def load_prior_class(specs) -> PriorClass:
     if isinstance(specs, (str, os.PathLike, NetworkPrior)) or hasattr(specs, "get_cpds") \
             or not isinstance(specs, Iterable):
         specs = [specs]
-    members = []
+    members: list[NetworkPrior] = []
     for s in specs:
         if isinstance(s, PriorClass):
             members.extend(s.priors)

@@ -160,10 +160,10 @@ class _Tree:
                 f"max_table_entries = {max_entries}; {_SUGGEST}.")
         self.order, self.cliques, self.parent = tree
         pos = {k: t for t, k in enumerate(self.order)}
-        self.home = [[] for _ in keep]
+        self.home: list[list[int]] = [[] for _ in keep]
         for v, fv in enumerate(self.fvars):
             self.home[min(fv, key=pos.__getitem__)].append(v)
-        self.children = [[] for _ in keep]
+        self.children: list[list[int]] = [[] for _ in keep]
         for k in self.order:
             if self.parent[k] is not None:
                 self.children[self.parent[k]].append(k)
@@ -196,7 +196,7 @@ def _product(factors, scope) -> SumFactor:
 def _passes(tree: _Tree, prior, wanted: set, deadline):
     """Upward and downward passes; yields (k, log P(X_k, G)) for each wanted variable k."""
     base = {}
-    up = {}
+    up: dict[int, SumFactor] = {}
     for k in tree.order:  # upward: children before parents
         _check_time(deadline)
         base[k] = _base(tree, prior, k)

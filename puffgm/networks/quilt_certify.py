@@ -75,6 +75,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from puffgm.core.results import QuiltChoice
 from puffgm.core.validation import check_nonnegative_int
 from puffgm.networks.quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
 from puffgm.networks.quilt_scores import better
@@ -127,7 +128,7 @@ class GapCertificate:
 
     node: str
     lower_bound: float
-    best: object
+    best: QuiltChoice
     certified: bool
     start_bound: float
     queries: int
@@ -213,7 +214,7 @@ def _active_cuts(st: _State, tau: float, ub: np.ndarray) -> list:
 
 def _greedy_far_set(st: _State, active: list, ub: np.ndarray, prefer=()) -> tuple:
     """A far set that no active cut forbids, grown greedily (``prefer`` first, then ascending single influence)."""
-    cuts_of = {}
+    cuts_of: dict[int, list[int]] = {}
     for c, members in enumerate(active):
         for j in members:
             cuts_of.setdefault(j, []).append(c)

@@ -331,11 +331,12 @@ class QuiltSearch:
             The better of ``incumbent`` and the best quilt met while growing.
         """
         best = incumbent
-        quilt = frozenset()
+        quilt: frozenset[str] = frozenset()
         current = self._make(node, quilt)
         order = self._order.__getitem__
         e_quilt = 0.0  # e(quilt | node): a lower bound for every extension (monotonicity)
-        grown = {}  # j -> e(Q' + j | node) scored at an earlier step: Q' is inside the quilt, a floor for j
+        # j -> e(Q' + j | node) scored at an earlier step: Q' is inside the quilt, a floor for j
+        grown: dict[str, float] = {}
         while True:
             # each addition's score has a floor from max(e(quilt), e({j}), e(Q' + j) of an
             # earlier step); options are scored in order of that floor, and once a floor
@@ -350,7 +351,7 @@ class QuiltSearch:
                 floor = _score_floor(len(mq.nearby), max(e_quilt, self._single(node, j), grown.get(j, 0.0)), epsilon)
                 cands.append((floor, order(j), j, mq))
             cands.sort(key=lambda c: c[:2])
-            options = []
+            options: list[tuple] = []
             for floor, _, j, mq in cands:
                 if floor == math.inf or (options and floor > min(o[0] for o in options) * (1 + 1e-9)):
                     break
@@ -405,7 +406,7 @@ class QuiltSearch:
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
         known = {k: self.choice(c, epsilon=epsilon) for k, c in enumerate(cands) if not c.quilt}  # no inference
         top = min((ch.score for ch in known.values()), default=math.inf)
-        evaluated = []  # (quilt, influence) of the evaluated candidates
+        evaluated: list[tuple[frozenset, float]] = []  # (quilt, influence) of the evaluated candidates
         k_node = len(self.prior_class.states[node])
         best = None  # the scan's incumbent, over the candidates evaluated so far
         for k, c in enumerate(cands):
@@ -453,6 +454,7 @@ class QuiltSearch:
             ch = known.get(k)
             if ch is not None and (best is None or better(ch.score, best.score)):
                 best = ch
+        assert best is not None  # the trivial quilt is a candidate, in known without inference
         return best
 
 

@@ -159,7 +159,8 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
     s = np.array([singles[v] for v in universe], dtype=float)
     best = incumbent
     root = far_set_bound(n, 0, 0.0, s, epsilon=epsilon)
-    heap = [(root, 0, (), 0.0, True)]  # (bound, tiebreak, far set as universe indices, e lower bound, exact)
+    # (bound, tiebreak, far set as universe indices, e lower bound, exact)
+    heap: list[tuple[float, int, tuple[int, ...], float, bool]] = [(root, 0, (), 0.0, True)]
     tick = 1
     expansions = 0
     exact_cache = {}
@@ -270,7 +271,7 @@ def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, wid
             e = search.influence_if_fits(node, q)
             return None if e is None else (q, e)
     best = incumbent
-    far = set()
+    far: set[str] = set()
     ranked = sorted(singles, key=lambda v: (singles[v], order(v)))
     n = len(search.prior_class.nodes)
     queries = 0
@@ -343,7 +344,7 @@ def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: in
     if search.exhaustive:
         return best, max(best[v].score for v in nodes), {}
     rank = {v: k for k, v in enumerate(nodes)}
-    certs = {}
+    certs: dict[str, NodeCertificate] = {}
     lower = 0.0
     while True:
         worst = max(nodes, key=lambda v: (best[v].score, -rank[v]))

@@ -200,7 +200,7 @@ class DSeparationIndex:
         names8 = []  # names8[b][v]: the names of the nodes 8b + i with bit i of v set
         for start in range(0, len(self.nodes), 8):
             block = self.nodes[start:start + 8]
-            t = [()] * 256
+            t: list[tuple[str, ...]] = [()] * 256
             for v in range(1, 1 << len(block)):
                 t[v] = t[v & (v - 1)] + (block[(v & -v).bit_length() - 1],)
             names8.append(t)
@@ -217,7 +217,7 @@ class DSeparationIndex:
 
     def names(self, bits: int) -> frozenset:
         """The node names of a bitmask."""
-        out = []
+        out: list[str] = []
         for table in self._names8:  # one lookup per 8 nodes
             if not bits:
                 break
@@ -353,7 +353,7 @@ def distance_layers(moral, node) -> list:
     import networkx as nx
 
     dist = nx.single_source_shortest_path_length(moral, node)
-    layers = {}
+    layers: dict[int, set] = {}
     for v, d in dist.items():
         if d > 0:
             layers.setdefault(d, set()).add(v)

@@ -33,10 +33,12 @@ class SecretSpec:
     """
 
     __slots__ = ("_protected", "_pairs")
+    _protected: tuple[str, ...] | None
+    _pairs: dict[str, tuple[tuple[str, str], ...]]
 
     def __init__(self, protected=None, pairs: Mapping | None = None):
         object.__setattr__(self, "_protected", None if protected is None else tuple(str(n) for n in protected))
-        norm = {}
+        norm: dict[str, tuple[tuple[str, str], ...]] = {}
         for node, ps in (pairs or {}).items():
             lst = []
             for p in ps:
