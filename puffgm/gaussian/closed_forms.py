@@ -50,7 +50,6 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -304,8 +303,8 @@ class _CurveTable:
     def __init__(self, prior, model, options, B, names):
         self.prior, self.model, self.options, self.B, self.names = prior, model, options, B, names
         self.n = prior[0].shape[0]
-        self.table: Any = None  # (rows, B) array, set by fill
-        self.wit: Any = None  # rows x B witnesses, set by fill
+        self.table: np.ndarray  # (rows, B) values, set by fill
+        self.wit: list  # rows x B witnesses, set by fill
 
     def leak(self, i, H, engines=False):
         """The value of the split (i, H, L = the rest) under ``options.value``."""
