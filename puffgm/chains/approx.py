@@ -55,7 +55,7 @@ def _period(P: np.ndarray) -> int:
     k = P.shape[0]
     level = np.full(k, -1)
     level[0] = 0
-    frontier = [0]
+    frontier: list = [0]
     adj = [np.flatnonzero(P[x] > 0) for x in range(k)]
     while frontier:
         nxt = []
@@ -143,6 +143,7 @@ class MQMApprox:
             raise ParameterError(f"MQMApprox needs a ChainPriorClass; got {type(chain_class).__name__}.")
         self.chain_class = chain_class
         self.use_reversible = bool(use_reversible)
+        self._n_chains: int | str
         if isinstance(chain_class, InfiniteChainClass):  # extremes over the class, proven by the class
             params = [chain_class.mixing_bounds()]
             self._n_chains = "box"

@@ -63,6 +63,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+from typing import Any
 
 import numpy as np
 
@@ -271,6 +272,7 @@ def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
     for lo, hi in (f1, f2, f3, f4):
         u = np.maximum(np.abs(np.log(lo)), np.abs(np.log(hi))) / 2.0
         up = u if up is None else np.maximum(up, u)
+    assert up is not None  # four factors above
     return up * (1 + 1e-12) + 1e-12  # rounding of the endpoint arithmetic
 
 
@@ -520,7 +522,7 @@ class _Samples:
         self.box, self.eps, self.lipschitz = box, eps, lipschitz
         self.max_evaluations, self.progress = max_evaluations, progress
         self.evaluations = 0
-        self.best = {"sigma": -math.inf, "point": None, "result": None}
+        self.best: dict[str, Any] = {"sigma": -math.inf, "point": None, "result": None}
         self.sources: list = []  # evaluated points (p0, p1) and their per-node quilts
 
     def exact_at(self, p0: float, p1: float) -> CalibrationResult:

@@ -141,7 +141,7 @@ def binary_chain_curve_exact(p: float, q: float, max_b: int) -> tuple:
     diff01 = L[:, 0, :] - L[:, 1, :]
     m = np.stack([diff01.max(axis=1), (-diff01).max(axis=1)], axis=1)
     a = np.full(max_b, math.inf)
-    splits = [None] * max_b
+    splits: list[tuple[int, int] | None] = [None] * max_b
     best, best_split = math.inf, None
     for b in range(1, max_b + 1):
         # splits with card(X_N) = dL + dR - 1 = b exactly; smaller ones already seen

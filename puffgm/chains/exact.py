@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -178,6 +179,8 @@ def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
 
 class _Member:
     """Tables of one member theta = (q, P): powers, equation-(5) tables, marginals."""
+
+    eta: float  # stationary members of a mixing scan's twin only (set by MQMExact)
 
     def __init__(self, prior, paper_convention: bool):
         self.prior = prior
@@ -409,6 +412,7 @@ class ChainQuiltSearch:
             DR = dr if DR is None else np.maximum(DR, dr)
             Gs.append(G)
             Bs.append(Bm)
+        assert DL is not None and DR is not None  # a class has at least one member
         # max-influence is >= 0 (x = x' gives 0); guard nodes without any valid value
         return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
 
@@ -458,6 +462,7 @@ class ChainQuiltSearch:
                     for G, Bm in zip(Gs, Bs, strict=True):
                         dm = _max_kk(G[ai] + Bm[bi])
                         d2 = dm if d2 is None else np.maximum(d2, dm)
+                    assert d2 is not None  # a class has at least one member
                     d2 = np.maximum(d2, 0.0)
                     self.evaluations += ai.size
                     s = _score(cards[pos : pos + batch], d2, eps)
@@ -486,7 +491,7 @@ class ChainQuiltSearch:
             else:
                 V, C, sup, full = m.node(i, a)
                 sup_a = None if sup is None else sup[a - 1]
-            tot = 0.0
+            tot: float | np.ndarray = 0.0
             with np.errstate(invalid="ignore"):  # inf - inf: treated as +inf below (never understated)
                 if a:
                     A = m.A_full[a] if (sup_a is None or m.paper) else m.A(a, sup_a)
@@ -553,6 +558,7 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
         Build the names of the nearby and remote sets (set it for T <= PER_NODE_LIMIT only).
     """
     score, kind, a, b, infl, card = res
+    quilt: tuple[str, ...]
     if kind == "two":
         quilt = (node_name(i - a), node_name(i + b))
         lo, hi = i - a + 1, i + b - 1
@@ -573,7 +579,7 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
         nearby = tuple(node_name(j) for j in range(lo, hi + 1)) if hi - lo < 100000 else ()
     n_remote = T - (hi - lo + 1) - len(quilt)
     remote = ()
-    if materialise:
+    if names is not None:  # materialise
         # X1..X_{lo-1} and X_{hi+1}..XT without the quilt, whose nodes are X_{lo-1} (left end) and X_{hi+1} (right end)
         head = names[: lo - 2] if kind in ("two", "left") else names[: lo - 1]
         tail = names[hi + 1 :] if kind in ("two", "right") else names[hi:]
@@ -658,7 +664,7 @@ class MQMExact:
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
-        if self._box:
+        if isinstance(cc, InfiniteChainClass):  # self._box
             return cc.certified_exact(epsilon=eps, lipschitz=lipschitz)
         if len(cc) > 1:
             return self._calibrate_family(eps, lipschitz)
@@ -683,7 +689,7 @@ class MQMExact:
                     mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
         materialise = T <= PER_NODE_LIMIT
         worst = quilt_choice(T, i, r, materialise)
-        per_node = ()
+        per_node: tuple[QuiltChoice, ...] = ()
         if allres is not None and want_nodes:
             per_node = tuple(quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
         sigma = r[0]
@@ -912,13 +918,15 @@ class _MixingScan:
         self.search, self.stat, self.ell, self.eps, self.rtol = search, stat, ell, eps, rtol
         self.T = search.T
         self.mid = (self.T + 1) // 2
-        self.worst_i, self.worst = 0, None  # largest score found (exact, or an upper bound <= the cap)
+        self.worst_i = 0
+        self.worst: Any = None  # largest score found (exact, or an upper bound <= the cap)
         self.m_exact = -math.inf  # largest exact node optimum
-        self.prev = None  # (a, b) of the previous node's quilt
+        self.prev: tuple[int, int] | None = None  # (a, b) of the previous node's quilt
         self.ahead: dict = {}  # node -> exact result found by looking ahead
         self.rise = 0
-        self.r0 = None  # the twin's middle-node result at epsilon (set by run)
-        self.s0 = self.e_star = None  # its score and influence
+        self.r0: Any = None  # the twin's middle-node result at epsilon (set by run)
+        self.s0: Any = None  # its score and influence
+        self.e_star: Any = None
 
     def stat_bound(self, e: float, any_kind: bool = False):
         """The stationary twin's middle-node result at epsilon ``e``; None if one-sided (unless ``any_kind``)."""
@@ -1014,7 +1022,9 @@ class _MixingScan:
         self.s0, self.e_star = r0[0], r0[4]
         rtol = self.rtol
         target = rtol * (eps - self.e_star) / (1 + rtol) if math.isfinite(self.s0) else 0.0
-        stop, bound, omega = None, None, math.inf
+        stop: int | None = None
+        bound: tuple | None = None
+        omega = math.inf
         for i in range(1, T + 1):
             r = self._node(i)
             if r is None:
@@ -1037,7 +1047,7 @@ class _MixingScan:
     def _finish(self, stop, omega: float, bound, searched: int):
         """The scan's (node, result, info): exact if every node was searched, else the certified bound."""
         worst_i, worst, m_exact = self.worst_i, self.worst, self.m_exact
-        info = {"early_nodes_searched": searched}
+        info: dict[str, Any] = {"early_nodes_searched": searched}
         if stop is None:  # every node searched
             exact = m_exact >= worst[0]
             info.update({"mixing_node": int(self.T), "mixing_error": 0.0, "exact": bool(exact),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import ClassVar
 
 from puffgm.chains.approx import MQMApprox
 from puffgm.chains.baselines import gk16, group_dp
@@ -67,8 +68,8 @@ class MarkovChainKind(PriorKind):
     kind = "Markov-chain priors"
     methods = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
                "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
-    curve_options = ()
-    query_options = ("max_exact_length",)
+    curve_options: ClassVar[tuple | None] = ()
+    query_options: ClassVar[tuple | None] = ("max_exact_length",)
 
     @property
     def name(self) -> str:

@@ -216,7 +216,7 @@ class LeakageFunction:
     yc: np.ndarray
     witnesses: tuple
     critical_epsilon: float
-    critical_witness: object
+    critical_witness: tuple | None
     name: str = "M"
     _logs: tuple = field(default=(), repr=False)
 
@@ -307,6 +307,7 @@ class LeakageFunction:
         if math.isinf(self.critical_epsilon):
             return (f"every row of {self.name} has the same support, so the supremum of the leakage is finite "
                     "for every budget")
+        assert self.critical_witness is not None  # set whenever critical_epsilon is finite
         i, j, S = self.critical_witness
         if self.critical_epsilon == 0.0:
             return (f"rows {name(i)} and {name(j)} of {self.name} have disjoint supports, so L(a) = a and the "
@@ -422,12 +423,13 @@ class TemporalCorrelation:
     forward: LeakageFunction
     backward: LeakageFunction
     backward_source: str
-    stationary: object = None
+    stationary: np.ndarray | None = None
 
     def describe(self) -> str:
         """Where P^B comes from, in one line."""
         if self.backward_source == "given":
             return f"{self.name}: backward matrix given (the spec's 'backward')"
+        assert self.stationary is not None  # set whenever the backward matrix is a time reversal
         pi = ", ".join(f"{v:.4g}" for v in self.stationary[:6]) + (", ..." if len(self.stationary) > 6 else "")
         return (f"{self.name}: backward matrix = time reversal of the stationary chain (pi = [{pi}]; "
                 "the initial distribution is not used)")
@@ -678,7 +680,7 @@ class TemporalLeakage:
     tpl: np.ndarray
     members: tuple
     member_max_tpl: tuple
-    supremum: object
+    supremum: LeakageSupremum | None
     label: str
     theorem: str = THEOREM
 

@@ -667,7 +667,7 @@ def _split_sequences(sequences) -> list:
         sequences = [sequences]
     runs = []
     for seq in sequences:
-        cur = []
+        cur: list = []
         for v in list(seq):
             if _is_gap(v):
                 if cur:

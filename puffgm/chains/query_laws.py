@@ -77,7 +77,7 @@ def _forward(logq, logP, S, deadline):
 def _backward(logP, S, deadline) -> list:
     """beta_t for t = 1..T (each (k, 1 + sum of max scores after t))."""
     T, k = S.shape
-    beta = [None] * T
+    beta: list = [None] * T
     beta[T - 1] = np.zeros((k, 1))
     for t in range(T - 2, -1, -1):
         _check(deadline)
@@ -134,7 +134,7 @@ def _exact_member(m, index: int, S, pairs, deadline) -> list:
 def _backward_w(logP, S, pairs, deadline) -> list:
     """W_inf between the future-sum laws B_{t,a} and B_{t,b} for every t and pair (beta not stored)."""
     T, k = S.shape
-    out = [None] * T
+    out: list = [None] * T
     beta = np.zeros((k, 1))
     guess = [0] * len(pairs)
     for t in range(T - 1, -1, -1):

@@ -360,7 +360,7 @@ class SubBoxes:
         Expansion and tangent points of the convex-duality upper bound of each sub-box.
     """
 
-    box: object
+    box: BoxProbability
     mu0: np.ndarray
     A: np.ndarray
     B: np.ndarray

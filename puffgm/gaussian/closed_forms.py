@@ -48,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -190,7 +191,7 @@ class CurveOptions:
         so a smaller ``atol`` lowers curves whose values are near 1e-4.
     """
 
-    nodes: object = None
+    nodes: Sequence | None = None
     search: str = "auto"
     value: str = "safe"
     grid: int = 201
@@ -302,8 +303,8 @@ class _CurveTable:
     def __init__(self, prior, model, options, B, names):
         self.prior, self.model, self.options, self.B, self.names = prior, model, options, B, names
         self.n = prior[0].shape[0]
-        self.table = None
-        self.wit = None
+        self.table: np.ndarray  # (rows, B) values, set by fill
+        self.wit: list  # rows x B witnesses, set by fill
 
     def leak(self, i, H, engines=False):
         """The value of the split (i, H, L = the rest) under ``options.value``."""
@@ -361,7 +362,7 @@ class _CurveTable:
 
     def _greedy(self, k, i, others):
         """Grow H from {i}, adding the coordinate that lowers the leakage most."""
-        H = (i,)
+        H: tuple[int, ...] = (i,)
         self.offer(k, i, H, self.leak(i, H))
         rest = list(others)
         while len(H) < self.B and rest:

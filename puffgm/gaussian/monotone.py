@@ -34,6 +34,7 @@ the concavity of F (Prekopa) for the denominator, as in :mod:`puffgm.gaussian.tr
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,7 +64,7 @@ class CornerOptions:
         and bottom regions only).
     """
 
-    starts: object = None
+    starts: Sequence | None = None
     sweeps: int = 2
     box_tol: float = 1e-2
     max_boxes: int = 2000
@@ -291,7 +292,7 @@ def _corner_pair_value(model, i, H, S, center, gens, box, corr_num):
     def value(u):
         mu = S @ (center + gens @ np.asarray(u, float))
         lb, ub, _ = box.bounds_many(mu, LO, HI)
-        value.calls += 1
+        value.calls += 1  # type: ignore[attr-defined]  # evaluation counter kept on the function
         return float(max((lb[0] - ub[1]) - (m_t - m_b + c_b), (lb[1] - ub[0]) - (m_b - m_t + c_t)))
 
     def grid(u, n):
@@ -305,6 +306,6 @@ def _corner_pair_value(model, i, H, S, center, gens, box, corr_num):
         D = np.where(np.abs(r[:, None] - r[None, :]) >= delta * (1 - 1e-12), D, -np.inf)
         return float(np.max(np.where(np.isnan(D), -np.inf, D)))
 
-    value.calls = 0
-    value.grid = grid
+    value.calls = 0  # type: ignore[attr-defined]  # evaluation counter kept on the function
+    value.grid = grid  # type: ignore[attr-defined]  # the region-grid bound, exposed with the value
     return value

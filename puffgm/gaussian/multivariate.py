@@ -859,7 +859,8 @@ def _best_first(box0, evaluate, score, stop: _Stopping, stats, checkpoint=None):
     a0, b0 = box0
     low, tol, atol, max_cells, target, deadline = (stop.low, stop.tol, stop.atol, stop.max_cells, stop.target,
                                                    stop.deadline)
-    heap, best, counter = [], -math.inf, 0
+    heap: list = []
+    best, counter = -math.inf, 0
     t_start, seconds_before = time.monotonic(), 0.0
 
     def push(a, b, parent=math.inf):

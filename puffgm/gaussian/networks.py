@@ -508,13 +508,14 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
     nodes = _resolve(pc, protected, secrets)
     t0 = time.perf_counter()
-    best, per_prior, evaluations = {}, [], 0
+    best: dict[str, QuiltChoice] = {}
+    per_prior, evaluations = [], 0
     for t, theta in enumerate(pc.priors):
         eng = _Engine(theta)
-        mine = {}
+        mine: dict[str, QuiltChoice] = {}
         for v in nodes:
             cands = sorted(gaussian_quilts(theta, v, exhaustive=exhaustive), key=lambda c: (len(c[1]), len(c[0])))
-            choice = None
+            choice: QuiltChoice | None = None
             for q, nb, rm in cands:
                 if choice is not None and len(nb) / epsilon >= choice.score:
                     break
@@ -525,6 +526,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                     choice = QuiltChoice(node=v, quilt=tuple(sorted(q, key=order)), nearby=tuple(sorted(nb, key=order)),
                                          remote=tuple(sorted(rm, key=order)), max_influence=e, score=score,
                                          witness=(t,))
+            assert choice is not None  # the trivial quilt is always a candidate
             mine[v] = choice
         evaluations += eng.evaluations
         per_prior.append(max(c.score for c in mine.values()))
@@ -573,7 +575,7 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
         eng = _Engine(theta)
         for v in nodes:
             row = np.full(B, math.inf)
-            rw = [None] * B
+            rw: list = [None] * B
             for q, nb, _ in gaussian_quilts(theta, v, exhaustive=exhaustive):
                 b = len(nb)
                 if b > B:

@@ -187,9 +187,9 @@ class PairLaw:
     arrays of one shape (one law per element, the other fields shared).
     """
 
-    m1: object
+    m1: float | np.ndarray
     s1: float
-    m2: object
+    m2: float | np.ndarray
     slope: float
     tau: float
 

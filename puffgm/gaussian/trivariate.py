@@ -77,8 +77,8 @@ def _grid(law: PairLaw, box_p, box_q, M):
             d = -(u - mp) / sp ** 2 + dlog_g(u, mq, c, mp, tau, lo_q, hi_q)
         return np.where(np.isnan(d), 0.0, d)
 
-    a = np.full(mp.shape, float(lo_p))
-    b = np.full(mp.shape, float(hi_p))
+    a = np.full(np.shape(mp), float(lo_p))
+    b = np.full(np.shape(mp), float(hi_p))
     for _ in range(60):
         m = (a + b) / 2
         pos = dpsi(m) > 0

@@ -42,7 +42,7 @@ def brute_influence(J, i, Q):
         if px[x] <= 0 or px[y] <= 0:
             continue
         num, den = cond[x] / px[x], cond[y] / px[y]
-        for n_, d_ in zip(num, den):
+        for n_, d_ in zip(num, den, strict=True):
             if n_ > 0 and d_ == 0:
                 return math.inf
             if n_ > 0:

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from puffgm.chains import ChainPriorClass, load_chain_spec
 from puffgm import calibrate as calibrate_specs
+from puffgm.chains import ChainPriorClass, load_chain_spec
 from puffgm.chains.priors import smooth_transition
 from puffgm.exceptions import ParameterError, PriorError
 

@@ -5,9 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from puffgm.chains.priors import ChainPriorClass
-from puffgm.chains.closed_forms import binary_chain_curve_exact
 from puffgm.api import influence_curve
+from puffgm.chains.closed_forms import binary_chain_curve_exact
+from puffgm.chains.priors import ChainPriorClass
 
 
 @pytest.mark.parametrize("P,init,T", [
@@ -24,7 +24,7 @@ def test_chain_road_equals_network_road(P, init, T):
     assert chain.method == "chain" and net.method == "quilts"
     assert chain.n_entries == net.n_entries == T
     np.testing.assert_allclose(chain.a, net.a, rtol=0, atol=1e-9)
-    assert all(x >= y for x, y in zip(chain.a, chain.a[1:])) and chain.a[-1] == 0.0
+    assert all(x >= y for x, y in zip(chain.a, chain.a[1:], strict=False)) and chain.a[-1] == 0.0
 
 
 def test_family_of_chains():

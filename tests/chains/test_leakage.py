@@ -18,8 +18,13 @@ import pytest
 
 from puffgm.chains import ChainPriorClass
 from puffgm.chains.leakage import (
-    allocate_budget, leakage_function, leakage_recursion, leakage_supremum, temporal_correlations,
-    temporal_leakage, time_reversal,
+    allocate_budget,
+    leakage_function,
+    leakage_recursion,
+    leakage_supremum,
+    temporal_correlations,
+    temporal_leakage,
+    time_reversal,
 )
 from puffgm.exceptions import NotApplicableError, ParameterError, PriorError
 
@@ -71,7 +76,7 @@ def straightforward(P, budgets, B=None):
 def test_leakage_function_matches_brute_force_over_all_subsets():
     rng = np.random.default_rng(1)
     worst = 0.0
-    for trial in range(120):
+    for _ in range(120):
         k = int(rng.integers(2, 9))
         M = random_matrix(rng, k, zeros=rng.choice([0.0, 0.3, 0.6]))
         L = leakage_function(M)
@@ -162,7 +167,7 @@ def test_bpl_fpl_tpl_match_a_straightforward_implementation():
         T = int(rng.integers(1, 30))
         budgets = rng.uniform(0.05, 2.0, T) if trial % 3 else np.full(T, rng.uniform(0.05, 2.0))
         res = temporal_leakage(ChainPriorClass.from_matrices(P, "stationary", T), epsilons=budgets)
-        for mine, ref in zip((res.bpl, res.fpl, res.tpl), straightforward(P, budgets)):
+        for mine, ref in zip((res.bpl, res.fpl, res.tpl), straightforward(P, budgets), strict=True):
             np.testing.assert_allclose(mine, ref, rtol=1e-9, atol=1e-12)
         assert res.max_tpl == pytest.approx(np.max(res.tpl))
 
@@ -244,7 +249,7 @@ def test_randomized_response_attains_tpl_on_the_running_examples(P):
 # ------------------------------------------------------------------ suprema
 def test_suprema_match_long_recursions():
     rng = np.random.default_rng(7)
-    for trial in range(12):
+    for _ in range(12):
         k = int(rng.integers(2, 6))
         P = random_matrix(rng, k, zeros=0.0)
         eps = float(rng.uniform(0.05, 1.0))

@@ -6,10 +6,23 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from puffgm.chains.closed_forms import binary_chain_curve, binary_chain_curve_exact, closed_form_disagreement, stationary_distribution, theorem8_curve
-from puffgm.gaussian.closed_forms import CurveOptions, gaussian_network_curve, gaussian_region_curve, gaussian_region_influence, gp_covariance, gp_region_curve
 from puffgm.api import influence_curve
+from puffgm.chains.closed_forms import (
+    binary_chain_curve,
+    binary_chain_curve_exact,
+    closed_form_disagreement,
+    stationary_distribution,
+    theorem8_curve,
+)
 from puffgm.exceptions import ParameterError
+from puffgm.gaussian.closed_forms import (
+    CurveOptions,
+    gaussian_network_curve,
+    gaussian_region_curve,
+    gaussian_region_influence,
+    gp_covariance,
+    gp_region_curve,
+)
 
 # a grid covering the whole open square, corners included
 GRID = [1e-6, 1e-3, 0.02, 0.1, 0.25, 0.4, 0.5, 0.6, 0.75, 0.9, 0.98, 0.999, 1 - 1e-6]
@@ -79,14 +92,14 @@ def test_binary_chain_curve_is_safe_and_explains():
 @pytest.mark.slow
 def test_figure_2b_trend():
     """a(b) grows with the kernel length l (Figure 2b), for l in {0.5, 1, 2, 3, 5}, gamma 5, delta 0.1."""
-    curves = [gp_region_curve(15, l, 5.0, 0.1, max_b=8, center_only=True) for l in (0.5, 1, 2, 3, 5)]
+    curves = [gp_region_curve(15, ell, 5.0, 0.1, max_b=8, center_only=True) for ell in (0.5, 1, 2, 3, 5)]
     for c in curves:
-        assert all(x >= y for x, y in zip(c.a, c.a[1:]))
+        assert all(x >= y for x, y in zip(c.a, c.a[1:], strict=False))
     A = np.array([c.a for c in curves])
     assert np.all(np.diff(A[:, :4], axis=0) > 0)
     assert np.all(np.diff(A, axis=0) >= -1e-12)
-    th9 = [gp_region_curve(15, l, 5.0, 0.1, max_b=4, center_only=True,
-                           options=CurveOptions(value="theorem9")) for l in (0.5, 2, 5)]
+    th9 = [gp_region_curve(15, ell, 5.0, 0.1, max_b=4, center_only=True,
+                           options=CurveOptions(value="theorem9")) for ell in (0.5, 2, 5)]
     assert th9[0].a[0] < th9[1].a[0] < th9[2].a[0]
 
 
@@ -135,7 +148,7 @@ def test_gaussian_network_curve_matches_joint_gaussian():
     mean, cov = m.to_joint_gaussian()
     ref = gaussian_region_curve(cov, -6.0, 6.0, 0.2, mean=mean, options=CurveOptions(search="exhaustive"))
     assert c.a == ref.a and c.a[-1] == 0.0
-    assert all(x >= y for x, y in zip(c.a, c.a[1:]))
+    assert all(x >= y for x, y in zip(c.a, c.a[1:], strict=False))
     # chain A - B - C: the secret on A leaks through {C} only via B (w_C = 0 given B in L is irrelevant here);
     # b = 1 for A: L = {B, C}, x_A | x_B, x_C does not depend on C (d-separation)
     r1 = gaussian_region_influence(cov, [-6] * 3, [6] * 3, 0.2, 0, [1, 2], mean=mean)
@@ -172,7 +185,7 @@ def test_safe_gaussian_curve_is_the_certified_bound():
     model = GaussianRegionModel(cov, lo, hi, 0.25)
     b1 = max(model.leakage(i, [j for j in range(n) if j != i]).value for i in range(n))
     assert safe.a[0] == b1 <= rng
-    assert all(x >= y for x, y in zip(safe.a, safe.a[1:])) and safe.a[-2] < safe.a[0]
+    assert all(x >= y for x, y in zip(safe.a, safe.a[1:], strict=False)) and safe.a[-2] < safe.a[0]
     assert safe.a[n - 1] == 0.0
     assert any("certified" in note for note in safe.notes)
     assert any("not certified" in note or "uncertified" in note for note in th9.notes)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from gaussian_reference import log_box_ref
 
-from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.boxprob import BoxProbability, RegionBonferroni
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.zonotope import pinned_conditional
 
@@ -87,7 +87,7 @@ def test_affine_minorant_holds_on_the_face(seed):
         assert np.allclose(centre[np.isfinite(expect)], expect[np.isfinite(expect)], rtol=0, atol=1e-9)
         for _ in range(4):
             w = rng.dirichlet(np.ones(4))
-            eta = sum(wi * c for wi, c in zip(w, corners))
+            eta = sum(wi * c for wi, c in zip(w, corners, strict=True))
             low = bon.minorant_at(data, eta)
             for k in range(3):
                 assert low[k] <= _ref(S, S @ eta, r[k]) + QUAD
@@ -99,8 +99,8 @@ def test_sandwich_beats_sub_boxes_in_many_dimensions():
     bounds' (2000 sub-boxes) above 10 (measured 0.013 against 13.8, the cause of the stall of that split
     in the cell engine of earlier versions); both are certified, so the sandwich lies inside the sub-box
     bracket."""
-    n, l, b = 20, 2.0, 16
-    cov = gp_covariance(n, l)
+    n, ell, b = 20, 2.0, 16
+    cov = gp_covariance(n, ell)
     model = GaussianRegionModel(cov, -5.0, 5.0, DELTA)
     i = n // 2 - 1
     others = [j for j in range(n) if j != i]

@@ -31,11 +31,10 @@ from gaussian_reference import (
     log_std_interval,
 )
 
-from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.exceptions import ParameterError
 from puffgm.gaussian import multivariate
-from puffgm.gaussian.zonotope import conditional_block, pinned_conditional
 from puffgm.gaussian.boxprob import BoxProbability
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 from puffgm.gaussian.monotone import balancing_signs, monotone_leakage
 from puffgm.gaussian.multivariate import (
@@ -47,6 +46,7 @@ from puffgm.gaussian.multivariate import (
     zonotope_misses_box,
 )
 from puffgm.gaussian.primitives import PinnedOptions
+from puffgm.gaussian.zonotope import conditional_block, pinned_conditional
 
 
 def _zero(ua, ub):
@@ -538,7 +538,7 @@ def test_certified_value_never_increases(se_case, tmp_path, generator_cells, las
                                CellOptions(max_cells=budget, checkpoint_dir=tmp_path, generator_cells=generator_cells,
                                            **_CK_KW))
         values.append((info["cells"], v))
-    assert all(v2 <= v1 for (_, v1), (_, v2) in zip(values, values[1:])), values
+    assert all(v2 <= v1 for (_, v1), (_, v2) in zip(values, values[1:], strict=False)), values
     assert values[-1][1] >= grid_lo - 1e-6 and values[-1][0] > values[0][0], values
 
 

@@ -21,9 +21,9 @@ from puffgm.gaussian.marginal import TruncatedMarginal
 from puffgm.gaussian.monotone import CornerOptions, corner_lower_bound
 
 
-def ou_cov(n, l):
+def ou_cov(n, ell):
     idx = np.arange(n)
-    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
+    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / ell)
 
 
 def random_model():
@@ -53,7 +53,7 @@ def box_prob_ref(mu, S, lo, hi, panels=8, nodes=10):
         weights.append(h[:, None] * w[None, :])
     grids = np.meshgrid(*[ax.ravel() for ax in axes], indexing="ij")
     W = np.ones_like(grids[0])
-    for k, wk in enumerate(np.meshgrid(*[wt.ravel() for wt in weights], indexing="ij")):
+    for wk in np.meshgrid(*[wt.ravel() for wt in weights], indexing="ij"):
         W = W * wk
     pts = np.stack([g.ravel() for g in grids], axis=1) - mu
     P = np.linalg.inv(S)
@@ -96,7 +96,7 @@ class Reference:
         return math.log(box_prob_ref(self.mu0 + self.c * (ua - self.m_i), self.S, lo, hi))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def reference(name):
     return Reference(*CASES[name][:5])
 

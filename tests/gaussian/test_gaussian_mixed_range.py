@@ -8,10 +8,16 @@
 
 import numpy as np
 import pytest
-
 from gaussian_reference import log_box_ref, log_box_ref_many
+
 from puffgm.gaussian.closed_forms import gp_covariance, gp_region_curve
-from puffgm.gaussian.leakage import TruncatedBlock, _rect_quad_min, log_box_hessian_bound, mixed_range_bound, region_leakage
+from puffgm.gaussian.leakage import (
+    TruncatedBlock,
+    _rect_quad_min,
+    log_box_hessian_bound,
+    mixed_range_bound,
+    region_leakage,
+)
 
 
 def test_rectangle_quadratic_minimum_against_a_grid():

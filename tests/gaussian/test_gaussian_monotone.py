@@ -20,11 +20,11 @@ import pytest
 from gaussian_reference import ar_cov, exact_chain_leakage, log_box_ref, ou_cov
 from scipy import integrate, stats
 
-from puffgm.gaussian.closed_forms import gp_covariance
-from puffgm.gaussian.zonotope import conditional_block, natural_zonotope
 from puffgm.gaussian.boxprob import BoxProbability, log_trunc_normal
+from puffgm.gaussian.closed_forms import gp_covariance
 from puffgm.gaussian.leakage import GaussianRegionModel
 from puffgm.gaussian.monotone import balancing_signs
+from puffgm.gaussian.zonotope import conditional_block, natural_zonotope
 
 
 # ----------------------------------------------------------------------------------------- references
@@ -90,7 +90,7 @@ def test_log_trunc_normal_against_quad():
     (for intervals much narrower than the scale the mean loses up to ~5e-4 of the width to cancellation,
     i.e. < 5e-10 scale units, measured)."""
     cases = _ltn_cases()
-    a, b, th, K = (np.array(c) for c in zip(*cases))
+    a, b, th, K = (np.array(c) for c in zip(*cases, strict=True))
     lz, m = log_trunc_normal(a, b, th, K)
     lz_only = log_trunc_normal(a, b, th, K, mean=False)
     assert np.array_equal(lz, lz_only)
@@ -199,7 +199,7 @@ def test_balancing_signs_trees():
     assert s is not None and s[2] == 1 and _is_balanced(P, s)
     # a cycle with an even number of positive entries is balanced, an odd one is not
     C4 = 3 * np.eye(4)
-    for (j, k), v in zip([(0, 1), (1, 2), (2, 3), (3, 0)], [0.5, 0.5, -0.5, -0.5]):
+    for (j, k), v in zip([(0, 1), (1, 2), (2, 3), (3, 0)], [0.5, 0.5, -0.5, -0.5], strict=True):
         C4[j, k] = C4[k, j] = v
     s = balancing_signs(C4)
     assert s is not None and _is_balanced(C4, s)

@@ -83,7 +83,7 @@ def test_collider_truncation_breaks_d_separation():
 
     lr = [log_p_given_b(g - delta, b) - log_p_given_b(-g, b) for b in (-g, g)]
     assert abs(lr[0] - lr[1]) > 1.0  # B's value changes the posterior of A: dependent given truncation
-    for q, nb, rm in gaussian_quilts(p, "A"):
+    for q, nb, _ in gaussian_quilts(p, "A"):
         if "B" not in q:
             assert "B" in nb  # B is never remote from A unless it is in the quilt
     res = region_leakage(p.cov, -g, g, delta, 0, [1], [2], mean=p.mean)
@@ -128,7 +128,7 @@ def test_public_api_and_class_checks():
     res = puffgm.calibrate(p, epsilon=30.0)
     assert res.method == "mqm-gaussian"
     c = influence_curve(p)
-    assert c.a[-1] == 0.0 and all(x >= y for x, y in zip(c.a, c.a[1:]))
+    assert c.a[-1] == 0.0 and all(x >= y for x, y in zip(c.a, c.a[1:], strict=False))
     assert c.a == gaussian_influence_curve(p).a
     t = translate(c, epsilon_puffer=40.0)
     assert t.epsilon_dp == pytest.approx(max((40.0 - a) / b for b, a in c.points if a < 40.0) if c.a[0] < 40 else

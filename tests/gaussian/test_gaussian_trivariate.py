@@ -15,8 +15,7 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 from puffgm.gaussian.leakage import GaussianRegionModel
-from puffgm.gaussian.primitives import log_interval_prob
-from puffgm.gaussian.primitives import PairLaw
+from puffgm.gaussian.primitives import PairLaw, log_interval_prob
 from puffgm.gaussian.primitives import log_gauss_exp as _log_gauss_exp
 from puffgm.gaussian.trivariate import _Tri, log_box2_bounds, zonotope_max_dual
 
@@ -33,7 +32,7 @@ def log_box_gauss(mu, S, boxes, res):
     """log P(x in prod boxes) for x ~ N(mu, S) by tensor Gauss-Legendre, res = [(panels, nodes)] per axis."""
     P = np.linalg.inv(S)
     d = len(mu)
-    grids = [_gl(a, b, *r) for (a, b), r in zip(boxes, res)]
+    grids = [_gl(a, b, *r) for (a, b), r in zip(boxes, res, strict=True)]
     X = np.stack(np.meshgrid(*[g[0] for g in grids], indexing="ij"), -1).reshape(-1, d) - mu
     lw = sum(np.meshgrid(*[np.log(g[1]) for g in grids], indexing="ij")).ravel()
     lf = -0.5 * np.einsum("ij,jk,ik->i", X, P, X) - 0.5 * np.linalg.slogdet(2 * np.pi * S)[1]
