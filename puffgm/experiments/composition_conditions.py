@@ -85,8 +85,8 @@ def _soft_rows(lams, r_runs, progress_tick):
 
 
 def _dp_rows(eps_list, progress_tick, quick=False):
-    from puffgm.chains import ChainPriorClass
     from puffgm.api import influence_curve
+    from puffgm.chains import ChainPriorClass
     from puffgm.framework.audit import audit_finite
     from puffgm.framework.composition_conditions import check_composition_conditions
     from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK

@@ -6,9 +6,6 @@ import sys
 import pytest
 
 
-
-
-
 def test_curve_json(cli):
     code, out, _ = cli("curve", "example:cancer", "--json")
     assert code == 0

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from chains.test_leakage import random_matrix, straightforward
 
 KEYS = {"bpl", "fpl", "tpl", "max_tpl", "sup_tpl"}

@@ -2,14 +2,13 @@
 
 
 import pytest
-
-from puffgm.networks.calibration import calibrate
-from puffgm.core.curve import curve_from_points
-from puffgm.api import influence_curve
-from puffgm.exceptions import ParameterError
-from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
 from _nets import markov_chain_network
 
+from puffgm.api import influence_curve
+from puffgm.core.curve import curve_from_points
+from puffgm.exceptions import ParameterError
+from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
+from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 3.0, 2: 1.0, 3: 0.4, 4: 0.1}, n_entries=20)
 
