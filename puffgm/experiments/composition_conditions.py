@@ -102,7 +102,7 @@ def _dp_rows(eps_list, progress_tick, quick=False):
         curve = influence_curve(theta)
         k = len(q)
 
-        def util(a):
+        def util(a, k=k):
             c = [0] * k
             for v in a.values():
                 c[int(v)] += 1

@@ -116,7 +116,7 @@ def plot_noise_law(result, title: str, path) -> None:
     x = np.linspace(-span, span, 801) / unit
     dens = np.exp(-np.abs(x) / b) / (2 * b)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, log in zip(axes, (False, True)):
+    for ax, log in zip(axes, (False, True), strict=True):
         ax.vlines(k / unit, 0 if not log else 1e-8, p, color="C0", lw=2)
         ax.plot(k / unit, p, "o", color="C0", ms=3, label=f"optimal noise: E|Z| = {result.expected_abs_error:.3g}")
         ax.plot(x, dens, color="C1", label=f"Laplace density, optimal scale b = {b:.3g}")

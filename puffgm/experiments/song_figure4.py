@@ -141,7 +141,7 @@ def _plot(path, rows, setting: _Setting, a_star):
     fig, axes = plt.subplots(1, len(epsilons), figsize=(4.2 * len(epsilons), 3.6), squeeze=False)
     style = {"GroupDP": ("0.6", ":"), "GK16": ("tab:green", "-"), "MQMApprox": ("tab:orange", "-"),
              "MQMExact": ("tab:blue", "-")}
-    for ax, eps in zip(axes[0], epsilons):
+    for ax, eps in zip(axes[0], epsilons, strict=True):
         for name in ("GK16", "MQMApprox", "MQMExact", "GroupDP"):
             ys = [r[2][name][1] for r in rows if r[1] == eps]
             color, ls = style[name]

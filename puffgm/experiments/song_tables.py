@@ -213,18 +213,20 @@ def _table2(groups, series, k4, k51, runs, grid_step):
     for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
                   ("MQMExact", lambda c: MQMExact(c, per_node=False).calibrate(epsilon=1.0))):
         # one pass over the grid: the paper averages over the grid's chains
-        times[m]["Synthetic"] = _timeit(lambda: [fn(c) for c in chains], 1) / len(chains)
+        times[m]["Synthetic"] = _timeit(lambda fn=fn: [fn(c) for c in chains], 1) / len(chains)
     for name, _src, parts in groups:
         seqs = _split_states(parts, k4)
         lengths = [len(s) for s in seqs]
         cc = ChainPriorClass.fit(seqs, length=max(lengths), states=list(range(k4)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name] = _timeit(lambda: [cls(cc.with_length(T)).calibrate(epsilon=1.0) for T in sorted(set(lengths))], runs)
+            times[m][name] = _timeit(
+                lambda cls=cls, cc=cc, lengths=lengths: [cls(cc.with_length(T)).calibrate(epsilon=1.0)
+                                                         for T in sorted(set(lengths))], runs)
     for name, _src, x in series:
         s = discretise(x, k51).tolist()
         cc = ChainPriorClass.fit(s, length=len(s), states=list(range(k51)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name + " (51 states)"] = _timeit(lambda: cls(cc).calibrate(epsilon=1.0), runs)
+            times[m][name + " (51 states)"] = _timeit(lambda cls=cls, cc=cc: cls(cc).calibrate(epsilon=1.0), runs)
     return times, len(chains)
 
 

@@ -165,7 +165,8 @@ def _plot(path, curves, allocs, eps, alpha):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(curves) + 1, figsize=(5.0 * (len(curves) + 1), 3.9))
-    for ax, (label, (leak, curve_eps, mqm_eps)) in zip(axes, curves.items()):
+    # strict=False: one more axis than curves (the last panel is drawn after the loop)
+    for ax, (label, (leak, curve_eps, mqm_eps)) in zip(axes, curves.items(), strict=False):
         t = np.arange(1, leak.length + 1)
         ax.plot(t, leak.bpl, "--", color="tab:blue", label="BPL_t")
         ax.plot(t, leak.fpl, ":", color="tab:blue", label="FPL_t")

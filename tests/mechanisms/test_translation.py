@@ -1,6 +1,8 @@
 """Theorem 6 translation (Bai et al.) and its reduction to MQM on Markov chains (section 6.2)."""
 
 
+import dataclasses
+
 import pytest
 from _nets import markov_chain_network
 
@@ -23,7 +25,7 @@ def test_dp_epsilon_takes_the_best_point_not_the_min_of_algorithm_1():
     # the paper's line 8 ("min") would choose the worst admissible point
     assert min(cands)[0] < t.epsilon_dp
     assert isinstance(t, Translation) and "Theorem 6" in t.theorem
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         t.epsilon_dp = 1.0  # immutable
 
 
