@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ TAU = 1e-5
 # Table 2 (Foursquare, top-3, Acc@1..3) and Table 3 (HR, NDCG, L1); Tables 4-5 (Capture24, top-3);
 # Tables 7-8 (Foursquare, top-5; Table 8's caption says "Top-3", a slip: it continues Table 7).
 # Rows: epsilon 0.5, 1, 2, 3, 4, 5; per mechanism in MECHANISMS order.
-PAPER_ACC = {
+PAPER_ACC: dict[str, list[list[list[float]]]] = {
     "foursquare-3": [
         [[79.01, 63.10, 58.47], [36.31, 26.69, 20.83], [15.68, 10.49, 7.31], [2.72, 1.61, 1.57]],
         [[88.47, 76.65, 72.47], [46.35, 36.29, 30.56], [22.60, 14.50, 10.98], [5.08, 2.25, 2.02]],
@@ -89,7 +90,7 @@ PAPER_ACC = {
     ],
 }
 # (HR %, NDCG, L1) per mechanism
-PAPER_RANK = {
+PAPER_RANK: dict[str, list[list[tuple[float, float, float]]]] = {
     "foursquare-3": [
         [(78.7, 0.937, 765), (37.6, 0.726, 5500), (18.1, 0.607, 18972), (5.4, 0.527, 88317)],
         [(89.3, 0.977, 295), (49.8, 0.791, 3025), (24.0, 0.644, 12760), (7.6, 0.542, 65915)],
@@ -272,7 +273,7 @@ def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed
     for eps in epsilons:
         mt = _mechanisms(theta, curve, T, m, k, eps)
         points[eps] = (mt["point"], mt["ours"].epsilon_dp, mt["mqm_scale"])
-        acc = {mm: [] for mm in MECHANISMS}
+        acc: dict[str, list[dict]] = {mm: [] for mm in MECHANISMS}
         for c in counts:
             for _ in range(trials):
                 preds = {
@@ -362,7 +363,7 @@ def _section(res, paper_eps_index) -> tuple:
         r = res["results"][e]
         for metric, better in (("hr", max), ("ndcg", max), ("l1", min)):
             vals = {mm: r[mm][metric] for mm in MECHANISMS}
-            best = better(vals, key=vals.get)
+            best = better(vals, key=vals.__getitem__)
             if best != "Ours-Exp" and abs(vals[best] - vals["Ours-Exp"]) > 1e-9:
                 se = math.hypot(r[best]["se_" + metric], r["Ours-Exp"]["se_" + metric])
                 same = pts[e][0][1] >= T and best == "GroupDP-Exp"
@@ -472,7 +473,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         disagreements += dis
     lines += ["### Agreement with the paper", ""]
     cells = [d for d in disagreements if d[0] == "cell"]
-    same = {}
+    same: dict[Any, list] = {}
     for d in disagreements:
         if d[0] == "same":
             same.setdefault(d[1], []).append(d[2])
@@ -506,7 +507,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         r = res["results"][eps_hi]
         key = PAPER_KEY.get((res["name"], res["k"]))
         others = {mm: r[mm]["acc"][0] for mm in MECHANISMS if mm != "Ours-Exp"}
-        best = max(others, key=others.get)
+        best = max(others, key=others.__getitem__)
         paper = ""
         if key is not None and eps_hi in EPSILONS:
             row = PAPER_ACC[key][EPSILONS.index(eps_hi)]

@@ -71,6 +71,7 @@ def _soft_rows(lams, r_runs, progress_tick):
             r = check_composition_conditions(case.inst, tab)
             two = audit_composition(case.inst, tab, k=2).loss
             w = r.worst
+            assert w is not None  # check_composition_conditions always reports its tightest check
             inst = case.inst
             alpha = np.zeros(tab.reshape(inst.n_databases, -1).shape[1])
             for o, a in w.alpha:

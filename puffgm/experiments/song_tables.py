@@ -41,7 +41,7 @@ EPSILONS = (0.2, 1.0, 5.0)
 SEED = 20240502
 
 #: Table 1 of the paper (epsilon = 1): (Agg, Indi) per group.
-PAPER_TABLE1 = {
+PAPER_TABLE1: dict[str, dict[str, tuple[float | None, float | None]]] = {
     "DP": {"cyclist": (0.2918, None), "older woman": (0.8746, None), "overweight woman": (0.4763, None)},
     "GroupDP": {"cyclist": (0.0834, 2.3157), "older woman": (0.1138, 1.7860), "overweight woman": (0.0458, 1.1492)},
     "GK16": {"cyclist": (None, None), "older woman": (None, None), "overweight woman": (None, None)},
@@ -70,7 +70,8 @@ def _vega(name):
 
 def _groups(quick: bool):
     """[(name, source, [raw series per individual])]; missing packages are reported as notes."""
-    out, notes = [], []
+    out: list[tuple] = []
+    notes: list[str] = []
     try:
         if quick:  # the smoke run uses statsmodels' El Nino only
             raise ImportError
@@ -100,7 +101,8 @@ def _groups(quick: bool):
 
 
 def _series51(quick: bool):
-    out, notes = [], []
+    out: list[tuple] = []
+    notes: list[str] = []
     if quick:
         import statsmodels.api as sm
 
@@ -139,7 +141,7 @@ def _split_states(parts, k):
 # --------------------------------------------------------- calibration
 def _sigmas(cc: ChainPriorClass, lengths, eps: float) -> dict:
     """sigma_max per method for each distinct chain length (stationary start)."""
-    out = {"MQMApprox": {}, "MQMExact": {}}
+    out: dict[str, dict] = {"MQMApprox": {}, "MQMExact": {}}
     for T in sorted(set(lengths)):
         c = cc.with_length(T)
         out["MQMApprox"][T] = MQMApprox(c).calibrate(epsilon=eps).sigma_max
@@ -207,7 +209,7 @@ def _timeit(fn, runs):
 
 def _table2(groups, series, k4, k51, runs, grid_step):
     """Seconds to compute the Laplace scale at epsilon = 1 (mean of ``runs``)."""
-    times = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
+    times: dict[str, dict[str, float]] = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
     grid = np.round(np.arange(0.1, 0.9001, grid_step), 4)
     chains = [ChainPriorClass.from_matrices([[a, 1 - a], [1 - b, b]], "any", 100) for a in grid for b in grid]
     for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),

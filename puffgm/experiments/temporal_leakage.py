@@ -34,7 +34,8 @@ import numpy as np
 from puffgm.api import calibrate, influence_curve, translate
 from puffgm.chains import ChainPriorClass
 from puffgm.chains.data import discretise
-from puffgm.chains.leakage import allocate_budget, temporal_leakage
+from puffgm.chains.leakage import LeakageSupremum, allocate_budget, temporal_leakage
+from puffgm.core.results import CalibrationResult
 
 __all__ = ["TITLE", "run", "mqm_view", "Comparison"]
 
@@ -89,11 +90,11 @@ def mqm_view(chain_class, *, epsilon_step: float, rtol: float = 1e-6) -> float:
     """
     scale = 1.0 / epsilon_step
     lo, hi = epsilon_step, chain_class.length * epsilon_step
-    if calibrate(chain_class, epsilon=lo).sigma_max <= scale:
+    if _sigma_max(chain_class, lo) <= scale:
         return lo
     while hi > lo * (1 + rtol):
         mid = math.sqrt(lo * hi)
-        if calibrate(chain_class, epsilon=mid).sigma_max <= scale:
+        if _sigma_max(chain_class, mid) <= scale:
             hi = mid
         else:
             lo = mid
@@ -127,10 +128,19 @@ class Allowed:
     group: float
 
 
+def _sigma_max(chain_class, epsilon: float) -> float:
+    """sigma_max of ``puffgm.calibrate`` (MQMExact) at ``epsilon``."""
+    result = calibrate(chain_class, epsilon=epsilon)
+    assert isinstance(result, CalibrationResult)  # no query: a CalibrationResult
+    return result.sigma_max
+
+
 def _compare(label, cc, curve, eps, rtol) -> Comparison:
     leak = temporal_leakage(cc, epsilon=eps)
+    sup = leak.supremum
+    assert isinstance(sup, LeakageSupremum)  # a constant budget has its supremum over T
     t = translate(curve, epsilon_dp=eps)
-    return Comparison(label, eps, leak.max_tpl, leak.supremum.sup_tpl, t.epsilon_puffer, t.b,
+    return Comparison(label, eps, leak.max_tpl, sup.sup_tpl, t.epsilon_puffer, t.b,
                       mqm_view(cc, epsilon_step=eps, rtol=rtol), cc.length * eps)
 
 
@@ -142,7 +152,7 @@ def _allowed(label, cc, curve, alpha) -> Allowed:
     except ValueError:
         ends = (math.nan,) * 3
     return Allowed(label, alpha, const.epsilon_step, ends, translate(curve, epsilon_puffer=alpha).epsilon_dp,
-                   1.0 / calibrate(cc, epsilon=alpha).sigma_max, alpha / cc.length)
+                   1.0 / _sigma_max(cc, alpha), alpha / cc.length)
 
 
 def _series_for_plot(chains, eps, alpha):
@@ -270,11 +280,11 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
           "| chain | alpha | TPL constant | TPL ends: first / middle / last | a(b) curve epsilon_DP | MQM 1/sigma_max | "
           "group DP | largest |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for a in allowed:
-        best = {"TPL": a.tpl_constant, "a(b) curve": a.curve, "MQM": a.mqm}
-        top = max(best.values())
+        budgets = {"TPL": a.tpl_constant, "a(b) curve": a.curve, "MQM": a.mqm}
+        top = max(budgets.values())
         L.append(f"| {a.label} | {a.alpha:g} | {_f(a.tpl_constant)} | {' / '.join(_f(v) for v in a.ends)} | "
                  f"{_f(a.curve)} | {_f(a.mqm)} | {_f(a.group)} | "
-                 f"{', '.join(k for k, v in best.items() if v >= top * (1 - 1e-9))} |")
+                 f"{', '.join(k for k, v in budgets.items() if v >= top * (1 - 1e-9))} |")
     L += ["", f"Smallest parameter per row: TPL {wins['TPL']}, a(b) curve {wins['a(b) curve']}, MQM {wins['MQM']} "
           f"(of {len(rows)} rows).", "",
           "**When each is tighter.**  TPL uses the noise of the releases themselves: L(a) < a as soon as every two "
