@@ -84,7 +84,8 @@ def _tables(rows: list) -> list:
     for r in rows:
         c, s = r["cal"], r["cal"].seconds
         nl = None if c.optimal_noise is None else c.optimal_noise.loss
-        L.append(f"| {r['name']} | {_fmt(c.wasserstein_loss, 7)} | {_fmt(c.optimal_laplace_loss, 7)} | {_fmt(nl, 7)} | {s.get('laws', 0):.2f} | "
+        L.append(f"| {r['name']} | {_fmt(c.wasserstein_loss, 7)} | {_fmt(c.optimal_laplace_loss, 7)} | {_fmt(nl, 7)} | "
+                 f"{s.get('laws', 0):.2f} | "
                  f"{s.get('wasserstein', 0):.2f} | {s.get('optimal_laplace', 0):.2f} | "
                  f"{_fmt(s.get('optimal_noise'), 3)} | {r['seconds']:.1f} |")
     notes = [f"* {r['name']}: {r['note']}" for r in rows if r["note"]]
