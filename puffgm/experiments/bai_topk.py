@@ -116,7 +116,8 @@ PAPER_RANK: dict[str, list[list[tuple[float, float, float]]]] = {
         [(97.2, 0.994, 96), (82.8, 0.959, 706), (39.7, 0.731, 8829), (18.9, 0.599, 34123)],
     ],
 }
-PAPER_TABLES = {"foursquare-3": "Tables 2-3 (Foursquare, 78 labels)", "capture24-3": "Tables 4-5 (Capture24, 11 activities)",
+PAPER_TABLES = {"foursquare-3": "Tables 2-3 (Foursquare, 78 labels)",
+                "capture24-3": "Tables 4-5 (Capture24, 11 activities)",
                 "foursquare-5": "Tables 7-8 (Foursquare, top-5)"}
 
 
@@ -240,7 +241,8 @@ def _mechanisms(theta, curve, T, m, k, eps):
 def _summarise(rows) -> dict:
     """Means over groups and trials (Acc and HR in %), with standard errors (``se_*``)."""
     acc = np.array([r["acc"] for r in rows])
-    out = {"acc": (100 * acc.mean(axis=0)).tolist(), "se_acc": (100 * acc.std(axis=0, ddof=1) / math.sqrt(len(rows))).tolist()}
+    out = {"acc": (100 * acc.mean(axis=0)).tolist(),
+           "se_acc": (100 * acc.std(axis=0, ddof=1) / math.sqrt(len(rows))).tolist()}
     for key, f in (("hr", 100.0), ("ndcg", 1.0), ("l1", 1.0)):
         v = f * np.array([r[key] for r in rows])
         out[key] = float(v.mean())
@@ -280,7 +282,8 @@ def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed
                     "Ours-Exp": mt["ours"].release(c, random_state=rng).value,
                     "GroupDP-Exp": mt["gdp"].release(c, random_state=rng).value,
                     "MQM": tuple(np.argsort(-(c + rng.laplace(0.0, mt["mqm_scale"], m)), kind="stable")[:k]),
-                    "GroupDP-Lap": tuple(np.argsort(-(c + rng.laplace(0.0, mt["gdp_lap_scale"], m)), kind="stable")[:k]),
+                    "GroupDP-Lap": tuple(
+                        np.argsort(-(c + rng.laplace(0.0, mt["gdp_lap_scale"], m)), kind="stable")[:k]),
                 }
                 for mm, p in preds.items():
                     acc[mm].append(ranking_metrics(c, p, k))
@@ -313,7 +316,8 @@ def _section(res, paper_eps_index) -> tuple:
             "for it (HR and the last Acc@k are inflated alike for every mechanism)." if zk else "")
     if res["m"] == k:
         ties += f" Top-{k} of {k} categories is a full ranking: HR@{k} is 100% by construction."
-    lines = [f"### {name}, top-{k}", "", res["description"] + f"; {res['trials']} trials per group and epsilon." + ties, ""]
+    lines = [f"### {name}, top-{k}", "",
+             res["description"] + f"; {res['trials']} trials per group and epsilon." + ties, ""]
     # curve points
     pts, T, curve = res["points"], res["T"], res["curve"]
     if all(pts[e][0][1] >= T for e in pts):
@@ -410,7 +414,8 @@ def _plot(all_res, path: pathlib.Path):
                     ax.plot(pe, pv, "--", color=colors[mm], alpha=0.6, label=f"{mm} (paper)")
             ax.set_xlabel("epsilon_puffer")
             ax.set_ylabel(label)
-            ax.set_title(f"{res['name']}, top-{res['k']}" + (f"\npaper: {PAPER_TABLES[key].split(' (')[0]}" if key else ""),
+            ax.set_title(f"{res['name']}, top-{res['k']}"
+                         + (f"\npaper: {PAPER_TABLES[key].split(' (')[0]}" if key else ""),
                          fontsize=9)
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6, ncol=2)
@@ -452,7 +457,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "fitted on a training period (section 7.1.4).  As in the paper, a group's database is the set of its "
              "individuals' sequences, independent chains under the prior (the paper's users and participants; "
              "here months or days, an assumption of the prior), so a secret about one entry correlates only within "
-             "its own chain and the chain's a(b) curve and MQM calibration hold for the whole group.  The paper's values are in parentheses for orientation "
+             "its own chain and the chain's a(b) curve and MQM calibration hold for the whole group.  "
+             "The paper's values are in parentheses for orientation "
              "only: different data, different numbers of categories and groups, so only the *ordering* of the "
              "mechanisms is comparable.",
              "",
@@ -461,7 +467,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "m counts at epsilon / m (1-Lipschitz), sorted; GroupDP-Exp = the same top-K at epsilon / T; "
              "GroupDP-Lap = Laplace counts at scale m T / epsilon, sorted.  The group of group DP is one test "
              "individual's sequence (T entries: individuals are independent chains); the paper's Group DP treats *all* "
-             "data points as one group, which explains part of its much lower GroupDP numbers.  Metrics as in section 7.1.5, ties in the true counts in the "
+             "data points as one group, which explains part of its much lower GroupDP numbers.  "
+             "Metrics as in section 7.1.5, ties in the true counts in the "
              "prediction's favour; trial noise from seeded numpy generators (a simulation: such releases are "
              "marked `secure=False`).",
              "",
@@ -514,7 +521,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             paper = (f" (paper {PAPER_TABLES[key].split(' (')[0]}: Ours-Exp {row[0][0]:.1f}%, "
                      f"{best} {row[MECHANISMS.index(best)][0]:.1f}%)")
         if res["points"][eps_hi][0][1] >= res["T"]:
-            verdict = "Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): the curve brings no gain here"
+            verdict = ("Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): "
+                       "the curve brings no gain here")
         elif r["Ours-Exp"]["acc"][0] > others[best]:
             verdict = "Ours-Exp ahead, as in the paper"
         else:
