@@ -126,7 +126,8 @@ def _series51(quick: bool):
     import statsmodels.api as sm
 
     d = sm.datasets.elnino.load_pandas().data
-    out.append(("El Nino monthly SST", "statsmodels elnino (1950-2010)", d.drop(columns="YEAR").to_numpy(float).ravel()))
+    out.append(("El Nino monthly SST", "statsmodels elnino (1950-2010)",
+                d.drop(columns="YEAR").to_numpy(float).ravel()))
     return out, notes
 
 
@@ -212,7 +213,8 @@ def _table2(groups, series, k4, k51, runs, grid_step):
     times: dict[str, dict[str, float]] = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
     grid = np.round(np.arange(0.1, 0.9001, grid_step), 4)
     chains = [ChainPriorClass.from_matrices([[a, 1 - a], [1 - b, b]], "any", 100) for a in grid for b in grid]
-    for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
+    for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)),
+                  ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
                   ("MQMExact", lambda c: MQMExact(c, per_node=False).calibrate(epsilon=1.0))):
         # one pass over the grid: the paper averages over the grid's chains
         times[m]["Synthetic"] = _timeit(lambda fn=fn: [fn(c) for c in chains], 1) / len(chains)
@@ -334,7 +336,8 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
         L.append(f"*Skipped:* {n}.")
     L += ["### Table 1 analogue: 4 states, aggregate (Agg) and individual (Indi) tasks", "",
           "Paper (physical activity, epsilon = 1):", "",
-          "| algorithm | cyclist Agg | cyclist Indi | older woman Agg | older woman Indi | overweight woman Agg | overweight woman Indi |",
+          "| algorithm | cyclist Agg | cyclist Indi | older woman Agg | older woman Indi | overweight woman Agg | "
+          "overweight woman Indi |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
     for m, row in PAPER_TABLE1.items():
         L.append(f"| {m} | " + " | ".join(f"{_f(a)} | {_f(b)}" for a, b in row.values()) + " |")
@@ -387,7 +390,8 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     for m in ("GK16", "MQMApprox", "MQMExact"):
         p = PAPER_TABLE2[m]
         L.append(f"| {m} (paper) | " + " | ".join(
-            _f(p.get(c)) for c in ("Synthetic", "cyclist", "older woman", "overweight woman", "electricity power")) + " |")
+            _f(p.get(c)) for c in ("Synthetic", "cyclist", "older woman", "overweight woman", "electricity power"))
+            + " |")
     syn = {m: t2[m].get("Synthetic") for m in ("GK16", "MQMApprox", "MQMExact")}
     L += ["", "Agreement and disagreements.  Times on different machines and languages, on a loaded machine, are "
           "only indicative.  Synthetic chains: our per-chain times are "
@@ -416,11 +420,13 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
           "any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact errors "
           "scale like sigma_max / T: the paper's chain is about 10^6 records long, ours 732 to 8,759, so our errors "
           "are larger by roughly that ratio.  Noise scales (sigma_max) of MQMExact / MQMApprox / GroupDP: "
-          + "; ".join(f"{n}: " + ", ".join(f"eps={e:g}: {r['sigma'][e]['MQMExact']:.4g} / {r['sigma'][e]['MQMApprox']:.4g}"
-                                           f" / {r['T'] / e:.4g}" for e in epsilons) for n, r in t3.items())
+          + "; ".join(f"{n}: " + ", ".join(f"eps={e:g}: {r['sigma'][e]['MQMExact']:.4g} / "
+                                           f"{r['sigma'][e]['MQMApprox']:.4g} / {r['T'] / e:.4g}"
+                                           for e in epsilons) for n, r in t3.items())
           + " -- MQMExact is never above MQMApprox, and MQMApprox reaches GroupDP (no gain) where the chain is too "
           "short for its mixing bounds, as for El Nino's 732 months over 51 states."]
     L += ["", f"Time: {elapsed:.1f} s for this section (2-core machine shared with other jobs)."]
     if run_info.quick:
-        L += ["", f"(Quick mode: epsilon in {list(epsilons)}, {trials} trials, a 5 x 5 synthetic grid, fewer data sets.)"]
+        L += ["", f"(Quick mode: epsilon in {list(epsilons)}, {trials} trials, a 5 x 5 synthetic grid, "
+                  "fewer data sets.)"]
     return "\n".join(L) + "\n"
