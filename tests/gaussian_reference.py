@@ -50,7 +50,7 @@ def log_box_ref(mu, S, lo, hi, m=14, k=12):
     Sr = S[np.ix_(r, r)]
     w = np.linalg.solve(Sr, S[r, d - 1])
     tau = math.sqrt(S[d - 1, d - 1] - S[d - 1, r] @ w)
-    grids = [graded_gl(a, b, m, k) for a, b in zip(lo[:-1], hi[:-1], strict=True)]
+    grids = [graded_gl(a, b, m, k) for a, b in zip(lo[:-1], hi[:-1])]
     X = np.stack(np.meshgrid(*[g[0] for g in grids], indexing="ij"), -1).reshape(-1, d - 1) - mu[:-1]
     lw = sum(np.meshgrid(*[np.log(g[1]) for g in grids], indexing="ij")).ravel()
     lf = -0.5 * np.einsum("ij,jk,ik->i", X, np.linalg.inv(Sr), X) - 0.5 * np.linalg.slogdet(2 * np.pi * Sr)[1]
@@ -67,7 +67,7 @@ def log_box_ref_many(mus, S, lo, hi, m=14, k=12):
     w = np.linalg.solve(Sr, S[r, d - 1])
     tau = math.sqrt(S[d - 1, d - 1] - S[d - 1, r] @ w)
     A = np.linalg.inv(Sr)
-    grids = [graded_gl(a, b, m, k) for a, b in zip(lo[:-1], hi[:-1], strict=True)]
+    grids = [graded_gl(a, b, m, k) for a, b in zip(lo[:-1], hi[:-1])]
     X = np.stack(np.meshgrid(*[g[0] for g in grids], indexing="ij"), -1).reshape(-1, d - 1)
     lw = sum(np.meshgrid(*[np.log(g[1]) for g in grids], indexing="ij")).ravel()
     base = lw - 0.5 * np.einsum("ij,jk,ik->i", X, A, X) - 0.5 * np.linalg.slogdet(2 * np.pi * Sr)[1]
@@ -81,9 +81,9 @@ def log_box_ref_many(mus, S, lo, hi, m=14, k=12):
     return out
 
 
-def ou_cov(n, length_scale):
+def ou_cov(n, l):
     idx = np.arange(n)
-    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / length_scale)
+    return np.exp(-np.abs(idx[:, None] - idx[None, :]) / l)
 
 
 def ar_cov(n, rho):
