@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, NoReturn, cast
 
 from puffgm.core.release import Release
 from puffgm.core.validation import check_positive_finite
@@ -72,7 +73,8 @@ __all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM"
 
 THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
 
-THEOREM_7 = "Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an a(b)-influence curve)"
+THEOREM_7 = ("Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an "
+             "a(b)-influence curve)")
 
 THEOREM_BLOWFISH = (
     "He, Machanavajjhala and Ding 2014, Theorems 4.1 and 4.2 (sequential composition, and parallel composition "
@@ -101,7 +103,8 @@ _KIND_RULE = {
            "Bai et al. Theorem 7 composes DP-based releases translated along one a(b)-influence curve only"),
     "blowfish": ("Blowfish releases", "a Blowfish release",
                  "He et al. Theorems 4.1 and 4.2 compose releases under one Blowfish policy only, and their "
-                 "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a prior class"),
+                 "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a prior "
+                 "class"),
 }
 
 
@@ -277,7 +280,7 @@ class PrivacyAccountant:
                         bool(release.secure), a=float(a), b=int(b), epsilon_dp=float(release.epsilon_dp))
         )
 
-    def refuse(self, release=None, *, mechanism: str | None = None) -> None:
+    def refuse(self, release=None, *, mechanism: str | None = None) -> NoReturn:
         """Refuse a bare Pufferfish release (no curve point): always raises CompositionError."""
         name = mechanism or getattr(release, "mechanism", None) or "this mechanism"
         raise CompositionError(f"The accountant cannot compose a release of {name}: {_COLLAPSE}.")
@@ -307,6 +310,9 @@ class PrivacyAccountant:
                 "record (puffgm.core.release.Release), so no composition theorem is known to hold for it "
                 "(Bai et al., section 4: Pufferfish releases need not compose)."
             )
+        # Release subclasses provide mechanism, epsilon and secure (fields or properties); the base class
+        # does not declare them
+        release = cast(Any, release)
         rule = release.composition
         self._refuse_after_single(release.mechanism)
         if rule == "curve":
@@ -409,7 +415,8 @@ class PrivacyAccountant:
             )
         everyone = sum(eps for eps, _, sub in items if sub is None)
         ids = set().union(*[sub for _, _, sub in items if sub is not None])
-        return everyone + max((sum(eps for eps, _, sub in items if sub is not None and i in sub) for i in ids), default=0.0)
+        return everyone + max((sum(eps for eps, _, sub in items if sub is not None and i in sub) for i in ids),
+                              default=0.0)
 
     def check_blowfish(self, *, epsilon: float, policy_key: str, subset=None, constrained: bool = False) -> float:
         """The total after one more (epsilon, P)-Blowfish release; raises if it cannot be composed or is over budget.
@@ -470,7 +477,8 @@ class PrivacyAccountant:
 
     @property
     def guarantee(self) -> str:
-        """``"Blowfish"`` when the releases are Blowfish releases (private under their policy), else ``"Pufferfish"``."""
+        """``"Blowfish"`` when the releases are Blowfish releases (private under their policy), else
+        ``"Pufferfish"``."""
         return "Blowfish" if any(e.kind == "blowfish" for e in self._entries) else "Pufferfish"
 
     @property

@@ -84,7 +84,7 @@ def test_functions_take_few_parameters():
 
 def test_no_module_imports_another_modules_private_name():
     bad = []
-    for m, path, tree in _modules():
+    for m, _path, tree in _modules():
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("puffgm") and node.module != m:
                 bad += [f"{m} <- {node.module}.{a.name}" for a in node.names
@@ -94,7 +94,7 @@ def test_no_module_imports_another_modules_private_name():
 
 def test_every_public_module_declares_all():
     missing = []
-    for m, path, tree in _modules():
+    for m, _path, tree in _modules():
         if not _is_public(m) or m.endswith("__main__"):
             continue
         names = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))

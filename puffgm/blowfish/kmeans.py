@@ -47,7 +47,7 @@ from puffgm.core.validation import check_positive_finite, check_positive_int
 __all__ = ["KMeansOptions", "KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign",
            "iteration_query"]
 
-_EDGES = weakref.WeakKeyDictionary()
+_EDGES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 _EDGE_LIMIT = 5_000_000
 
 

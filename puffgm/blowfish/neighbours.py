@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from typing import cast
 
 import numpy as np
 
@@ -122,7 +123,7 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
     for j1 in range(m):
         x1 = dbs[j1]
         t = np.where(adj[x1[None, :], dbs], dbs, -1)  # (m, n): T(D1, D) as per-individual target values
-        has_t = (t >= 0).any(axis=1)
+        has_t = cast(np.ndarray, (t >= 0).any(axis=1))  # t is 2-D: any(axis=1) is an array
         cand = np.flatnonzero(has_t)
         if cand.size == 0:
             continue

@@ -252,7 +252,9 @@ def _oh_structure(k: int, theta: int, fanout: int):
     """Node rows (N), groups ('S' or 'H'), estimator (E), known totals for the ordered hierarchical structure."""
     blocks = [(s, min(theta, k - s)) for s in range(0, k, theta)]
     height = _height(theta, fanout) if theta > 1 else 0
-    rows, groups, index = [], [], {}
+    rows: list[np.ndarray] = []
+    groups: list[str] = []
+    index: dict[tuple, int] = {}
     for i, (s, w) in enumerate(blocks[:-1]):  # S nodes: c(end of block i)
         r = np.zeros(k)
         r[: s + w] = 1

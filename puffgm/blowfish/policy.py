@@ -388,6 +388,7 @@ class SecretGraph:
         if self.kind == "attribute":
             return float(np.count_nonzero(a != c))
         if self.kind in ("distance", "line"):
+            assert a is not None and c is not None  # distance and line graphs are built on metric domains only
             step = math.floor(self.params["theta"])  # ranks are integers: an edge spans at most floor(theta)
             return math.inf if step < 1 else float(-(-int(np.abs(a - c).sum()) // step))
         import networkx as nx
@@ -414,7 +415,7 @@ class SecretGraph:
         return float(np.abs(coords[u] - coords[v]).sum(axis=1).max()) if len(u) else 0.0
 
     def to_dict(self) -> dict:
-        d = {"kind": self.kind}
+        d: dict[str, Any] = {"kind": self.kind}
         if self.kind in ("distance", "line"):
             d["theta"] = self.params["theta"]
         if self.kind == "partition":
@@ -710,7 +711,7 @@ class Policy:
 
     # -- identity -----------------------------------------------------------
     def to_dict(self) -> dict:
-        d = {"domain": self.domain.to_dict(), "graph": self.graph.to_dict()}
+        d: dict[str, Any] = {"domain": self.domain.to_dict(), "graph": self.graph.to_dict()}
         if self.constraints:
             d["constraints"] = [c.to_dict() for c in self.constraints]
         if self.n is not None:

@@ -21,7 +21,8 @@ COMMANDS = (
     ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
     ("blowfish", "blowfish", "Blowfish policies: policy-specific sensitivity and releases"),
     ("leakage", "leakage", "temporal privacy leakage of per-step DP releases on a Markov chain (Cao et al.)"),
-    ("conditions", "conditions", "necessary conditions for composition (Bai et al. Theorems 4, 5) of a finite mechanism"),
+    ("conditions", "conditions",
+     "necessary conditions for composition (Bai et al. Theorems 4, 5) of a finite mechanism"),
 )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from typing import Any
 
 CASE_NAMES = ("flu", "close-adversary", "bai-4.1", "bai-4.2", "bai-4.3", "exam-order", "theorem-6", "lemma-7.1")
 
@@ -34,7 +35,8 @@ __all__ = ["register", "run", "read_spec"]
 
 def register(p) -> None:
     p.add_argument("spec", nargs="?", default=None,
-                   help="JSON spec of an instantiation and mechanism, a network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN) or example:NAME")
+                   help="JSON spec of an instantiation and mechanism, a network file (BIF, XMLBIF, Hugin .net, "
+                        "GeNIe .xdsl, UAI, XBN) or example:NAME")
     p.add_argument("--case", default=None, choices=CASE_NAMES + ("all",),
                    help="reproduce a case of the papers (issue 5) instead of auditing a spec")
     p.add_argument("--scale", type=float, default=None, help="Laplace scale (network form)")
@@ -78,9 +80,11 @@ def run(args) -> str:
     from puffgm.exceptions import ParameterError
 
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon > 0):
-        raise ParameterError(f"The 'epsilon' parameter of puffgm audit must be a finite number > 0. Got {args.epsilon!r} instead.")
+        raise ParameterError(
+            f"The 'epsilon' parameter of puffgm audit must be a finite number > 0. Got {args.epsilon!r} instead.")
     if args.scale is not None and not (math.isfinite(args.scale) and args.scale > 0):
-        raise ParameterError(f"The 'scale' parameter of puffgm audit must be a finite number > 0. Got {args.scale!r} instead.")
+        raise ParameterError(
+            f"The 'scale' parameter of puffgm audit must be a finite number > 0. Got {args.scale!r} instead.")
     if args.case:
         if args.spec:
             raise ParameterError("Give either a SPEC or --case, not both.")
@@ -117,13 +121,15 @@ def _case_text(r: dict) -> str:
     lines = [f"[{r['case']}] {r['reference']}"]
     c = r["case"]
     if c == "flu":
-        lines.append(f"W = {_fmt(r['W'])} (paper 2); group-DP sensitivity = {_fmt(r['group_dp_sensitivity'])} (paper 4)")
-        lines.append(f"epsilon {r['epsilon']:g}: Laplace scale {_fmt(r['scale'])} vs group DP {_fmt(r['group_dp_scale'])}; "
-                     f"audited loss {_fmt(r['audited_loss'])}")
+        lines.append(f"W = {_fmt(r['W'])} (paper 2); "
+                     f"group-DP sensitivity = {_fmt(r['group_dp_sensitivity'])} (paper 4)")
+        lines.append(f"epsilon {r['epsilon']:g}: Laplace scale {_fmt(r['scale'])} "
+                     f"vs group DP {_fmt(r['group_dp_scale'])}; audited loss {_fmt(r['audited_loss'])}")
     elif c == "close-adversary":
         lines.append(f"unconditioned max-divergence = log {_fmt(r['exp_unconditioned'])} (paper log 90)")
         lines.append(f"conditioned on s = log {_fmt(r['exp_conditioned'])} = {r['conditioned_exact']} "
-                     f"(paper log 91.0962; rounded conditionals give log {_fmt(r['paper_value_from_rounded_conditionals'])})")
+                     "(paper log 91.0962; rounded conditionals give log "
+                     f"{_fmt(r['paper_value_from_rounded_conditionals'])})")
         lines.append(f"Theorem 2.4 degraded guarantee at epsilon {r['epsilon']:g}: {_fmt(r['degraded_epsilon'])}")
     elif c in ("bai-4.1", "bai-4.3"):
         if c == "bai-4.3":
@@ -145,12 +151,14 @@ def _case_text(r: dict) -> str:
             lines.append(f"{row['n']}  {_fmt(row['audited_loss'])}  {_fmt(row['closed_form'])}  "
                          f"{_fmt(row['example_9_2_ratio_log'])}  {_fmt(row['scale_n_over_epsilon_loss'])}")
     elif c == "theorem-6":
-        lines.append(f"Laplace scale 1/epsilon on the sum, epsilon {r['epsilon']:g}, n {r['n']}: independent priors loss "
-                     f"{_fmt(r['independent_priors_loss'])} (passes: {r['passes_independent']}); correlated prior loss "
+        lines.append(f"Laplace scale 1/epsilon on the sum, epsilon {r['epsilon']:g}, n {r['n']}: "
+                     f"independent priors loss {_fmt(r['independent_priors_loss'])} "
+                     f"(passes: {r['passes_independent']}); correlated prior loss "
                      f"{_fmt(r['correlated_prior_loss'])} (passes: {r['passes_correlated']})")
     elif c == "lemma-7.1":
-        lines.append(f"sum + Lap(4k/epsilon) with k {r['k']:g}, epsilon {r['epsilon']:g}, grid step {r['grid_step']:g}: "
-                     f"audited loss {_fmt(r['audited_loss'])} (expected epsilon (1 - step/4k) = {_fmt(r['expected_worst'])})")
+        lines.append(f"sum + Lap(4k/epsilon) with k {r['k']:g}, epsilon {r['epsilon']:g}, "
+                     f"grid step {r['grid_step']:g}: audited loss {_fmt(r['audited_loss'])} "
+                     f"(expected epsilon (1 - step/4k) = {_fmt(r['expected_worst'])})")
     if "slip" in r:
         lines.append(f"paper slip: {r['slip']}")
     if "note" in r:
@@ -208,7 +216,7 @@ def _load_priors(entries, base):
 
     from puffgm.exceptions import PriorError
 
-    out = []
+    out: list[Any] = []  # probability tables and networks
     for e in entries:
         if isinstance(e, dict) and "table" in e:
             out.append(np.asarray(e["table"], dtype=float))
@@ -289,11 +297,12 @@ def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("m
     except UnicodeDecodeError:
         raise ParameterError(f"The spec {path!r} is not UTF-8 text.") from None
     if not isinstance(spec, dict) or "priors" not in spec or not any(k in spec for k in mechanism_keys):
-        raise ParameterError(f"The spec must be a JSON object with 'priors' and {' or '.join(map(repr, mechanism_keys))}.")
+        raise ParameterError(
+            f"The spec must be a JSON object with 'priors' and {' or '.join(map(repr, mechanism_keys))}.")
     if not isinstance(spec["priors"], list) or not spec["priors"]:
         raise ParameterError("The spec's 'priors' must be a non-empty list of {\"table\": ...} or {\"network\": ...}.")
     priors = _load_priors(spec["priors"], os.path.dirname(os.path.abspath(path)))
-    kw = {"max_states": max_states}
+    kw: dict[str, Any] = {"max_states": max_states}
     if "nodes" in spec:
         kw["nodes"] = spec["nodes"]
     if "states" in spec:
@@ -340,7 +349,8 @@ def _run_network(args) -> str:
     elif args.epsilon is not None:
         out = calibrate_wasserstein(inst, query, epsilon=args.epsilon).to_dict()
     else:
-        raise ParameterError("Give --scale (audit a Laplace release) or --epsilon (calibrate the Wasserstein mechanism).")
+        raise ParameterError(
+            "Give --scale (audit a Laplace release) or --epsilon (calibrate the Wasserstein mechanism).")
     out["instantiation"] = inst.describe()
     return _dumps(out) if args.json else _summary(out)
 

@@ -96,8 +96,8 @@ def _sensitivity(policy, kind, part, values, method, n):
 
 
 def run(args) -> str:
-    from puffgm.core.validation import check_positive_finite
     from puffgm.blowfish.policy import PolicyError, policy_from_dict
+    from puffgm.core.validation import check_positive_finite
 
     policy = policy_from_dict(_load(args.policy, "policy"))
     qspec = _load(args.query, "query")

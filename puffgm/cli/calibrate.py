@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 __all__ = ["register", "run"]
 
@@ -118,7 +119,7 @@ def _options(args, prior) -> dict:
         "time_limit": None if args.time_limit is None else _time_limit(args) or None,  # 0: no limit
         "paper_convention": True if args.paper_convention else None,
     }
-    options = {k: v for k, v in given.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     accepted = prior.accepted_options(args.method)
     if args.time_limit is None and "time_limit" in accepted:
         options["time_limit"] = DEFAULT_TIME_LIMIT
@@ -146,7 +147,7 @@ def _query_options(args, prior) -> dict:
         "max_sum_length": None if args.max_sum_length is None else check_positive_int(
             args.max_sum_length, "max-sum-length", "puffgm calibrate"),
     }
-    options = {k: v for k, v in given.items() if v is not None}
+    options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     accepted = prior.query_options or ()
     unused = sorted(set(options) - set(accepted))
     mqm_only = [f for f, v in (("--max-quilt-states", args.max_quilt_states), ("--search-budget", args.search_budget),

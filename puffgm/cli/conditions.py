@@ -82,9 +82,9 @@ def _finite_mechanisms(spec: dict) -> list:
 
 def run(args) -> str:
     from puffgm.cli.audit import read_spec
+    from puffgm.core.release import jsonable
     from puffgm.exceptions import ParameterError
     from puffgm.framework.composition_conditions import check_composition_conditions
-    from puffgm.core.release import jsonable
 
     if args.epsilon is not None and not (math.isfinite(args.epsilon) and args.epsilon >= 0):
         raise ParameterError(f"The 'epsilon' parameter of puffgm conditions must be a finite number >= 0. "

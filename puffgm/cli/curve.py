@@ -51,8 +51,8 @@ def compute_curves(args, *, members: bool = False) -> list:
     or one per PRIOR with ``args.each``.  ``members=True`` (pooled mode, several
     PRIORs) appends each member's own curve after the class curve, for plots.
     """
-    from puffgm.core.validation import check_positive_int
     from puffgm.api import as_prior, kind_of
+    from puffgm.core.validation import check_positive_int
     from puffgm.exceptions import ParameterError
 
     if args.max_b is not None:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ TAU = 1e-5
 # Table 2 (Foursquare, top-3, Acc@1..3) and Table 3 (HR, NDCG, L1); Tables 4-5 (Capture24, top-3);
 # Tables 7-8 (Foursquare, top-5; Table 8's caption says "Top-3", a slip: it continues Table 7).
 # Rows: epsilon 0.5, 1, 2, 3, 4, 5; per mechanism in MECHANISMS order.
-PAPER_ACC = {
+PAPER_ACC: dict[str, list[list[list[float]]]] = {
     "foursquare-3": [
         [[79.01, 63.10, 58.47], [36.31, 26.69, 20.83], [15.68, 10.49, 7.31], [2.72, 1.61, 1.57]],
         [[88.47, 76.65, 72.47], [46.35, 36.29, 30.56], [22.60, 14.50, 10.98], [5.08, 2.25, 2.02]],
@@ -89,7 +90,7 @@ PAPER_ACC = {
     ],
 }
 # (HR %, NDCG, L1) per mechanism
-PAPER_RANK = {
+PAPER_RANK: dict[str, list[list[tuple[float, float, float]]]] = {
     "foursquare-3": [
         [(78.7, 0.937, 765), (37.6, 0.726, 5500), (18.1, 0.607, 18972), (5.4, 0.527, 88317)],
         [(89.3, 0.977, 295), (49.8, 0.791, 3025), (24.0, 0.644, 12760), (7.6, 0.542, 65915)],
@@ -115,7 +116,8 @@ PAPER_RANK = {
         [(97.2, 0.994, 96), (82.8, 0.959, 706), (39.7, 0.731, 8829), (18.9, 0.599, 34123)],
     ],
 }
-PAPER_TABLES = {"foursquare-3": "Tables 2-3 (Foursquare, 78 labels)", "capture24-3": "Tables 4-5 (Capture24, 11 activities)",
+PAPER_TABLES = {"foursquare-3": "Tables 2-3 (Foursquare, 78 labels)",
+                "capture24-3": "Tables 4-5 (Capture24, 11 activities)",
                 "foursquare-5": "Tables 7-8 (Foursquare, top-5)"}
 
 
@@ -239,7 +241,8 @@ def _mechanisms(theta, curve, T, m, k, eps):
 def _summarise(rows) -> dict:
     """Means over groups and trials (Acc and HR in %), with standard errors (``se_*``)."""
     acc = np.array([r["acc"] for r in rows])
-    out = {"acc": (100 * acc.mean(axis=0)).tolist(), "se_acc": (100 * acc.std(axis=0, ddof=1) / math.sqrt(len(rows))).tolist()}
+    out = {"acc": (100 * acc.mean(axis=0)).tolist(),
+           "se_acc": (100 * acc.std(axis=0, ddof=1) / math.sqrt(len(rows))).tolist()}
     for key, f in (("hr", 100.0), ("ndcg", 1.0), ("l1", 1.0)):
         v = f * np.array([r[key] for r in rows])
         out[key] = float(v.mean())
@@ -272,14 +275,15 @@ def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed
     for eps in epsilons:
         mt = _mechanisms(theta, curve, T, m, k, eps)
         points[eps] = (mt["point"], mt["ours"].epsilon_dp, mt["mqm_scale"])
-        acc = {mm: [] for mm in MECHANISMS}
+        acc: dict[str, list[dict]] = {mm: [] for mm in MECHANISMS}
         for c in counts:
             for _ in range(trials):
                 preds = {
                     "Ours-Exp": mt["ours"].release(c, random_state=rng).value,
                     "GroupDP-Exp": mt["gdp"].release(c, random_state=rng).value,
                     "MQM": tuple(np.argsort(-(c + rng.laplace(0.0, mt["mqm_scale"], m)), kind="stable")[:k]),
-                    "GroupDP-Lap": tuple(np.argsort(-(c + rng.laplace(0.0, mt["gdp_lap_scale"], m)), kind="stable")[:k]),
+                    "GroupDP-Lap": tuple(
+                        np.argsort(-(c + rng.laplace(0.0, mt["gdp_lap_scale"], m)), kind="stable")[:k]),
                 }
                 for mm, p in preds.items():
                     acc[mm].append(ranking_metrics(c, p, k))
@@ -312,7 +316,8 @@ def _section(res, paper_eps_index) -> tuple:
             "for it (HR and the last Acc@k are inflated alike for every mechanism)." if zk else "")
     if res["m"] == k:
         ties += f" Top-{k} of {k} categories is a full ranking: HR@{k} is 100% by construction."
-    lines = [f"### {name}, top-{k}", "", res["description"] + f"; {res['trials']} trials per group and epsilon." + ties, ""]
+    lines = [f"### {name}, top-{k}", "",
+             res["description"] + f"; {res['trials']} trials per group and epsilon." + ties, ""]
     # curve points
     pts, T, curve = res["points"], res["T"], res["curve"]
     if all(pts[e][0][1] >= T for e in pts):
@@ -362,7 +367,7 @@ def _section(res, paper_eps_index) -> tuple:
         r = res["results"][e]
         for metric, better in (("hr", max), ("ndcg", max), ("l1", min)):
             vals = {mm: r[mm][metric] for mm in MECHANISMS}
-            best = better(vals, key=vals.get)
+            best = better(vals, key=vals.__getitem__)
             if best != "Ours-Exp" and abs(vals[best] - vals["Ours-Exp"]) > 1e-9:
                 se = math.hypot(r[best]["se_" + metric], r["Ours-Exp"]["se_" + metric])
                 same = pts[e][0][1] >= T and best == "GroupDP-Exp"
@@ -409,7 +414,8 @@ def _plot(all_res, path: pathlib.Path):
                     ax.plot(pe, pv, "--", color=colors[mm], alpha=0.6, label=f"{mm} (paper)")
             ax.set_xlabel("epsilon_puffer")
             ax.set_ylabel(label)
-            ax.set_title(f"{res['name']}, top-{res['k']}" + (f"\npaper: {PAPER_TABLES[key].split(' (')[0]}" if key else ""),
+            ax.set_title(f"{res['name']}, top-{res['k']}"
+                         + (f"\npaper: {PAPER_TABLES[key].split(' (')[0]}" if key else ""),
                          fontsize=9)
             ax.grid(alpha=0.3)
     axes[0][0].legend(fontsize=6, ncol=2)
@@ -451,7 +457,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "fitted on a training period (section 7.1.4).  As in the paper, a group's database is the set of its "
              "individuals' sequences, independent chains under the prior (the paper's users and participants; "
              "here months or days, an assumption of the prior), so a secret about one entry correlates only within "
-             "its own chain and the chain's a(b) curve and MQM calibration hold for the whole group.  The paper's values are in parentheses for orientation "
+             "its own chain and the chain's a(b) curve and MQM calibration hold for the whole group.  "
+             "The paper's values are in parentheses for orientation "
              "only: different data, different numbers of categories and groups, so only the *ordering* of the "
              "mechanisms is comparable.",
              "",
@@ -460,7 +467,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "m counts at epsilon / m (1-Lipschitz), sorted; GroupDP-Exp = the same top-K at epsilon / T; "
              "GroupDP-Lap = Laplace counts at scale m T / epsilon, sorted.  The group of group DP is one test "
              "individual's sequence (T entries: individuals are independent chains); the paper's Group DP treats *all* "
-             "data points as one group, which explains part of its much lower GroupDP numbers.  Metrics as in section 7.1.5, ties in the true counts in the "
+             "data points as one group, which explains part of its much lower GroupDP numbers.  "
+             "Metrics as in section 7.1.5, ties in the true counts in the "
              "prediction's favour; trial noise from seeded numpy generators (a simulation: such releases are "
              "marked `secure=False`).",
              "",
@@ -472,7 +480,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         disagreements += dis
     lines += ["### Agreement with the paper", ""]
     cells = [d for d in disagreements if d[0] == "cell"]
-    same = {}
+    same: dict[Any, list] = {}
     for d in disagreements:
         if d[0] == "same":
             same.setdefault(d[1], []).append(d[2])
@@ -506,14 +514,15 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         r = res["results"][eps_hi]
         key = PAPER_KEY.get((res["name"], res["k"]))
         others = {mm: r[mm]["acc"][0] for mm in MECHANISMS if mm != "Ours-Exp"}
-        best = max(others, key=others.get)
+        best = max(others, key=others.__getitem__)
         paper = ""
         if key is not None and eps_hi in EPSILONS:
             row = PAPER_ACC[key][EPSILONS.index(eps_hi)]
             paper = (f" (paper {PAPER_TABLES[key].split(' (')[0]}: Ours-Exp {row[0][0]:.1f}%, "
                      f"{best} {row[MECHANISMS.index(best)][0]:.1f}%)")
         if res["points"][eps_hi][0][1] >= res["T"]:
-            verdict = "Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): the curve brings no gain here"
+            verdict = ("Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): "
+                       "the curve brings no gain here")
         elif r["Ours-Exp"]["acc"][0] > others[best]:
             verdict = "Ours-Exp ahead, as in the paper"
         else:

@@ -71,6 +71,7 @@ def _soft_rows(lams, r_runs, progress_tick):
             r = check_composition_conditions(case.inst, tab)
             two = audit_composition(case.inst, tab, k=2).loss
             w = r.worst
+            assert w is not None  # check_composition_conditions always reports its tightest check
             inst = case.inst
             alpha = np.zeros(tab.reshape(inst.n_databases, -1).shape[1])
             for o, a in w.alpha:
@@ -85,8 +86,8 @@ def _soft_rows(lams, r_runs, progress_tick):
 
 
 def _dp_rows(eps_list, progress_tick, quick=False):
-    from puffgm.chains import ChainPriorClass
     from puffgm.api import influence_curve
+    from puffgm.chains import ChainPriorClass
     from puffgm.framework.audit import audit_finite
     from puffgm.framework.composition_conditions import check_composition_conditions
     from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
@@ -102,7 +103,7 @@ def _dp_rows(eps_list, progress_tick, quick=False):
         curve = influence_curve(theta)
         k = len(q)
 
-        def util(a):
+        def util(a, k=k):
             c = [0] * k
             for v in a.values():
                 c[int(v)] += 1
@@ -193,7 +194,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
          "[docs/framework/composition_conditions.md](framework/composition_conditions.md).  The paper has no "
          "numerical table for section 5; the paper's column gives its qualitative claim.", "",
          "### Section 4 collapse mechanisms (must fail)", "",
-         "| mechanism | single-run epsilon (exact audit) | NfC value | DP-style value | verdict | violating pair (first) | paper |",
+         "| mechanism | single-run epsilon (exact audit) | NfC value | DP-style value | verdict | "
+         "violating pair (first) | paper |",
          "| --- | --- | --- | --- | --- | --- | --- |"]
     dis = []
     for case, r, single in collapse:
@@ -209,13 +211,15 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
           "M_lambda = (1 - lambda) M* + lambda x uniform.  'loss of r runs' is the exact Pufferfish loss of one "
           "output multiset of r independent runs whose proportions follow the LP's dual alpha (mixed with 0.1% of "
           "every output); linear composition would bound it by r x epsilon.", "",
-          "| mechanism | lambda | single-run epsilon | NfC value | DP-style value | 2-run loss (exact) vs 2 epsilon | r | loss of r runs / r | composes linearly? | conditions |",
+          "| mechanism | lambda | single-run epsilon | NfC value | DP-style value | 2-run loss (exact) vs 2 epsilon | "
+          "r | loss of r runs / r | composes linearly? | conditions |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, lam, r, two, rr, loss_r in soft:
         fails = loss_r > rr * r.epsilon
         L.append(f"| {name} | {lam:g} | {_num(r.epsilon)} | {_num(r.nfc_value)} | {_num(r.dp_value)} | "
                  f"{_num(two)} vs {_num(2 * r.epsilon)} | {rr} | {_num(loss_r / rr)} | "
-                 f"{'no (loss > r epsilon)' if fails else 'not refuted at this r'} | {'holds' if r.holds else 'FAILS'} |")
+                 f"{'no (loss > r epsilon)' if fails else 'not refuted at this r'} | "
+                 f"{'holds' if r.holds else 'FAILS'} |")
     failing = [x for x in soft if not x[2].holds]
     passing = [x for x in soft if x[2].holds]
     summary = (f"The NfC value exceeds the single-run epsilon in {len(failing)} of {len(soft)} rows: those mechanisms "
@@ -232,7 +236,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
           "### DP-based Pufferfish mechanisms (must pass)", "",
           "Exponential mechanism (utility = count of each state, sensitivity 1) and noisy top-2 translated along "
           "the chain's a(b) curve (Theorem 6), checked at epsilon_puffer.", "",
-          "| prior | mechanism | epsilon_puffer | epsilon_DP | single-run loss (exact) | NfC value | DP-style value | verdict |",
+          "| prior | mechanism | epsilon_puffer | epsilon_DP | single-run loss (exact) | NfC value | DP-style value | "
+          "verdict |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, mname, eps, eps_dp, single, r in dp:
         L.append(f"| {label} | {mname} | {eps:g} | {eps_dp:.4g} | {single:.4g} | {_num(r.nfc_value)} | "

@@ -84,7 +84,8 @@ def _tables(rows: list) -> list:
     for r in rows:
         c, s = r["cal"], r["cal"].seconds
         nl = None if c.optimal_noise is None else c.optimal_noise.loss
-        L.append(f"| {r['name']} | {_fmt(c.wasserstein_loss, 7)} | {_fmt(c.optimal_laplace_loss, 7)} | {_fmt(nl, 7)} | {s.get('laws', 0):.2f} | "
+        L.append(f"| {r['name']} | {_fmt(c.wasserstein_loss, 7)} | {_fmt(c.optimal_laplace_loss, 7)} | {_fmt(nl, 7)} | "
+                 f"{s.get('laws', 0):.2f} | "
                  f"{s.get('wasserstein', 0):.2f} | {s.get('optimal_laplace', 0):.2f} | "
                  f"{_fmt(s.get('optimal_noise'), 3)} | {r['seconds']:.1f} |")
     notes = [f"* {r['name']}: {r['note']}" for r in rows if r["note"]]
@@ -116,7 +117,7 @@ def plot_noise_law(result, title: str, path) -> None:
     x = np.linspace(-span, span, 801) / unit
     dens = np.exp(-np.abs(x) / b) / (2 * b)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, log in zip(axes, (False, True)):
+    for ax, log in zip(axes, (False, True), strict=True):
         ax.vlines(k / unit, 0 if not log else 1e-8, p, color="C0", lw=2)
         ax.plot(k / unit, p, "o", color="C0", ms=3, label=f"optimal noise: E|Z| = {result.expected_abs_error:.3g}")
         ax.plot(x, dens, color="C1", label=f"Laplace density, optimal scale b = {b:.3g}")

@@ -141,7 +141,7 @@ def _plot(path, rows, setting: _Setting, a_star):
     fig, axes = plt.subplots(1, len(epsilons), figsize=(4.2 * len(epsilons), 3.6), squeeze=False)
     style = {"GroupDP": ("0.6", ":"), "GK16": ("tab:green", "-"), "MQMApprox": ("tab:orange", "-"),
              "MQMExact": ("tab:blue", "-")}
-    for ax, eps in zip(axes[0], epsilons):
+    for ax, eps in zip(axes[0], epsilons, strict=True):
         for name in ("GK16", "MQMApprox", "MQMExact", "GroupDP"):
             ys = [r[2][name][1] for r in rows if r[1] == eps]
             color, ls = style[name]
@@ -154,7 +154,8 @@ def _plot(path, rows, setting: _Setting, a_star):
         ax.set_title(f"binary chain, T = {T}, epsilon = {eps:g}")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"Song et al. Figure 4 (top) reproduced: {trials} trials per point, certified noise scales", fontsize=10)
+    fig.suptitle(f"Song et al. Figure 4 (top) reproduced: {trials} trials per point, certified noise scales",
+                 fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -190,17 +191,20 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         "",
         "Mean L1 error (its expectation is sigma_max / T) and the certified MQMExact bracket:",
         "",
-        "| alpha | epsilon | GroupDP | GK16 | MQMApprox | MQMExact | MQMExact sigma (certified) | lower bound | worst (p0, p1) |",
+        "| alpha | epsilon | GroupDP | GK16 | MQMApprox | MQMExact | MQMExact sigma (certified) | lower bound | "
+        "worst (p0, p1) |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for alpha, eps, res, det, _t in rows:
         wp = det["worst_point"]
         lines.append(
-            f"| {alpha:.3f} | {eps:g} | {_fmt(res['GroupDP'][1])} | {_fmt(res['GK16'][1])} | {_fmt(res['MQMApprox'][1])} "
+            f"| {alpha:.3f} | {eps:g} | {_fmt(res['GroupDP'][1])} | {_fmt(res['GK16'][1])} | "
+            f"{_fmt(res['MQMApprox'][1])} "
             f"| {_fmt(res['MQMExact'][1])} | {res['MQMExact'][0]:.5g} | {det['lower_bound']:.5g} | "
             f"({wp[0]:.3g}, {wp[1]:.3g}) |"
         )
-    partial = [f"alpha={r[0]:.3g}, epsilon={r[1]:g} (gap {r[3]['certified_gap']:.3g})" for r in rows if not r[3]["complete"]]
+    partial = [f"alpha={r[0]:.3g}, epsilon={r[1]:g} (gap {r[3]['certified_gap']:.3g})"
+               for r in rows if not r[3]["complete"]]
     lines += ["", "The certified MQMExact sigma is within " + f"{rtol:g}" + " of the lower bound at every point"
               + ("" if not partial else " except where the evaluation budget ran out, where it is still a certified "
                  "upper bound: " + "; ".join(partial)) + "."]
@@ -208,13 +212,17 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
               "| claim | paper | ours |", "| --- | --- | --- |"]
     for eps in epsilons:
         ours = np.mean([r[2]["GroupDP"][1] for r in rows if r[1] == eps])
-        lines.append(f"| GroupDP error, epsilon = {eps:g} | around {PAPER_GROUPDP[eps]:g} | {ours:.3g} (mean over alpha) |")
+        lines.append(f"| GroupDP error, epsilon = {eps:g} | around {PAPER_GROUPDP[eps]:g} | "
+                     f"{ours:.3g} (mean over alpha) |")
     exact_better = all(r[2]["MQMExact"][0] <= r[2]["MQMApprox"][0] for r in rows)
     decreasing = all(
-        all(np.diff([r[2][m][0] for r in rows if r[1] == eps]) <= 1e-9) for eps in epsilons for m in ("MQMApprox", "MQMExact")
+        all(np.diff([r[2][m][0] for r in rows if r[1] == eps]) <= 1e-9)
+        for eps in epsilons for m in ("MQMApprox", "MQMExact")
     )
-    lines.append(f"| MQMExact more accurate than MQMApprox | yes | {'yes, at every point' if exact_better else 'NO at some point'} |")
-    lines.append(f"| errors decrease as alpha grows (Theta narrows) | yes | {'yes' if decreasing else 'not everywhere'} |")
+    lines.append("| MQMExact more accurate than MQMApprox | yes | "
+                 f"{'yes, at every point' if exact_better else 'NO at some point'} |")
+    lines.append("| errors decrease as alpha grows (Theta narrows) | yes | "
+                 f"{'yes' if decreasing else 'not everywhere'} |")
     lines.append("| GK16 line independent of epsilon | yes | yes (applicability does not involve epsilon) |")
     both = [(r[1], r[0]) for r in rows if math.isfinite(r[2]["GK16"][0])]
     gk_wins = [(e, a) for e, a in both
@@ -222,7 +230,8 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
                [x for x in rows if x[1] == e and x[0] == a][0][2]["MQMExact"][0]]
     lines.append(
         "| MQM better than GK16 for a range, somewhat worse for the rest | yes | "
-        + (f"GK16 beats MQMExact at {len(gk_wins)} of {len(both)} points where it applies" if both else "GK16 never applies here")
+        + (f"GK16 beats MQMExact at {len(gk_wins)} of {len(both)} points where it applies" if both
+           else "GK16 never applies here")
         + " |"
     )
     lines += [

@@ -41,7 +41,7 @@ EPSILONS = (0.2, 1.0, 5.0)
 SEED = 20240502
 
 #: Table 1 of the paper (epsilon = 1): (Agg, Indi) per group.
-PAPER_TABLE1 = {
+PAPER_TABLE1: dict[str, dict[str, tuple[float | None, float | None]]] = {
     "DP": {"cyclist": (0.2918, None), "older woman": (0.8746, None), "overweight woman": (0.4763, None)},
     "GroupDP": {"cyclist": (0.0834, 2.3157), "older woman": (0.1138, 1.7860), "overweight woman": (0.0458, 1.1492)},
     "GK16": {"cyclist": (None, None), "older woman": (None, None), "overweight woman": (None, None)},
@@ -70,7 +70,8 @@ def _vega(name):
 
 def _groups(quick: bool):
     """[(name, source, [raw series per individual])]; missing packages are reported as notes."""
-    out, notes = [], []
+    out: list[tuple] = []
+    notes: list[str] = []
     try:
         if quick:  # the smoke run uses statsmodels' El Nino only
             raise ImportError
@@ -100,7 +101,8 @@ def _groups(quick: bool):
 
 
 def _series51(quick: bool):
-    out, notes = [], []
+    out: list[tuple] = []
+    notes: list[str] = []
     if quick:
         import statsmodels.api as sm
 
@@ -124,7 +126,8 @@ def _series51(quick: bool):
     import statsmodels.api as sm
 
     d = sm.datasets.elnino.load_pandas().data
-    out.append(("El Nino monthly SST", "statsmodels elnino (1950-2010)", d.drop(columns="YEAR").to_numpy(float).ravel()))
+    out.append(("El Nino monthly SST", "statsmodels elnino (1950-2010)",
+                d.drop(columns="YEAR").to_numpy(float).ravel()))
     return out, notes
 
 
@@ -139,7 +142,7 @@ def _split_states(parts, k):
 # --------------------------------------------------------- calibration
 def _sigmas(cc: ChainPriorClass, lengths, eps: float) -> dict:
     """sigma_max per method for each distinct chain length (stationary start)."""
-    out = {"MQMApprox": {}, "MQMExact": {}}
+    out: dict[str, dict] = {"MQMApprox": {}, "MQMExact": {}}
     for T in sorted(set(lengths)):
         c = cc.with_length(T)
         out["MQMApprox"][T] = MQMApprox(c).calibrate(epsilon=eps).sigma_max
@@ -207,24 +210,27 @@ def _timeit(fn, runs):
 
 def _table2(groups, series, k4, k51, runs, grid_step):
     """Seconds to compute the Laplace scale at epsilon = 1 (mean of ``runs``)."""
-    times = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
+    times: dict[str, dict[str, float]] = {"GK16": {}, "MQMApprox": {}, "MQMExact": {}}
     grid = np.round(np.arange(0.1, 0.9001, grid_step), 4)
     chains = [ChainPriorClass.from_matrices([[a, 1 - a], [1 - b, b]], "any", 100) for a in grid for b in grid]
-    for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)), ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
+    for m, fn in (("GK16", lambda c: gk16(c, epsilon=1.0)),
+                  ("MQMApprox", lambda c: MQMApprox(c).calibrate(epsilon=1.0)),
                   ("MQMExact", lambda c: MQMExact(c, per_node=False).calibrate(epsilon=1.0))):
         # one pass over the grid: the paper averages over the grid's chains
-        times[m]["Synthetic"] = _timeit(lambda: [fn(c) for c in chains], 1) / len(chains)
+        times[m]["Synthetic"] = _timeit(lambda fn=fn: [fn(c) for c in chains], 1) / len(chains)
     for name, _src, parts in groups:
         seqs = _split_states(parts, k4)
         lengths = [len(s) for s in seqs]
         cc = ChainPriorClass.fit(seqs, length=max(lengths), states=list(range(k4)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name] = _timeit(lambda: [cls(cc.with_length(T)).calibrate(epsilon=1.0) for T in sorted(set(lengths))], runs)
+            times[m][name] = _timeit(
+                lambda cls=cls, cc=cc, lengths=lengths: [cls(cc.with_length(T)).calibrate(epsilon=1.0)
+                                                         for T in sorted(set(lengths))], runs)
     for name, _src, x in series:
         s = discretise(x, k51).tolist()
         cc = ChainPriorClass.fit(s, length=len(s), states=list(range(k51)), initial="stationary")
         for m, cls in (("MQMApprox", MQMApprox), ("MQMExact", MQMExact)):
-            times[m][name + " (51 states)"] = _timeit(lambda: cls(cc).calibrate(epsilon=1.0), runs)
+            times[m][name + " (51 states)"] = _timeit(lambda cls=cls, cc=cc: cls(cc).calibrate(epsilon=1.0), runs)
     return times, len(chains)
 
 
@@ -330,7 +336,8 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
         L.append(f"*Skipped:* {n}.")
     L += ["### Table 1 analogue: 4 states, aggregate (Agg) and individual (Indi) tasks", "",
           "Paper (physical activity, epsilon = 1):", "",
-          "| algorithm | cyclist Agg | cyclist Indi | older woman Agg | older woman Indi | overweight woman Agg | overweight woman Indi |",
+          "| algorithm | cyclist Agg | cyclist Indi | older woman Agg | older woman Indi | overweight woman Agg | "
+          "overweight woman Indi |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
     for m, row in PAPER_TABLE1.items():
         L.append(f"| {m} | " + " | ".join(f"{_f(a)} | {_f(b)}" for a, b in row.values()) + " |")
@@ -383,7 +390,8 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     for m in ("GK16", "MQMApprox", "MQMExact"):
         p = PAPER_TABLE2[m]
         L.append(f"| {m} (paper) | " + " | ".join(
-            _f(p.get(c)) for c in ("Synthetic", "cyclist", "older woman", "overweight woman", "electricity power")) + " |")
+            _f(p.get(c)) for c in ("Synthetic", "cyclist", "older woman", "overweight woman", "electricity power"))
+            + " |")
     syn = {m: t2[m].get("Synthetic") for m in ("GK16", "MQMApprox", "MQMExact")}
     L += ["", "Agreement and disagreements.  Times on different machines and languages, on a loaded machine, are "
           "only indicative.  Synthetic chains: our per-chain times are "
@@ -412,11 +420,13 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
           "any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact errors "
           "scale like sigma_max / T: the paper's chain is about 10^6 records long, ours 732 to 8,759, so our errors "
           "are larger by roughly that ratio.  Noise scales (sigma_max) of MQMExact / MQMApprox / GroupDP: "
-          + "; ".join(f"{n}: " + ", ".join(f"eps={e:g}: {r['sigma'][e]['MQMExact']:.4g} / {r['sigma'][e]['MQMApprox']:.4g}"
-                                           f" / {r['T'] / e:.4g}" for e in epsilons) for n, r in t3.items())
+          + "; ".join(f"{n}: " + ", ".join(f"eps={e:g}: {r['sigma'][e]['MQMExact']:.4g} / "
+                                           f"{r['sigma'][e]['MQMApprox']:.4g} / {r['T'] / e:.4g}"
+                                           for e in epsilons) for n, r in t3.items())
           + " -- MQMExact is never above MQMApprox, and MQMApprox reaches GroupDP (no gain) where the chain is too "
           "short for its mixing bounds, as for El Nino's 732 months over 51 states."]
     L += ["", f"Time: {elapsed:.1f} s for this section (2-core machine shared with other jobs)."]
     if run_info.quick:
-        L += ["", f"(Quick mode: epsilon in {list(epsilons)}, {trials} trials, a 5 x 5 synthetic grid, fewer data sets.)"]
+        L += ["", f"(Quick mode: epsilon in {list(epsilons)}, {trials} trials, a 5 x 5 synthetic grid, "
+                  "fewer data sets.)"]
     return "\n".join(L) + "\n"

@@ -34,7 +34,8 @@ import numpy as np
 from puffgm.api import calibrate, influence_curve, translate
 from puffgm.chains import ChainPriorClass
 from puffgm.chains.data import discretise
-from puffgm.chains.leakage import allocate_budget, temporal_leakage
+from puffgm.chains.leakage import LeakageSupremum, allocate_budget, temporal_leakage
+from puffgm.core.results import CalibrationResult
 
 __all__ = ["TITLE", "run", "mqm_view", "Comparison"]
 
@@ -89,11 +90,11 @@ def mqm_view(chain_class, *, epsilon_step: float, rtol: float = 1e-6) -> float:
     """
     scale = 1.0 / epsilon_step
     lo, hi = epsilon_step, chain_class.length * epsilon_step
-    if calibrate(chain_class, epsilon=lo).sigma_max <= scale:
+    if _sigma_max(chain_class, lo) <= scale:
         return lo
     while hi > lo * (1 + rtol):
         mid = math.sqrt(lo * hi)
-        if calibrate(chain_class, epsilon=mid).sigma_max <= scale:
+        if _sigma_max(chain_class, mid) <= scale:
             hi = mid
         else:
             lo = mid
@@ -127,10 +128,19 @@ class Allowed:
     group: float
 
 
+def _sigma_max(chain_class, epsilon: float) -> float:
+    """sigma_max of ``puffgm.calibrate`` (MQMExact) at ``epsilon``."""
+    result = calibrate(chain_class, epsilon=epsilon)
+    assert isinstance(result, CalibrationResult)  # no query: a CalibrationResult
+    return result.sigma_max
+
+
 def _compare(label, cc, curve, eps, rtol) -> Comparison:
     leak = temporal_leakage(cc, epsilon=eps)
+    sup = leak.supremum
+    assert isinstance(sup, LeakageSupremum)  # a constant budget has its supremum over T
     t = translate(curve, epsilon_dp=eps)
-    return Comparison(label, eps, leak.max_tpl, leak.supremum.sup_tpl, t.epsilon_puffer, t.b,
+    return Comparison(label, eps, leak.max_tpl, sup.sup_tpl, t.epsilon_puffer, t.b,
                       mqm_view(cc, epsilon_step=eps, rtol=rtol), cc.length * eps)
 
 
@@ -142,7 +152,7 @@ def _allowed(label, cc, curve, alpha) -> Allowed:
     except ValueError:
         ends = (math.nan,) * 3
     return Allowed(label, alpha, const.epsilon_step, ends, translate(curve, epsilon_puffer=alpha).epsilon_dp,
-                   1.0 / calibrate(cc, epsilon=alpha).sigma_max, alpha / cc.length)
+                   1.0 / _sigma_max(cc, alpha), alpha / cc.length)
 
 
 def _series_for_plot(chains, eps, alpha):
@@ -152,7 +162,8 @@ def _series_for_plot(chains, eps, alpha):
     for label, _, cc in picks:
         leak = temporal_leakage(cc, epsilon=eps)
         curve = influence_curve(cc, MAX_B)
-        curves[label] = (leak, translate(curve, epsilon_dp=eps).epsilon_puffer, mqm_view(cc, epsilon_step=eps, rtol=1e-4))
+        curves[label] = (leak, translate(curve, epsilon_dp=eps).epsilon_puffer,
+                         mqm_view(cc, epsilon_step=eps, rtol=1e-4))
     cc = picks[0][2]
     allocs = (allocate_budget(cc, target=alpha), allocate_budget(cc, target=alpha, scheme="ends"))
     return curves, allocs
@@ -165,7 +176,8 @@ def _plot(path, curves, allocs, eps, alpha):
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(curves) + 1, figsize=(5.0 * (len(curves) + 1), 3.9))
-    for ax, (label, (leak, curve_eps, mqm_eps)) in zip(axes, curves.items()):
+    # strict=False: one more axis than curves (the last panel is drawn after the loop)
+    for ax, (label, (leak, curve_eps, mqm_eps)) in zip(axes, curves.items(), strict=False):
         t = np.arange(1, leak.length + 1)
         ax.plot(t, leak.bpl, "--", color="tab:blue", label="BPL_t")
         ax.plot(t, leak.fpl, ":", color="tab:blue", label="FPL_t")
@@ -236,26 +248,27 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
     T, rtol, elapsed, quick = info
     L = [f"## {TITLE}", "",
          "The question of Cao, Yoshikawa, Xiao and Xiong (ICDE 2017, arXiv:1610.07543; IEEE TKDE 2018): a user's state "
-         "X_t follows a Markov chain, an epsilon_step-DP statistic of X_t is released at every step t = 1..T, the attacker "
-         "knows the chain; what Pufferfish parameter (secrets X_t = x vs x', Theta = the chain with its stationary start) "
-         "does the whole release reach, and which epsilon_step keeps it below a target alpha?  Three analyses answer "
-         "for the same release (the method and formulas: [docs/leakage.md](leakage.md)):", "",
-         "* **TPL**: max over t of TPL_t = BPL_t + FPL_t - epsilon_t (Cao et al.'s recursions, `puffgm leakage`), with the "
-         "time reversal of the stationary chain as backward matrix; *sup* is its limit as T grows (fixed points).",
-         "* **a(b) curve**: the release is per-entry epsilon_step-DP (each X_t moves one output), so Theorem 6 of Bai et "
-         f"al. makes it min over b of (b epsilon_step + a(b))-Pufferfish (`puffgm translate --epsilon-dp`; b up to {MAX_B} "
-         "and the trivial point (0, T)).",
+         "X_t follows a Markov chain, an epsilon_step-DP statistic of X_t is released at every step t = 1..T, the "
+         "attacker knows the chain; what Pufferfish parameter (secrets X_t = x vs x', Theta = the chain with its "
+         "stationary start) does the whole release reach, and which epsilon_step keeps it below a target alpha?  Three "
+         "analyses answer for the same release (the method and formulas: [docs/leakage.md](leakage.md)):", "",
+         "* **TPL**: max over t of TPL_t = BPL_t + FPL_t - epsilon_t (Cao et al.'s recursions, `puffgm leakage`), with "
+         "the time reversal of the stationary chain as backward matrix; *sup* is its limit as T grows (fixed points).",
+         "* **a(b) curve**: the release is per-entry epsilon_step-DP (each X_t moves one output), so Theorem 6 of Bai "
+         "et al. makes it min over b of (b epsilon_step + a(b))-Pufferfish (`puffgm translate --epsilon-dp`; b up to "
+         f"{MAX_B} and the trivial point (0, T)).",
          "* **MQM**: the release is f(X_t) + Lap(1/epsilon_step) for a 1-Lipschitz f, which the Markov Quilt Mechanism "
          "(Song et al., Theorem 4.3, MQMExact) certifies epsilon-Pufferfish for the smallest epsilon with "
          f"sigma_max(epsilon) <= 1/epsilon_step (bisection of `puffgm.calibrate`, relative {rtol:g}).", "",
-         "Conversely, for a target alpha: TPL's largest constant budget (bisection to 1e-6) and the schedule with larger "
-         "budgets at the two ends (TPL flat at alpha), the curve's epsilon_DP (`translate --epsilon-puffer`), and MQM's "
-         "1/sigma_max(alpha), the per-step Laplace budget MQM allows.  Group DP (T epsilon_step; alpha/T) is the "
-         "correlation-blind bound every analysis improves on.  All three bound the same quantity, so the smallest "
+         "Conversely, for a target alpha: TPL's largest constant budget (bisection to 1e-6) and the schedule with "
+         "larger budgets at the two ends (TPL flat at alpha), the curve's epsilon_DP (`translate --epsilon-puffer`), "
+         "and MQM's 1/sigma_max(alpha), the per-step Laplace budget MQM allows.  Group DP (T epsilon_step; alpha/T) is "
+         "the correlation-blind bound every analysis improves on.  All three bound the same quantity, so the smallest "
          "(largest budget) is the one to use.", "",
          "![leakage against t](results/temporal_leakage.png)", "",
          f"### Pufferfish parameter reached by per-step epsilon_step-DP releases (T = {T})", "",
-         "| chain | k | epsilon_step | TPL max_t | TPL sup (T -> inf) | a(b) curve (b used) | MQM | group DP | smallest |",
+         "| chain | k | epsilon_step | TPL max_t | TPL sup (T -> inf) | a(b) curve (b used) | MQM | group DP | "
+         "smallest |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     ks = {label: cc.k for label, _, cc in chains}
     wins = {"TPL": 0, "a(b) curve": 0, "MQM": 0}
@@ -266,14 +279,14 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
         L.append(f"| {r.label} | {ks[r.label]} | {r.epsilon_step:g} | {_f(r.tpl_max)} | {_f(r.tpl_sup)} | "
                  f"{_f(r.curve)} ({r.curve_b}) | {_f(r.mqm)} | {_f(r.group)} | {best} |")
     L += ["", f"### Per-step budget allowed for a target alpha (T = {T})", "",
-          "| chain | alpha | TPL constant | TPL ends: first / middle / last | a(b) curve epsilon_DP | MQM 1/sigma_max | "
-          "group DP | largest |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "| chain | alpha | TPL constant | TPL ends: first / middle / last | a(b) curve epsilon_DP | MQM 1/sigma_max "
+          "| group DP | largest |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for a in allowed:
-        best = {"TPL": a.tpl_constant, "a(b) curve": a.curve, "MQM": a.mqm}
-        top = max(best.values())
+        budgets = {"TPL": a.tpl_constant, "a(b) curve": a.curve, "MQM": a.mqm}
+        top = max(budgets.values())
         L.append(f"| {a.label} | {a.alpha:g} | {_f(a.tpl_constant)} | {' / '.join(_f(v) for v in a.ends)} | "
                  f"{_f(a.curve)} | {_f(a.mqm)} | {_f(a.group)} | "
-                 f"{', '.join(k for k, v in best.items() if v >= top * (1 - 1e-9))} |")
+                 f"{', '.join(k for k, v in budgets.items() if v >= top * (1 - 1e-9))} |")
     L += ["", f"Smallest parameter per row: TPL {wins['TPL']}, a(b) curve {wins['a(b) curve']}, MQM {wins['MQM']} "
           f"(of {len(rows)} rows).", "",
           "**When each is tighter.**  TPL uses the noise of the releases themselves: L(a) < a as soon as every two "
@@ -281,21 +294,22 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
           "variation distance between two rows).  On chains whose rows overlap substantially (the binary running "
           "examples and the box corner) it is the tightest by far, and it is close to exact there: randomized "
           "response at every step reaches TPL_t at every t on theta1 and theta2 (to 1e-12 for T = 6 and "
-          "epsilon_step 0.1, 0.5, 1: tests/chains/test_leakage.py enumerates every output).  The quilt analyses (curve and MQM) bound what the *exact* values of a quilt "
-          "reveal (the max-influence e(X_Q | X_i)) and pay card(X_N) epsilon_step for the nearby records: they ignore "
-          "that the quilt's records are released with noise, but they only need the correlation between X_i and "
-          "records b steps away to *decay*.  Chains with transition probabilities near zero (the fitted chains, whose "
-          "unseen transitions have probability tau = 1e-5) make L(a) close to a until e^a is about 1/tau, so TPL grows "
-          "like t epsilon_step up to about log(1/tau) before it saturates; where correlations decay within a few "
-          "steps (El Nino) the quilts stay far lower, so TPL is loose there (every per-entry DP release is within the "
-          "curve's bound).  Where they also decay slowly (hourly temperatures) every analysis is close to group DP.  "
-          "The schedule with larger ends is built for the supremum: its middle budget keeps sup TPL at alpha as T "
-          "grows, which on the fitted chains (sup TPL far above max over t of TPL for T = 100) is much smaller than "
-          "the constant budget for T = 100.  MQM is never above the curve (max over nodes of min over quilts versus "
-          "min over b of max over nodes, for the same quilts); the curve covers every per-entry DP mechanism, MQM "
-          "the Laplace release of its theorem.  TPL is never above group DP (L(a) <= a).  With two rows of disjoint "
-          "support (for example a periodic chain) TPL grows by epsilon_step at every step and its sup is infinite "
-          "(docs/leakage.md gives the exact condition).", ""]
+          "epsilon_step 0.1, 0.5, 1: tests/chains/test_leakage.py enumerates every output).  The quilt analyses (curve "
+          "and MQM) bound what the *exact* values of a quilt reveal (the max-influence e(X_Q | X_i)) and pay card(X_N) "
+          "epsilon_step for the nearby records: they ignore that the quilt's records are released with noise, but they "
+          "only need the correlation between X_i and records b steps away to *decay*.  Chains with transition "
+          "probabilities near zero (the fitted chains, whose unseen transitions have probability tau = 1e-5) make L(a) "
+          "close to a until e^a is about 1/tau, so TPL grows like t epsilon_step up to about log(1/tau) before it "
+          "saturates; where correlations decay within a few steps (El Nino) the quilts stay far lower, so TPL is loose "
+          "there (every per-entry DP release is within the curve's bound).  Where they also decay slowly (hourly "
+          "temperatures) every analysis is close to group DP.  The schedule with larger ends is built for the "
+          "supremum: its middle budget keeps sup TPL at alpha as T grows, which on the fitted chains (sup TPL far "
+          "above max over t of TPL for T = 100) is much smaller than the constant budget for T = 100.  MQM is never "
+          "above the curve (max over nodes of min over quilts versus min over b of max over nodes, for the same "
+          "quilts); the curve covers every per-entry DP mechanism, MQM the Laplace release of its theorem.  TPL is "
+          "never above group DP (L(a) <= a).  With two rows of disjoint support (for example a periodic chain) TPL "
+          "grows by epsilon_step at every step and its sup is infinite (docs/leakage.md gives the exact condition).",
+          ""]
     L += [f"*Note:* {n}." for n in notes]
     mode = " (quick mode: fewer chains and budgets, T = 50)" if quick else ""
     L += [f"Run time of this section: {elapsed:.1f} s{mode}.", ""]

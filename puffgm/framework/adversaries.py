@@ -63,8 +63,8 @@ class CloseAdversary:
         inf over Theta of the max over secrets of the two max-divergences of the conditionals.
     theta : int
         The prior of Theta attaining the infimum.
-    secret : str
-        The secret attaining the max for that prior.
+    secret : str or None
+        The secret attaining the max for that prior (None when every secret was skipped).
     per_prior : tuple of float
         max over secrets for each prior of Theta.
     epsilon : float or None
@@ -75,7 +75,7 @@ class CloseAdversary:
 
     delta: float
     theta: int
-    secret: str
+    secret: str | None
     per_prior: tuple
     epsilon: float | None = None
     skipped: tuple = ()

@@ -264,6 +264,7 @@ def bai_example_4_1(joint=None, nodes=("A", "B"), states=None, secret: Secret | 
 
 def _evaluate(secret: Secret, assignment) -> bool:
     if secret.kind == "predicate":
+        assert secret.func is not None  # a predicate secret carries its function
         return bool(secret.func(assignment))
     v = assignment[secret.node]
     if secret.kind in ("value", "in_set"):
@@ -416,7 +417,7 @@ def dp_as_pufferfish(n: int = 3, *, correlated: bool = False, n_priors: int = 3,
     priors = []
     if not correlated:
         for _ in range(n_priors):
-            joint = np.ones(())
+            joint: np.ndarray = np.ones(())
             for _i in range(n):
                 pi = rng.uniform(0.1, 0.9)
                 f1 = rng.uniform(0.1, 0.9)

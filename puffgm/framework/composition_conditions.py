@@ -276,7 +276,8 @@ def _stack(inst: Instantiation, mechanisms):
         mechs = [as_finite(mechanisms)]
     if not mechs:
         raise ParameterError("check_composition_conditions needs at least one mechanism.")
-    tables, labels = [], []
+    tables: list[np.ndarray] = []
+    labels: list[Any] = []  # a mechanism's output labels, or (mechanism index, label) pairs
     for j, m in enumerate(mechs):
         t = m.log_table(inst)
         tables.append(t)
@@ -401,7 +402,8 @@ def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: fl
             if key not in cache:
                 if cands.size == 0:
                     # report an output of D* that some partner cannot produce
-                    blk = np.flatnonzero(support[star] & ~support[partners[0]]) if partners.size else []
+                    blk: np.ndarray | list[int] = (np.flatnonzero(support[star] & ~support[partners[0]])
+                                                   if partners.size else [])
                     cache[key] = (math.inf, (), (), math.inf, None, 0,
                                   labels[int(blk[0])] if len(blk) else None)
                 else:

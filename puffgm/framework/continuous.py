@@ -246,7 +246,7 @@ def audit_absolute_error_sum(k: float = 1.0, *, epsilon: float = 1.0, step: floa
         pairs.extend(interval_pairs(v, centers, k))
     priors = []
     for _ in range(n_random):
-        joint = np.ones(())
+        joint: np.ndarray = np.ones(())
         for _v in nodes:
             joint = np.multiply.outer(joint, rng.dirichlet(np.full(grid.size, 0.5)))
         priors.append(joint)

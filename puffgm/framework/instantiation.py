@@ -124,8 +124,10 @@ class Secret:
     def mask(self, inst: Instantiation) -> np.ndarray:
         """Boolean array over the joint states of ``inst`` (shape ``inst.shape``)."""
         if self.kind == "predicate":
+            func = self.func
+            assert func is not None  # a predicate secret carries its function
             out = np.fromiter(
-                (bool(self.func(a)) for a in inst.iter_assignments()), dtype=bool, count=inst.n_databases
+                (bool(func(a)) for a in inst.iter_assignments()), dtype=np.bool_, count=inst.n_databases
             )
             return out.reshape(inst.shape)
         if self.node not in inst.axis:
@@ -157,7 +159,7 @@ class Secret:
         return np.broadcast_to(accept.reshape(shape), inst.shape)
 
     def to_dict(self) -> dict:
-        d = {"name": self.name, "kind": self.kind}
+        d: dict[str, Any] = {"name": self.name, "kind": self.kind}
         if self.node is not None:
             d["node"] = self.node
         if self.values:
@@ -339,7 +341,7 @@ def _cardinalities(nodes: Sequence | None, cards: Sequence) -> dict:
     return {n: tuple(range(int(c))) for n, c in zip(nodes, cards, strict=True)}
 
 
-def _nodes_and_states(resolved: list, nodes, states) -> tuple:
+def _nodes_and_states(resolved: list, nodes, states) -> tuple[tuple, dict]:
     """The database's nodes and ``{node: states}``: given, or those of the first model prior."""
     if nodes is None:
         first = next((r for r in resolved if r[0] == "model"), None)

@@ -15,6 +15,8 @@ computed here, and the audited losses.  Where they differ the dict says so in
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +37,8 @@ def flu(*, epsilon: float = 1.0) -> dict:
 
     inst, count = flu_clique()
     cal = calibrate_wasserstein(inst, count, epsilon=epsilon)
+    # calibrate_wasserstein always sets the group-DP sensitivity, and audits (W = 2 > 0)
+    assert cal.audit is not None and cal.group_dp_sensitivity is not None
     return {"case": "flu", "reference": "Song-Wang-Chaudhuri 2017, section 3 (Algorithm 1 example)",
             "paper": {"W": 2, "group_dp_sensitivity": 4}, "W": cal.W,
             "group_dp_sensitivity": cal.group_dp_sensitivity, "epsilon": epsilon, "scale": cal.scale,
@@ -76,9 +80,9 @@ def bai_4_1() -> dict:
     from puffgm.framework.cautionary import bai_example_4_1
 
     case = bai_example_4_1()
-    d = {"case": "bai-4.1", "reference": "Bai et al., Example 4.1 and Theorem 1",
-         "prior": "two bits, joint [[0.1, 0.2], [0.3, 0.4]], s1 = 'A = 1'",
-         "paper": {"one_run_loss": 0, "expected_runs": "<= 1 + 1/(1 - max P(D|s))"}}
+    d: dict[str, Any] = {"case": "bai-4.1", "reference": "Bai et al., Example 4.1 and Theorem 1",
+                         "prior": "two bits, joint [[0.1, 0.2], [0.3, 0.4]], s1 = 'A = 1'",
+                         "paper": {"one_run_loss": 0, "expected_runs": "<= 1 + 1/(1 - max P(D|s))"}}
     d.update(_collapse(case))
     d["theorem_1_bound"] = float(case.details["bound"])
     return d
@@ -158,7 +162,7 @@ def lemma_7_1(*, epsilon: float = 1.0, k: float = 1.0, step: float = 0.25) -> di
             "note": "point-mass priors at the far ends of two adjacent intervals: loss eps (1 - step/(4k)) -> eps"}
 
 
-CASES = {
+CASES: dict[str, Callable[..., dict]] = {
     "flu": flu,
     "close-adversary": close_adversary,
     "bai-4.1": bai_4_1,

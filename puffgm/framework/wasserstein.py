@@ -112,12 +112,12 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
     ca, cb = _exact_cdf(pa), _exact_cdf(pb)
     zero = Fraction(0)
     ends_a, ends_b = set(ca) | {zero}, set(cb) | {zero}
-    tol = Fraction(tol)
+    tol_q = Fraction(tol)
     best, lo = 0.0, zero
     for hi in sorted(ends_a | ends_b):
         if hi > lo:  # on (lo, hi] both quantile functions are constant
             same_law = (lo in ends_a and hi in ends_a) or (lo in ends_b and hi in ends_b)
-            if same_law or hi - lo > tol:
+            if same_law or hi - lo > tol_q:
                 qa = va[bisect_left(ca, hi)]
                 qb = vb[bisect_left(cb, hi)]
                 best = max(best, abs(float(qa) - float(qb)))

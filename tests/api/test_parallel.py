@@ -6,12 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _nets import random_network
 
 import puffgm
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
 from puffgm.exceptions import ParameterError, WorkerError
-
-from _nets import random_network
 
 ROOT = str(Path(__file__).resolve().parents[2])
 

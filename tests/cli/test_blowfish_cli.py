@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-
 LINE = '{"domain": {"kind": "ordered", "size": 10}, "graph": {"kind": "line"}}'
 CONSTRAINED = ('{"domain": {"kind": "ordered", "size": 4}, "graph": {"kind": "complete"}, '
                '"constraints": [{"values": [0, 1], "count": 1}], "n": 3}')

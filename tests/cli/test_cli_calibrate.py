@@ -7,9 +7,6 @@ import sys
 import pytest
 
 
-
-
-
 def test_json_fields(cli):
     code, out, err = cli("calibrate", "example:asia", "--epsilon", "2", "--lipschitz", "3", "--json")
     assert code == 0 and err == ""

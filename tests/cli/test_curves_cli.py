@@ -1,12 +1,10 @@
 """`puffgm curve` and `puffgm translate`."""
 
+import itertools
 import json
 import sys
 
 import pytest
-
-
-
 
 
 def test_curve_json(cli):
@@ -15,7 +13,7 @@ def test_curve_json(cli):
     d = json.loads(out)
     assert [p["b"] for p in d["points"]] == [1, 2, 3, 4, 5]
     assert d["points"][-1]["a"] == 0.0 and len(d["witnesses"]) == 5
-    assert all(x["a"] >= y["a"] for x, y in zip(d["points"], d["points"][1:]))
+    assert all(x["a"] >= y["a"] for x, y in itertools.pairwise(d["points"]))
 
 
 def test_curve_several_priors_and_chain_spec(tmp_path, cli):
@@ -108,7 +106,7 @@ def test_several_priors_form_one_class(tmp_path, kind, cli):
     each = json.loads(out)["curves"]
     assert [c["prior"] for c in each] == [p1, p2]
     # the class curve is the pointwise max of the members' own curves (Pufferfish is per prior)
-    assert _a(pooled["points"]) == [max(x, y) for x, y in zip(_a(each[0]["points"]), _a(each[1]["points"]))]
+    assert _a(pooled["points"]) == [max(x, y) for x, y in zip(_a(each[0]["points"]), _a(each[1]["points"]), strict=True)]
     assert _a(each[0]["points"]) != _a(each[1]["points"])  # the test can tell the members apart
     # the same class through the library
     from puffgm.api import influence_curve

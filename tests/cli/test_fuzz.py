@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
+from _nets import random_network  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
-from _nets import random_network  # noqa: E402
 
 FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

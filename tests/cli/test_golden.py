@@ -11,7 +11,6 @@ import json
 import pathlib
 
 import pytest
-
 from record_golden import COMMANDS, GOLDEN, run_cli, write_files
 
 RECORDED = json.loads(GOLDEN.read_text())

@@ -6,7 +6,6 @@ import sys
 
 import numpy as np
 import pytest
-
 from chains.test_leakage import random_matrix, straightforward
 
 KEYS = {"bpl", "fpl", "tpl", "max_tpl", "sup_tpl"}
@@ -30,7 +29,7 @@ def test_json_matches_an_independent_computation_on_random_chains(cli, tmp_path)
         assert code == 0 and err == ""
         d = json.loads(out)
         assert KEYS <= set(d) and len(d["tpl"]) == T
-        for key, ref in zip(("bpl", "fpl", "tpl"), straightforward(P, [eps] * T)):
+        for key, ref in zip(("bpl", "fpl", "tpl"), straightforward(P, [eps] * T), strict=True):
             np.testing.assert_allclose(d[key], ref, rtol=1e-9, atol=1e-12)
         assert d["max_tpl"] == pytest.approx(max(d["tpl"])) and d["sup_tpl"] >= d["max_tpl"]
         budgets = rng.uniform(0.1, 1.0, T)
@@ -79,7 +78,7 @@ def test_backward_matrix_and_families(cli, tmp_path):
     code, out, _ = cli("leakage", write(tmp_path, "f.json", fam), "--epsilon", "0.4", "--json")
     d = json.loads(out)
     assert code == 0 and [m["backward"] for m in d["members"]] == ["given", "given"]
-    refs = [straightforward(np.array(P), [0.4] * 6, np.array(B)) for P, B in zip(fam["transitions"], fam["backward"])]
+    refs = [straightforward(np.array(P), [0.4] * 6, np.array(B)) for P, B in zip(fam["transitions"], fam["backward"], strict=True)]
     np.testing.assert_allclose(d["tpl"], np.maximum(refs[0][2], refs[1][2]), rtol=1e-9)
 
 

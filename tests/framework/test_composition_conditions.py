@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from _nets import count_utility
+from _nets import random_pgmpy_network as random_network
 
 from puffgm.api import influence_curve
 from puffgm.exceptions import AuditError, ParameterError
@@ -18,9 +20,6 @@ from puffgm.framework.composition_conditions import (
 from puffgm.framework.instantiation import Instantiation, Secret
 from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishTopK
 from puffgm.networks.priors import PriorClass
-
-from _nets import random_pgmpy_network as random_network
-from _nets import count_utility
 
 CASES = [bai_example_4_1, lambda: bai_example_4_2(3), lambda: bai_example_4_2(4), bai_example_4_3]
 

@@ -30,7 +30,7 @@ def _random_joint(rng, shape, zeros=0):
 
 def _value_pairs(nodes, shape):
     pairs = []
-    for n, c in zip(nodes, shape):
+    for n, c in zip(nodes, shape, strict=True):
         for a, b in itertools.combinations(range(c), 2):
             pairs.append((Secret.value(n, a), Secret.value(n, b)))
     return pairs

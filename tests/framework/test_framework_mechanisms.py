@@ -84,11 +84,11 @@ def _random_network(rng, n_nodes, max_card=3, p_edge=0.4):
 def test_theorem_3_3_on_random_networks():
     """W <= group-DP sensitivity (Theorem 3.3) and the audited loss <= epsilon (Theorem 3.2)."""
     rng = np.random.default_rng(12)
-    for trial in range(12):
+    for _ in range(12):
         nets = [_random_network(rng, 4)]
         inst = Instantiation.bayesian_network_default(nets)
         w = rng.uniform(0.2, 2.0, size=len(inst.nodes))
-        q = lambda a, w=w: float(sum(wi * v for wi, v in zip(w, a.values())))  # noqa: E731
+        q = lambda a, w=w: float(sum(wi * v for wi, v in zip(w, a.values(), strict=True)))  # noqa: E731
         cal = calibrate_wasserstein(inst, q, epsilon=1.0)
         assert cal.W <= cal.group_dp_sensitivity + 1e-12
         if cal.W > 0:

@@ -3,11 +3,11 @@
 import pytest
 
 from puffgm.accounting import THEOREM_7, THEOREM_MQM, PrivacyAccountant
-from puffgm.core.curve import curve_from_points
 from puffgm.api import influence_curve
+from puffgm.core.curve import curve_from_points
+from puffgm.core.noise import NoiseSource, SeededNoise
 from puffgm.exceptions import BudgetError, CompositionError
 from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishLaplace, PufferfishTopK
-from puffgm.core.noise import NoiseSource, SeededNoise
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 
@@ -75,8 +75,8 @@ def test_bare_pufferfish_release_is_refused_with_reason():
 
 
 def test_different_curves_and_mixing_with_mqm_refused():
-    from puffgm.networks.calibration import calibrate
     from puffgm.mechanisms.laplace import release_laplace
+    from puffgm.networks.calibration import calibrate
 
     other = curve_from_points({1: 2.0}, n_entries=30, fingerprint="other")
     acc = PrivacyAccountant()

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from puffgm.accounting import PrivacyAccountant
-from puffgm.networks.calibration import calibrate
 from puffgm.api import influence_curve
 from puffgm.exceptions import CompositionError
 from puffgm.framework import Instantiation, Secret, audit_vector_laplace
 from puffgm.mechanisms.laplace import quilt_set_key, release_laplace
 from puffgm.mechanisms.pufferfish import pufferfish_laplace
+from puffgm.networks.calibration import calibrate
 from puffgm.networks.priors import NetworkPrior, PriorClass
 from puffgm.networks.secrets import SecretSpec
 

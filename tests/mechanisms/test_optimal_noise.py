@@ -15,16 +15,26 @@ import math
 
 import numpy as np
 import pytest
+from _nets import random_network
 from scipy.optimize import linprog
 
-from _nets import random_network
 from puffgm.core.query import SumQuery
 from puffgm.exceptions import ParameterError
 from puffgm.framework import Instantiation
 from puffgm.framework.audit import grouped_law
 from puffgm.mechanisms.optimal_noise import (
-    AUDIT_GUARD, SAMPLER, NoiseLaw, OptimalNoise, OptimalNoiseOptions, discrete_laplace, noise_loss_of,
-    noise_losses, optimal_noise_of, release_optimal_noise, sample_noise, tail_losses,
+    AUDIT_GUARD,
+    SAMPLER,
+    NoiseLaw,
+    OptimalNoise,
+    OptimalNoiseOptions,
+    discrete_laplace,
+    noise_loss_of,
+    noise_losses,
+    optimal_noise_of,
+    release_optimal_noise,
+    sample_noise,
+    tail_losses,
 )
 from puffgm.mechanisms.query import QueryLaws, laplace_losses
 from puffgm.networks.priors import PriorClass, load_prior_class

@@ -5,9 +5,12 @@ import math
 
 import numpy as np
 import pytest
+from _nets import count_utility
+from _nets import random_pgmpy_network as random_network
 from scipy.special import logsumexp
 
 from puffgm.api import influence_curve
+from puffgm.core.noise import SeededNoise
 from puffgm.exceptions import ParameterError
 from puffgm.framework.audit import audit_composition, audit_exponential, audit_finite, audit_laplace
 from puffgm.framework.instantiation import Instantiation
@@ -19,11 +22,7 @@ from puffgm.mechanisms.pufferfish import (
     exponential_log_probabilities,
     pufferfish_top_k,
 )
-from puffgm.core.noise import SeededNoise
 from puffgm.networks.priors import PriorClass
-
-from _nets import random_pgmpy_network as random_network
-from _nets import count_utility
 
 
 def setup(seed, n=4, card=2):

@@ -49,7 +49,7 @@ def test_laplace_loss_is_the_supremum_over_outputs():
     for scale in (0.4, 1.3, 6.0):
         loss, where = laplace_losses(rows, pairs, scale)
         pts = np.concatenate([np.linspace(-40, n + 40, 4001), g])
-        for (i, j), v in zip(pairs, loss):
+        for (i, j), v in zip(pairs, loss, strict=True):
             fa = logsumexp(rows[i][None] - np.abs(pts[:, None] - g) / scale, axis=1)
             fb = logsumexp(rows[j][None] - np.abs(pts[:, None] - g) / scale, axis=1)
             dense = np.max(np.abs(fa - fb))

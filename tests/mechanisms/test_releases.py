@@ -12,8 +12,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from puffgm.mechanisms.query import QueryRelease
-
 import puffgm
 from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyAccountant
 from puffgm.blowfish import Domain, Policy, line_graph
@@ -22,12 +20,17 @@ from puffgm.core.curve import curve_from_points
 from puffgm.core.release import Release, jsonable
 from puffgm.exceptions import CompositionError, PuffgmError
 from puffgm.framework.cautionary import flu_clique
-from puffgm.framework.continuous import (ContinuousRelease, release_aggregate_sum, release_relative_error,
-                                         release_sum_absolute_error)
+from puffgm.framework.continuous import (
+    ContinuousRelease,
+    release_aggregate_sum,
+    release_relative_error,
+    release_sum_absolute_error,
+)
 from puffgm.framework.wasserstein import WassersteinRelease, calibrate_wasserstein, release_wasserstein
 from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import OptimalNoiseRelease
 from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishRelease, PufferfishTopK
+from puffgm.mechanisms.query import QueryRelease
 from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")

@@ -1,15 +1,16 @@
 """Theorem 6 translation (Bai et al.) and its reduction to MQM on Markov chains (section 6.2)."""
 
 
-import pytest
+import dataclasses
 
-from puffgm.networks.calibration import calibrate
-from puffgm.core.curve import curve_from_points
-from puffgm.api import influence_curve
-from puffgm.exceptions import ParameterError
-from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
+import pytest
 from _nets import markov_chain_network
 
+from puffgm.api import influence_curve
+from puffgm.core.curve import curve_from_points
+from puffgm.exceptions import ParameterError
+from puffgm.mechanisms.translation import Translation, dp_epsilon, puffer_epsilon, translate
+from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 3.0, 2: 1.0, 3: 0.4, 4: 0.1}, n_entries=20)
 
@@ -24,7 +25,7 @@ def test_dp_epsilon_takes_the_best_point_not_the_min_of_algorithm_1():
     # the paper's line 8 ("min") would choose the worst admissible point
     assert min(cands)[0] < t.epsilon_dp
     assert isinstance(t, Translation) and "Theorem 6" in t.theorem
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         t.epsilon_dp = 1.0  # immutable
 
 
