@@ -138,7 +138,7 @@ class MQMApprox:
     0.4
     """
 
-    def __init__(self, chain_class: ChainPriorClass, *, use_reversible: bool = True):
+    def __init__(self, chain_class: ChainPriorClass | InfiniteChainClass, *, use_reversible: bool = True):
         if not isinstance(chain_class, (ChainPriorClass, InfiniteChainClass)):
             raise ParameterError(f"MQMApprox needs a ChainPriorClass; got {type(chain_class).__name__}.")
         self.chain_class = chain_class

@@ -60,7 +60,8 @@ class _Baseline:
         )
 
 
-def group_dp(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
+             lipschitz: float = 1.0) -> CalibrationResult:
     """GroupDP: sigma_max = T / epsilon (the whole chain is one group).
 
     Parameters
@@ -113,7 +114,8 @@ def gk16_gamma(P) -> float:
     return max(vals)
 
 
-def gk16(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
+         lipschitz: float = 1.0) -> CalibrationResult:
     """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
 
     Parameters

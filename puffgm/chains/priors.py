@@ -615,6 +615,13 @@ class InfiniteChainClass:
 
     __slots__ = ()
 
+    # provided by every subclass (declared here for type checkers; no values)
+    length: int
+    k: int
+    initial_kind: str
+    fingerprint: str
+    notes: tuple
+
     def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0):
         """MQMExact (Algorithm 3) over the class: a ``CalibrationResult`` whose sigma_max >= sup_theta sigma_theta."""
         raise NotImplementedError
