@@ -119,8 +119,8 @@ class BoundQuery:
         The sum of the smallest scores (grid units): F = (offset + sum of grid scores) / unit.
     unit : int
         Grid units per query unit (1 for integer scores).
-    n_nodes : int
-        The number of nodes of the class (for ``sum over all nodes``).
+    states : tuple of tuple of str
+        ``states[k]`` are the state names of ``nodes[k]``.
     notes : tuple of str
         What resolution did (left-out nodes, scaling).
     source : dict
@@ -131,7 +131,7 @@ class BoundQuery:
     scores: tuple
     offset: int
     unit: int
-    n_nodes: int
+    states: tuple
     notes: tuple
     source: dict
 
@@ -155,31 +155,36 @@ class BoundQuery:
         return int(sum(max(s) for n, s in zip(self.nodes, self.scores, strict=True) if n in chosen))
 
     def evaluate(self, record: Mapping) -> float:
-        """F on one record (a mapping node -> state name), in query units."""
-        total = self.offset
-        for n, s in zip(self.nodes, self.scores, strict=True):
-            total += s[record[n]] if isinstance(record[n], numbers.Integral) else s[self._state_index(n, record[n])]
-        return total / self.unit
+        """F on one record, in query units: the true answer to release.
 
-    def _state_index(self, node, state) -> int:
-        states = self.source.get("_states", {}).get(node)
-        if states is None or str(state) not in states:
-            raise ParameterError(f"Node {node!r} has no state {state!r}.")
-        return states.index(str(state))
+        Parameters
+        ----------
+        record : mapping node -> state name (or state index)
+            The value of every scored node (other nodes score a constant).
+
+        Raises
+        ------
+        ParameterError
+            When a scored node is missing or has no such state.
+        """
+        total = self.offset
+        for n, states, s in zip(self.nodes, self.states, self.scores, strict=True):
+            if n not in record:
+                raise ParameterError(f"The record has no value for the scored node {n!r}.")
+            v = record[n]
+            if isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= int(v) < len(states):
+                total += s[int(v)]
+            elif str(v) in states:
+                total += s[states.index(str(v))]
+            else:
+                raise ParameterError(f"Node {n!r} has no state {v!r}; its states are {list(states)}.")
+        return total / self.unit
 
     def to_dict(self) -> dict:
         """The query as given, with what resolution did (JSON-ready)."""
-        given = {k: v for k, v in self.source.items() if not k.startswith("_")}
-        return {"query": given, "scored_nodes": len(self.nodes), "unit": self.unit,
+        return {"query": dict(self.source), "scored_nodes": len(self.nodes), "unit": self.unit,
                 "min_value": self.offset / self.unit, "max_value": (self.offset + self.total) / self.unit,
                 "lipschitz": self.lipschitz, "notes": list(self.notes)}
-
-    def describe(self) -> str:
-        """A short description: the form and the number of scored nodes."""
-        form = "count" if "count" in self.source else "sum"
-        unit = "" if self.unit == 1 else f", scores scaled by {self.unit} to integers"
-        return f"{form} query over {len(self.nodes)} node(s), values {self.offset / self.unit:g}.." \
-               f"{(self.offset + self.total) / self.unit:g}{unit}"
 
 
 class SumQuery:
@@ -258,10 +263,9 @@ class SumQuery:
             if max(grid) > low:
                 kept.append(n)
                 scores.append(tuple(g - low for g in grid))
-        source = dict(self.spec)
         return BoundQuery(nodes=tuple(kept), scores=tuple(scores), offset=int(offset), unit=int(unit),
-                          n_nodes=len(nodes), notes=tuple(notes),
-                          source=source | {"_states": {n: tuple(map(str, states[n])) for n in kept}})
+                          states=tuple(tuple(map(str, states[n])) for n in kept), notes=tuple(notes),
+                          source=dict(self.spec))
 
     def _raw_scores(self, nodes, states) -> tuple:
         spec, notes = self.spec, list[str]()

@@ -75,6 +75,23 @@ def test_query_forms():
         load_query("{not json")
 
 
+def test_bound_query_evaluates_a_record_in_query_units():
+    nodes, states = ["A", "B", "C"], {"A": ("x", "y", "z"), "B": ("x", "w"), "C": ("u", "v")}
+    q = SumQuery({"scores": {"A": [0.5, -1, 2], "B": [1, 1], "C": [0, 0.25]}}).bind(nodes, states)
+    assert q.unit == 4 and q.nodes == ("A", "C")  # B scores a constant
+    assert q.evaluate({"A": "z", "B": "w", "C": "v"}) == 2 + 1 + 0.25
+    assert q.evaluate({"A": 1, "C": 0, "B": 0}) == -1 + 1 + 0
+    for v in range(3):
+        for c in range(2):
+            value = q.evaluate({"A": v, "C": c})
+            grid = q.offset + q.scores[0][v] + q.scores[1][c]
+            assert value == grid / q.unit and q.offset / q.unit <= value <= (q.offset + q.total) / q.unit
+    with pytest.raises(ParameterError, match="no value for the scored node 'C'"):
+        q.evaluate({"A": "x"})
+    with pytest.raises(ParameterError, match="no state 'q'"):
+        q.evaluate({"A": "q", "C": "u"})
+
+
 def test_release_and_accountant_refuse_composition():
     cal = puffgm.calibrate_query("example:asia", {"count": 0}, epsilon=1.0, method="optimal-laplace")
     acc = puffgm.PrivacyAccountant(budget=3.0)
