@@ -42,6 +42,7 @@ Both work on the integer grid of the query (the laws are log-probabilities on
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
@@ -150,8 +151,14 @@ class QueryLaws:
         """(rows, pairs, labels): every conditional law as a row, and the audited pairs as row indices.
 
         ``rows`` has shape (n_rows, total + 1); ``pairs`` is an int array (n_pairs, 2);
-        ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.
+        ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.  Built once
+        per QueryLaws (W, the losses, the optimal scale and the optimal noise all
+        read it); the arrays are read-only.
         """
+        return self._stack
+
+    @functools.cached_property
+    def _stack(self):
         rows: list = []
         pairs, labels, base = [], [], 0
         for nl in self.laws:
@@ -167,7 +174,10 @@ class QueryLaws:
                 labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
         width = self.query.total + 1
         mat = np.array(rows, dtype=np.float64).reshape(len(rows), width)
-        return mat, np.array(pairs, dtype=np.int64).reshape(len(pairs), 2), labels
+        idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
+        mat.setflags(write=False)
+        idx.setflags(write=False)
+        return mat, idx, tuple(labels)
 
 
 # ------------------------------------------------------------------ W_inf
@@ -457,6 +467,7 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
         return 0.0, best[0], best[1], best[2], evals
     hi = max(float(upper), 1e-12)
     best = at(hi)
+    evals += 1
     while best[0] > epsilon:
         hi *= 2.0
         best = at(hi)
@@ -465,7 +476,7 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
             raise AuditError("No Laplace scale reaches the privacy target (the loss does not fall to epsilon).")
     lo = 0.0
     while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi) if lo > 0 or hi < 1e-300 else hi / 2.0
+        mid = 0.5 * (lo + hi)
         res = at(mid)
         evals += 1
         if res[0] <= epsilon:
