@@ -130,11 +130,7 @@ def group_sensitivity(prior_class, query: BoundQuery) -> int:
     """
     import networkx as nx
 
-    g = nx.Graph()
-    g.add_nodes_from(prior_class.nodes)
-    for n, ps in prior_class.priors[0].parents.items():
-        g.add_edges_from((p, n) for p in ps)
-    return max((query.range_of(c) for c in nx.connected_components(g)), default=0)
+    return max((query.range_of(c) for c in nx.weakly_connected_components(prior_class.dag)), default=0)
 
 
 class _Tree:
@@ -232,13 +228,9 @@ def _check_time(deadline):
 
 def _relevant(prior_class, nodes) -> list:
     """The ancestral set of ``nodes``, in the class's (topological) order."""
-    parents = prior_class.priors[0].parents
-    keep, todo = set(nodes), list(nodes)
-    while todo:
-        for p in parents[todo.pop()]:
-            if p not in keep:
-                keep.add(p)
-                todo.append(p)
+    import networkx as nx
+
+    keep = set(nodes).union(*(nx.ancestors(prior_class.dag, n) for n in nodes))
     return [n for n in prior_class.nodes if n in keep]
 
 

@@ -158,6 +158,16 @@ def test_class_is_the_max_of_each_priors_own_calibration():
     assert both.scale == pytest.approx(max(e.scale for e in each), rel=2e-6)
 
 
+def test_barren_nodes_are_pruned_exactly():
+    """Only the ancestors of the scored and protected nodes enter the tree; the answer is the full joint's."""
+    prior = load_prior_class(["example:asia"]).priors[0]
+    scores = {"either": [1, 0], "bronc": [0, 2]}
+    cal = puffgm.calibrate_query(prior, {"scores": scores}, epsilon=1.0, protected=["smoke"], baselines=False)
+    laws = _exact_laws(prior, scores)
+    assert cal.wasserstein == _w_exact(laws[("smoke", 0)], laws[("smoke", 1)])
+    assert cal.n_pairs == 1 and cal.group_dp_scale == 3.0
+
+
 def test_tiny_atoms_count_in_w():
     """A state of probability 1e-200 far out in F still moves W (an essential supremum ignores only null sets)."""
     from puffgm.networks.priors import NetworkPrior
