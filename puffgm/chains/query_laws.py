@@ -59,34 +59,34 @@ def _shift(row: np.ndarray, by: int, length: int) -> np.ndarray:
     return out
 
 
+def _shifted(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Row x moved right by scores[x] on a common axis of length rows.shape[1] + max(scores): adding X's score."""
+    width = rows.shape[1] + int(scores.max())
+    return np.stack([_shift(rows[x], int(scores[x]), width) for x in range(rows.shape[0])])
+
+
 def _forward(logq, logP, S, deadline):
     """alpha_t for t = 1..T (each (k, 1 + sum of max scores before t)), as a generator."""
-    k = logP.shape[0]
     alpha = logq[:, None].copy()
     for t in range(S.shape[0]):
         yield alpha
         if t == S.shape[0] - 1:
             return
         _check(deadline)
-        width = alpha.shape[1] + int(S[t].max())
-        moved = np.stack([_shift(alpha[x], int(S[t, x]), width) for x in range(k)])  # (k, width)
         with np.errstate(invalid="ignore"):
-            alpha = np.logaddexp.reduce(moved[:, None, :] + logP[:, :, None], axis=0)
+            alpha = np.logaddexp.reduce(_shifted(alpha, S[t])[:, None, :] + logP[:, :, None], axis=0)
 
 
-def _backward(logP, S, deadline) -> list:
-    """beta_t for t = 1..T (each (k, 1 + sum of max scores after t))."""
+def _backward(logP, S, deadline):
+    """(t, beta_t) for t = T..1 (0-based T-1..0; each (k, 1 + sum of max scores after t)), as a generator."""
     T, k = S.shape
-    beta: list = [None] * T
-    beta[T - 1] = np.zeros((k, 1))
-    for t in range(T - 2, -1, -1):
-        _check(deadline)
-        nxt = beta[t + 1]
-        width = nxt.shape[1] + int(S[t + 1].max())
-        moved = np.stack([_shift(nxt[y], int(S[t + 1, y]), width) for y in range(k)])  # (k, width)
-        with np.errstate(invalid="ignore"):
-            beta[t] = np.logaddexp.reduce(logP[:, :, None] + moved[None, :, :], axis=1)
-    return beta
+    beta = np.zeros((k, 1))
+    for t in range(T - 1, -1, -1):
+        if t < T - 1:
+            _check(deadline)
+            with np.errstate(invalid="ignore"):
+                beta = np.logaddexp.reduce(logP[:, :, None] + _shifted(beta, S[t + 1])[None, :, :], axis=1)
+        yield t, beta
 
 
 def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -117,13 +117,12 @@ def _normalise(rows: np.ndarray):
 
 def _exact_member(m, index: int, S, pairs, deadline) -> list:
     logq, logP = _logs(m)
-    beta = _backward(logP, S, deadline)
+    beta = dict(_backward(logP, S, deadline))
     total = int(S.max(axis=1).sum())
     out = []
     for t, alpha in enumerate(_forward(logq, logP, S, deadline)):
         _check(deadline)
-        own = np.stack([_shift(alpha[x], int(S[t, x]), alpha.shape[1] + int(S[t].max())) for x in range(m.k)])
-        joint = _convolve_rows(own, beta[t])
+        joint = _convolve_rows(_shifted(alpha, S[t]), beta[t])
         joint = np.concatenate([joint, np.full((m.k, total + 1 - joint.shape[1]), -np.inf)], axis=1)
         cond, marg = _normalise(joint)
         out.append(NodeLaws(prior=index, node=node_name(t + 1), states=m.states, log_cond=cond,
@@ -133,17 +132,9 @@ def _exact_member(m, index: int, S, pairs, deadline) -> list:
 
 def _backward_w(logP, S, pairs, deadline) -> list:
     """W_inf between the future-sum laws B_{t,a} and B_{t,b} for every t and pair (beta not stored)."""
-    T, k = S.shape
-    out: list = [None] * T
-    beta = np.zeros((k, 1))
+    out: list = [None] * S.shape[0]
     guess = [0] * len(pairs)
-    for t in range(T - 1, -1, -1):
-        _check(deadline)
-        if t < T - 1:
-            width = beta.shape[1] + int(S[t + 1].max())
-            moved = np.stack([_shift(beta[y], int(S[t + 1, y]), width) for y in range(k)])
-            with np.errstate(invalid="ignore"):
-                beta = np.logaddexp.reduce(logP[:, :, None] + moved[None, :, :], axis=1)
+    for t, beta in _backward(logP, S, deadline):
         guess = [w_inf_near(beta[a], beta[b], g) for (a, b), g in zip(pairs, guess, strict=True)]
         out[t] = guess
     return out
