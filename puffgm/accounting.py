@@ -314,7 +314,6 @@ class PrivacyAccountant:
         # does not declare them
         release = cast(Any, release)
         rule = release.composition
-        self._refuse_after_single(release.mechanism)
         if rule == "curve":
             self.record_dp(release, label=label)
         elif rule == "blowfish":
