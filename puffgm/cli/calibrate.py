@@ -93,6 +93,24 @@ def _time_limit(args) -> float:
     return check_time_limit(args.time_limit, "puffgm calibrate (--time-limit)") or 0.0
 
 
+def _protected(args) -> list | None:
+    """``--protect`` as a list of node names (None when not given)."""
+    return None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()]
+
+
+def _positive_int(args, flag: str) -> int | None:
+    """The value of ``--FLAG`` checked as an integer >= 1 (None when not given)."""
+    from puffgm.core.validation import check_positive_int
+
+    value = getattr(args, flag.replace("-", "_"))
+    return None if value is None else check_positive_int(value, flag, "puffgm calibrate")
+
+
+def _flag_names(keys) -> list:
+    """Command-line flags of option names (``protected`` is ``--protect``)."""
+    return ["--" + k.replace("_", "-").replace("protected", "protect") for k in keys]
+
+
 def _options(args, prior) -> dict:
     """The calibration options given on the command line (flags left out are not passed).
 
@@ -101,21 +119,18 @@ def _options(args, prior) -> dict:
     that have one.  Every other flag is passed on, and the prior kind refuses the
     flags it does not use (one line naming its options).
     """
-    from puffgm.core.validation import check_positive_int
     from puffgm.exceptions import ParameterError
     from puffgm.networks.quilt_certify import check_certify_budget
     from puffgm.networks.quilt_search import check_search_budget
 
     given = {
-        "protected": None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()],
-        "max_quilt_states": None if args.max_quilt_states is None else check_positive_int(
-            args.max_quilt_states, "max-quilt-states", "puffgm calibrate"),
+        "protected": _protected(args),
+        "max_quilt_states": _positive_int(args, "max-quilt-states"),
         "search_budget": None if args.search_budget is None else check_search_budget(
             args.search_budget, "puffgm calibrate"),
         "certify_budget": None if args.certify_budget is None else check_certify_budget(
             args.certify_budget, "puffgm calibrate"),
-        "max_table_entries": None if args.max_table_entries is None else check_positive_int(
-            args.max_table_entries, "max-table-entries", "puffgm calibrate"),
+        "max_table_entries": _positive_int(args, "max-table-entries"),
         "time_limit": None if args.time_limit is None else _time_limit(args) or None,  # 0: no limit
         "paper_convention": True if args.paper_convention else None,
     }
@@ -125,7 +140,7 @@ def _options(args, prior) -> dict:
         options["time_limit"] = DEFAULT_TIME_LIMIT
     unused = sorted(set(options) - set(accepted))
     if unused:
-        flags = ", ".join("--" + k.replace("_", "-").replace("protected", "protect") for k in unused)
+        flags = ", ".join(_flag_names(unused))
         raise ParameterError(f"{flags} {'does' if len(unused) == 1 else 'do'} not apply to {prior.kind} "
                              f"(method {args.method!r}).")
     if args.per_node and "per_node" in accepted:
@@ -137,15 +152,12 @@ def _options(args, prior) -> dict:
 
 def _query_options(args, prior) -> dict:
     """The options of a query-specific calibration given on the command line; others are refused."""
-    from puffgm.core.validation import check_positive_int
     from puffgm.exceptions import ParameterError
 
     given = {
-        "protected": None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()],
-        "max_table_entries": None if args.max_table_entries is None else check_positive_int(
-            args.max_table_entries, "max-table-entries", "puffgm calibrate"),
-        "max_sum_length": None if args.max_sum_length is None else check_positive_int(
-            args.max_sum_length, "max-sum-length", "puffgm calibrate"),
+        "protected": _protected(args),
+        "max_table_entries": _positive_int(args, "max-table-entries"),
+        "max_sum_length": _positive_int(args, "max-sum-length"),
     }
     options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     accepted = prior.query_options or ()
@@ -154,11 +166,12 @@ def _query_options(args, prior) -> dict:
                                ("--certify-budget", args.certify_budget), ("--paper-convention", args.paper_convention),
                                ("--per-node", args.per_node)) if v]
     if unused or mqm_only:
-        flags = ", ".join(["--" + k.replace("_", "-").replace("protected", "protect") for k in unused] + mqm_only)
+        flags = ", ".join(_flag_names(unused) + mqm_only)
         raise ParameterError(f"{flags} {'does' if len(unused) + len(mqm_only) == 1 else 'do'} not apply to "
                              f"method {args.method!r} on {prior.kind}.")
-    if _time_limit(args) != 0:
-        options["time_limit"] = _time_limit(args)
+    limit = _time_limit(args)
+    if limit != 0:
+        options["time_limit"] = limit
     if args.objective is not None:
         if args.method != "optimal-noise":
             raise ParameterError("--objective applies only to --method optimal-noise.")
