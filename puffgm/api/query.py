@@ -122,7 +122,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     t0 = time.monotonic()
     W, w_witness, per_prior = wasserstein_of(laws)
     w_scale = W / epsilon
-    w_loss = None
+    w_loss = 0.0 if laws.exact else None  # exact loss at W / epsilon (0: W = 0, the exact answer is released)
     if laws.exact and W > 0:
         w_loss, _, _ = laplace_loss_of(laws, w_scale)
         if w_loss > epsilon * (1 + _AUDIT_RTOL):
@@ -152,10 +152,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     if not laws.exact:
         notes.append("W is a certified upper bound (past and future of each position coupled separately)")
     if method == "wasserstein":
-        scale, loss, witness, theorem = w_scale, w_loss if W > 0 else 0.0, _witness(w_witness, unit), \
-            THEOREM_WASSERSTEIN
-        if not laws.exact:
-            loss = None
+        scale, loss, witness, theorem = w_scale, w_loss, _witness(w_witness, unit), THEOREM_WASSERSTEIN
     elif method == "optimal-laplace":
         scale, loss, witness, theorem = opt[0], opt[1], _witness(opt[2], unit), THEOREM_OPTIMAL_LAPLACE
     else:
@@ -168,7 +165,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         per_prior=tuple(w / unit for w in per_prior), query=q.to_dict(), exact=laws.exact,
         prior=laws.prior_name, secrets=laws.secrets, n_pairs=_n_pairs(laws), seconds=seconds,
         notes=tuple(notes), theorem=theorem, optimal_noise=noise,
-        wasserstein_loss=(w_loss if W > 0 else 0.0) if laws.exact else None,
+        wasserstein_loss=w_loss,
         optimal_laplace_loss=None if opt is None else opt[1],
     )
 
