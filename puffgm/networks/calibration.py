@@ -35,6 +35,7 @@ the branch and bound of :mod:`puffgm.networks.quilt_search` and, with
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, fields, replace
@@ -91,22 +92,48 @@ def _resolve_n_jobs(n_jobs, n_nodes: int) -> int:
     return max(1, cores + 1 + n_jobs) if n_jobs < 0 else n_jobs
 
 
+#: The quilt search each worker thread keeps between its tasks (the latest calibration's only).
+_WORKER = threading.local()
+
+
+def _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries) -> QuiltSearch:
+    """This worker's :class:`QuiltSearch` for these arguments, built once per calibration.
+
+    A worker process runs many node searches of one calibration (one node per task under a
+    time limit); keeping the search keeps its calibrated junction tree, its conditionals and
+    its moral graph.  What is kept per node (influences, quilts, d-separation memos, all
+    keyed by node) is dropped at the start of every task, so a node's result and the counts
+    do not depend on the nodes searched before it in the same worker.
+    """
+    key = (prior_class.fingerprint, secrets[0], tuple(sorted(secrets[1].items())), max_quilt_states, exhaustive,
+           max_table_entries)
+    if getattr(_WORKER, "key", None) != key:
+        _WORKER.key, _WORKER.search = None, None  # free the previous calibration's search first
+        spec = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
+        _WORKER.search = QuiltSearch(prior_class, spec, max_quilt_states, exhaustive, max_table_entries)
+        _WORKER.key = key
+    return _WORKER.search
+
+
 def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon,
                 deadline=None):
-    """Worker of the parallel road: active quilts of ``nodes`` and the influence cache behind them."""
-    secrets = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
-    search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
-    if deadline is not None:
-        def check():
-            if time.time() > deadline:
-                raise TimeLimitError(
-                    f"Calibrating network {prior_class.priors[0].name!r} reached its time_limit before "
-                    f"the node search finished; protect fewer nodes, lower max_quilt_states or raise "
-                    "time_limit (--time-limit SECONDS; 0: no limit).")
+    """Worker of the parallel road: active quilts of ``nodes``, the influences computed for them, and
+    the evaluation and skipped counts of this task."""
+    search = _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
+    name = prior_class.priors[0].name
 
-        search.engine.deadline_check = check
+    def check():
+        if deadline is not None and time.time() > deadline:
+            raise TimeLimitError(
+                f"Calibrating network {name!r} reached its time_limit before the node search finished; protect "
+                "fewer nodes, lower max_quilt_states or raise time_limit (--time-limit SECONDS; 0: no limit).")
+
+    search.forget_nodes()  # what the previous task's nodes left: the parent has it already
+    engine = search.engine
+    engine.deadline_check = check if deadline is not None else None
+    evaluations, skipped = engine.evaluations, search.skipped
     out = {n: search.best(n, epsilon=epsilon) for n in nodes}
-    return out, search.engine._cache, search.engine.evaluations, search.skipped
+    return out, engine._cache, engine.evaluations - evaluations, search.skipped - skipped
 
 
 #: The projection of a calibration's time refuses at once when it exceeds the limit this many

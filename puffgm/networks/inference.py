@@ -49,6 +49,9 @@ _CACHE_MAX_ENTRIES = 1 << 22
 _EINSUM_OPTIMIZE_MIN = 1 << 15
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
+#: Largest pairwise pass: total clique entries times the states of the evidence node (the
+#: batch axis).  Above it, one small elimination per pair is faster.
+PAIR_PASS_MAX_ENTRIES = 1 << 24
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
@@ -541,7 +544,9 @@ class LogVariableElimination:
         -------
         dict or None
             ``{j: table}`` with axes (node, j).  None when the network's junction
-            tree exceeds :data:`PAIR_TREE_MAX_ENTRIES` or a probability could fall
+            tree exceeds :data:`PAIR_TREE_MAX_ENTRIES`, the pass (the tree times the
+            states of ``node``) :data:`PAIR_PASS_MAX_ENTRIES`, one clique times the
+            states of ``node`` ``max_table_entries``, or a probability could fall
             below 1e-280 on the way (then ask :meth:`log_marginal` per pair).
 
         Notes
@@ -563,7 +568,8 @@ class LogVariableElimination:
         k0 = self._index[node]
         cliques, parent, beta, sep, blo, biggest, nbrs = tree
         card = self._card
-        if biggest * card[k0] > min(PAIR_TREE_MAX_ENTRIES, self.max_table_entries):
+        total = sum(b.size for b in beta)
+        if biggest * card[k0] > self.max_table_entries or total * card[k0] > PAIR_PASS_MAX_ENTRIES:
             return None
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
         start = self._home(k0)

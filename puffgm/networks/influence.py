@@ -154,6 +154,13 @@ class InfluenceEngine:
         self.evaluations = 0
         self.deadline_check: Callable[[], None] | None = None  # a callable that raises when a time limit is reached
 
+    def forget_nodes(self):
+        """Drop the influences computed so far and the latest node's pairwise tables (the
+        inference engines keep their calibrated junction trees)."""
+        self._cache = {}
+        self._pair_node = self._pair_results_node = self._pair_results = None
+        self._pair_tables = []
+
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
         quilt = tuple(sorted(quilt, key=self._position.__getitem__)) if len(quilt) > 1 else tuple(quilt)

@@ -130,6 +130,17 @@ class QuiltSearch:
         self._order = {n: k for k, n in enumerate(prior_class.nodes)}
         self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
 
+    def forget_nodes(self):
+        """Drop what is kept per node (influences, quilts, d-separation memos) and keep what
+        serves every node (the calibrated junction tree, conditionals, the moral graph).
+
+        Every dropped entry is keyed by the protected node it was computed for, so a search
+        that forgets between nodes gives each node the result of a fresh search.
+        """
+        self._quilts.clear()
+        self._dsep.forget()
+        self.engine.forget_nodes()
+
     def _make(self, node, quilt) -> MarkovQuilt:
         """make_quilt(dag, node, quilt), on the compiled DAG and memoised."""
         key = (node, quilt if isinstance(quilt, frozenset) else frozenset(quilt))
@@ -212,6 +223,10 @@ class QuiltSearch:
             add(boundary)
             minimal = self._minimal(node, boundary)
             if minimal != boundary:
+                key = (node, minimal)
+                if key not in self._quilts:  # X_R grows by the dropped nodes, X_N is the boundary's
+                    mq = self._make(node, boundary)
+                    self._quilts[key] = MarkovQuilt(node, minimal, mq.nearby, mq.remote | (boundary - minimal))
                 add(minimal)
             # the strongest boundary node; strengths within 1e-9 are ties (they differ by
             # rounding only), broken by name, so the family does not depend on rounding
@@ -223,35 +238,32 @@ class QuiltSearch:
         return list(seen.values())
 
     def _minimal(self, node, quilt) -> frozenset:
-        """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set."""
+        """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set.
+
+        The quilt nodes are tried in reverse node order; v is dropped iff the Bayes ball
+        given the current quilt never touches v.  That is exactly "v is d-separated from
+        ``node`` by the rest":
+
+        * not touched: an active trail to v given the rest would be active, up to v,
+          given the quilt too;
+        * touched: the trail that reaches v stays active given the rest, except at
+          colliders open only because they are ancestors of v, and from the first such
+          collider a directed path of unobserved nodes leads down to v.
+
+        By the contraction property of d-separation (i _|_ R | Q and i _|_ v | Q - v give
+        i _|_ R + v | Q - v) the remote set never shrinks, and touched sets only shrink as
+        nodes leave the quilt, so the touched set of an earlier quilt rules nodes out
+        until a drop makes it stale: one Bayes ball per drop.
+        """
         dsep = self._dsep
         q = dsep.bits(quilt)
-        reach, touched = dsep.reach_and_touched(node, q)
-        first_touched, fresh = touched, True
-        target = dsep.all_bits & ~reach & ~q
+        touched, fresh = dsep.reach_and_touched(node, q)[1], True
         for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
-            k = dsep.index[v]
-            vb = 1 << k
-            trial = q & ~vb
-            if not first_touched & vb:
-                # the ball never reaches v: v is d-separated by the rest (touched sets only
-                # shrink as d-separated nodes leave the quilt), and dropping a d-separated
-                # node only closes trails (the remote set cannot shrink)
-                q, fresh = trial, False
-                continue
-            if dsep.desc[k] & trial:
-                # v is an ancestor of another quilt node, so An(quilt) does not change without v:
-                # the ball given the rest reaches v iff the ball given the quilt touches v
-                if not fresh:
-                    touched, fresh = dsep.reach_and_touched(node, q)[1], True
-                if touched & vb:
-                    continue  # v is d-connected given the rest: it stays
-                q, fresh = trial, False
-                continue
-            # v is screened off and nothing moves nearby: the ball given the rest reaches
-            # neither v nor any node of the remote set (stopped at the first it reaches)
-            if not dsep.reaches_any(node, trial, target | vb):
-                q, fresh = trial, False
+            vb = 1 << dsep.index[v]
+            if touched & vb and not fresh:
+                touched, fresh = dsep.reach_and_touched(node, q)[1], True
+            if not touched & vb:
+                q, fresh = q & ~vb, False
         return dsep.names(q)
 
     # ----------------------------------------------------------------- scoring

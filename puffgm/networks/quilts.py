@@ -226,6 +226,10 @@ class DSeparationIndex:
             bits >>= 8
         return frozenset(out)
 
+    def forget(self):
+        """Empty the memo of Bayes-ball results."""
+        self._memo.clear()
+
     def dconnected_bits(self, source, observed: int) -> int:
         """Bitmask of the nodes d-connected to ``source`` given ``observed`` (``source`` included)."""
         return self.reach_and_touched(source, observed)[0]
