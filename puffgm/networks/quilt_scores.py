@@ -240,31 +240,25 @@ class QuiltSearch:
     def _minimal(self, node, quilt) -> frozenset:
         """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set.
 
-        The quilt nodes are tried in reverse node order; v is dropped iff the Bayes ball
-        given the current quilt never touches v.  That is exactly "v is d-separated from
-        ``node`` by the rest":
+        The result is the quilt nodes the Bayes ball from ``node`` given the quilt touches,
+        so one ball (the one that gave the quilt its remote set) decides every node:
 
-        * not touched: an active trail to v given the rest would be active, up to v,
-          given the quilt too;
-        * touched: the trail that reaches v stays active given the rest, except at
-          colliders open only because they are ancestors of v, and from the first such
-          collider a directed path of unobserved nodes leads down to v.
+        * an untouched v is d-separated from ``node`` by the rest: an active trail to v
+          given the rest would be active, up to v, given the quilt too;
+        * dropping an untouched v changes nothing else the ball does: a collider that
+          stops being open (an ancestor of v only) would, once entered, lead the ball down
+          a directed path of unobserved nodes to v, so it is never entered;
+        * a touched v stays: the trail that reaches it is active given the rest, for the
+          same reason, so v is d-connected to ``node`` given the rest.
 
         By the contraction property of d-separation (i _|_ R | Q and i _|_ v | Q - v give
-        i _|_ R + v | Q - v) the remote set never shrinks, and touched sets only shrink as
-        nodes leave the quilt, so the touched set of an earlier quilt rules nodes out
-        until a drop makes it stale: one Bayes ball per drop.
+        i _|_ R + v | Q - v) the remote set grows by exactly the dropped nodes and the
+        nearby set is the quilt's.  This is the quilt of dropping, one by one, every node
+        whose removal keeps the remote set (in any order).
         """
         dsep = self._dsep
         q = dsep.bits(quilt)
-        touched, fresh = dsep.reach_and_touched(node, q)[1], True
-        for v in sorted(quilt, key=self._order.__getitem__, reverse=True):
-            vb = 1 << dsep.index[v]
-            if touched & vb and not fresh:
-                touched, fresh = dsep.reach_and_touched(node, q)[1], True
-            if not touched & vb:
-                q, fresh = q & ~vb, False
-        return dsep.names(q)
+        return dsep.names(q & dsep.reach_and_touched(node, q)[1])
 
     # ----------------------------------------------------------------- scoring
     def choice(self, quilt: MarkovQuilt, *, epsilon=None) -> QuiltChoice:

@@ -261,6 +261,43 @@ def test_minimal_separator_shortcuts_match_the_plain_definition():
             assert search._minimal(node, q) == plain(pc.dag, list(pc.nodes), node, q)
 
 
+def test_minimal_separator_is_the_touched_part_of_the_quilt_on_random_dags():
+    """One Bayes ball decides the minimal separator: the quilt nodes it touches, whatever the node order."""
+    from puffgm.networks.quilts import DSeparationIndex, make_quilt
+
+    def plain(dag, order, node, quilt):
+        q = set(quilt)
+        target = make_quilt(dag, node, q).remote
+        for v in sorted(quilt, key=order.index, reverse=True):
+            cand = make_quilt(dag, node, q - {v})
+            if v in cand.remote and target <= cand.remote:
+                q = q - {v}
+        return frozenset(q)
+
+    rng = np.random.default_rng(7)
+    dropped = 0
+    for _ in range(150):
+        n = int(rng.integers(4, 14))
+        topo = [f"v{k}" for k in range(n)]
+        dag = nx.DiGraph()
+        dag.add_nodes_from(str(v) for v in rng.permutation(topo))  # node order is not topological
+        p = rng.uniform(0.1, 0.6)
+        dag.add_edges_from((topo[a], topo[b]) for a in range(n) for b in range(a + 1, n) if rng.random() < p)
+        search = QuiltSearch.__new__(QuiltSearch)
+        search._dsep = DSeparationIndex(dag)
+        search._order = {v: k for k, v in enumerate(dag.nodes)}
+        for _ in range(8):
+            node = str(rng.choice(topo))
+            q = frozenset(str(v) for v in rng.choice(topo, int(rng.integers(1, n)), replace=False)) - {node}
+            minimal = search._minimal(node, q)
+            assert minimal == plain(dag, list(dag.nodes), node, q)
+            if q:
+                full, small = make_quilt(dag, node, q), make_quilt(dag, node, minimal)
+                assert small.remote == full.remote | (q - minimal) and small.nearby == full.nearby
+            dropped += len(q - minimal)
+    assert dropped > 100  # the rule is exercised
+
+
 def test_time_limit_refuses_with_the_projection_and_the_option():
     from puffgm.exceptions import TimeLimitError
 
