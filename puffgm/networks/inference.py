@@ -194,6 +194,16 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
     return np.einsum(*args)
 
 
+def _broadcast_to(table, vars_, target) -> np.ndarray:
+    """A view of ``table`` (axes ``vars_`` then a batch axis) broadcastable against a table with
+    axes ``target`` then the batch axis (``vars_`` a subset of ``target``)."""
+    where = {v: k for k, v in enumerate(target)}
+    perm = sorted(range(len(vars_)), key=lambda k: where[vars_[k]])
+    t = table.transpose(perm + [len(vars_)]) if perm != list(range(len(vars_))) else table
+    present = set(vars_)
+    return t.reshape(tuple(table.shape[vars_.index(v)] if v in present else 1 for v in target) + (table.shape[-1],))
+
+
 class _Underflow(Exception):
     """A product could fall below the floating-point range: redo the query in log space."""
 
@@ -560,7 +570,10 @@ class LogVariableElimination:
         along the tree: P(C_w, a) = P(C_w) * P(S, a) / P(S) over the separator
         S of each edge, with 0 where P(S) = 0 (then P(C_w) = 0 too), so zeros
         are exact; a lower bound on every positive entry (the sum of the logs
-        of the smallest positive entries along the path) guards underflow.
+        of the smallest positive entries along the path, replaced by the exact
+        smallest entry of a clique's table when it falls below 1e-280) guards
+        underflow.  The product P(C_w | S) P(S, a) is one multiplication per entry,
+        the rounding of ``numpy.einsum``'s.
         """
         tree = self._tree()
         if tree is None:
@@ -587,29 +600,33 @@ class LogVariableElimination:
                     out[names[k]] = np.log(t)
 
         emit(start, root)
-        bprime = {start: root}  # only the frontier's tables are held
-        lo = {start: blo[start]}
+        # depth first from the clique of ``node``; the stack holds separator tables P(S, a) only,
+        # and one clique table at a time is alive
+        todo: list[tuple] = []
         done = {start}
-        todo = [start]
-        while todo:
-            u = todo.pop()
+
+        def push(u, table, lo_u):
             for w in nbrs[u]:
                 if w in done:
                     continue
+                if blo[w] + lo_u < _LOG_FLOOR:  # the cheap bound is too low: take the smallest entry
+                    lo_u = _log_min_positive(table)
                 child = w if parent[w] == u else u
                 s_vars = cliques[child][1:]
-                bound = blo[w] + lo[u]
-                if bound < _LOG_FLOOR:
-                    return None
-                bs = _contract([(cliques[u] + (-1,), bprime[u])], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))
-                cw = cliques[w] + (-1,)
-                cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
-                bprime[w] = _contract([(cvars, cond), (s_vars + (-1,), bs)], sorted(cw), cw)
-                lo[w] = bound
-                emit(w, bprime[w])
+                bs = _contract([(cliques[u] + (-1,), table)], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))
+                todo.append((w, u, s_vars, bs, blo[w] + lo_u))
                 done.add(w)
-                todo.append(w)
-            del bprime[u]
+
+        push(start, root, blo[start])
+        del root
+        while todo:
+            w, u, s_vars, bs, bound = todo.pop()
+            if bound < _LOG_FLOOR:
+                return None
+            cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
+            table = cond[..., None] * _broadcast_to(bs, s_vars, cvars)  # one rounding, as einsum's
+            emit(w, table)
+            push(w, table, bound)
         return out
 
     def _home(self, k) -> int:

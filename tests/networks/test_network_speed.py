@@ -382,3 +382,22 @@ def test_refine_with_the_floors_of_earlier_steps_is_the_plain_greedy_growth():
                 b = _plain_refine(plain, node, eps, plain.best(node, epsilon=eps))
                 assert (a.quilt, a.nearby, a.remote) == (b.quilt, b.nearby, b.remote)
                 assert a.score == b.score and a.max_influence == b.max_influence
+
+
+def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_search():
+    """The parallel road's worker reuses one QuiltSearch per calibration; a task's quilts, new
+    influences and counts are those of a fresh search of its nodes."""
+    from puffgm.networks import calibration
+
+    pc = load_prior_class("example:alarm")
+    spec = ((), {})
+    args = (pc, spec, 10**5, False, None)
+    first = calibration._best_chunk(*args, list(pc.nodes[:5]), 1.0)
+    kept = calibration._worker_search(*args)
+    second = calibration._best_chunk(*args, list(pc.nodes[5:12]), 1.0)
+    assert calibration._worker_search(*args) is kept  # the junction tree and conditionals are kept
+    for (out, cache, evaluations, skipped), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
+        fresh = QuiltSearch(pc, None, 10**5, False)
+        assert out == {n: fresh.best(n, epsilon=1.0) for n in nodes}
+        assert cache == fresh.engine._cache and evaluations == fresh.engine.evaluations
+        assert skipped == fresh.skipped == 0

@@ -1,0 +1,53 @@
+"""Benchmark: the structured node searches of the Markov Quilt Mechanism on large networks.
+
+Times :meth:`puffgm.networks.quilt_scores.QuiltSearch.best` (the candidate family and the
+scan of one protected node, everything the calibration does before the refinement of the
+worst nodes) over every k-th node of bundled networks, in this process and one search per
+network, and prints one JSON object: seconds per node, the largest score met (the
+structured sigma_max of the sampled nodes) and the influence queries.  Compare two
+revisions on the same machine in the same session:
+
+    PYTHONPATH=/path/to/other/checkout python3 bench/node_search.py pigs:20 andes:7 munin:100
+    python3 bench/node_search.py pigs:20 andes:7 munin:100
+
+Usage: python3 bench/node_search.py [NAME[:EVERY] ...]   (default: andes:7 pigs:20 munin:100)
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+
+
+def node_searches(name: str, every: int) -> dict:
+    """Seconds of the node searches of every ``every``-th node of ``example:name`` (epsilon 1)."""
+    from puffgm.networks.priors import load_prior_class
+    from puffgm.networks.quilt_scores import QuiltSearch
+
+    pc = load_prior_class("example:" + name)
+    nodes = list(pc.nodes)[::every]
+    search = QuiltSearch(pc)
+    start = time.perf_counter()
+    best = {n: search.best(n, epsilon=1.0) for n in nodes}
+    seconds = time.perf_counter() - start
+    return {"network": name, "every": every, "nodes_searched": len(nodes), "seconds": round(seconds, 3),
+            "seconds_per_node": round(seconds / len(nodes), 4),
+            "max_score": max(c.score for c in best.values()),
+            "influence_evaluations": search.engine.evaluations}
+
+
+def main(argv=None) -> None:
+    specs = (argv if argv is not None else sys.argv[1:]) or ["andes:7", "pigs:20", "munin:100"]
+    rows = []
+    for spec in specs:
+        name, _, every = spec.partition(":")
+        rows.append(node_searches(name, int(every or 1)))
+    import puffgm
+
+    print(json.dumps({"puffgm": os.path.dirname(puffgm.__file__), "machine": platform.platform(),
+                      "cpus": os.cpu_count(), "load_average": os.getloadavg()[0], "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
