@@ -17,85 +17,20 @@ network, smallest first:
 The machine is recorded beside the figures (``platform``, ``os.cpu_count()``, the load
 average before and after each run): times on a shared machine are noisy.
 
+The rows are those of the ``network_scale`` experiment (:mod:`puffgm.experiments.network_scale`,
+the section of docs/results.md), which holds the functions.
+
 Usage: python3 bench/scale_table.py [--epsilon 1] [--time-limit SECONDS] [--timeout 900] [--markdown] [NAME ...]
 """
 
 import argparse
 import json
-import math
 import os
 import platform
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def network_size(name: str) -> dict:
-    """Nodes, edges and the largest clique of puffgm's elimination order (no calibration)."""
-    from puffgm.networks.inference import elimination_tree
-    from puffgm.networks.priors import load_network
-
-    prior = load_network("example:" + name)
-    index = {v: k for k, v in enumerate(prior.nodes)}
-    card = [len(prior.states[v]) for v in prior.nodes]
-    families = [(index[v],) + tuple(index[p] for p in prior.parents[v]) for v in prior.nodes]
-    _, cliques, _ = elimination_tree(card, families)
-    states = [math.prod(card[u] for u in c) for c in cliques]
-    return {"nodes": len(prior.nodes), "edges": sum(len(prior.parents[v]) for v in prior.nodes),
-            "largest_clique_vars": max(len(c) for c in cliques), "largest_clique_states": max(states),
-            "clique_entries": sum(states)}
-
-
-def calibrate_cli(name: str, epsilon: float, time_limit, timeout: float) -> dict:
-    """One ``puffgm calibrate`` run in a fresh interpreter: wall time and the JSON answer or the refusal."""
-    argv = [sys.executable, "-m", "puffgm", "calibrate", f"example:{name}", "--epsilon", repr(epsilon),
-            "--json", "--quiet"]
-    if time_limit is not None:
-        argv += ["--time-limit", repr(time_limit)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    load = os.getloadavg()[0]
-    start = time.perf_counter()
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"wall_s": timeout, "outcome": f"no answer within the bench timeout ({timeout:g} s)"}
-    out = {"wall_s": round(time.perf_counter() - start, 2), "load_before": load, "load_after": os.getloadavg()[0]}
-    if proc.returncode:
-        out["outcome"] = "refused"
-        out["refusal"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        return out
-    d = json.loads(proc.stdout)
-    details = d.get("details", {})
-    out.update({"outcome": "calibrated", "sigma_max": d["sigma_max"], "sigma_lower_bound": d.get("sigma_lower_bound"),
-                "optimality_gap": d.get("optimality_gap"), "groupdp_sigma": d.get("groupdp_sigma"),
-                "gain": d.get("gain"), "time_limit_reached": details.get("time_limit_reached"),
-                "influence_evaluations": details.get("influence_evaluations")})
-    return out
-
-
-def markdown(rows: list) -> str:
-    """The table of docs/scale.md."""
-    head = ("| network | nodes | edges | largest clique (vars / states) | time | outcome | sigma_max | lower bound "
-            "| gap | group DP | gain |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    lines = [head]
-    for r in rows:
-        c = r["cli"]
-        if c["outcome"] == "calibrated":
-            gap = c["optimality_gap"]
-            cut = " (budget reached)" if c.get("time_limit_reached") else ""
-            lines.append(f"| {r['name']} | {r['nodes']} | {r['edges']} | {r['largest_clique_vars']} / "
-                         f"{r['largest_clique_states']:,} | {c['wall_s']:.1f} s | calibrated{cut} | "
-                         f"{c['sigma_max']:.3f} | {c['sigma_lower_bound']:.3f} | "
-                         f"{'0 (optimal)' if gap == 0 else format(gap, '.1%')} | {c['groupdp_sigma']:g} | "
-                         f"x{c['gain']:.3f} |")
-        else:
-            why = c.get("refusal", c["outcome"]).replace("puffgm: error: ", "").replace("|", "/")
-            lines.append(f"| {r['name']} | {r['nodes']} | {r['edges']} | {r['largest_clique_vars']} / "
-                         f"{r['largest_clique_states']:,} | {c['wall_s']:.1f} s | {c['outcome']}: {why} | | | | | |")
-    return "\n".join(lines)
 
 
 def main(argv=None) -> None:
@@ -108,6 +43,7 @@ def main(argv=None) -> None:
     ap.add_argument("--markdown", action="store_true", help="also print the markdown table (stderr)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
+    from puffgm.experiments.network_scale import calibrate_cli, markdown, network_size
     from puffgm.networks.priors import bundled_networks
 
     names = args.names or list(bundled_networks())

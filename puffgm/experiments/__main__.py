@@ -41,6 +41,7 @@ EXPERIMENTS = [
     "composition_conditions",
     "query_calibration",
     "temporal_leakage",
+    "network_scale",
 ]
 
 DEFAULT_OUT = pathlib.Path("docs")  # full runs, from the repository root
