@@ -24,6 +24,7 @@ import pathlib
 import subprocess
 import sys
 import time
+from typing import Any
 
 __all__ = ["TITLE", "run", "network_size", "calibrate_cli", "markdown", "QUICK_NETWORKS"]
 
@@ -66,7 +67,8 @@ def calibrate_cli(name: str, epsilon: float = 1.0, time_limit: float | None = No
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"wall_s": timeout, "outcome": f"no answer within the bench timeout ({timeout:g} s)"}
-    out = {"wall_s": round(time.perf_counter() - start, 2), "load_before": load, "load_after": os.getloadavg()[0]}
+    out: dict[str, Any] = {"wall_s": round(time.perf_counter() - start, 2), "load_before": load,
+                           "load_after": os.getloadavg()[0]}
     if proc.returncode:
         out["outcome"] = "refused"
         out["refusal"] = (proc.stderr.strip().splitlines() or ["?"])[-1]
@@ -101,7 +103,6 @@ def markdown(rows: list) -> str:
 
 def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     """The scale table over the bundled networks (``quick``: asia and alarm only), as a Markdown section."""
-    from puffgm.cli.calibrate import DEFAULT_TIME_LIMIT
     from puffgm.networks.priors import bundled_networks
 
     names = list(QUICK_NETWORKS) if quick else list(bundled_networks())
@@ -116,8 +117,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     answered = max(r["cli"]["wall_s"] for r in rows)
     return "\n".join([
         f"## {TITLE}", "",
-        f"`puffgm calibrate example:NAME --epsilon 1 --json --quiet`, every node protected, with the default time "
-        f"budget of {DEFAULT_TIME_LIMIT:g} s, one fresh interpreter per network (the time is the whole command as a "
+        "`puffgm calibrate example:NAME --epsilon 1 --json --quiet`, every node protected, with the command's "
+        f"default time budget, one fresh interpreter per network (the time is the whole command as a "
         f"user sees it; load average {min(loads):.1f} to {max(loads):.1f} during the run). \"Largest clique\" is the "
         "treewidth proxy: the largest clique of puffgm's elimination order, in variables and joint states. A "
         "calibration whose budget ran out during the improvement of the worst nodes says so (\"budget reached\": "
