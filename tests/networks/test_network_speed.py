@@ -239,18 +239,20 @@ def test_candidates_are_valid_quilts_with_the_index():
             assert c.quilt | c.nearby | c.remote == set(pc.nodes)
 
 
-def test_minimal_separator_shortcuts_match_the_plain_definition():
+def _plain_minimal(dag, order, node, quilt):
+    """The minimal separator by its definition: drop nodes one by one (reverse ``order``) while the remote set keeps."""
     from puffgm.networks.quilts import make_quilt
 
-    def plain(dag, order, node, quilt):
-        q = set(quilt)
-        target = make_quilt(dag, node, q).remote
-        for v in sorted(quilt, key=order.index, reverse=True):
-            cand = make_quilt(dag, node, q - {v})
-            if v in cand.remote and target <= cand.remote:
-                q = q - {v}
-        return frozenset(q)
+    q = set(quilt)
+    target = make_quilt(dag, node, q).remote
+    for v in sorted(quilt, key=order.index, reverse=True):
+        cand = make_quilt(dag, node, q - {v})
+        if v in cand.remote and target <= cand.remote:
+            q = q - {v}
+    return frozenset(q)
 
+
+def test_minimal_separator_shortcuts_match_the_plain_definition():
     rng = np.random.default_rng(0)
     for name in ("alarm", "win95pts"):
         pc = load_prior_class(f"example:{name}")
@@ -258,21 +260,12 @@ def test_minimal_separator_shortcuts_match_the_plain_definition():
         for _ in range(150):
             node = str(rng.choice(pc.nodes))
             q = frozenset(str(v) for v in rng.choice(pc.nodes, int(rng.integers(1, 15)), replace=False)) - {node}
-            assert search._minimal(node, q) == plain(pc.dag, list(pc.nodes), node, q)
+            assert search._minimal(node, q) == _plain_minimal(pc.dag, list(pc.nodes), node, q)
 
 
 def test_minimal_separator_is_the_touched_part_of_the_quilt_on_random_dags():
     """One Bayes ball decides the minimal separator: the quilt nodes it touches, whatever the node order."""
     from puffgm.networks.quilts import DSeparationIndex, make_quilt
-
-    def plain(dag, order, node, quilt):
-        q = set(quilt)
-        target = make_quilt(dag, node, q).remote
-        for v in sorted(quilt, key=order.index, reverse=True):
-            cand = make_quilt(dag, node, q - {v})
-            if v in cand.remote and target <= cand.remote:
-                q = q - {v}
-        return frozenset(q)
 
     rng = np.random.default_rng(7)
     dropped = 0
@@ -290,7 +283,7 @@ def test_minimal_separator_is_the_touched_part_of_the_quilt_on_random_dags():
             node = str(rng.choice(topo))
             q = frozenset(str(v) for v in rng.choice(topo, int(rng.integers(1, n)), replace=False)) - {node}
             minimal = search._minimal(node, q)
-            assert minimal == plain(dag, list(dag.nodes), node, q)
+            assert minimal == _plain_minimal(dag, list(dag.nodes), node, q)
             if q:
                 full, small = make_quilt(dag, node, q), make_quilt(dag, node, minimal)
                 assert small.remote == full.remote | (q - minimal) and small.nearby == full.nearby
