@@ -269,7 +269,7 @@ def test_minimal_separator_is_the_touched_part_of_the_quilt_on_random_dags():
 
     rng = np.random.default_rng(7)
     dropped = 0
-    for _ in range(150):
+    for _ in range(80):
         n = int(rng.integers(4, 14))
         topo = [f"v{k}" for k in range(n)]
         dag = nx.DiGraph()
@@ -288,7 +288,7 @@ def test_minimal_separator_is_the_touched_part_of_the_quilt_on_random_dags():
                 full, small = make_quilt(dag, node, q), make_quilt(dag, node, minimal)
                 assert small.remote == full.remote | (q - minimal) and small.nearby == full.nearby
             dropped += len(q - minimal)
-    assert dropped > 100  # the rule is exercised
+    assert dropped > 50  # the rule is exercised
 
 
 def test_time_limit_refuses_with_the_projection_and_the_option():
