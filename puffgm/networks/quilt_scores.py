@@ -156,8 +156,22 @@ class QuiltSearch:
         return self.engine.max_influence(node, (j,)).value
 
     def influence_if_fits(self, node, quilt):
-        """e(quilt | node) exactly, or None when the quilt has more than ``max_quilt_states`` joint states."""
-        return self.engine.max_influence(node, quilt).value if self._fits(quilt) else None
+        """e(quilt | node) exactly, or None when the quilt has more than ``max_quilt_states`` joint
+        states or, for two or more nodes, when exact inference on it would exceed
+        ``max_table_entries`` (counted in :attr:`skipped`, as in :meth:`best`).
+
+        The branch and bound, its dive and the cutting-plane certificate read None as "not
+        available": they keep the floors they had, so their quilts and bounds stay valid.
+        """
+        if not self._fits(quilt):
+            return None
+        try:
+            return self.engine.max_influence(node, quilt).value
+        except InferenceLimitError:
+            if len(quilt) < 2:
+                raise  # single-node influences drive the search itself: refuse
+            self.skipped += 1
+            return None
 
     def influence_floor(self, node, quilt) -> float:
         """A lower bound on e(quilt | node): the largest single-node influence in the quilt."""

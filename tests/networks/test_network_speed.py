@@ -394,3 +394,18 @@ def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_s
         assert out == {n: fresh.best(n, epsilon=1.0) for n in nodes}
         assert cache == fresh.engine._cache and evaluations == fresh.engine.evaluations
         assert skipped == fresh.skipped == 0
+
+
+def test_a_quilt_beyond_the_inference_limit_is_unavailable_to_the_improvement_steps():
+    """The branch and bound, its dive and the certificate ask influence_if_fits: a quilt whose exact
+    inference exceeds max_table_entries is None for them (and counted), never an abort."""
+    pc = load_prior_class("example:alarm")
+    search = QuiltSearch(pc, None, 10**5, False, 64)
+    node = "CO"
+    quilt = ("TPR", "CATECHOL", "HR", "STROKEVOLUME")  # 3 x 3 x 2 x 3 x 3 states with CO: above 64
+    assert search.influence_if_fits(node, quilt) is None and search.skipped == 1
+    with pytest.raises(InferenceLimitError):
+        QuiltSearch(pc, None, 10**5, False, 64).engine.max_influence(node, quilt)
+    with pytest.raises(InferenceLimitError):  # a single-node influence drives the search itself: refused
+        search.influence_if_fits(node, ("HR",))
+    assert search.skipped == 1
