@@ -50,7 +50,8 @@ def network_size(name: str) -> dict:
             "clique_entries": sum(states)}
 
 
-def calibrate_cli(name: str, epsilon: float = 1.0, time_limit: float | None = None, timeout: float = 900.0) -> dict:
+def calibrate_cli(name: str, *, epsilon: float = 1.0, time_limit: float | None = None,
+                  timeout: float = 900.0) -> dict:
     """One ``puffgm calibrate example:NAME`` run in a fresh interpreter: wall time and the answer or the refusal.
 
     ``time_limit`` None keeps the CLI's default budget; the run is killed after ``timeout`` seconds.
