@@ -51,7 +51,8 @@ def main(argv=None) -> None:
     names.sort(key=lambda n: (sizes[n]["nodes"], sizes[n]["clique_entries"]))
     rows = []
     for n in names:
-        row = {"name": n, **sizes[n], "cli": calibrate_cli(n, epsilon=args.epsilon, time_limit=args.time_limit, timeout=args.timeout)}
+        cli = calibrate_cli(n, epsilon=args.epsilon, time_limit=args.time_limit, timeout=args.timeout)
+        row = {"name": n, **sizes[n], "cli": cli}
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     print(json.dumps({"machine": {"platform": platform.platform(), "python": platform.python_version(),
