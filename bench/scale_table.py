@@ -43,18 +43,11 @@ def main(argv=None) -> None:
     ap.add_argument("--markdown", action="store_true", help="also print the markdown table (stderr)")
     args = ap.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    from puffgm.experiments.network_scale import calibrate_cli, markdown, network_size
+    from puffgm.experiments.network_scale import markdown, scale_rows
     from puffgm.networks.priors import bundled_networks
 
-    names = args.names or list(bundled_networks())
-    sizes = {n: network_size(n) for n in names}
-    names.sort(key=lambda n: (sizes[n]["nodes"], sizes[n]["clique_entries"]))
-    rows = []
-    for n in names:
-        cli = calibrate_cli(n, epsilon=args.epsilon, time_limit=args.time_limit, timeout=args.timeout)
-        row = {"name": n, **sizes[n], "cli": cli}
-        rows.append(row)
-        print(json.dumps(row), file=sys.stderr, flush=True)
+    rows = scale_rows(args.names or list(bundled_networks()), epsilon=args.epsilon, time_limit=args.time_limit,
+                      timeout=args.timeout, on_row=lambda row, *_: print(json.dumps(row), file=sys.stderr, flush=True))
     print(json.dumps({"machine": {"platform": platform.platform(), "python": platform.python_version(),
                                   "cpus": os.cpu_count()},
                       "epsilon": args.epsilon, "time_limit": args.time_limit, "networks": rows}, indent=1))

@@ -26,7 +26,7 @@ import sys
 import time
 from typing import Any
 
-__all__ = ["TITLE", "run", "network_size", "calibrate_cli", "markdown", "QUICK_NETWORKS"]
+__all__ = ["TITLE", "run", "network_size", "calibrate_cli", "scale_rows", "markdown", "QUICK_NETWORKS"]
 
 TITLE = "Large networks: the Markov Quilt Mechanism on every bundled bnlearn network"
 
@@ -102,18 +102,27 @@ def markdown(rows: list) -> str:
     return "\n".join([head] + [_row(r) for r in rows])
 
 
+def scale_rows(names, *, epsilon: float = 1.0, time_limit: float | None = None, timeout: float = 900.0,
+               on_row=None) -> list:
+    """The rows ``{"name", size fields..., "cli": calibrate_cli(...)}`` of ``names``, smallest network
+    first; ``on_row(row, done, total)`` is called after each one."""
+    sizes = {n: network_size(n) for n in names}
+    names = sorted(names, key=lambda n: (sizes[n]["nodes"], sizes[n]["clique_entries"]))
+    rows = []
+    for n in names:
+        cli = calibrate_cli(n, epsilon=epsilon, time_limit=time_limit, timeout=timeout)
+        rows.append({"name": n, **sizes[n], "cli": cli})
+        if on_row is not None:
+            on_row(rows[-1], len(rows), len(names))
+    return rows
+
+
 def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     """The scale table over the bundled networks (``quick``: :data:`QUICK_NETWORKS` only), as a Markdown section."""
     from puffgm.networks.priors import bundled_networks
 
     names = list(QUICK_NETWORKS) if quick else list(bundled_networks())
-    sizes = {n: network_size(n) for n in names}
-    names.sort(key=lambda n: (sizes[n]["nodes"], sizes[n]["clique_entries"]))
-    rows = []
-    for k, n in enumerate(names):
-        rows.append({"name": n, **sizes[n], "cli": calibrate_cli(n)})
-        if progress is not None:
-            progress(k + 1, len(names))
+    rows = scale_rows(names, on_row=None if progress is None else lambda row, done, total: progress(done, total))
     loads = [r["cli"].get("load_before", math.nan) for r in rows]
     answered = max(r["cli"]["wall_s"] for r in rows)
     return "\n".join([

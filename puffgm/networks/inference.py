@@ -606,11 +606,12 @@ class LogVariableElimination:
         done = {start}
 
         def push(u, table, lo_u):
+            exact = False
             for w in nbrs[u]:
                 if w in done:
                     continue
-                if blo[w] + lo_u < _LOG_FLOOR:  # the cheap bound is too low: take the smallest entry
-                    lo_u = _log_min_positive(table)
+                if blo[w] + lo_u < _LOG_FLOOR and not exact:  # the cheap bound is too low: the smallest entry
+                    lo_u, exact = _log_min_positive(table), True
                 child = w if parent[w] == u else u
                 s_vars = cliques[child][1:]
                 bs = _contract([(cliques[u] + (-1,), table)], sorted(set(cliques[u]) | {-1}), s_vars + (-1,))

@@ -248,26 +248,11 @@ class DSeparationIndex:
         if hit is None:
             if len(self._memo) >= _DSEP_MEMO_MAX:
                 self._memo.clear()
-            hit = self._memo[key] = self._ball(source, observed)[:2]
+            hit = self._memo[key] = self._ball(source, observed)
         return hit
 
-    def reaches_any(self, source, observed: int, targets: int) -> bool:
-        """Whether some node of ``targets`` is d-connected to ``source`` given ``observed``.
-
-        The ball of :meth:`reach_and_touched`, stopped as soon as it reaches a target;
-        the full search only when none is reached.
-        """
-        hit = self._memo.get((source, observed))
-        if hit is not None:
-            return bool(hit[0] & targets)
-        return self._ball(source, observed, targets)[2]
-
-    def _ball(self, source, observed: int, targets: int = 0) -> tuple:
-        """Bayes-ball from ``source`` given ``observed``: (reach, touched, reached a target).
-
-        With ``targets``, the search stops at the first level that reaches one of
-        them (reach and touched are then partial).
-        """
+    def _ball(self, source, observed: int) -> tuple:
+        """Bayes-ball from ``source`` given ``observed``: (reach, touched)."""
         par, ch, ancs = self._par, self._ch, self._anc
         anc = 0
         o = observed
@@ -285,8 +270,6 @@ class DSeparationIndex:
             x = up & free  # moving up through an unobserved node: on to parents and children
             y = down & free  # moving down through an unobserved node: on to children
             reach |= x | y
-            if reach & targets:
-                return reach, seen_up | seen_down, True
             while x:
                 low = x & -x
                 k = low.bit_length() - 1
@@ -304,7 +287,7 @@ class DSeparationIndex:
                 z ^= low
             up = nu & ~seen_up
             down = nd & ~seen_down
-        return reach, seen_up | seen_down, False
+        return reach, seen_up | seen_down
 
     def remote_bits(self, node, quilt: int) -> int:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
