@@ -47,6 +47,8 @@ DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
 _CACHE_MAX_ENTRIES = 1 << 22
 #: Contractions whose joint index space has at least this many entries use einsum's greedy path.
 _EINSUM_OPTIMIZE_MIN = 1 << 15
+#: The same for a product of two tables (below it einsum's single loop is faster).
+_EINSUM_PAIR_OPTIMIZE_MIN = 1 << 22
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
 #: Largest pairwise pass: total clique entries times the states of the evidence node (the
@@ -177,7 +179,10 @@ def _mask_members(mask: int) -> list:
 def _contract(operands, scope, out_vars) -> np.ndarray:
     """Sum over ``scope - out_vars`` of the product of ``operands`` [(vars, table), ...], one einsum.
 
-    Axis labels are renumbered 0..len(scope)-1 (einsum accepts at most 52).
+    Axis labels are renumbered 0..len(scope)-1 (einsum accepts at most 52).  A large
+    contraction goes through einsum's greedy path (pairwise, batched matrix products):
+    three or more tables from :data:`_EINSUM_OPTIMIZE_MIN` joint entries, two from
+    :data:`_EINSUM_PAIR_OPTIMIZE_MIN`.
     """
     label = {v: k for k, v in enumerate(scope)}
     args = []
@@ -185,13 +190,22 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
     for vars_, table in operands:
         args.append(table)
         args.append([label[v] for v in vars_])
-        if len(operands) > 2:
+        if len(operands) > 1:
             size.update(zip(vars_, table.shape, strict=True))
     args.append([label[v] for v in out_vars])
-    if len(operands) > 2 and math.prod(size.values()) >= _EINSUM_OPTIMIZE_MIN:
-        # a large product of three or more tables: pairwise beats one nested loop
-        return np.einsum(*args, optimize="greedy")
+    if len(operands) > 1:
+        joint = math.prod(size.values())
+        if joint >= (_EINSUM_OPTIMIZE_MIN if len(operands) > 2 else _EINSUM_PAIR_OPTIMIZE_MIN):
+            return np.einsum(*args, optimize="greedy")
     return np.einsum(*args)
+
+
+def _divided(table, top: float):
+    """table / top, in place when ``table`` owns its memory (a fresh einsum result)."""
+    if isinstance(table, np.ndarray) and table.base is None and table.flags.writeable:
+        table /= top
+        return table
+    return table / top
 
 
 def _broadcast_to(table, vars_, target) -> np.ndarray:
@@ -438,7 +452,7 @@ class LogVariableElimination:
             if not top > 0.0:  # an all-zero message: cannot happen for a proper network
                 raise _Underflow
             if top != 1.0:
-                table = table / top
+                table = _divided(table, top)
                 logscale += math.log(top)
             if not out_vars:
                 continue
