@@ -256,10 +256,11 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
        :data:`QUICK_SEARCH_BUDGET` expansions per node, no dive) tries to certify the
        worst node's quilt optimal.  If the certified lower bound reaches sigma_max, no
        Markov quilt can do better and the work stops here.
-    3. Otherwise, from the structured quilts again, the worst node is refined
-       (:meth:`QuiltSearch.refine`) until the worst node is one already refined, and the
-       branch and bound runs with the full ``budget`` from the refined quilts; each node
-       keeps the better of this quilt and the quick search's, and the lower bound is the
+    3. Otherwise, from the structured quilts again, the worst node's quilt grows one step
+       at a time (:meth:`QuiltSearch.refine_steps`) while it is the worst, until the worst
+       node's growth is complete (:func:`_refine_worst`), and the branch and bound runs
+       with the full ``budget`` from the refined quilts; each node keeps the better of
+       this quilt and the quick search's, and the lower bound is the
        larger of the two certified ones (each is a lower bound on max_i sigma_i*).  With
        ``certify_budget`` > 0 the worst nodes left uncertified then get the cutting-plane
        certificate (:mod:`puffgm.networks.quilt_certify`).
@@ -290,15 +291,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
             if not better(lower0, max(c.score for c in quick.values())):
                 return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
         if not search.exhaustive:
-            # sigma_max is set by the worst node: refine the worst until the worst is refined
-            done = set()
-            while True:
-                node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
-                if node in done:
-                    break
-                done.add(node)
-                refined.append((prior_index, node) if prior_index else node)
-                best[node] = search.refine(node, epsilon=epsilon, incumbent=best[node])
+            _refine_worst(search, best, nodes, epsilon,
+                          lambda n: refined.append((prior_index, n) if prior_index else n))
         best, lower, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=budget,
                                                  certify_budget=certify_budget)
         stopped = False
@@ -307,6 +301,35 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     # the quick search's quilts compete (both are valid; the better score wins, ties keep the full road's)
     best = {n: quick[n] if better(quick[n].score, c.score) else c for n, c in best.items()}
     return _with_prior(best, prior_index), max(lower, lower0), certs, stopped
+
+
+def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started) -> None:
+    """Grow the quilt of the worst node one step at a time while it is the worst (in place).
+
+    Every node's growth (:meth:`QuiltSearch.refine_steps`) starts from its active quilt the
+    first time it is the worst (``started(node)`` is called then) and pauses as soon as
+    another node is worse; it stops when the worst node's growth is complete.  The scores
+    of a growth never increase, so at the end every node scores at least its complete
+    growth's result r_i and at most the worst node's, which is complete: sigma_max is
+    max_i r_i, the value of growing every node completely (and of growing the worst node
+    completely until the worst is one grown), for a fraction of the work: a node whose
+    score drops below the worst's mid-way is not grown further unless it becomes the
+    worst again.
+    """
+    growth: dict = {}
+    complete: set = set()
+    while True:
+        node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
+        if node in complete:
+            return
+        if node not in growth:
+            started(node)
+            growth[node] = search.refine_steps(node, epsilon=epsilon, incumbent=best[node])
+        step = next(growth[node], None)
+        if step is None:
+            complete.add(node)
+        else:
+            best[node] = step
 
 
 def _with_prior(best: dict, prior_index: int) -> dict:

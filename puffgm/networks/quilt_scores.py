@@ -349,6 +349,36 @@ class QuiltSearch:
         -------
         QuiltChoice
             The better of ``incumbent`` and the best quilt met while growing.
+
+        See Also
+        --------
+        refine_steps : the same growth, one step at a time.
+        """
+        best = incumbent
+        for step in self.refine_steps(node, epsilon=epsilon, incumbent=incumbent):
+            best = step
+        return best
+
+    def refine_steps(self, node, *, epsilon, incumbent: QuiltChoice):
+        """The growth of :meth:`refine`, one step at a time.
+
+        Parameters
+        ----------
+        node : str
+            The protected node X_i.
+        epsilon : float
+            The privacy parameter the scores are computed at.
+        incumbent : QuiltChoice
+            The node's best quilt so far.
+
+        Yields
+        ------
+        QuiltChoice
+            After every step, the better of ``incumbent`` and the best quilt met so far
+            (:func:`better`), so the scores never increase; the last one is :meth:`refine`'s
+            result (nothing is yielded when no addition keeps the influence below epsilon).
+            A caller may pause the growth between steps and resume it, or drop it: the
+            calibration grows the worst node only while it is the worst.
         """
         best = incumbent
         quilt: frozenset[str] = frozenset()
@@ -382,7 +412,7 @@ class QuiltSearch:
                 if math.isfinite(ch.score):
                     options.append((ch.score, ch.max_influence, order(j), j, ch))
             if not options:
-                return best
+                return
             # smallest score, then smaller influence, then node order; values within 1e-9
             # (relative for scores, absolute for influences) are ties
             low = min(o[0] for o in options)
@@ -391,6 +421,7 @@ class QuiltSearch:
             score, e_quilt, _, j, ch = min((o for o in near if o[1] <= low_e + _TIE), key=lambda o: o[2])
             if better(score, best.score):
                 best = ch
+            yield best
             quilt = quilt | {j}
             current = self._make(node, quilt)
 

@@ -33,8 +33,8 @@ each filtered by the bound ``max_quilt_states`` on the joint state space of
 X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
 are then refined (:meth:`puffgm.networks.quilt_scores.QuiltSearch.refine`): X_Q is grown
 greedily from the outside in, one nearby node at a time, choosing the
-addition with the smallest score; the worst node is refined until the worst
-node is one already refined (unless a quick branch and bound,
+addition with the smallest score; the worst node grows one step at a time while
+it is the worst, until the worst node's growth is complete (unless a quick branch and bound,
 :mod:`puffgm.networks.quilt_search`, has certified the structured quilts optimal).
 Separation in M implies
 d-separation, and every candidate's remote set is recomputed exactly by

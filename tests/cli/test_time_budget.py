@@ -91,7 +91,7 @@ def test_the_budget_note_reports_the_certified_gap_reached(monkeypatch):
     def expired(self, node, epsilon, incumbent):
         raise TimeLimitError("Calibrating network 'hepar2' did not finish within time_limit=1 s.")
 
-    monkeypatch.setattr(QuiltSearch, "refine", expired)
+    monkeypatch.setattr(QuiltSearch, "refine_steps", expired)
     res = calibrate("example:hailfinder", epsilon=1.0, time_limit=600, progress=False)
     assert res.details["time_limit_reached"] is True
     gap = f"{res.sigma_max / res.sigma_lower_bound - 1:.1%}"

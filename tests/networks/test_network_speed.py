@@ -308,7 +308,7 @@ def test_time_limit_during_refinement_keeps_the_valid_quilts(monkeypatch):
     def expired(self, node, epsilon, incumbent):
         raise TimeLimitError("Calibrating network 'hailfinder' did not finish within time_limit=1 s.")
 
-    monkeypatch.setattr(QuiltSearch, "refine", expired)
+    monkeypatch.setattr(QuiltSearch, "refine_steps", expired)
     res = calibrate("example:hailfinder", epsilon=1.0, time_limit=600)
     assert res.details["time_limit_reached"] is True
     assert any("time_limit=600 s reached after every node search" in n for n in res.notes)
@@ -369,6 +369,42 @@ def test_refine_with_the_floors_of_earlier_steps_is_the_plain_greedy_growth():
                 b = _plain_refine(plain, node, eps, plain.best(node, epsilon=eps))
                 assert (a.quilt, a.nearby, a.remote) == (b.quilt, b.nearby, b.remote)
                 assert a.score == b.score and a.max_influence == b.max_influence
+
+
+@pytest.mark.slow
+def test_growing_the_worst_node_while_it_is_the_worst_gives_every_nodes_complete_growth():
+    """The calibration's refinement grows the worst node one step at a time while it is the
+    worst: its sigma_max is the largest score of every node grown completely, and that of
+    growing the worst node completely until the worst is one grown; each step's score never
+    increases and the last step is refine's result."""
+    from puffgm.networks.calibration import _first_worst, _refine_worst
+
+    rng = np.random.default_rng(0)
+    paused = 0
+    for _ in range(5):
+        net, _dag = random_network(rng, n=24, p_edge=0.2, max_card=3, zero_prob=0.05, concentration=5.0)
+        pc = load_prior_class(net)
+        search = QuiltSearch(pc, exhaustive=False)
+        nodes = list(pc.nodes)
+        start = {n: search.best(n, epsilon=3.0) for n in nodes}
+        lazy, started = dict(start), []
+        _refine_worst(search, lazy, nodes, 3.0, started.append)
+        complete = {n: search.refine(n, epsilon=3.0, incumbent=start[n]) for n in nodes}
+        for n in started:
+            steps = [c.score for c in search.refine_steps(n, epsilon=3.0, incumbent=start[n])]
+            assert steps == sorted(steps, reverse=True) and (steps[-1] if steps else start[n].score) == complete[n].score
+            assert complete[n].score * (1 - 1e-12) <= lazy[n].score <= start[n].score
+            paused += lazy[n].score > complete[n].score * (1 + 1e-12)
+        whole, done = dict(start), set()
+        while (node := _first_worst(nodes, lambda n: whole[n].score)) not in done:
+            done.add(node)
+            whole[node] = complete[node]
+        top = max(c.score for c in complete.values())
+        assert max(c.score for c in lazy.values()) == pytest.approx(top, rel=1e-9)
+        assert max(c.score for c in whole.values()) == pytest.approx(top, rel=1e-9)
+        assert len(started) == len(set(started)) and set(started) <= done  # each node starts once
+        assert all(lazy[n] == start[n] for n in nodes if n not in started)
+    assert paused >= 3  # growths left part of the way (the work saved)
 
 
 def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_search():
