@@ -186,18 +186,25 @@ def _contract(operands, scope, out_vars) -> np.ndarray:
     """
     label = {v: k for k, v in enumerate(scope)}
     args = []
-    size: dict[int, int] = {}
     for vars_, table in operands:
         args.append(table)
         args.append([label[v] for v in vars_])
-        if len(operands) > 1:
-            size.update(zip(vars_, table.shape, strict=True))
     args.append([label[v] for v in out_vars])
-    if len(operands) > 1:
-        joint = math.prod(size.values())
-        if joint >= (_EINSUM_OPTIMIZE_MIN if len(operands) > 2 else _EINSUM_PAIR_OPTIMIZE_MIN):
+    if len(operands) > 2:
+        if _joint_size(operands) >= _EINSUM_OPTIMIZE_MIN:
             return np.einsum(*args, optimize="greedy")
+    elif (len(operands) == 2 and operands[0][1].size * operands[1][1].size >= _EINSUM_PAIR_OPTIMIZE_MIN
+          and _joint_size(operands) >= _EINSUM_PAIR_OPTIMIZE_MIN):  # the product of sizes bounds the joint
+        return np.einsum(*args, optimize="greedy")
     return np.einsum(*args)
+
+
+def _joint_size(operands) -> int:
+    """Entries of the joint index space of ``operands`` [(vars, table), ...]."""
+    size: dict[int, int] = {}
+    for vars_, table in operands:
+        size.update(zip(vars_, table.shape, strict=True))
+    return math.prod(size.values())
 
 
 def _divided(table, top: float):
