@@ -165,11 +165,18 @@ class QuiltSearch:
         """
         if not self._fits(quilt):
             return None
+        infl = self._influence_or_skip(node, quilt)
+        return None if infl is None else infl.value
+
+    def _influence_or_skip(self, node, quilt):
+        """e(quilt | node) as an Influence, or None (counted in :attr:`skipped`) when exact
+        inference on a quilt of two or more nodes would exceed ``max_table_entries``; a
+        single-node influence past the limit raises (it drives the search itself)."""
         try:
-            return self.engine.max_influence(node, quilt).value
+            return self.engine.max_influence(node, quilt)
         except InferenceLimitError:
             if len(quilt) < 2:
-                raise  # single-node influences drive the search itself: refuse
+                raise
             self.skipped += 1
             return None
 
@@ -315,13 +322,9 @@ class QuiltSearch:
         quilt would exceed ``max_table_entries``: leaving a candidate out keeps every
         remaining candidate valid, so the calibration stays valid (never below the optimum
         over the remaining candidates)."""
-        try:
-            return self.choice(quilt, epsilon=epsilon)
-        except InferenceLimitError:
-            if not quilt.quilt or len(quilt.quilt) == 1:
-                raise  # single-node influences drive the search itself: refuse
-            self.skipped += 1
+        if self._influence_or_skip(quilt.node, quilt.quilt) is None:
             return None
+        return self.choice(quilt, epsilon=epsilon)  # the influence is cached now
 
     def refine(self, node, *, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
         """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
