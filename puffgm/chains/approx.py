@@ -75,6 +75,13 @@ def _period(P: np.ndarray) -> int:
 def chain_mixing_parameters(P) -> dict:
     """pi, pi_min, reversibility and eigengaps of one transition matrix.
 
+    pi is the stationary law to full relative precision
+    (:func:`~puffgm.chains.priors.stationary_distribution`); the chain counts as
+    reversible when every pair of flows pi_x P(x, y), pi_y P(y, x) agrees to a relative
+    1e-10; both gaps are lowered by a bound on the rounding of the eigenvalues
+    (:func:`_eigen_slack`, plus k 1e-10 for the reversible gap), so they never exceed the
+    gaps of P and the Lemma 4.8 / C.4 bounds stay upper bounds.
+
     Raises
     ------
     NotApplicableError
@@ -94,22 +101,38 @@ def chain_mixing_parameters(P) -> dict:
         per = _period(P)
         if per != 1:
             raise NotApplicableError(f"MQMApprox needs an aperiodic chain, but this chain has period {per}.")
-    pi = stationary_distribution(P)
+    pi = stationary_distribution(P)  # relative precision on every entry, so pi_min is accurate however small
     pi_min = float(pi.min())
     flow = pi[:, None] * P
-    reversible = bool(np.allclose(flow, flow.T, rtol=0, atol=_REV_TOL))
+    # detailed balance entry by entry, relative to the flows (tiny flows are compared at their own scale)
+    reversible = bool(np.all(np.abs(flow - flow.T) <= _REV_TOL * np.maximum(flow, flow.T)))
     if k == 1:
         return {"pi": pi, "pi_min": 1.0, "reversible": True, "gap_ppstar": 1.0, "gap_rev": 2.0}
     s = np.sqrt(pi)
     # P P* is self-adjoint in L2(pi): D^{1/2} P P* D^{-1/2} = S S^T with S = D^{1/2} P D^{-1/2}.
     S = s[:, None] * P / s[None, :]
+    slack = _eigen_slack(k)
     ev = np.sort(np.clip(np.linalg.eigvalsh(S @ S.T), 0.0, 1.0))[::-1]
-    gap_ppstar = float(1.0 - ev[1])
+    gap_ppstar = max(float(1.0 - ev[1]) - slack, 0.0)
     gap_rev = None
     if reversible:
         evp = np.sort(np.abs(np.linalg.eigvalsh((S + S.T) / 2)))[::-1]
-        gap_rev = float(2.0 * (1.0 - evp[1]))
+        gap_rev = max(float(2.0 * (1.0 - evp[1])) - 2.0 * (slack + k * _REV_TOL), 0.0)
     return {"pi": pi, "pi_min": pi_min, "reversible": reversible, "gap_ppstar": gap_ppstar, "gap_rev": gap_rev}
+
+
+def _eigen_slack(k: int) -> float:
+    """Outward margin for a computed eigenvalue of S S^T or (S + S^T) / 2 (spectral norm 1).
+
+    Forming the matrix from pi and P perturbs each entry relatively by at most about
+    (k + 8) units of roundoff (pi itself is accurate entrywise,
+    :func:`~puffgm.chains.priors.gth_stationary`),
+    so the perturbation has spectral norm at most that times sqrt(k) (Frobenius bound);
+    the symmetric eigensolver adds a backward error of a modest multiple of k units of
+    roundoff (Weyl's inequality turns both into eigenvalue errors).  Taking 16 (k + 8)
+    sqrt(k) units covers both with room, and lowers a gap by about 1e-14 for k = 2.
+    """
+    return 16.0 * (k + 8) * math.sqrt(k) * float(np.finfo(float).eps)
 
 
 class MQMApprox:

@@ -92,6 +92,7 @@ from puffgm.chains.priors import (
     InfiniteChainClass,
     check_length,
     check_transition_matrix,
+    closed_classes,
     stationary_distribution,
 )
 from puffgm.chains.spec import backward_from_spec, chain_class_from_spec, read_chain_spec
@@ -381,11 +382,10 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
     P = check_transition_matrix(forward, f"forward matrix of {name}")[0]
     k = P.shape[0]
     if stationary is None:
-        try:
-            pi = stationary_distribution(P)
-        except PriorError:
+        if len(closed_classes(P)) > 1:
             raise PriorError(f"The forward matrix of {name} has several stationary distributions, so its time "
-                             "reversal is not defined; give the 'backward' matrix explicitly.") from None
+                             "reversal is not defined; give the 'backward' matrix explicitly.")
+        pi = stationary_distribution(P)  # exact zeros off the closed class, full relative precision on it
     else:
         pi = np.asarray(stationary, dtype=float)
         if pi.shape != (k,) or not np.all(np.isfinite(pi)) or np.any(pi < 0) or pi.sum() <= 0:

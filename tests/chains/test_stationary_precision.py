@@ -239,3 +239,19 @@ def test_a_tiny_stationary_mass_keeps_its_secret_pairs():
                                  epsilon=1.0, method="optimal-laplace")
     assert cal.n_pairs == 9
     assert true_laplace_loss(P, 3, 2, cal.scale) <= 1.0 * (1 + 1e-9)
+
+
+# ------------------------------------------------------------------ MQMApprox's mixing parameters
+def test_mixing_parameters_see_tiny_masses_and_tiny_flows():
+    from puffgm.chains.approx import chain_mixing_parameters
+
+    mix = chain_mixing_parameters(np.array(REPRODUCER))
+    assert abs(Fraction(mix["pi_min"]) - exact_stationary(REPRODUCER)[1]) <= RTOL * exact_stationary(REPRODUCER)[1]
+    # flows of order 1e-20 that break detailed balance (Kolmogorov: 0.03e-20 vs 0.3e-20 around the cycle)
+    P = [[1 - 2e-20, 1e-20, 1e-20], [0.5, 0.2, 0.3], [0.1, 0.6, 0.3]]
+    mix = chain_mixing_parameters(np.array(P))
+    assert not mix["reversible"]
+    assert_relative(mix["pi"], exact_stationary(P))
+    # a reversible chain keeps its classification and a gap just below the exact 0.75
+    mix = chain_mixing_parameters(np.array([[0.9, 0.1], [0.4, 0.6]]))
+    assert mix["reversible"] and 0.75 - 1e-9 < mix["gap_ppstar"] < 0.75
