@@ -79,7 +79,8 @@ def chain_mixing_parameters(P) -> dict:
     (:func:`~puffgm.chains.priors.stationary_distribution`); the chain counts as
     reversible when every pair of flows pi_x P(x, y), pi_y P(y, x) agrees to a relative
     1e-10; both gaps are lowered by a bound on the rounding of the eigenvalues
-    (:func:`_eigen_slack`, plus k 1e-10 for the reversible gap), so they never exceed the
+    (:func:`_eigen_slack`, plus k 1e-10 for the reversible gap, the
+    spectral effect of the allowed imbalance), so they never exceed the
     gaps of P and the Lemma 4.8 / C.4 bounds stay upper bounds.
 
     Raises
@@ -122,17 +123,17 @@ def chain_mixing_parameters(P) -> dict:
 
 
 def _eigen_slack(k: int) -> float:
-    """Outward margin for a computed eigenvalue of S S^T or (S + S^T) / 2 (spectral norm 1).
+    """Outward margin for a computed eigenvalue of S S^T or (S + S^T) / 2 (non-negative, spectral norm 1).
 
-    Forming the matrix from pi and P perturbs each entry relatively by at most about
-    (k + 8) units of roundoff (pi itself is accurate entrywise,
-    :func:`~puffgm.chains.priors.gth_stationary`),
-    so the perturbation has spectral norm at most that times sqrt(k) (Frobenius bound);
-    the symmetric eigensolver adds a backward error of a modest multiple of k units of
-    roundoff (Weyl's inequality turns both into eigenvalue errors).  Taking 16 (k + 8)
-    sqrt(k) units covers both with room, and lowers a gap by about 1e-14 for k = 2.
+    The entrywise relative error of pi is a multiple of the unit roundoff u that depends
+    on k alone (O'Cinneide, "Entrywise perturbation theory and error analysis for Markov
+    chains", Numerische Mathematik 65, 1993), taken here as 8 k^3 u; forming S and the
+    products adds at most (k + 8) u per entry.  A non-negative matrix perturbed entrywise by
+    a relative delta moves by at most delta times its spectral norm, and the symmetric
+    eigensolver adds a backward error of a modest multiple of k u; by Weyl's inequality
+    16 (8 k^3 + k + 8) u covers both.
     """
-    return 16.0 * (k + 8) * math.sqrt(k) * float(np.finfo(float).eps)
+    return 16.0 * (8 * k**3 + k + 8) * float(np.finfo(float).eps)
 
 
 class MQMApprox:

@@ -166,8 +166,8 @@ def gth_stationary(P) -> np.ndarray:
     then x_0 = 1, x_n = sum_{i<n} x_i A[i, n] and pi = x / sum(x).  The diagonal
     of P is never read (s_n replaces 1 - A[n, n]), and every operation adds,
     multiplies or divides non-negative numbers, so each entry of pi, however
-    small, has a relative error of a modest multiple of the unit roundoff
-    (O'Cinneide), not merely an absolute one.
+    small, has a relative error bounded by a multiple of the unit roundoff that
+    depends on k alone (O'Cinneide), not merely an absolute one.
 
     Parameters
     ----------
@@ -227,8 +227,9 @@ def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np
     The zeros of pi come from the structure of P: pi vanishes exactly on every
     state outside the closed class (:func:`closed_classes`), and on the closed
     class C, pi_C is the stationary law of the stochastic matrix P[C, C],
-    computed by :func:`gth_stationary` with a relative error of a few units
-    of roundoff on every entry, including entries of order 1e-300.
+    computed by :func:`gth_stationary` with a relative error bounded by a multiple
+    of the unit roundoff (depending on k alone) on every entry, including entries
+    of order 1e-300.
 
     Parameters
     ----------
@@ -245,6 +246,16 @@ def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np
         If ``require_unique`` and P has several closed classes (then its stationary
         distribution is not unique), or if a stationary probability is below the
         smallest normal double (about 2.2e-308).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from puffgm.chains.priors import stationary_distribution
+    >>> pi = stationary_distribution(np.array([[1 - 2.0**-53, 2.0**-53], [0.125, 0.875]]))
+    >>> print(f"{pi[1]:.6e}")
+    8.881784e-16
+    >>> stationary_distribution(np.array([[0.5, 0.5, 0.0], [0.5, 0.5, 0.0], [0.25, 0.25, 0.5]])).tolist()
+    [0.5, 0.5, 0.0]
     """
     P = np.asarray(P, dtype=float)
     classes = closed_classes(P)
