@@ -61,11 +61,12 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any, NoReturn, cast
+from typing import Any, cast
 
-from puffgm.core.release import Release
+from puffgm.core.release import Release, composition_key, was_issued
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
 
@@ -208,6 +209,11 @@ class AccountingReport:
 class PrivacyAccountant:
     """Records releases and reports their composed Pufferfish guarantee.
 
+    The accountant takes releases only from puffgm's release functions (pass it as
+    ``accountant=``; :func:`puffgm.core.release.was_issued`) and derives every
+    composition key from the release itself (:func:`puffgm.core.release.composition_key`):
+    no caller names a key, and a record built or edited by hand is refused.
+
     Parameters
     ----------
     budget : float, optional
@@ -218,91 +224,60 @@ class PrivacyAccountant:
     def __init__(self, *, budget: float | None = None):
         self.budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
         self._entries: list[LedgerEntry] = []
+        self._held: list[Release] = []  # the recorded releases themselves (identity: one record once)
 
-    # ------------------------------------------------- Theorem 7 (Bai et al.)
-    @staticmethod
-    def _theorem7(points) -> float:
-        """max_l a_l + sum_l (epsilon_puffer_l - a_l) over (epsilon_puffer_l, a_l) pairs."""
-        if not points:
-            return 0.0
-        return max(a for _, a in points) + sum(e - a for e, a in points)
+    # ------------------------------------------------------------- public
+    def check(self, release) -> float:
+        """The composed total if ``release`` were recorded now; nothing is recorded.
 
-    def _dp_total(self, extra=None, extra_key=None) -> float:
-        entries = [e for e in self._entries if e.kind == "dp"]
-        points = [(e.epsilon, e.a) for e in entries]
-        keys = {e.key for e in entries}
-        if extra is not None:
-            points.append(extra)
-            keys.add(extra_key)
-        if len(keys) > 1:
-            raise CompositionError(
-                "These releases were translated along a(b)-influence curves of different prior classes or "
-                "secrets, so Theorem 7 of Bai et al. does not apply; use curve points of one (Theta, S)."
-            )
-        return self._theorem7(points)
-
-    def check_dp(self, *, epsilon_puffer: float, a: float, b: int, curve_key: str) -> float:
-        """The composed total after one more DP-based release at curve point (a, b).
-
-        Raises CompositionError if it cannot be composed (other kind of releases, other
-        curve, a >= epsilon_puffer) and BudgetError if the total would exceed the budget.
-        """
-        self._refuse_after_single("a DP-based release")
-        epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", "PrivacyAccountant.check_dp")
-        a = float(a)
-        if not (math.isfinite(a) and 0 <= a < epsilon_puffer):
-            raise CompositionError(
-                f"Theorem 7 needs a curve point with 0 <= a < epsilon_puffer; got a = {a!r} for "
-                f"epsilon_puffer = {epsilon_puffer:g}."
-            )
-        if isinstance(b, bool) or int(b) != b or int(b) < 1:
-            raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
-        other = next((e.kind for e in self._entries if e.kind != "dp"), None)
-        if other is not None:
-            raise _mixing_refusal(other, "dp")
-        total = self._dp_total((epsilon_puffer, a), curve_key)
-        if self.budget is not None and total > self.budget * (1 + _TOL):
-            raise BudgetError(
-                f"This release would bring the composed guarantee to {total:g} (Theorem 7 of Bai et al.), "
-                f"over the budget of {self.budget:g}; nothing was released."
-            )
-        return total
-
-    def record_dp(self, release, *, label: str | None = None) -> None:
-        """Record a DP-based Pufferfish release (after :meth:`check_dp` passed)."""
-        a = getattr(release, "a", None)
-        b = getattr(release, "b", None)
-        if a is None or b is None or getattr(release, "epsilon_dp", None) is None:
-            self.refuse(release)
-        self.check_dp(epsilon_puffer=release.epsilon_puffer, a=a, b=b, curve_key=release.curve_key)
-        self._entries.append(
-            LedgerEntry("dp", float(release.epsilon_puffer), release.curve_key, label, release.mechanism,
-                        bool(release.secure), a=float(a), b=int(b), epsilon_dp=float(release.epsilon_dp))
-        )
-
-    def refuse(self, release=None, *, mechanism: str | None = None) -> NoReturn:
-        """Refuse a bare Pufferfish release (no curve point): always raises CompositionError."""
-        name = mechanism or getattr(release, "mechanism", None) or "this mechanism"
-        raise CompositionError(f"The accountant cannot compose a release of {name}: {_COLLAPSE}.")
-
-    def record(self, release, *, label: str | None = None, quilt_key: str | None = None) -> None:
-        """Record any release by the composition rule it declares (``release.composition``).
-
-        * ``"curve"``: Bai et al. Theorem 7 (:meth:`record_dp`);
-        * ``"blowfish"``: He et al. Theorems 4.1 and 4.2 (:meth:`record_blowfish`);
-        * ``"markov-quilt"``: Song et al. Theorem 4.4 (:meth:`record_mqm`) over the
-          release's ``quilt_key`` (the ``quilt_key`` argument, if given, takes its place);
-        * ``"query-specific"``: held only alone (:meth:`check_query_specific`);
-        * ``"none"``: refused (:meth:`refuse`).
+        Release functions call it with the record of the release they are about to make
+        (its value not drawn yet), so that a refused release draws no noise.
 
         Raises
         ------
         CompositionError
-            If ``release`` is not a :class:`~puffgm.core.release.Release`, declares no
-            known rule, or cannot be composed with what is recorded.
+            If ``release`` is not a puffgm release record, declares no composition rule
+            puffgm knows, or cannot be composed with what is recorded.
+        BudgetError
+            If the composed total would exceed the budget.
+        ParameterError
+            If the release's privacy parameter is not a finite number > 0.
+        """
+        return self._total_with(self._entry(release, None))
+
+    def record(self, release, *, label: str | None = None) -> None:
+        """Record a release made by one of puffgm's release functions, by the rule it declares.
+
+        * ``"markov-quilt"``: Song et al. Theorem 4.4, within one instantiation and quilt sets;
+        * ``"curve"``: Bai et al. Theorem 7, along one a(b)-influence curve;
+        * ``"blowfish"``: He et al. Theorems 4.1 and 4.2, under one policy;
+        * ``"query-specific"``: held only alone;
+        * ``"none"``: refused (Bai et al., section 4: no composition theorem applies).
+
+        Raises
+        ------
+        CompositionError
+            If ``release`` was not returned by a puffgm release function in this process
+            (built by hand, edited, unpickled), is already recorded, or cannot be composed.
         BudgetError
             If the composed total would exceed the budget.
         """
+        entry = self._entry(release, label)
+        if not was_issued(release):
+            raise CompositionError(
+                f"The accountant records only releases returned by puffgm's release functions in this process, and "
+                f"this {type(release).__name__} is not one (built by hand, edited or unpickled), so no composition "
+                "theorem is known to hold for it."
+            )
+        if any(held is release for held in self._held):
+            raise CompositionError("This release is already recorded in the accountant; a release counts once.")
+        self._total_with(entry)
+        self._entries.append(entry)
+        self._held.append(release)
+
+    # ----------------------------------------------------------- entries
+    def _entry(self, release, label: str | None) -> LedgerEntry:
+        """The ledger entry of ``release``: its rule, validated epsilon and derived key (or a refusal)."""
         if not isinstance(release, Release):
             name = getattr(release, "mechanism", None) or "an unknown mechanism"
             raise CompositionError(
@@ -310,152 +285,52 @@ class PrivacyAccountant:
                 "record (puffgm.core.release.Release), so no composition theorem is known to hold for it "
                 "(Bai et al., section 4: Pufferfish releases need not compose)."
             )
-        # Release subclasses provide mechanism, epsilon and secure (fields or properties); the base class
-        # does not declare them
-        release = cast(Any, release)
+        rec = cast(Any, release)  # subclasses provide mechanism, epsilon and secure
         rule = release.composition
-        if rule == "curve":
-            self.record_dp(release, label=label)
-        elif rule == "blowfish":
-            self.record_blowfish(release, label=label)
-        elif rule == "markov-quilt":
-            key = getattr(release, "quilt_key", None) if quilt_key is None else quilt_key
-            if key is None:
-                raise CompositionError(f"The release of {release.mechanism} names no quilt sets (quilt_key), so "
-                                       "Theorem 4.4 of Song et al. cannot be applied to it.")
-            self.record_mqm(release, quilt_key=key, label=label)
-        elif rule == "query-specific":
-            self.check_query_specific(mechanism=release.mechanism, epsilon=release.epsilon)
-            self._entries.append(LedgerEntry("single", float(release.epsilon), "single", label, release.mechanism,
-                                             bool(release.secure)))
-        elif rule == "none":
-            self.refuse(release)
-        else:
-            raise CompositionError(f"The release of {release.mechanism} declares the composition rule {rule!r}; "
+        if rule == "none":
+            raise CompositionError(f"The accountant cannot compose a release of {rec.mechanism}: {_COLLAPSE}.")
+        if rule not in _RULE_KIND:
+            raise CompositionError(f"The release of {rec.mechanism} declares the composition rule {rule!r}; "
                                    "the accountant knows 'markov-quilt', 'curve', 'blowfish', 'query-specific' "
                                    "and 'none'.")
-
-    # ------------------------------------------------------- query-specific
-    def _refuse_after_single(self, mechanism: str) -> None:
-        held = [e for e in self._entries if e.kind == "single"]
-        if held:
-            raise CompositionError(f"The accountant holds a query-specific release ({held[0].mechanism}), so it "
-                                   f"cannot compose {mechanism} with it: {_SINGLE}.")
-
-    def check_query_specific(self, *, mechanism: str, epsilon: float | None = None) -> float:
-        """Check that a query-specific release may be recorded: only into an empty accountant, within budget.
-
-        Raises
-        ------
-        CompositionError
-            If any release is already recorded.
-        BudgetError
-            If its epsilon exceeds the budget.
-        """
-        if self._entries:
-            raise CompositionError(f"The accountant cannot compose {mechanism} with the {len(self._entries)} "
-                                   f"release(s) it holds: {_SINGLE}.")
-        if epsilon is not None and self.budget is not None and epsilon > self.budget * (1 + _TOL):
-            raise BudgetError(f"This release's epsilon {epsilon:g} is over the budget of {self.budget:g}; "
-                              "nothing was released.")
-        return 0.0 if epsilon is None else float(epsilon)
-
-    # ------------------------------------------------------------------ MQM
-    def _mqm_total(self, extra_eps=None, extra_key=None) -> float:
-        entries = [e for e in self._entries if e.kind == "mqm"]
-        eps = [e.epsilon for e in entries]
-        keys = {e.key for e in entries}
-        if extra_eps is not None:
-            eps.append(extra_eps)
-            keys.add(extra_key)
-        if not eps:
-            return 0.0
-        if len(keys) > 1:
-            raise CompositionError(
-                "These Markov Quilt Mechanism releases use different instantiations or quilt sets, "
-                "so Theorem 4.4 of Song et al. does not apply and Pufferfish releases need not compose "
-                "(Bai et al., section 4); use one calibration's quilt sets for every release."
-            )
-        return len(eps) * max(eps)
-
-    def check_mqm(self, *, epsilon: float, quilt_key: str) -> float:
-        """The total after one more MQM release; raises if it cannot be composed or is over budget."""
-        self._refuse_after_single("a Markov Quilt Mechanism release")
-        epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_mqm")
-        other = next((e.kind for e in self._entries if e.kind != "mqm"), None)
-        if other is not None:
-            raise _mixing_refusal(other, "mqm")
-        total = self._mqm_total(epsilon, quilt_key)
-        if self.budget is not None and total > self.budget * (1 + _TOL):
-            raise BudgetError(
-                f"This release would bring the composed guarantee to {total:g}, over the budget of "
-                f"{self.budget:g}; nothing was released."
-            )
-        return total
-
-    def record_mqm(self, release, *, quilt_key: str, label: str | None = None) -> None:
-        """Record an MQM release (after :meth:`check_mqm` passed)."""
-        self.check_mqm(epsilon=release.epsilon, quilt_key=quilt_key)
-        self._entries.append(
-            LedgerEntry("mqm", float(release.epsilon), quilt_key, label, release.mechanism, bool(release.secure))
-        )
-
-    # ------------------------------------------------------------ Blowfish
-    def _blowfish_total(self, extra=None) -> float:
-        """Sequential (Thm 4.1) and parallel (Thm 4.2) composition: the largest, over individuals,
-        sum of the epsilons of the releases that read that individual."""
-        items = [(e.epsilon, e.key, e.subset) for e in self._entries if e.kind == "blowfish"]
-        if extra is not None:
-            items.append(extra)
-        if len({k for _, k, _ in items}) > 1:
-            raise CompositionError(
-                "These Blowfish releases use different policies; Theorems 4.1 and 4.2 of He et al. compose "
-                "releases under one policy only, so the accountant refuses to add them up."
-            )
-        everyone = sum(eps for eps, _, sub in items if sub is None)
-        ids = set().union(*[sub for _, _, sub in items if sub is not None])
-        return everyone + max((sum(eps for eps, _, sub in items if sub is not None and i in sub) for i in ids),
-                              default=0.0)
-
-    def check_blowfish(self, *, epsilon: float, policy_key: str, subset=None, constrained: bool = False) -> float:
-        """The total after one more (epsilon, P)-Blowfish release; raises if it cannot be composed or is over budget.
-
-        ``subset`` (a set of individual ids) marks a release computed on those individuals only
-        (parallel composition with a cardinality constraint, He et al. Theorem 4.2); refused for
-        policies with count constraints (Theorem 4.3 needs the critical pairs of each constraint).
-        """
-        self._refuse_after_single("a Blowfish release")
-        epsilon = check_positive_finite(epsilon, "epsilon", "PrivacyAccountant.check_blowfish")
-        other = next((e.kind for e in self._entries if e.kind != "blowfish"), None)
-        if other is not None:
-            raise _mixing_refusal(other, "blowfish")
-        if subset is not None:
-            if constrained:
+        epsilon = check_positive_finite(rec.epsilon, "epsilon", f"the accountant's record of {rec.mechanism}")
+        label = label if label is not None else _label_of(release)
+        entry = LedgerEntry(_RULE_KIND[rule], epsilon, composition_key(release), label, rec.mechanism,
+                            bool(rec.secure))
+        if rule == "curve":
+            return _curve_entry(entry, rec)
+        if rule == "blowfish":
+            subset = None if rec.subset is None else frozenset(rec.subset)
+            if subset is not None and rec.constrained:
                 raise CompositionError(
                     "Parallel composition over subsets of individuals needs a policy without count constraints "
                     "(He et al. Theorem 4.2); constraints can correlate individuals across subsets (Theorem 4.3)."
                 )
-            subset = frozenset(subset)
-            if not subset:
+            if subset is not None and not subset:
                 raise CompositionError("The subset of individuals of a parallel release is empty.")
-        total = self._blowfish_total((epsilon, policy_key, subset))
+            return dataclasses.replace(entry, subset=subset, policy=_policy_description(release))
+        return entry
+
+    def _total_with(self, entry: LedgerEntry) -> float:
+        """The composed total with ``entry`` added; raises when no theorem composes it or it is over budget."""
+        held = self._entries
+        if entry.kind == "single" and held:
+            raise CompositionError(f"The accountant cannot compose {entry.mechanism} with the {len(held)} "
+                                   f"release(s) it holds: {_SINGLE}.")
+        if held and held[0].kind == "single":
+            raise CompositionError(f"The accountant holds a query-specific release ({held[0].mechanism}), so it "
+                                   f"cannot compose {_KIND_RULE[entry.kind][1]} with it: {_SINGLE}.")
+        other = next((e.kind for e in held if e.kind != entry.kind), None)
+        if other is not None:
+            raise _mixing_refusal(other, entry.kind)
+        entries = [*held, entry]
+        total = _TOTAL[entry.kind](entries)
         if self.budget is not None and total > self.budget * (1 + _TOL):
             raise BudgetError(
-                f"This release would bring the composed Blowfish guarantee to {total:g}, over the budget of "
-                f"{self.budget:g}; nothing was released."
+                f"This release would bring the composed guarantee to {total:g} ({_THEOREM_OF[entry.kind]}), "
+                f"over the budget of {self.budget:g}; nothing was released."
             )
         return total
-
-    def record_blowfish(self, release, *, subset=None, label: str | None = None) -> None:
-        """Record a Blowfish release (``release.policy_key``, ``.epsilon``; after :meth:`check_blowfish`)."""
-        subset = getattr(release, "subset", None) if subset is None else subset
-        self.check_blowfish(epsilon=release.epsilon, policy_key=release.policy_key, subset=subset,
-                            constrained=bool(getattr(release, "constrained", False)))
-        self._entries.append(
-            LedgerEntry("blowfish", float(release.epsilon), release.policy_key, label, release.mechanism,
-                        bool(release.secure), subset=None if subset is None else frozenset(subset),
-                        policy=_policy_description(release))
-        )
 
     # -------------------------------------------------------------- reports
     @property
@@ -466,13 +341,7 @@ class PrivacyAccountant:
     @property
     def total(self) -> float:
         """The composed privacy parameter of everything recorded."""
-        if any(e.kind == "single" for e in self._entries):
-            return self._entries[0].epsilon
-        if any(e.kind == "dp" for e in self._entries):
-            return self._dp_total()
-        if any(e.kind == "blowfish" for e in self._entries):
-            return self._blowfish_total()
-        return self._mqm_total()
+        return _TOTAL[self._entries[0].kind](self._entries) if self._entries else 0.0
 
     @property
     def guarantee(self) -> str:
@@ -483,11 +352,7 @@ class PrivacyAccountant:
     @property
     def theorem(self) -> str:
         """The composition theorem the total relies on."""
-        if any(e.kind == "single" for e in self._entries):
-            return "a single query-specific release (no composition)"
-        if any(e.kind == "blowfish" for e in self._entries):
-            return THEOREM_BLOWFISH
-        return THEOREM_7 if any(e.kind == "dp" for e in self._entries) else THEOREM_MQM
+        return _THEOREM_OF[self._entries[0].kind] if self._entries else THEOREM_MQM
 
     @property
     def remaining(self) -> float:
@@ -504,6 +369,72 @@ class PrivacyAccountant:
             entries=self.entries,
             guarantee=self.guarantee,
         )
+
+
+def _curve_entry(entry: LedgerEntry, rec) -> LedgerEntry:
+    """A curve release's entry with its point (a, b) and epsilon_DP, checked as Theorem 7 needs."""
+    a, b, eps_dp = float(rec.a), rec.b, float(rec.epsilon_dp)
+    if not (math.isfinite(a) and 0 <= a < entry.epsilon):
+        raise CompositionError(f"Theorem 7 needs a curve point with 0 <= a < epsilon_puffer; got a = {a!r} for "
+                               f"epsilon_puffer = {entry.epsilon:g}.")
+    if isinstance(b, bool) or int(b) != b or int(b) < 1:
+        raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
+    if not (math.isfinite(eps_dp) and eps_dp > 0):
+        raise CompositionError(f"The release's epsilon_DP must be a finite number > 0; got {eps_dp!r}.")
+    return dataclasses.replace(entry, a=a, b=int(b), epsilon_dp=eps_dp)
+
+
+def _one_key(entries, refusal: str) -> None:
+    """Raise CompositionError(refusal) unless every entry has the same key."""
+    if len({e.key for e in entries}) > 1:
+        raise CompositionError(refusal)
+
+
+def _mqm_total(entries) -> float:
+    """Song et al. Theorem 4.4 and the remark after it: K * max_k epsilon_k over one key."""
+    _one_key(entries, "These Markov Quilt Mechanism releases use different instantiations or quilt sets, "
+                      "so Theorem 4.4 of Song et al. does not apply and Pufferfish releases need not compose "
+                      "(Bai et al., section 4); use one calibration's quilt sets for every release.")
+    return len(entries) * max(e.epsilon for e in entries)
+
+
+def _dp_total(entries) -> float:
+    """Bai et al. Theorem 7: max_l a_l + sum_l (epsilon_puffer_l - a_l) along one curve."""
+    _one_key(entries, "These releases were translated along a(b)-influence curves of different prior classes or "
+                      "secrets, so Theorem 7 of Bai et al. does not apply; use curve points of one (Theta, S).")
+    return max(e.a for e in entries) + sum(e.epsilon - e.a for e in entries)
+
+
+def _blowfish_total(entries) -> float:
+    """He et al. Theorems 4.1 (sequential) and 4.2 (parallel): the largest, over individuals, sum of the
+    epsilons of the releases that read that individual, under one policy."""
+    _one_key(entries, "These Blowfish releases use different policies; Theorems 4.1 and 4.2 of He et al. compose "
+                      "releases under one policy only, so the accountant refuses to add them up.")
+    everyone = sum(e.epsilon for e in entries if e.subset is None)
+    ids = set().union(*[e.subset for e in entries if e.subset is not None])
+    return everyone + max((sum(e.epsilon for e in entries if e.subset is not None and i in e.subset) for i in ids),
+                          default=0.0)
+
+
+def _single_total(entries) -> float:
+    """A query-specific release is held alone: its own epsilon."""
+    return entries[0].epsilon
+
+
+#: The ledger kind of each composition rule a release may declare.
+_RULE_KIND = {"markov-quilt": "mqm", "curve": "dp", "blowfish": "blowfish", "query-specific": "single"}
+
+_TOTAL = {"mqm": _mqm_total, "dp": _dp_total, "blowfish": _blowfish_total, "single": _single_total}
+
+_THEOREM_OF = {"mqm": THEOREM_MQM, "dp": THEOREM_7, "blowfish": THEOREM_BLOWFISH,
+               "single": "a single query-specific release (no composition)"}
+
+
+def _label_of(release) -> str | None:
+    """The label a release records in its details (None if it records none)."""
+    details = getattr(release, "details", None) or {}
+    label = details.get("label") if hasattr(details, "get") else None
+    return None if label is None else str(label)
 
 
 def _policy_description(release) -> str | None:

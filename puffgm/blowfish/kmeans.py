@@ -31,6 +31,7 @@ value above; puffgm uses it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from collections.abc import Mapping
@@ -41,8 +42,10 @@ import numpy as np
 
 from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 from puffgm.core.noise import resolve_noise
+from puffgm.core.release import issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.exceptions import CompositionError
 
 __all__ = ["KMeansOptions", "KMeansResult", "kmeans_sensitivities", "sulq_kmeans", "kmeans_objective", "assign",
            "iteration_query"]
@@ -238,9 +241,8 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
         cents = np.asarray(init, dtype=float).copy()
         if cents.shape != (n_clusters, dim) or not np.all(np.isfinite(cents)):
             raise PolicyError(f"init must be a finite ({n_clusters}, {dim}) array.")
-    if accountant is not None:
-        accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key)
     noise = resolve_noise(None if random_state is None else rng)
+    planned = _planned_release(policy, epsilon, noise, accountant, sensitivity_override)
     eps_q = epsilon / (2 * iterations)
     sens = []
     for _ in range(iterations):
@@ -260,9 +262,20 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
                        {"iterations": iterations, "guarantee": sensitivity_override is None,
                         "epsilon_per_query": eps_q})
     if accountant is not None:
-        from puffgm.blowfish.mechanisms import BlowfishRelease
-
-        accountant.record_blowfish(BlowfishRelease(cents, "SuLQ k-means", epsilon, math.nan, math.nan,
-                                                   bool(noise.secure), noise.description, policy.key, False, None,
-                                                   "He et al. 2014, section 6"), label=label)
+        accountant.record(issue(dataclasses.replace(planned, value=cents)), label=label)
     return res
+
+
+def _planned_release(policy, epsilon: float, noise, accountant, sensitivity_override):
+    """The ledger record of a k-means run (value not drawn yet), checked by the accountant if one is given."""
+    from puffgm.blowfish.mechanisms import BlowfishRelease
+
+    if accountant is None:
+        return None
+    if sensitivity_override is not None:
+        raise CompositionError("A k-means run with sensitivity_override has no Blowfish guarantee, so the accountant "
+                               "cannot record it; run it without an accountant.")
+    planned = BlowfishRelease(None, "SuLQ k-means", epsilon, math.nan, math.nan, bool(noise.secure),
+                              noise.description, policy.key, False, None, "He et al. 2014, section 6")
+    accountant.check(planned)  # before any noise is drawn
+    return planned

@@ -30,7 +30,7 @@ from puffgm.blowfish.sensitivity import (
     values_matrix,
 )
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import Release
+from puffgm.core.release import Release, make_release
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
 
@@ -172,20 +172,18 @@ def _laplace_release(answer, policy: Policy, epsilon: float, sensitivity, releas
     arr = np.asarray(answer, dtype=float)
     if not np.all(np.isfinite(arr)):
         raise PolicyError("The query answer contains NaN or infinity.")
-    accountant, subset = release.accountant, release.subset
-    if accountant is not None:
-        accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key, subset=subset,
-                                  constrained=not policy.unconstrained)
+    subset = release.subset
     scale = sens / epsilon
     noise = resolve_noise(release.random_state)
-    value = noise.laplace(arr, scale) if scale > 0 else arr.copy()
-    value = float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
-    rel = BlowfishRelease(value, mechanism, epsilon, scale, sens, bool(noise.secure), noise.description, policy.key,
-                          not policy.unconstrained, None if subset is None else frozenset(subset), THEOREM_5_1,
-                          {"policy": policy.explain()})
-    if accountant is not None:
-        accountant.record_blowfish(rel, label=release.label)
-    return rel
+    planned = BlowfishRelease(None, mechanism, epsilon, scale, sens, bool(noise.secure), noise.description, policy.key,
+                              not policy.unconstrained, None if subset is None else frozenset(subset), THEOREM_5_1,
+                              {"policy": policy.explain()})
+
+    def draw():
+        value = noise.laplace(arr, scale) if scale > 0 else arr.copy()
+        return float(value) if np.ndim(value) == 0 else np.asarray(value, dtype=float)
+
+    return make_release(planned, draw, accountant=release.accountant, label=release.label)
 
 
 def _data_indices(policy: Policy, data):

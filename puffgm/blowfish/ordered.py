@@ -38,6 +38,7 @@ its exact Blowfish loss as max over edges (x, y) of sum_j |N_jx - N_jy| / b_j.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -48,6 +49,7 @@ from puffgm.blowfish.mechanisms import BlowfishRelease, ReleaseOptions
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import cumulative_sensitivity
 from puffgm.core.noise import resolve_noise
+from puffgm.core.release import issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
 
@@ -437,27 +439,28 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
     loss = plan.privacy_loss(policy) if policy.domain.size <= 512 else None
     if loss is not None and loss > epsilon * (1 + 1e-9):
         raise PolicyError(f"The plan's exact Blowfish loss {loss:g} exceeds epsilon = {epsilon:g} under this policy.")
+    noise = resolve_noise(release.random_state)
+    planned = BlowfishRelease(None, plan.name, epsilon, float(plan.scales.max()),
+                              float(cumulative_sensitivity(policy).value),
+                              bool(noise.secure), noise.description, policy.key, False, None, theorem,
+                              {"inference": inference, "range_mse_no_inference": plan.range_mse(),
+                               **dict(plan.details)})
     accountant = release.accountant
     if accountant is not None:
-        accountant.check_blowfish(epsilon=epsilon, policy_key=policy.key, constrained=False)
-    noise = resolve_noise(release.random_state)
-    counts = np.bincount(idx, minlength=policy.domain.size)
-    raw = plan.noisy_cumulative(counts, noise)
-    value = raw
-    if inference:
-        from scipy.optimize import isotonic_regression
-
-        n = float(idx.size)
-        value = np.clip(isotonic_regression(raw[:-1]).x, 0.0, n)
-        value = np.append(value, n)
-    rel = BlowfishRelease(np.asarray(value, dtype=float), plan.name, epsilon, float(plan.scales.max()),
-                          float(cumulative_sensitivity(policy).value),
-                          bool(noise.secure), noise.description, policy.key, False, None, theorem,
-                          {"raw": raw, "inference": inference, "range_mse_no_inference": plan.range_mse(),
-                           **dict(plan.details)})
+        accountant.check(planned)  # before any noise is drawn
+    raw = plan.noisy_cumulative(np.bincount(idx, minlength=policy.domain.size), noise)
+    value = _isotonic(raw, float(idx.size)) if inference else np.asarray(raw, dtype=float)
+    rel = issue(dataclasses.replace(planned, value=value, details={**planned.details, "raw": raw}))
     if accountant is not None:
-        accountant.record_blowfish(rel, label=release.label)
+        accountant.record(rel, label=release.label)
     return rel
+
+
+def _isotonic(raw, n: float) -> np.ndarray:
+    """Isotonic regression of the noisy cumulative counts, clipped to [0, n], the total n kept exact."""
+    from scipy.optimize import isotonic_regression
+
+    return np.append(np.clip(isotonic_regression(raw[:-1]).x, 0.0, n), n)
 
 
 def ordered_mechanism(data, policy: Policy, *, epsilon: float, inference: bool = True, random_state=None,

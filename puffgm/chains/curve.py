@@ -14,6 +14,14 @@ minimum over two-sided quilts of budget b is attained with a + b' - 1 = b (the
 influence is non-increasing in both offsets), and each anti-diagonal is
 searched best-first with the one-sided influences as lower bounds.  Other
 classes are computed node by node (cost grows with T).
+
+Each point reports the exact a(b) and a canonical witness (:mod:`puffgm.core.ties`):
+among nodes whose a_i(b) ties with a(b) (relative ``TIE_RTOL``), the first in
+chain order (the middle node on the stationary road); among that node's quilts
+whose influence ties with a_i(b), the one with the fewest nearby nodes, then the
+fewest quilt nodes, then the first by the positions of its nodes in the chain,
+lexicographically.  The
+witness therefore does not depend on the last bit of any influence.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import numpy as np
 from puffgm.chains.exact import ChainQuiltSearch
 from puffgm.chains.priors import ChainPriorClass, node_name
 from puffgm.core.curve import InfluenceCurve
+from puffgm.core.ties import RunningBest, ties
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
 
@@ -86,70 +95,74 @@ def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_con
 
 
 def _stationary_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
+    """The middle node's curve; witnesses follow the canonical order of :func:`_quilt_key`."""
     mid = (T + 1) // 2
     Gs, Bs, DL, DR = search.node_tables(mid, Bq, Bq)
-    best, best_w = math.inf, None
+    run = RunningBest("min")
     for c in range(1, Bq + 1):
-        # two-sided quilts with a + b' - 1 = c: a = 1..c, b' = c + 1 - a
-        aa = np.arange(1, c + 1)
+        # two-sided quilts {X_{mid-a}, X_{mid+b'}} with a + b' - 1 = c, left end in node order
+        aa = np.arange(c, 0, -1)
         bb = c + 1 - aa
         lb = np.maximum(DL[aa - 1], DR[bb - 1])
         order = np.argsort(lb, kind="stable")
         lbs = lb[order]
+        found: dict[int, float] = {}
+        best = run.value
         pos, batch = 0, 32
-        while pos < order.size and lbs[pos] < best:
+        while pos < order.size and (lbs[pos] < best or ties(lbs[pos], best)):  # best-first, ties kept
             idx = order[pos : pos + batch]
             ai, bi = aa[idx] - 1, bb[idx] - 1
             d2 = np.full(idx.size, -math.inf)
             for G, Bm in zip(Gs, Bs, strict=True):
                 d2 = np.maximum(d2, (G[ai] + Bm[bi]).max(axis=(1, 2)))
             d2 = np.maximum(d2, 0.0)
-            j = int(np.argmin(d2))
-            if d2[j] < best:
-                best = float(d2[j])
-                best_w = (node_name(mid), (node_name(mid - ai[j] - 1), node_name(mid + bi[j] + 1)))
+            found.update(zip(idx.tolist(), d2.tolist(), strict=True))
+            best = min(best, float(d2.min()))
             pos += batch
             batch *= 2
-        a[c - 1] = best
-        wit[c - 1] = best_w
+        for j in sorted(found):  # canonical order within the budget
+            run.offer(found[j], (node_name(mid), (node_name(mid - int(aa[j])), node_name(mid + int(bb[j])))))
+        a[c - 1] = run.value
+        wit[c - 1] = run.witness
+
+
+def _quilt_key(card: int, positions: tuple) -> tuple:
+    """Canonical order of a node's quilts: fewest nearby nodes, fewest quilt nodes, then positions."""
+    return (card, len(positions), positions)
+
+
+def _node_candidates(i: int, T: int, Bq: int, tables) -> list:
+    """Node i's quilts with card(X_N) <= Bq as (card, positions, influence), in canonical order."""
+    amax, bmax = min(i - 1, Bq), min(T - i, Bq)
+    Gs, Bs, DL, DR = tables
+    cands: list[tuple[int, tuple[int, ...], float]] = [
+        (T - i + j + 1, (i - j - 1,), float(DL[j])) for j in range(amax) if T - i + j + 1 <= Bq]
+    cands += [(i + j, (i + j + 1,), float(DR[j])) for j in range(bmax) if i + j <= Bq]
+    if amax and bmax:
+        D2 = np.full((amax, bmax), -math.inf)
+        for G, Bm in zip(Gs, Bs, strict=True):
+            D2 = np.maximum(D2, (G[:, None] + Bm[None, :]).max(axis=(2, 3)))
+        D2 = np.maximum(D2, 0.0)
+        cands += [(ai + bi + 1, (i - ai - 1, i + bi + 1), float(D2[ai, bi]))
+                  for ai in range(amax) for bi in range(min(bmax, Bq - ai))]
+    cands.sort(key=lambda q: _quilt_key(q[0], q[1]))
+    return cands
 
 
 def _nodewise_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
-    worst = np.full(Bq, -math.inf)
-    worst_w: list = [None] * Bq
+    """Every node's curve; the worst node is the first in node order within the tie tolerance."""
+    worst = [RunningBest("max") for _ in range(Bq)]
     for i in range(1, T + 1):
-        amax, bmax = min(i - 1, Bq), min(T - i, Bq)
-        Gs, Bs, DL, DR = search.node_tables(i, amax, bmax)
-        h = np.full(Bq, math.inf)
-        hw: list = [None] * Bq
-
-        def offer(card, val, w, h=h, hw=hw):  # this node's tables, bound now
-            if card <= Bq and val < h[card - 1]:
-                h[card - 1] = val
-                hw[card - 1] = w
-
-        for j in range(amax):
-            offer(T - i + j + 1, DL[j], (node_name(i), (node_name(i - j - 1),)))
-        for j in range(bmax):
-            offer(i + j, DR[j], (node_name(i), (node_name(i + j + 1),)))
-        if amax and bmax:
-            D2 = np.full((amax, bmax), -math.inf)
-            for G, Bm in zip(Gs, Bs, strict=True):
-                D2 = np.maximum(D2, (G[:, None] + Bm[None, :]).max(axis=(2, 3)))
-            D2 = np.maximum(D2, 0.0)
-            for ai in range(amax):
-                for bi in range(min(bmax, Bq - ai)):
-                    offer(ai + bi + 1, D2[ai, bi], (node_name(i), (node_name(i - ai - 1), node_name(i + bi + 1))))
-        # min over quilts with card <= c: running minimum
-        for c in range(1, Bq):
-            if h[c - 1] <= h[c]:
-                h[c], hw[c] = h[c - 1], hw[c - 1]
-        for c in range(Bq):
-            if h[c] > worst[c]:
-                worst[c] = h[c]
-                worst_w[c] = hw[c] if hw[c] is not None else (node_name(i), None)
-    a[:Bq] = worst
-    wit[:Bq] = worst_w
+        cands = _node_candidates(i, T, Bq, search.node_tables(i, min(i - 1, Bq), min(T - i, Bq)))
+        run, k = RunningBest("min"), 0  # min over quilts with card <= c: one run over c = 1..Bq
+        for c in range(1, Bq + 1):
+            while k < len(cands) and cands[k][0] == c:
+                run.offer(cands[k][2], (node_name(i), tuple(node_name(p) for p in cands[k][1])))
+                k += 1
+            w = run.witness if not run.empty else (node_name(i), None)
+            worst[c - 1].offer(run.value, w)
+    a[:Bq] = [r.value for r in worst]
+    wit[:Bq] = [r.witness for r in worst]
 
 
 def chain_class_curve(chain_class, max_b) -> InfluenceCurve:

@@ -19,7 +19,9 @@ max-influence e_Theta(X_Q | X_i), so
 Restricting L to quilt complements can only make a(b) larger than the optimum of
 Definition 7, so the curve is a valid (safe) upper bound, which is all Theorem 6
 needs.  Every point keeps its witness: the node attaining the max and the quilt
-attaining that node's min.
+attaining that node's min.  The value is the exact max (min); the witness is
+chosen canonically among the candidates that tie with it within a relative
+``TIE_RTOL`` (:mod:`puffgm.core.ties`), so it does not depend on the last bit.
 
 Two roads compute the same curve:
 
@@ -43,6 +45,7 @@ import numpy as np
 
 from puffgm.core.release import jsonable
 from puffgm.core.results import json_float
+from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_int
 from puffgm.exceptions import ParameterError
 
@@ -253,17 +256,22 @@ def curve_from_points(points, n_entries: int, *, method: str = "user", fingerpri
 
 
 def pointwise_max(curves, fingerprint, notes) -> InfluenceCurve:
-    """a(b) = max over the members' curves, with the witness of the member attaining it."""
+    """a(b) = max over the members' curves, with the witness of the member attaining it.
+
+    The value is the exact maximum; the witness member is the first, in the members'
+    order, whose a(b) ties with it (:func:`puffgm.core.ties.canonical_argmax`).
+    """
     a = np.array([list(c.a) for c in curves], dtype=float)
-    top = np.argmax(a, axis=0)  # first of the maxima
     B = a.shape[1]
+    top = np.array([canonical_argmax(a[:, j]) for j in range(B)], dtype=int)
+    value = a.max(axis=0)
     first = curves[0]
     details = {"per_member": tuple(tuple(c.a) for c in curves), "worst_member": tuple(int(t) for t in top),
                "seconds": float(sum(c.details.get("seconds", 0.0) for c in curves))}
     for key in ("secrets", "secrets_description", "quilt_family"):  # members share nodes and secrets
         if key in first.details:
             details[key] = first.details[key]
-    return InfluenceCurve(b=range(1, B + 1), a=a[top, np.arange(B)].tolist(),
+    return InfluenceCurve(b=range(1, B + 1), a=value.tolist(),
                           witnesses=tuple(curves[top[j]].witnesses[j] for j in range(B)),
                           n_entries=first.n_entries, method=first.method, fingerprint=fingerprint,
                           notes=tuple(notes), details=details)

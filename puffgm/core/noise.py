@@ -33,10 +33,39 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError
 
-__all__ = ["NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise", "SECURE", "NOT_FOR_PRODUCTION"]
+__all__ = ["check_resolves", "RESOLUTION", "NoiseSource", "SecureNoise", "SeededNoise", "resolve_noise", "SECURE",
+           "NOT_FOR_PRODUCTION"]
 
 NOT_FOR_PRODUCTION = "seeded numpy noise: reproducible, NOT for production (not cryptographically secure)"
 SECURE = "OpenDP floating-point-safe sampler over the OS cryptographic RNG"
+
+
+#: Laplace noise of scale b is added to an answer only where the spacing of floating-point numbers
+#: there is at most ``RESOLUTION * b``: beyond that, rounding would swallow the noise.
+RESOLUTION = 2.0 ** -12
+
+
+def check_resolves(values, scale: float) -> np.ndarray:
+    """``values`` as a float array, if Laplace noise of ``scale`` survives rounding on every coordinate.
+
+    Raises
+    ------
+    ParameterError
+        If a value is NaN or infinite, or so large that the spacing of floating-point numbers
+        around it exceeds ``RESOLUTION * scale`` (adding the noise would return the exact answer,
+        or a value rounded on a grid coarser than the noise).
+    """
+    arr = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ParameterError("The query answer passed to the Laplace sampler contains NaN or infinity.")
+    largest = float(np.max(np.abs(arr))) if arr.size else 0.0
+    if math.ulp(largest) > RESOLUTION * scale:
+        raise ParameterError(
+            f"The answer {largest:g} is too large for Laplace noise of scale {scale:g}: floating-point numbers near "
+            f"it are {math.ulp(largest):g} apart, so rounding would swallow the noise; release a rescaled or "
+            "shifted query whose answers stay within its range."
+        )
+    return arr
 
 
 class NoiseSource:
@@ -96,10 +125,7 @@ class SecureNoise(NoiseSource):
 
     def laplace(self, values, scale: float) -> np.ndarray:
         """``values + Lap(scale)`` from OpenDP's Laplace sampler (vector or scalar measurement)."""
-        scale = check_positive_finite(scale, "scale", "SecureNoise.laplace")
-        arr = np.asarray(values, dtype=float)
-        if not np.all(np.isfinite(arr)):
-            raise ParameterError("The query answer passed to the Laplace sampler contains NaN or infinity.")
+        arr = check_resolves(values, check_positive_finite(scale, "scale", "SecureNoise.laplace"))
         flat = [float(v) for v in arr.ravel()]
         if arr.ndim == 0:
             return np.asarray(_opendp_laplace(scale, False)(flat[0]), dtype=float)
@@ -137,10 +163,7 @@ class SeededNoise(NoiseSource):
 
     def laplace(self, values, scale: float) -> np.ndarray:
         """``values + Lap(scale)`` from the numpy generator."""
-        scale = check_positive_finite(scale, "scale", "SeededNoise.laplace")
-        arr = np.asarray(values, dtype=float)
-        if not np.all(np.isfinite(arr)):
-            raise ParameterError("The query answer passed to the Laplace sampler contains NaN or infinity.")
+        arr = check_resolves(values, check_positive_finite(scale, "scale", "SeededNoise.laplace"))
         return arr + self.generator.laplace(0.0, scale, size=arr.shape)
 
     def gumbel_argmax(self, scores, scale: float) -> int:

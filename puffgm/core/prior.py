@@ -123,10 +123,13 @@ class PriorKind:
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
         result = self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
+        stamp: dict = {}
+        if getattr(result, "options", True) is None:
+            stamp["options"] = options  # the options that define the quilt sets, for the composition key
         graph = self.quilt_graph()
         if graph is not None and getattr(result, "graph", True) is None:
-            result = dataclasses.replace(result, graph=graph)  # for result.plot()
-        return result
+            stamp["graph"] = graph  # for result.plot()
+        return dataclasses.replace(result, **stamp) if stamp else result
 
     def quilt_graph(self):
         """The graph the quilts live in (:class:`~puffgm.core.results.QuiltGraph`), or None if the kind has none.

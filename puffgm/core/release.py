@@ -9,18 +9,51 @@ prior class or policy the guarantee holds for) and ``theorem`` -- and gives ever
 record the same ``to_dict()`` and ``explain()``.  The accountant
 (:class:`puffgm.accounting.PrivacyAccountant`) composes releases by their
 ``composition`` rule.
+
+Two rules keep the accountant from being talked into a guarantee no theorem
+gives:
+
+* **Only releases puffgm made.**  puffgm's release functions pass every record
+  they return through :func:`issue`; the accountant records a release only if
+  :func:`was_issued` says so.  A record built by hand, edited with
+  ``dataclasses.replace`` or unpickled is refused.
+* **One composition key, derived from the release.**  :func:`composition_key`
+  is the only place a key is derived: from the quilt sets of a Markov Quilt
+  Mechanism calibration (:func:`quilt_set_key`), the (Theta, S) of an
+  a(b)-influence curve, or the Blowfish policy.  No caller names a key.
+
+No record keeps the exact answer: a release holds the noisy value and what the
+guarantee needs, so its ``repr``, ``str``, ``to_dict()`` and pickle cannot show
+the data.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
+import json
 import math
-from collections.abc import Mapping
-from typing import Any, ClassVar
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
-__all__ = ["Release", "jsonable"]
+from puffgm.core.validation import check_positive_finite
+
+__all__ = ["Release", "jsonable", "issue", "was_issued", "make_release", "composition_key", "quilt_set_key",
+           "curve_key", "EXECUTION_OPTIONS"]
+
+#: Calibration options that change how fast a calibration runs or what it shows, never the quilt sets
+#: it searches: they are left out of the composition key.
+EXECUTION_OPTIONS = frozenset({"n_jobs", "progress", "per_node"})
+
+#: Details of a calibration that name its secrets and quilt sets (when its road records them).
+_QUILT_SET_DETAILS = ("secrets", "quilt_family", "quilt_set", "l")
+
+#: id -> weak reference of every release record puffgm's release functions returned in this process.
+_ISSUED: dict[int, weakref.ref] = {}
 
 
 def jsonable(x: Any) -> Any:
@@ -69,13 +102,9 @@ class Release:
           ``subset`` and ``constrained``;
         * ``"none"``: no composition theorem covers the release; the accountant
           refuses it.
-    withheld : tuple of str
-        Fields :meth:`to_dict` leaves out: the exact, unprotected answer, which
-        must not travel with the release.
     """
 
     composition: ClassVar[str] = "none"
-    withheld: ClassVar[tuple] = ()
 
     @property
     def prior(self) -> str:
@@ -89,15 +118,144 @@ class Release:
     def to_dict(self) -> dict:
         """JSON-ready dict: ``kind``, ``value``, ``epsilon``, ``mechanism``, ``prior``, ``theorem``, then the rest.
 
-        The rest is every other dataclass field except those named in :attr:`withheld`;
+        The rest is every other dataclass field;
         ``json.dumps(release.to_dict(), allow_nan=False)`` always works.
         """
         rec: Any = self  # a dataclass subclass providing the fields named in the class docstring
         head = {"kind": type(self).__name__, "value": jsonable(rec.value), "epsilon": jsonable(rec.epsilon),
                 "mechanism": rec.mechanism, "prior": self.prior, "theorem": rec.theorem}
-        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(rec)
-                if f.name not in head and f.name not in self.withheld}
+        rest = {f.name: jsonable(getattr(self, f.name)) for f in dataclasses.fields(rec) if f.name not in head}
         return head | rest
 
     def __str__(self) -> str:
         return self.explain()
+
+    def __reduce__(self):
+        """Picklable (``details`` is a read-only mapping); the copy is not an issued release (:func:`issue`)."""
+        state = {f.name: getattr(self, f.name) for f in dataclasses.fields(cast(Any, self))}
+        if isinstance(state.get("details"), Mapping):
+            state["details"] = dict(state["details"])
+        return (_rebuild_release, (type(self), state))
+
+
+def _rebuild_release(cls, state: dict) -> Release:
+    return cls(**state)
+
+
+R = TypeVar("R", bound=Release)
+
+
+def issue(release: R) -> R:
+    """Mark ``release`` as made by one of puffgm's release functions, and return it.
+
+    Every release function of puffgm calls this on the record it returns, after the noise
+    is drawn; :meth:`puffgm.accounting.PrivacyAccountant.record` accepts only records
+    :func:`was_issued` recognises.  The mark is the object's identity in this process, so
+    a copy (``dataclasses.replace``, ``copy``, pickle) is not marked.
+    """
+    key = id(release)
+    _ISSUED[key] = weakref.ref(release, functools.partial(_forget, key))
+    return release
+
+
+def _forget(key: int, _ref) -> None:
+    """Drop a collected release from the issued ones (its id may be reused)."""
+    _ISSUED.pop(key, None)
+
+
+def was_issued(release) -> bool:
+    """True if ``release`` is a record one of puffgm's release functions returned in this process."""
+    ref = _ISSUED.get(id(release))
+    return ref is not None and ref() is release
+
+
+def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label: str | None = None) -> R:
+    """The release ``planned`` describes, with the value ``draw()`` returns, checked and recorded.
+
+    The accountant (if any) checks ``planned`` (the record without its value) before
+    ``draw`` is called, so a refused release draws no noise; the record with the drawn
+    value is then :func:`issue`-d and recorded.  Every release function of puffgm goes
+    through here or does the same three steps.
+
+    Parameters
+    ----------
+    planned : Release
+        The release record with ``value=None``: everything the accountant needs.
+    draw : callable
+        Draws the noise and returns the released value.
+    accountant : PrivacyAccountant, optional
+    label : str, optional
+        The release's name in the accountant's ledger.
+    """
+    rec: Any = planned
+    check_positive_finite(rec.epsilon, "epsilon", f"the release of {rec.mechanism}")
+    if accountant is not None:
+        accountant.check(planned)
+    rel = issue(dataclasses.replace(rec, value=draw()))
+    if accountant is not None:
+        accountant.record(rel, label=label)
+    return rel
+
+
+def _digest(facts: Mapping) -> str:
+    """A short, stable hash of JSON-able facts (keys sorted, anything else by its ``str``)."""
+    text = json.dumps(jsonable(facts), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def quilt_set_key(calibration) -> str:
+    """Identifies the instantiation and quilt sets S_{Q,i} of a Markov Quilt Mechanism calibration.
+
+    Song, Wang and Chaudhuri 2017 (Theorem 4.4 and the remark after it) compose MQM
+    releases that use the same instantiation (prior class Theta, secrets S) and the same
+    quilt sets S_{Q,i}.  The key hashes the prior class's fingerprint, the method, the
+    secrets and quilt family the calibration records in its details, and the options it
+    was calibrated with (:attr:`~puffgm.core.results.CalibrationResult.options`, every
+    option but those in :data:`EXECUTION_OPTIONS`).  A calibration that does not record its
+    options (made by an engine directly rather than through ``puffgm.calibrate``) gets a
+    key of its own: its releases compose only with releases of an equal calibration.
+
+    Parameters
+    ----------
+    calibration : CalibrationResult
+
+    Returns
+    -------
+    str
+        16 hexadecimal digits.
+    """
+    details = calibration.details
+    facts: dict[str, Any] = {"prior": calibration.fingerprint, "method": calibration.method,
+                             **{k: details[k] for k in _QUILT_SET_DETAILS if k in details}}
+    if calibration.options is None:
+        facts["calibration"] = calibration.to_dict(per_node=True)
+    else:
+        # the secrets, when recorded in canonical form, stand for the options that named them
+        named = {"protected", "secrets"} if "secrets" in details else set()
+        facts["options"] = [(k, v) for k, v in calibration.options
+                            if k not in EXECUTION_OPTIONS and k not in named and v is not None]
+    return _digest(facts)
+
+
+def curve_key(curve) -> str:
+    """Identifies (Theta, S) of an a(b)-influence curve: Bai et al. Theorem 7 composes along one curve only."""
+    return _digest({"prior": curve.fingerprint, "secrets": curve.details.get("secrets", "default secrets")})
+
+
+def composition_key(release: Release) -> str:
+    """The key under which the accountant composes ``release``: the one place a key is derived.
+
+    * ``"markov-quilt"``: the quilt sets (:func:`quilt_set_key` of the calibration, kept
+      with the release when it was made);
+    * ``"curve"``: the (Theta, S) of the a(b)-influence curve (:func:`curve_key`);
+    * ``"blowfish"``: the policy's key;
+    * any other rule: the rule itself (the accountant holds such releases alone or refuses them).
+    """
+    rec: Any = release
+    if release.composition == "markov-quilt":
+        return str(rec.quilt_key)
+    if release.composition == "curve":
+        return str(rec.curve_key)
+    if release.composition == "blowfish":
+        return str(rec.policy_key)
+    return str(release.composition)

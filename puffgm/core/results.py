@@ -161,6 +161,11 @@ class CalibrationResult:
         The DAG or chain the quilts live in, for :meth:`plot`; set by :func:`puffgm.calibrate`
         (``PriorKind.calibrate``), None when the road does not know it.  Not part of
         :meth:`to_dict` nor of equality.
+    options : tuple of (str, object) pairs or None
+        The calibration options the result was computed with, sorted by name (set by
+        :func:`puffgm.calibrate`, ``PriorKind.calibrate``); None when the road does not record
+        them.  They define the quilt sets, so they enter the composition key
+        (:func:`puffgm.core.release.quilt_set_key`).
     """
 
     epsilon: float
@@ -178,9 +183,12 @@ class CalibrationResult:
     details: Mapping = field(default_factory=dict)
     sigma_lower_bound: float = math.nan
     graph: QuiltGraph | None = field(default=None, compare=False, repr=False)
+    options: tuple | Mapping | None = field(default=None, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "details", MappingProxyType(dict(self.details)))
+        if self.options is not None:
+            object.__setattr__(self, "options", tuple(sorted((str(k), v) for k, v in dict(self.options).items())))
         object.__setattr__(self, "sigma_lower_bound", float(self.sigma_lower_bound))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "per_node", tuple(self.per_node))

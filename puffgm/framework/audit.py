@@ -14,6 +14,9 @@ M is epsilon-Pufferfish(S, Q, Theta) private iff L(M) <= epsilon.
 Every quantity is computed in log space (``logsumexp`` with max shifting);
 databases are enumerated, so the instantiation must be small (at most 2**16
 joint states by default; larger ones raise :class:`~puffgm.exceptions.AuditError`).
+The reported loss is the exact maximum; its witness (prior, pair, output) is the
+first, in the instantiation's order of priors and pairs and then in output order,
+whose value ties with it (:mod:`puffgm.core.ties`), never a last-bit choice.
 
 Auditors
 --------
@@ -44,6 +47,7 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
+from puffgm.core.ties import RunningBest, canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.instantiation import Instantiation
@@ -255,20 +259,21 @@ def as_finite(mechanism) -> FiniteMechanism:
 def _log_ratio_max(la: np.ndarray, lb: np.ndarray):
     """max_w |la(w) - lb(w)| over outputs with mass under either law, and its argmax.
 
-    Outputs impossible under both are skipped; possible under exactly one -> inf.
+    Outputs impossible under both are skipped; possible under exactly one -> inf.  The
+    value is the exact max; the index is the first output that ties with it
+    (:func:`puffgm.core.ties.canonical_argmax`).
     """
     both_zero = (la == -np.inf) & (lb == -np.inf)
     with np.errstate(invalid="ignore"):
         d = np.abs(la - lb)
     d[both_zero] = -np.inf
     d[np.isnan(d)] = np.inf  # cannot happen after masking, kept as a guard
-    k = int(np.argmax(d))
-    return float(d[k]), k
+    return float(d.max()), canonical_argmax(d)
 
 
 def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: str, notes=(), details=None):
     """Core: conditional output laws by logsumexp over databases, then the sup of log-ratios."""
-    best, witness = 0.0, None
+    worst = RunningBest("max")  # pairs in the instantiation's order: the first of the ties
     per_prior = [0.0] * inst.n_priors
     def output_law(cond):
         idx = np.flatnonzero(cond > -np.inf)
@@ -280,13 +285,13 @@ def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: st
         val, k = _log_ratio_max(law_a, law_b)
         if val > per_prior[t]:
             per_prior[t] = val
-        if witness is None or val > best:
-            best, witness = val, (t, (a.name, b.name), label(k))
+        worst.offer(val, (t, (a.name, b.name), label(k)))
     all_notes = list(inst.notes) + list(notes)
     if not any_active:
         all_notes.append("Every (prior, pair) combination was skipped: the loss is vacuous.")
     return AuditResult(
-        loss=float(best), witness=witness, skipped=inst.skipped, mechanism=mechanism,
+        loss=0.0 if worst.empty else float(worst.value), witness=worst.witness, skipped=inst.skipped,
+        mechanism=mechanism,
         n_databases=inst.n_databases, n_priors=inst.n_priors, n_pairs=len(inst.pairs),
         n_outputs=int(logm.shape[1]), per_prior=tuple(per_prior), notes=tuple(all_notes),
         details=details or {},
@@ -558,7 +563,7 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
                          "(use audit_vector_laplace).")
     if not np.all(np.isfinite(q)):
         raise AuditError("The query takes a NaN or infinite value on some database.")
-    best, witness = 0.0, None
+    worst = RunningBest("max")  # pairs in the instantiation's order, outputs in grid order
     per_prior = [0.0] * inst.n_priors
     n_points = 0
     for t, a, b, (va, wa), (vb, wb) in pair_laws(inst, lambda cond: grouped_law(cond, q)):
@@ -568,13 +573,12 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
         center = 0.5 * (float(both.min()) + float(both.max()))
         d = _abs_log_ratio(_laplace_mixture_log(wa, va, points, scale, center),
                            _laplace_mixture_log(wb, vb, points, scale, center))
-        k = int(np.argmax(d))
-        val = float(d[k])
+        k, val = canonical_argmax(d), float(d.max())
         per_prior[t] = max(per_prior[t], val)
-        if witness is None or val > best:
-            best, witness = val, (t, (a.name, b.name), float(points[k]))
+        worst.offer(val, (t, (a.name, b.name), float(points[k])))
     return AuditResult(
-        loss=best, witness=witness, skipped=inst.skipped, mechanism=f"Laplace mechanism (scale {scale:g})",
+        loss=0.0 if worst.empty else worst.value, witness=worst.witness, skipped=inst.skipped,
+        mechanism=f"Laplace mechanism (scale {scale:g})",
         n_databases=inst.n_databases, n_priors=inst.n_priors, n_pairs=len(inst.pairs), n_outputs=n_points,
         per_prior=tuple(per_prior), notes=inst.notes, details={"scale": scale},
     )
@@ -610,7 +614,7 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
     scales = np.broadcast_to(np.asarray(scale, dtype=float), (dim,)).copy()
     for s in scales:
         check_positive_finite(float(s), "scale", "audit_vector_laplace")
-    best, witness = 0.0, None
+    worst = RunningBest("max")  # pairs in the instantiation's order, outputs in grid order
     per_prior = [0.0] * inst.n_priors
     n_points = 0
     for t, a, b, (va, wa), (vb, wb) in pair_laws(inst, lambda cond: grouped_law(cond, q)):
@@ -633,13 +637,11 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
                 return logsumexp(lw[None, :] + e.sum(axis=2), axis=1)
 
         d = _abs_log_ratio(logf(va, wa), logf(vb, wb))
-        k = int(np.argmax(d))
-        val = float(d[k])
+        k, val = canonical_argmax(d), float(d.max())
         per_prior[t] = max(per_prior[t], val)
-        if witness is None or val > best:
-            best, witness = val, (t, (a.name, b.name), tuple(float(x) for x in grid[k]))
+        worst.offer(val, (t, (a.name, b.name), tuple(float(x) for x in grid[k])))
     return AuditResult(
-        loss=best, witness=witness, skipped=inst.skipped,
+        loss=0.0 if worst.empty else worst.value, witness=worst.witness, skipped=inst.skipped,
         mechanism=f"vector Laplace mechanism (scales {', '.join(f'{s:g}' for s in scales)})",
         n_databases=inst.n_databases, n_priors=inst.n_priors, n_pairs=len(inst.pairs), n_outputs=n_points,
         per_prior=tuple(per_prior), notes=inst.notes, details={"scales": [float(s) for s in scales]},

@@ -73,14 +73,12 @@ class ContinuousRelease(Release):
     """A noisy statistic with its calibration.
 
     No composition theorem covers these releases (``composition = "none"``): the
-    accountant refuses them.  :meth:`to_dict` leaves out ``true_value``.
+    accountant refuses them.  The record keeps the noisy value only, never the exact statistic.
 
     Attributes
     ----------
     value : float
         The released value.
-    true_value : float
-        The exact statistic (keep private; for evaluation only).
     statistic : str
         ``"sum"``, ``"product"`` or ``"geometric_mean"``.
     scale : float
@@ -93,10 +91,8 @@ class ContinuousRelease(Release):
     """
 
     composition = "none"
-    withheld = ("true_value",)
 
     value: float
-    true_value: float
     statistic: str
     scale: float
     epsilon: float
@@ -145,7 +141,7 @@ def _release_sum(values, scale: float, epsilon: float, guarantee: str, theorem: 
     v = _values(values)
     noise = resolve_noise(random_state)
     s = float(v.sum())
-    return ContinuousRelease(float(noise.laplace(s, scale)), s, "sum", scale, float(epsilon),
+    return ContinuousRelease(float(noise.laplace(s, scale)), "sum", scale, float(epsilon),
                              guarantee, theorem, noise.secure)
 
 
@@ -171,12 +167,12 @@ def release_relative_error(values, c: float, *, epsilon: float, statistic: str =
     s = float(np.log(v).sum())
     noisy = float(noise.laplace(s, scale))
     if statistic == "product":
-        out, true = math.exp(noisy), math.exp(s)
+        out = math.exp(noisy)
     elif statistic == "geometric_mean":
-        out, true = math.exp(noisy / v.size), math.exp(s / v.size)
+        out = math.exp(noisy / v.size)
     else:
         raise ParameterError("statistic must be 'product' or 'geometric_mean'.")
-    return ContinuousRelease(out, true, statistic, scale, float(epsilon),
+    return ContinuousRelease(out, statistic, scale, float(epsilon),
                              f"each value to within a factor {c:g} (t in [c y, y/c])",
                              "Kifer-Machanavajjhala section 7.1.2 (log transform of Lemma 7.1)", noise.secure)
 

@@ -209,14 +209,12 @@ class WassersteinRelease(Release):
     """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it (Song et al. Algorithm 1).
 
     No composition theorem covers Wasserstein releases (``composition = "none"``):
-    the accountant refuses them.  :meth:`to_dict` leaves out ``true_value``.
+    the accountant refuses them.  The record keeps the noisy value only, never the exact answer.
 
     Attributes
     ----------
     value : float
         The released value.
-    true_value : float
-        The exact answer F(D) (keep private; for evaluation only).
     calibration : WassersteinCalibration
         W, the Laplace scale and what justifies them.
     secure : bool
@@ -226,10 +224,8 @@ class WassersteinRelease(Release):
     """
 
     composition = "none"
-    withheld = ("true_value",)
 
     value: float
-    true_value: float
     calibration: WassersteinCalibration
     secure: bool
     noise: str
@@ -360,5 +356,5 @@ def release_wasserstein(
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")
     out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
-    return WassersteinRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
+    return WassersteinRelease(value=out, calibration=calibration, secure=noise.secure,
                               noise=noise.description)

@@ -9,7 +9,6 @@ instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.cal
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import Release
+from puffgm.core.release import Release, make_release, quilt_set_key
 from puffgm.core.results import CalibrationResult, freeze_record
 from puffgm.exceptions import NotApplicableError, ParameterError
 
@@ -91,24 +90,6 @@ class MarkovQuiltRelease(Release):
         return s
 
 
-def quilt_set_key(calibration: CalibrationResult) -> str:
-    """Identifies the instantiation and quilt sets S_{Q,i} a calibration used.
-
-    Two MQM releases compose linearly (Song et al., Theorem 4.4) when they use
-    the same quilt sets for the same instantiation: same prior class
-    (fingerprint), same secrets, same method and quilt family.
-    """
-    d = calibration.details
-    parts = (
-        calibration.fingerprint,
-        calibration.method,
-        str(d.get("quilt_family", "")),
-        str(d.get("secrets", "")),
-        str(d.get("quilt_set", "")),
-    )
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:16]
-
-
 class MarkovQuiltLaplace:
     """Laplace release of an L-Lipschitz query calibrated by the Markov Quilt Mechanism.
 
@@ -162,20 +143,10 @@ class MarkovQuiltLaplace:
         MarkovQuiltRelease
         """
         cal = self.calibration
-        key = quilt_set_key(cal)
-        if accountant is not None:
-            accountant.check_mqm(epsilon=cal.epsilon, quilt_key=key)
-        raw = np.asarray(answer)
-        if raw.dtype.kind not in "iuf":
-            raise ParameterError(f"The query answer to release must be real numbers; got {type(answer).__name__}.")
-        arr = raw.astype(float)
-        if arr.size == 0:
-            raise ParameterError("The query answer to release is empty.")
+        arr = _answer_array(answer)
         source = resolve_noise(random_state)
-        noisy = source.laplace(arr, cal.scale)
-        value = float(noisy) if arr.ndim == 0 else np.asarray(noisy, dtype=float)
-        rel = MarkovQuiltRelease(
-            value=value,
+        planned = MarkovQuiltRelease(
+            value=None,
             mechanism=f"Markov Quilt Mechanism, Laplace ({cal.method})",
             epsilon=cal.epsilon,
             scale=cal.scale,
@@ -183,12 +154,26 @@ class MarkovQuiltLaplace:
             noise=source.description,
             fingerprint=cal.fingerprint,
             theorem=cal.theorem,
-            details={"quilt_key": key, "lipschitz": cal.lipschitz, "sigma_max": cal.sigma_max,
+            details={"quilt_key": quilt_set_key(cal), "lipschitz": cal.lipschitz, "sigma_max": cal.sigma_max,
                      "worst_node": cal.worst_node, "label": label},
         )
-        if accountant is not None:
-            accountant.record_mqm(rel, quilt_key=key, label=label)
-        return rel
+        return make_release(planned, lambda: _shaped(source.laplace(arr, cal.scale), arr.ndim),
+                            accountant=accountant, label=label)
+
+
+def _shaped(noisy, ndim: int):
+    """A float for a scalar answer, a float array otherwise."""
+    return float(noisy) if ndim == 0 else np.asarray(noisy, dtype=float)
+
+
+def _answer_array(answer) -> np.ndarray:
+    """The exact answer as a non-empty float array, or a ParameterError."""
+    raw = np.asarray(answer)
+    if raw.dtype.kind not in "iuf":
+        raise ParameterError(f"The query answer to release must be real numbers; got {type(answer).__name__}.")
+    if raw.size == 0:
+        raise ParameterError("The query answer to release is empty.")
+    return raw.astype(float)
 
 
 def release_laplace(answer, calibration: CalibrationResult, *, random_state=None, accountant=None,

@@ -88,14 +88,13 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import jsonable
+from puffgm.core.release import jsonable, make_release
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
     QueryLaws,
     QueryRelease,
-    finite_answer,
-    held_alone,
+    answer_in_range,
     optimal_laplace_of,
     wasserstein_of,
 )
@@ -951,9 +950,9 @@ class OptimalNoiseRelease(QueryRelease):
     """A noisy answer F(D) + Z / unit with Z drawn from an :class:`OptimalNoise` law (its ``calibration``).
 
     A query-specific release like :class:`puffgm.mechanisms.query.QueryRelease`,
-    whose ``epsilon``, ``theorem``, ``prior``, ``composition = "query-specific"``
-    (no composition theorem covers it: the accountant takes it only alone) and
-    ``withheld = ("true_value",)`` it keeps.
+    whose ``epsilon``, ``theorem``, ``prior`` and ``composition = "query-specific"``
+    (no composition theorem covers it: the accountant takes it only alone) it keeps;
+    like every release record, it keeps the noisy value only, never the exact answer.
     """
 
     calibration: OptimalNoise  # type: ignore[assignment]  # the same field, holding the optimal-noise calibration
@@ -995,16 +994,16 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     """
     if not isinstance(result, OptimalNoise):
         raise ParameterError("release_optimal_noise needs an OptimalNoise (from optimal_noise_of).")
-    v = finite_answer(answer)
+    v = answer_in_range(answer, result.query)
     grid = v * result.unit
     if abs(grid - round(grid)) > 1e-9 * max(1.0, abs(grid)):
         raise ParameterError(f"The answer {v!r} is not a value of the query: it must be a multiple of "
                              f"1/{result.unit}.")
+    source = resolve_noise(random_state)
+    planned = OptimalNoiseRelease(value=None, calibration=result, secure=source.secure,
+                                  noise=SAMPLER if source.secure else source.description)
 
     def draw():
-        source = resolve_noise(random_state)
-        z = sample_noise(result.law, source.randbelow)
-        return OptimalNoiseRelease(value=(round(grid) + z) / result.unit, true_value=v, calibration=result,
-                                   secure=source.secure, noise=SAMPLER if source.secure else source.description)
+        return (round(grid) + sample_noise(result.law, source.randbelow)) / result.unit
 
-    return held_alone(draw, accountant=accountant, mechanism="an optimal-noise release", epsilon=result.epsilon)
+    return make_release(planned, draw, accountant=accountant)

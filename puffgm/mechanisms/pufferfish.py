@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import Release
+from puffgm.core.release import Release, curve_key, issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError
@@ -160,22 +160,26 @@ class _DPBased:
         """The curve point (a, b) the translation used."""
         return self.translation.point
 
-    def _check(self, accountant):
-        if accountant is not None:
-            accountant.check_dp(epsilon_puffer=self.epsilon_puffer, a=self.translation.a,
-                                b=self.translation.b, curve_key=self.curve.composition_key)
-
-    def _release(self, value, source, accountant, label, details) -> PufferfishRelease:
+    def _record(self, value, source, label, details) -> PufferfishRelease:
+        """The release record of ``value`` (None while the noise is not drawn yet)."""
         t = self.translation
         d = {"label": label, "witness": t.witness, "n_entries": t.n_entries}
         d.update(details)
-        rel = PufferfishRelease(
+        return PufferfishRelease(
             value=value, mechanism=self.name, epsilon_puffer=self.epsilon_puffer, epsilon_dp=t.epsilon_dp,
-            a=t.a, b=t.b, secure=source.secure, noise=source.description, fingerprint=self.curve.fingerprint,
-            curve_key=self.curve.composition_key, details=d,
+            a=t.a, b=t.b, secure=bool(source and source.secure), noise=source.description if source else "",
+            fingerprint=self.curve.fingerprint, curve_key=curve_key(self.curve), details=d,
         )
+
+    def _check(self, accountant):
+        """Ask the accountant before any noise is drawn (it raises if it cannot compose this release)."""
         if accountant is not None:
-            accountant.record_dp(rel, label=label)
+            accountant.check(self._record(None, None, None, {}))
+
+    def _release(self, value, source, accountant, label, details) -> PufferfishRelease:
+        rel = issue(self._record(value, source, label, details))
+        if accountant is not None:
+            accountant.record(rel, label=label)
         return rel
 
 

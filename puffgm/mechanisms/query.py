@@ -45,6 +45,7 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,14 +53,14 @@ import numpy as np
 
 from puffgm.core.noise import resolve_noise
 from puffgm.core.query import BoundQuery
-from puffgm.core.release import Release, jsonable
+from puffgm.core.release import Release, jsonable, make_release
 from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
 
 __all__ = [
     "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
     "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
-    "release_query", "finite_answer", "held_alone", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "release_query", "answer_in_range", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
 ]
 
@@ -637,14 +638,13 @@ class QueryRelease(Release):
 
     No composition theorem covers query-specific releases (``composition =
     "query-specific"``): the accountant takes one alone and refuses to compose
-    it with any other release.  :meth:`to_dict` leaves out ``true_value``.
+    it with any other release.  The record keeps the noisy value only, never the
+    exact answer.
     """
 
     composition = "query-specific"
-    withheld = ("true_value",)
 
-    value: float
-    true_value: float
+    value: float | None
     calibration: QueryCalibration
     secure: bool
     noise: str
@@ -701,36 +701,38 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
                              "puffgm.mechanisms.optimal_noise.release_optimal_noise("
                              "answer, calibration.optimal_noise).")
-    v = finite_answer(answer)
+    v = answer_in_range(answer, calibration.query)
     scale = calibration.scale
-
-    def draw():
-        noise = resolve_noise(random_state)
-        out = v if scale == 0 else float(noise.laplace(v, scale))
-        return QueryRelease(value=out, true_value=v, calibration=calibration, secure=noise.secure,
-                            noise=noise.description)
-
-    return held_alone(draw, accountant=accountant, mechanism="a query-specific release",
-                      epsilon=calibration.epsilon)
+    if not (math.isfinite(scale) and scale > 0):
+        raise ParameterError(f"A query-specific Laplace release needs a finite scale > 0; this calibration's is "
+                             f"{scale!r}, so nothing was released.")
+    noise = resolve_noise(random_state)
+    planned = QueryRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
+    return make_release(planned, lambda: float(noise.laplace(v, scale)), accountant=accountant)
 
 
-def finite_answer(answer) -> float:
-    """The exact answer as a float, or a ParameterError if it is not finite."""
-    v = float(answer)
+def answer_in_range(answer, query: Mapping) -> float:
+    """The exact answer as a float, if it is finite and within the query's range ``[min_value, max_value]``.
+
+    A value outside the range is no answer of the calibrated query on any data set, so the
+    calibration says nothing about it; the check allows rounding (1e-9 of the range's width).
+
+    Raises
+    ------
+    ParameterError
+        If the answer is not a finite number or lies outside the range (one sentence naming both).
+    """
+    try:
+        v = float(answer)
+    except (TypeError, ValueError):
+        raise ParameterError(f"The query answer must be a number; got {type(answer).__name__}.") from None
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")
+    lo, hi = query.get("min_value"), query.get("max_value")
+    if lo is not None and hi is not None:
+        slack = 1e-9 * max(1.0, float(hi) - float(lo))
+        if not float(lo) - slack <= v <= float(hi) + slack:
+            raise ParameterError(f"The answer {v:g} is outside the calibrated query's range [{lo:g}, {hi:g}], so it "
+                                 "is not an answer of that query on any data set; nothing was released.")
     return v
-
-
-def held_alone(draw, *, accountant, mechanism: str, epsilon: float):
-    """Check that the accountant may hold a query-specific release, draw it (``draw()``), record it.
-
-    The check comes before any noise is drawn, so a refused release leaks nothing.
-    """
-    if accountant is not None:
-        accountant.check_query_specific(mechanism=mechanism, epsilon=epsilon)
-    rel = draw()
-    if accountant is not None:
-        accountant.record(rel)
-    return rel
 

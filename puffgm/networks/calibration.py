@@ -42,6 +42,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from puffgm.core.results import CalibrationResult
+from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.exceptions import ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
@@ -58,16 +59,14 @@ THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, A
 
 
 def _first_worst(nodes, score):
-    """The first node, in node order, whose score is within 1e-9 (relative) of the largest.
+    """The first node, in node order, whose score ties with the largest (:mod:`puffgm.core.ties`).
 
     Nodes whose scores are equal in exact arithmetic (a deterministic copy of a node has
     its quilts and influences) differ only by rounding; the tolerance makes the choice
     independent of the order of floating-point operations.
     """
-    top = max(score(n) for n in nodes)
-    if not math.isfinite(top):
-        return next(n for n in nodes if score(n) == top)
-    return next(n for n in nodes if score(n) >= top - 1e-9 * abs(top))
+    nodes = list(nodes)
+    return nodes[canonical_argmax([score(n) for n in nodes])]
 
 
 #: Expansions per node of the quick branch and bound (no dive) that runs before any
@@ -571,6 +570,11 @@ def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float
     return notes
 
 
+#: The options that decide which quilts a calibration searches (its secrets are in ``details["secrets"]``).
+_QUILT_SET_OPTIONS = ("max_quilt_states", "exhaustive", "search_budget", "max_table_entries", "time_limit",
+                      "certify_budget")
+
+
 def _quilt_set(family, epsilon, search_budget: int, certify_budget: int) -> str:
     """The key of the quilt sets a calibration used (the structured family adapts to epsilon)."""
     if family == "exhaustive":
@@ -622,4 +626,5 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
             "time_limit_reached": found.stopped,
             "quilt_set": _quilt_set(found.family, epsilon, opts.search_budget, opts.certify_budget),
         },
+        options={name: getattr(opts, name) for name in _QUILT_SET_OPTIONS},
     )

@@ -13,10 +13,32 @@ import time
 import numpy as np
 
 from puffgm.core.curve import InfluenceCurve
+from puffgm.core.ties import RunningBest, canonical_argmax
 from puffgm.networks.quilt_scores import QuiltSearch, evaluate_quilts
 from puffgm.networks.secrets import SecretSpec
 
 __all__ = ["network_influence_curve"]
+
+
+def _node_row(choices, node, pos, row, wit) -> None:
+    """Fill a node's a_i(b) (in place): a running min over its quilts by card(X_N).
+
+    A quilt serves every b >= card(X_N).  The witness is the first quilt, in the order
+    (card(X_N), card(X_Q), positions of the quilt's nodes in node order, lexicographically),
+    whose influence ties with a_i(b) (:mod:`puffgm.core.ties`).
+    """
+    cands = sorted(
+        ((int(ch.n_nearby), tuple(sorted(pos[q] for q in ch.quilt)), float(ch.max_influence), tuple(ch.quilt))
+         for ch in choices if math.isfinite(float(ch.max_influence)) and int(ch.n_nearby) <= row.size),
+        key=lambda c: (c[0], len(c[1]), c[1]))
+    run, j = RunningBest("min"), 0
+    for b in range(1, row.size + 1):
+        while j < len(cands) and cands[j][0] <= b:
+            run.offer(cands[j][2], (node, cands[j][3]))
+            j += 1
+        if not run.empty:
+            row[b - 1] = run.value
+            wit[b - 1] = run.witness
 
 
 def network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:
@@ -24,7 +46,9 @@ def network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node) -
 
     a_i(b) = min { e_Theta(X_Q | X_i) : X_Q a quilt of X_i with card(X_N) <= b } and
     a(b) = max_i a_i(b) (Bai, He, Gu, Kifer and Maeng, Definition 7, through the quilts
-    of Song, Wang and Chaudhuri, section 4); each point keeps its witness (node, quilt).
+    of Song, Wang and Chaudhuri, section 4); each point keeps its witness (node, quilt):
+    the first protected node whose a_i(b) ties with a(b) (:mod:`puffgm.core.ties`), with
+    its canonical quilt (:func:`_node_row`).
     """
     t0 = time.perf_counter()
     n = len(theta.nodes)
@@ -38,25 +62,17 @@ def network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node) -
     table = np.full((len(nodes), B), math.inf)
     wit: list[list[tuple[str, tuple] | None]] = [[None] * B for _ in nodes]
     n_choices = 0
+    pos = {v: k for k, v in enumerate(theta.nodes)}
     for k, node in enumerate(nodes):
         choices = evaluate_quilts(theta, node, epsilon=None, search=search)
         n_choices += len(choices)
-        for ch in choices:
-            e = float(ch.max_influence)
-            size = int(ch.n_nearby)
-            if not math.isfinite(e) or size > B:
-                continue
-            # this quilt serves every b >= card(X_N); keep the smallest influence
-            for b in range(size, B + 1):
-                if e < table[k, b - 1]:
-                    table[k, b - 1] = e
-                    wit[k][b - 1] = (node, tuple(ch.quilt))
+        _node_row(choices, node, pos, table[k], wit[k])
         if B >= n and table[k, n - 1] > 0:  # the trivial split H = all, L = {} (a = 0)
             table[k, n - 1] = 0.0
             wit[k][n - 1] = (node, ())
-    worst = np.argmax(table, axis=0)
-    a = table[worst, np.arange(B)]
-    witnesses = tuple(wit[worst[j]][j] for j in range(B)) if n else ()
+    a = table.max(axis=0) if nodes else np.full(B, math.inf)
+    worst = [canonical_argmax(table[:, j]) for j in range(B)] if nodes else []
+    witnesses = tuple(wit[worst[j]][j] for j in range(B)) if nodes else (None,) * B
     details = {"seconds": time.perf_counter() - t0, "n_candidate_quilts": n_choices,
                "secrets": spec.canonical(theta), "secrets_description": repr(spec),
                "quilt_family": search.family}

@@ -56,6 +56,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_nonnegative_int
 from puffgm.networks.quilt_bounds import INFLUENCE_SLACK, far_set_bound, far_set_quilt, single_influences
 from puffgm.networks.quilt_certify import certify_node
@@ -347,8 +348,8 @@ def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: in
     certs: dict[str, NodeCertificate] = {}
     lower = 0.0
     while True:
-        worst = max(nodes, key=lambda v: (best[v].score, -rank[v]))
-        top = best[worst].score
+        worst = list(rank)[canonical_argmax([best[v].score for v in rank])]  # first of the ties, in node order
+        top = max(best[v].score for v in nodes)
         if worst in certs or top <= lower or len(certs) >= max_nodes:
             break
         cert = branch_and_bound(search, worst, best[worst], epsilon=epsilon, budget=budget,

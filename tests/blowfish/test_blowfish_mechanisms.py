@@ -130,14 +130,19 @@ def test_parallel_composition_refused_under_count_constraints_and_kinds_do_not_m
     with pytest.raises(CompositionError, match="Theorem 4.2"):
         laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=2.0, random_state=0, accountant=acc, subset={0})
     laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=2.0, random_state=0, accountant=acc)
-    with pytest.raises(CompositionError):
-        acc.check_mqm(epsilon=1.0, quilt_key="k")
-    with pytest.raises(CompositionError):
-        acc.check_dp(epsilon_puffer=1.0, a=0.1, b=1, curve_key="c")
-    mqm = PrivacyAccountant()
-    from types import SimpleNamespace
+    from puffgm.core.curve import curve_from_points
+    from puffgm.mechanisms.laplace import release_laplace
+    from puffgm.mechanisms.pufferfish import pufferfish_laplace
+    from puffgm.networks.calibration import calibrate
 
-    mqm.record_mqm(SimpleNamespace(epsilon=1.0, mechanism="m", secure=True), quilt_key="k")
+    cal = calibrate("example:cancer", epsilon=1.0)
+    with pytest.raises(CompositionError):
+        release_laplace(1.0, cal, accountant=acc, random_state=0)
+    with pytest.raises(CompositionError):
+        pufferfish_laplace(1.0, curve_from_points({1: 0.1}, n_entries=3, fingerprint="c"), epsilon_puffer=1.0,
+                           accountant=acc, random_state=0)
+    mqm = PrivacyAccountant()
+    release_laplace(1.0, cal, accountant=mqm, random_state=0)
     with pytest.raises(CompositionError, match="another kind"):
         laplace_mechanism(1.0, Policy(line_graph(Domain.ordered(3))), epsilon=0.5, sensitivity=1.0, random_state=0, accountant=mqm)
     assert np.isclose(mqm.total, 1.0)

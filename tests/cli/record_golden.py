@@ -1,9 +1,11 @@
-"""Record the CLI outputs that the redesign must keep bit-identical.
+"""Record the CLI outputs that ``tests/cli/test_golden.py`` replays and compares.
 
-Run ``python tests/cli/record_golden.py`` to (re)write ``tests/data/golden_cli.json``;
-``tests/cli/test_golden.py`` replays every command and compares.  Commands run in the
-repository root (their paths are relative to it).  Keys that measure time are removed
-before comparing.
+Run ``python tests/cli/record_golden.py`` to (re)write ``tests/data/golden_cli.json``, or
+``python tests/cli/record_golden.py NAME ...`` to re-record only the named commands (the
+others keep their recorded outputs).  Record from a clean checkout: the file holds what the
+committed code prints.  Commands run in the repository root (their paths are relative to
+it).  Keys that measure time are removed before comparing; floats are compared with the
+tolerance stated in ``test_golden.py``.
 """
 
 from __future__ import annotations
@@ -93,14 +95,19 @@ def write_files(workdir: pathlib.Path) -> None:
         (workdir / name).write_text(text)
 
 
-def main() -> None:
+def main(names=()) -> None:
     import tempfile
 
+    unknown = sorted(set(names) - set(COMMANDS))
+    if unknown:
+        raise SystemExit(f"unknown command names {unknown}; known: {sorted(COMMANDS)}")
+    record = json.loads(GOLDEN.read_text()) if names else {}
     with tempfile.TemporaryDirectory() as tmp:
         work = pathlib.Path(tmp)
         write_files(work)
-        record = {}
         for name, argv in COMMANDS.items():
+            if names and name not in names:
+                continue
             record[name] = {"argv": argv, "output": run_cli(argv, work)}
             print(name, file=sys.stderr)
     DATA.mkdir(exist_ok=True)
@@ -108,4 +115,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(tuple(sys.argv[1:]))

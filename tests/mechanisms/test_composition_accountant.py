@@ -1,4 +1,4 @@
-"""Theorem 7 accounting (Bai et al.) in the PrivacyAccountant, next to the lead's MQM accounting."""
+"""Theorem 7 accounting (Bai et al.) in the PrivacyAccountant, next to its MQM accounting."""
 
 import pytest
 
@@ -69,8 +69,11 @@ def test_bare_pufferfish_release_is_refused_with_reason():
     acc = PrivacyAccountant(budget=5.0)
     with pytest.raises(CompositionError, match="section 4"):
         acc.record(Bare(1.0, 0.5))
-    with pytest.raises(CompositionError, match="Wasserstein mechanism"):
-        acc.refuse(mechanism="Wasserstein mechanism")
+    from puffgm.framework.continuous import release_sum_absolute_error
+
+    rel = release_sum_absolute_error([1.0, 2.0], k=1.0, epsilon=1.0, random_state=0)  # composition "none"
+    with pytest.raises(CompositionError, match=r"Laplace sum .*section 4"):
+        acc.record(rel)
     assert acc.entries == ()
 
 
@@ -96,13 +99,16 @@ def test_different_curves_and_mixing_with_mqm_refused():
         PufferfishLaplace(CURVE, epsilon_puffer=0.5).release(1.0, random_state=0, accountant=acc2)
 
 
-def test_check_dp_validates_the_point():
+def test_the_curve_point_is_validated():
+    import dataclasses
+
     acc = PrivacyAccountant()
+    rel = PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0)
     with pytest.raises(CompositionError, match="a < epsilon_puffer"):
-        acc.check_dp(epsilon_puffer=1.0, a=1.0, b=2, curve_key="k")
+        acc.check(dataclasses.replace(rel, a=1.0))
     with pytest.raises(CompositionError, match="integer >= 1"):
-        acc.check_dp(epsilon_puffer=1.0, a=0.5, b=0, curve_key="k")
-    assert acc.check_dp(epsilon_puffer=1.0, a=0.5, b=2, curve_key="k") == pytest.approx(1.0)
+        acc.check(dataclasses.replace(rel, b=0))
+    assert acc.check(rel) == pytest.approx(1.0) and acc.entries == ()
 
 
 def test_real_network_curve_composes():
@@ -115,10 +121,12 @@ def test_real_network_curve_composes():
 
 def test_mixing_mqm_and_curve_refusal_names_the_missing_theorem():
     """MQM then curve, and curve then MQM: refused, and the message says why (no theorem covers the mix)."""
-    from types import SimpleNamespace
+    from puffgm.mechanisms.laplace import release_laplace
+    from puffgm.networks.calibration import calibrate
 
+    cal = calibrate("example:cancer", epsilon=1.0)
     mqm = PrivacyAccountant()
-    mqm.record_mqm(SimpleNamespace(epsilon=1.0, mechanism="m", secure=True), quilt_key="k")
+    release_laplace(1.0, cal, accountant=mqm, random_state=0)
     with pytest.raises(CompositionError, match=r"no theorem in Song, Wang and Chaudhuri 2017 or in Bai et al\. "
                                                r"covers this mix.*Theorem 4\.4.*Theorem 7.*Nothing was released"):
         PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=mqm)
@@ -126,7 +134,7 @@ def test_mixing_mqm_and_curve_refusal_names_the_missing_theorem():
     PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=curve)
     with pytest.raises(CompositionError, match=r"holds DP-based releases.*refuses a Markov Quilt Mechanism release: "
                                                r"no theorem in Song.*covers this mix"):
-        curve.check_mqm(epsilon=1.0, quilt_key="k")
+        release_laplace(1.0, cal, accountant=curve, random_state=0)
     assert len(mqm.entries) == 1 and len(curve.entries) == 1
 
 
@@ -145,4 +153,4 @@ def test_blowfish_report_says_blowfish_under_its_policy():
     assert "line secret graph" in text and "-Pufferfish private" not in text
     assert PrivacyAccountant().report().guarantee == "Pufferfish"
     with pytest.raises(CompositionError, match="is not Pufferfish privacy for a prior class"):
-        acc.check_dp(epsilon_puffer=1.0, a=0.1, b=1, curve_key="c")
+        PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=acc)

@@ -100,7 +100,7 @@ def test_to_dict_is_json_and_reproducible_and_explain_works(kind, mqm_calibratio
     assert d["kind"] == type(rel).__name__ and d["epsilon"] == rel.epsilon > 0
     assert isinstance(d["prior"], str) and d["prior"] and d["prior"] == rel.prior
     assert isinstance(d["theorem"], str) and d["theorem"] and isinstance(d["mechanism"], str)
-    assert "true_value" not in d  # the exact answer never travels with a release
+    assert "true_value" not in d and not any("true" in f.name for f in dataclasses.fields(rel))  # no exact answer
     assert json.dumps(_releases(mqm_calibration, wasserstein_calibration, 7)[kind].to_dict(),
                       allow_nan=False) == text  # the same seed gives the same record
     line = rel.explain()
@@ -139,8 +139,10 @@ def test_accountant_dispatches_on_composition(mqm_calibration, wasserstein_calib
     assert acc.theorem == THEOREM_7 and [e.kind for e in acc.entries] == ["dp", "dp"]
     mqm = PrivacyAccountant()
     mqm.record(rels["markov quilt"])  # the release carries its quilt sets
-    mqm.record(rels["markov quilt"], quilt_key=rels["markov quilt"].quilt_key)
+    release_laplace(1.0, mqm_calibration, accountant=mqm, random_state=2)
     assert mqm.theorem == THEOREM_MQM and mqm.total == pytest.approx(2.0)
+    with pytest.raises(CompositionError, match="already recorded"):
+        mqm.record(rels["markov quilt"])
     blow = PrivacyAccountant()
     blow.record(rels["blowfish laplace"])
     assert blow.theorem == THEOREM_BLOWFISH and blow.total == pytest.approx(1.0)
