@@ -197,3 +197,75 @@ def test_a_refused_release_draws_no_noise_and_records_nothing():
     with pytest.raises(Exception, match="over the budget"):
         release_laplace(np.array([1.0, 2.0]), cal, accountant=acc, random_state=Counting(0))
     assert Counting.draws == 1 and len(acc.entries) == 1
+
+
+def _refusal_cases():
+    """(name, releases recorded first, the refused release, the pattern of its one-sentence refusal)."""
+    from puffgm.blowfish import Domain, Policy, line_graph
+    from puffgm.blowfish.mechanisms import laplace_mechanism
+    from puffgm.core.curve import curve_from_points
+    from puffgm.framework.continuous import release_sum_absolute_error
+    from puffgm.mechanisms.pufferfish import PufferfishLaplace
+
+    cal = puffgm.calibrate("example:asia", epsilon=1.0)
+    mqm = lambda: release_laplace(1.0, cal, random_state=0)  # noqa: E731
+    curve = curve_from_points({1: 0.5, 2: 0.1}, n_entries=8, fingerprint="toy")
+    dp = lambda c=curve: PufferfishLaplace(c, epsilon_puffer=1.0).release(1.0, random_state=0)  # noqa: E731
+    line = Policy(line_graph(Domain.ordered(5)))
+    blow = lambda p=line, **kw: laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, **kw)  # noqa: E731
+    query = puffgm.calibrate_query("example:asia", {"count": 0}, epsilon=1.0, method="optimal-laplace")
+    single = lambda: release_query(3.0, query, random_state=0)  # noqa: E731
+
+    class Unknown(MarkovQuiltRelease):
+        composition = "my-theorem"
+
+    unknown = Unknown(**{f.name: getattr(mqm(), f.name) for f in dataclasses.fields(MarkovQuiltRelease)})
+    other_curve = curve_from_points({1: 0.5}, n_entries=8, fingerprint="other")
+    other_policy = Policy(line_graph(Domain.ordered(6)))
+    return [
+        ("not a release", [], lambda: 3.0, r"not a puffgm release record"),
+        ("no theorem", [], lambda: release_sum_absolute_error([1.0], k=1.0, epsilon=1.0, random_state=0),
+         r"section 4"),
+        ("unknown rule", [], lambda: unknown, r"declares the composition rule 'my-theorem'"),
+        ("not issued", [], lambda: dataclasses.replace(mqm(), epsilon=0.5), r"returned by puffgm's release"),
+        ("bad epsilon", [], lambda: dataclasses.replace(mqm(), epsilon=-1.0), r"'epsilon'"),
+        ("bad point a", [], lambda: dataclasses.replace(dp(), a=2.0), r"a < epsilon_puffer"),
+        ("bad point b", [], lambda: dataclasses.replace(dp(), b=0), r"integer >= 1"),
+        ("bad epsilon_dp", [], lambda: dataclasses.replace(dp(), epsilon_dp=math.nan), r"epsilon_DP"),
+        ("empty subset", [], lambda: dataclasses.replace(blow(), subset=frozenset()), r"subset .* is empty"),
+        ("constrained parallel", [], lambda: dataclasses.replace(blow(), subset=frozenset({1}), constrained=True),
+         r"Theorem 4.2"),
+        ("two MQM keys", [mqm], lambda: release_laplace(1.0, puffgm.calibrate("example:asia", epsilon=1.0,
+                                                                             protected=["lung"]), random_state=0),
+         r"different instantiations or quilt sets"),
+        ("two curves", [dp], lambda: dp(other_curve), r"different prior classes or secrets"),
+        ("two policies", [blow], lambda: blow(other_policy), r"different policies"),
+        ("MQM then curve", [mqm], dp, r"covers this mix"),
+        ("curve then MQM", [dp], mqm, r"covers this mix"),
+        ("Blowfish then MQM", [blow], mqm, r"holds Blowfish releases.*another kind"),
+        ("MQM then Blowfish", [mqm], blow, r"refuses a Blowfish release"),
+        ("after a single", [single], mqm, r"holds a query-specific release"),
+        ("single after", [mqm], single, r"cannot compose .* with the 1 release"),
+        ("two singles", [single], single, r"cannot compose .* with the 1 release"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(20))
+def test_every_refusal_of_the_accountant_is_one_sentence_and_records_nothing(case):
+    name, first, refused, pattern = _refusal_cases()[case]
+    acc = PrivacyAccountant()
+    for make in first:
+        acc.record(make())
+    with pytest.raises((CompositionError, ParameterError), match=pattern) as info:
+        acc.record(refused())
+    msg = str(info.value)
+    assert "\n" not in msg and msg.endswith(".") and len(acc.entries) == len(first), name
+
+
+def test_the_budget_refusal_names_the_theorem():
+    cal = puffgm.calibrate("example:asia", epsilon=1.0)
+    acc = PrivacyAccountant(budget=1.5)
+    release_laplace(1.0, cal, accountant=acc, random_state=0)
+    with pytest.raises(Exception, match=r"to 2 \(Song, Wang and Chaudhuri 2017, Theorem 4.4.*over the budget of 1.5"):
+        acc.record(release_laplace(1.0, cal, random_state=1))
+    assert len(acc.entries) == 1
