@@ -18,17 +18,19 @@ had from them, side by side with the query-agnostic baselines:
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
 from puffgm.core.query import BoundQuery
 from puffgm.core.validation import check_positive_finite, check_time_limit
-from puffgm.exceptions import AuditError, ParameterError, PuffgmError, first_line
+from puffgm.exceptions import AuditError, NumericalError, ParameterError, PuffgmError, first_line
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
     THEOREM_OPTIMAL_LAPLACE,
     THEOREM_WASSERSTEIN,
     QueryCalibration,
+    check_resolvable,
     laplace_loss_of,
     optimal_laplace_of,
     wasserstein_of,
@@ -37,7 +39,8 @@ from puffgm.mechanisms.query import (
 __all__ = ["query_calibration"]
 
 #: Relative slack on the audit of the Wasserstein scale: the loss is exactly epsilon for laws that are
-#: shifts of each other, and its floating-point value may then exceed epsilon by rounding.
+#: shifts of each other, and its floating-point value may then exceed epsilon by rounding (the audit
+#: also allows the loss's own rounding, :func:`puffgm.mechanisms.query.check_resolvable`).
 _AUDIT_RTOL = 1e-9
 
 
@@ -121,11 +124,12 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     notes = list(laws.notes)
     t0 = time.monotonic()
     W, w_witness, per_prior = wasserstein_of(laws)
-    w_scale = W / epsilon
+    w_scale = _wasserstein_scale(W, epsilon, unit)
     w_loss = 0.0 if laws.exact else None  # exact loss at W / epsilon (0: W = 0, the exact answer is released)
     if laws.exact and W > 0:
+        resolution = check_resolvable(laws, epsilon=epsilon, scale_per_epsilon=W)
         w_loss, _, _ = laplace_loss_of(laws, w_scale)
-        if w_loss > epsilon * (1 + _AUDIT_RTOL):
+        if w_loss > epsilon * (1 + _AUDIT_RTOL) + resolution:
             raise AuditError(f"The exact loss of the Wasserstein scale is {w_loss:.10g} > epsilon {epsilon:g}; "
                              "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: "
                              "please report it).")
@@ -168,6 +172,16 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         wasserstein_loss=w_loss,
         optimal_laplace_loss=None if opt is None else opt[1],
     )
+
+
+def _wasserstein_scale(W: float, epsilon: float, unit: int) -> float:
+    """W / epsilon in grid units, or NumericalError when it exceeds the double range."""
+    scale = W / epsilon
+    if not math.isfinite(scale):
+        raise NumericalError(f"epsilon = {epsilon:g} is too small for this query: the Wasserstein scale "
+                             f"W / epsilon = {W / unit:g} / {epsilon:g} exceeds the double range (about 1.8e308); "
+                             f"epsilon must be at least about {W / 1e308:.1e}.")
+    return scale
 
 
 def _optimal_noise(laws, *, epsilon: float, laplace_scale: float, deadline, objective: str):

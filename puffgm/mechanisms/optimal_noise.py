@@ -111,6 +111,9 @@ OBJECTIVES = ("abs", "square")
 #: Audited losses must be at most epsilon - AUDIT_GUARD: the audit's own floating-point error
 #: (log-sum-exps of at most a few thousand terms) is far below it.
 AUDIT_GUARD = 1e-10
+#: Largest 1/b* (b* the optimal Laplace scale in grid units) the program takes: its noise puts mass
+#: about exp(-1/b*) off zero, and exp(-300) keeps the squares of those masses within the double range.
+MAX_TAIL_EXPONENT = 300.0
 
 THEOREM_OPTIMAL_NOISE = ("least-error additive noise by linear programming under the exact Pufferfish "
                          "constraints (Kifer and Machanavajjhala, Definition 3.1; staircase analogue of "
@@ -280,7 +283,12 @@ def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.nd
     -------
     ndarray (n_pairs,)
     """
-    up, down = _log_mgf(rows, math.log(tail_ratio))
+    return _tail_losses_log(rows, pairs, math.log(tail_ratio))
+
+
+def _tail_losses_log(rows: np.ndarray, pairs: np.ndarray, log_ratio: float) -> np.ndarray:
+    """:func:`tail_losses` from log r (no exp/log round trip, so r may lie below the float range)."""
+    up, down = _log_mgf(rows, log_ratio)
     a, b = pairs[:, 0], pairs[:, 1]
     both = np.stack([_directed(up[a], up[b]), _directed(up[b], up[a]),
                      _directed(down[a], down[b]), _directed(down[b], down[a])])
@@ -518,9 +526,9 @@ def _initial_pairs(prog: _Program, count: int) -> list:
 def _u_max(rows: np.ndarray, pairs: np.ndarray, epsilon: float, u0: float) -> float:
     """The largest u = -log r (smallest r) meeting the tail condition, by bisection from u0."""
     def ok(u):
-        return float(tail_losses(rows, pairs, math.exp(-u)).max()) <= epsilon
+        return float(_tail_losses_log(rows, pairs, -u).max()) <= epsilon
 
-    lo = u0
+    lo = min(u0, 40.0)                                  # r < 1e-17: the tails are immaterial
     while not ok(lo):
         lo /= 2.0
         if lo < 1e-12:
@@ -749,15 +757,27 @@ def _unique(rows: np.ndarray, pairs: np.ndarray):
     return urows, p, np.concatenate([p, p[:, ::-1]])
 
 
-def _half_width(b_star: float, opts: OptimalNoiseOptions) -> int:
+def _half_width(b_star: float, opts: OptimalNoiseOptions, epsilon: float) -> int:
     K = opts.half_width
     if K is None:
         K = max(2, int(math.ceil(b_star * math.log(1.0 / opts.tail_tol))))
     if K > opts.max_half_width:
         raise ParameterError(f"The optimal-noise program would need K = {K} > max_half_width = "
                              f"{opts.max_half_width} noise values on each side (the optimal Laplace scale is "
-                             f"{b_star:.6g} grid units); use the optimal Laplace scale (--method optimal-laplace).")
+                             f"{b_star:.6g} grid units; epsilon from about {epsilon * K / opts.max_half_width:.2g} "
+                             "up fits); use the optimal Laplace scale (--method optimal-laplace).")
     return int(K)
+
+
+def _check_representable(b_star: float, epsilon: float, unit: int) -> None:
+    """Refuse a noise law whose mass off zero, about exp(-1/b*), lies below what doubles can hold."""
+    if 1.0 / b_star > MAX_TAIL_EXPONENT:
+        raise NumericalError(
+            f"epsilon = {epsilon:g} is above what the optimal-noise law can represent in double precision: "
+            f"at the optimal Laplace scale {b_star / unit:.3g} its mass off zero is about "
+            f"exp(-{1.0 / b_star:.3g}), below exp(-{MAX_TAIL_EXPONENT:g}); epsilon up to about "
+            f"{epsilon * MAX_TAIL_EXPONENT * b_star:.3g} works, or use the optimal Laplace scale "
+            "(--method optimal-laplace).")
 
 
 def _laplace_scale(laws: QueryLaws, epsilon: float, opts: OptimalNoiseOptions, deadline) -> float:
@@ -874,7 +894,8 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
                             status="no noise needed: the exact answer is epsilon-Pufferfish private",
                             seconds={"laplace": t1 - t0, "total": time.monotonic() - t0}, **common)
     urows, upairs, ordered = _unique(rows, pairs)
-    K = _half_width(b_star, opts)
+    _check_representable(b_star, eps, laws.query.unit)
+    K = _half_width(b_star, opts, eps)
     eps_lp = eps - min(opts.margin, eps / 2)
     u_max = _u_max(urows, upairs, eps_lp, 1.0 / b_star)
     search = _Search(urows, ordered, K, u_max, eps_lp, objective, opts, deadline,

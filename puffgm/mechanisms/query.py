@@ -54,12 +54,13 @@ import numpy as np
 from puffgm.core.noise import resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.release import Release, jsonable, make_release
-from puffgm.exceptions import AuditError, ParameterError, TimeLimitError
+from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 
 __all__ = [
     "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
     "laplace_losses",
-    "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "QueryCalibration", "QueryRelease",
+    "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "loss_resolution", "check_resolvable",
+    "RESOLUTION_FACTOR", "QueryCalibration", "QueryRelease",
     "release_query", "answer_in_range", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
 ]
@@ -77,6 +78,11 @@ THEOREM_OPTIMAL_LAPLACE = ("exact Pufferfish loss of F + Lap(b) from the conditi
                            "(Kifer and Machanavajjhala, Definition 3.1), minimised over b")
 
 _HALF = math.log(0.5)
+
+#: The exact loss decides epsilon only from RESOLUTION_FACTOR times its rounding error up
+#: (:func:`check_resolvable`): the rounding is then at most 0.1% of epsilon, and the optimal scale
+#: keeps that rounding as a margin below epsilon.
+RESOLUTION_FACTOR = 1e3
 
 
 @dataclass(frozen=True)
@@ -429,14 +435,62 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
     return _loss_at(rows, pairs, labels, laws.n_priors, float(scale))
 
 
+def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
+    """An upper estimate of the rounding error of the computed exact loss near ``epsilon``.
+
+    The loss is a difference of two log-densities, each the end of an n-step log-space
+    recursion (:func:`laplace_log_density`) over values no larger in magnitude than the
+    largest finite |log-probability| of the laws plus the loss itself; each step rounds by
+    an ulp or two.  The laws' total masses also differ from 1 by rounding.  Estimate::
+
+        4 n 2^-52 (1 + max |log p| + epsilon) + max over rows of |log sum p|.
+
+    Parameters
+    ----------
+    laws : QueryLaws
+        Exact laws.
+    epsilon : float
+        The loss level at which the error is wanted (the error grows with the loss).
+
+    Returns
+    -------
+    float
+    """
+    rows, _, _ = laws.stacked()
+    finite = rows[np.isfinite(rows)]
+    if not finite.size:
+        return 0.0
+    mass = np.abs(np.logaddexp.reduce(rows, axis=1))
+    return float(4 * rows.shape[1] * 2.0**-52 * (1.0 + np.abs(finite).max() + epsilon) + mass.max())
+
+
+def check_resolvable(laws: QueryLaws, *, epsilon: float, scale_per_epsilon: float) -> float:
+    """The resolution of the exact loss (:func:`loss_resolution`), or NumericalError if epsilon is below it.
+
+    ``scale_per_epsilon`` (W in grid units) only makes the message name the Laplace scale that
+    epsilon would need.  Double precision cannot decide ``loss <= epsilon`` when epsilon is
+    within RESOLUTION_FACTOR of the rounding of the loss, however large the scale.
+    """
+    res = loss_resolution(laws)
+    if epsilon < RESOLUTION_FACTOR * res:
+        need = (f"the Laplace scale would be about {scale_per_epsilon / epsilon:.3g} grid units; "
+                if scale_per_epsilon > 0 else "")
+        raise NumericalError(
+            f"epsilon = {epsilon:g} is below what the exact loss of this query can resolve in double precision "
+            f"(about {res:.1e}, so epsilon must be at least {RESOLUTION_FACTOR * res:.1e}): {need}"
+            "MQM (--method exact) takes any epsilon.")
+    return loss_resolution(laws, epsilon=epsilon)
+
+
 def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: float = 1e-6,
                        deadline: float | None = None):
     """The smallest Laplace scale (grid units) whose exact loss is at most epsilon, to ``rtol`` relative.
 
     Bisection on [0, upper] (the loss is non-increasing in the scale): the
-    returned scale always has a computed loss <= epsilon, and scale * (1 - rtol)
-    has a loss above epsilon (or the scale is 0: the exact answer is already
-    epsilon-Pufferfish private).
+    returned scale always has a computed loss <= epsilon - r, with r the loss's
+    rounding error (:func:`check_resolvable`, which refuses an epsilon too small to
+    decide), and scale * (1 - rtol) has a loss above that (or the scale is 0: the
+    exact answer is already epsilon-Pufferfish private).
 
     Parameters
     ----------
@@ -464,12 +518,15 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
     evals = 1
     best = at(0.0)
-    if best[0] <= epsilon:
+    if best[0] == 0.0:  # equal laws: the exact answer is private at every epsilon
+        return 0.0, best[0], best[1], best[2], evals
+    target = epsilon - check_resolvable(laws, epsilon=epsilon, scale_per_epsilon=float(upper) * epsilon)
+    if best[0] <= target:
         return 0.0, best[0], best[1], best[2], evals
     hi = max(float(upper), 1e-12)
     best = at(hi)
     evals += 1
-    while best[0] > epsilon:
+    while best[0] > target:
         hi *= 2.0
         best = at(hi)
         evals += 1
@@ -480,7 +537,7 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
         mid = 0.5 * (lo + hi)
         res = at(mid)
         evals += 1
-        if res[0] <= epsilon:
+        if res[0] <= target:
             hi, best = mid, res
         else:
             lo = mid
