@@ -36,7 +36,7 @@ from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite
 
-__all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma"]
+__all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma", "GK16_SOLVE_LIMIT"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,33 @@ def gk16_gamma(P) -> float:
     return max(vals)
 
 
+#: Longest chain whose GK16 row sums are solved as a T x T tridiagonal system; longer ones use the closed form.
+GK16_SOLVE_LIMIT = 10**6
+
+
+def _gk16_middle_row(gamma: float, T: int) -> float:
+    """The largest row sum of (I - Gamma)^{-1} in closed form, rounded up (for T > 2, 2 gamma < 1).
+
+    x = (I - Gamma)^{-1} 1 solves x_j - gamma (x_{j-1} + x_{j+1}) = 1 with x_0 = x_{T+1} = 0;
+    with c = 1 / (1 - 2 gamma) and r = 2 gamma / (1 + sqrt(1 - 4 gamma^2)) < 1 (the smaller root of
+    gamma r^2 - r + gamma = 0),
+
+        x_j = c (1 - r^j) (1 - r^(T+1-j)) / (1 + r^(T+1)),
+
+    largest at the middle j = ceil(T / 2).  Each factor is computed to a few ulps (expm1 of
+    j log r), so the result is multiplied by 1 + 64 u to stay above the exact value.
+    """
+    c = 1.0 / (1.0 - 2.0 * gamma)
+    r = 2.0 * gamma / (1.0 + math.sqrt((1.0 - 2.0 * gamma) * (1.0 + 2.0 * gamma)))
+    if r == 0.0:
+        return 1.0
+    lr = math.log(r)
+    j = (T + 1) // 2
+    head = -math.expm1(j * lr)
+    tail = -math.expm1((T + 1 - j) * lr)
+    return c * head * tail / (1.0 + math.exp((T + 1) * lr)) * (1 + 64 * 2.0**-53)
+
+
 def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
          lipschitz: float = 1.0) -> CalibrationResult:
     """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
@@ -155,12 +182,15 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
     if not math.isfinite(gamma) or norm >= 1.0:
         note = f"GK16 does not apply: the spectral norm of its influence matrix is {norm:.6g} >= 1"
         return base.result(math.inf, applicable=False, details=details, notes=(note,))
-    # rowsum((I - Gamma)^{-1}) = (I - Gamma)^{-1} 1 (Gamma symmetric), a tridiagonal solve.
-    ab = np.zeros((3, T))
-    ab[0, 1:] = -gamma
-    ab[1, :] = 1.0
-    ab[2, :-1] = -gamma
-    rows = solve_banded((1, 1), ab, np.ones(T)) if T > 1 else np.ones(1)
-    factor = float(np.max(2.0 * rows))
+    if T > GK16_SOLVE_LIMIT:
+        factor = 2.0 * _gk16_middle_row(gamma, T)
+    else:
+        # rowsum((I - Gamma)^{-1}) = (I - Gamma)^{-1} 1 (Gamma symmetric), a tridiagonal solve.
+        ab = np.zeros((3, T))
+        ab[0, 1:] = -gamma
+        ab[1, :] = 1.0
+        ab[2, :-1] = -gamma
+        rows = solve_banded((1, 1), ab, np.ones(T)) if T > 1 else np.ones(1)
+        factor = float(np.max(2.0 * rows))
     details.update({"epsilon_dp": eps / factor, "max_row_factor": factor})
     return base.result(factor / eps, details=details)

@@ -74,9 +74,10 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.chains.budget import ChainClock, check_memory
 from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
 from puffgm.core.results import CalibrationResult, QuiltChoice
-from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.validation import check_positive_finite, check_positive_int, check_time_limit
 from puffgm.exceptions import NumericalError, ParameterError, PriorError
 
 __all__ = [
@@ -93,6 +94,10 @@ PER_NODE_LIMIT = 10000
 #: every-node search costs O(T) node searches, where the shortcuts cost O(1) or O(l).
 PER_NODE_DEFAULT_LIMIT = 200
 _NEG = -math.inf
+#: Least seconds of one node search (the time projections use it; measured ones are 10 to 100 times more).
+_NODE_SECONDS = 2e-6
+#: Bytes held per node by a search of every node (its result and marginal, without the k x k tables).
+_NODE_BYTES = 512
 #: Positive probabilities below this are refused (NumericalError) rather than risk an
 #: underflow to a false zero; exact zeros are legitimate.
 _TINY = 1e-280
@@ -157,9 +162,22 @@ def _first_node_C(k: int) -> np.ndarray:
     return C
 
 
-@lru_cache(maxsize=256)
 def _pairs(amax: int, bmax: int, ell: int):
-    """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only)."""
+    """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only).
+
+    Kept in a cache when there are at most 2^16 of them (the long tables would hold memory).
+    """
+    if amax * bmax <= 2**16:
+        return _pairs_cached(amax, bmax, ell)
+    return _pairs_of(amax, bmax, ell)
+
+
+@lru_cache(maxsize=256)
+def _pairs_cached(amax: int, bmax: int, ell: int):
+    return _pairs_of(amax, bmax, ell)
+
+
+def _pairs_of(amax: int, bmax: int, ell: int):
     aa, bb = np.divmod(np.arange(amax * bmax), bmax)
     card = aa + bb + 1
     ok = card <= ell
@@ -180,7 +198,9 @@ def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
 class _Member:
     """Tables of one member theta = (q, P): powers, equation-(5) tables, marginals."""
 
+    clock: ChainClock | None = None  # the time budget of the loop over powers (set by ChainQuiltSearch)
     eta: float  # stationary members of a mixing scan's twin only (set by MQMExact)
+    drift: float  # the same: 2 d_H(pi, pi*), a bound of the drift of Omega over any number of steps
 
     def __init__(self, prior, paper_convention: bool):
         self.prior = prior
@@ -195,6 +215,7 @@ class _Member:
         self.B = np.zeros((1, k, k))
         self.Bmax = np.zeros(1)  # Bmax[b] = max over (x, x') of B[b] (index 0 unused)
         self._A_cache: dict = {}
+        self._reach: tuple | None = None  # (j, P^j > 0 by structure as 0/1), the last one computed
         self._any_nodes: dict = {}  # "any": i -> (V, C, V.all()), which do not depend on amax nor on L
         if self.kind == "vector":
             self.mu = [np.asarray(prior.initial, dtype=float)]
@@ -207,6 +228,8 @@ class _Member:
     def power(self, j: int) -> np.ndarray:
         P, pows = self.P, self.pows
         while len(pows) <= j:
+            if self.clock is not None and len(pows) % 1024 == 0:
+                self.clock.check(detail=f" (P^{len(pows)} of P^{j} computed for quilts of up to {j} nodes)")
             nxt = pows[-1] @ P
             if nxt.min() < _TINY:  # rare: tell exact zeros from underflow before trusting a zero
                 self._check_underflow(nxt, self._reach_power(len(pows)), f"P^{len(pows)}")
@@ -229,11 +252,17 @@ class _Member:
             )
 
     def _reach_power(self, j: int) -> np.ndarray:
-        """Boolean P^j > 0 by structure (which states are reachable in exactly j steps)."""
+        """Boolean P^j > 0 by structure (which states are reachable in exactly j steps).
+
+        The last one is kept, so that the powers P^1, P^2, ... with zeros cost one step each.
+        """
         step = (self.P > 0).astype(np.int64)
-        r = np.eye(self.k, dtype=np.int64)
-        for _ in range(j):
+        have, r = 0, np.eye(self.k, dtype=np.int64)
+        if self._reach is not None and self._reach[0] <= j:
+            have, r = self._reach
+        for _ in range(j - have):
             r = np.minimum(r @ step, 1)
+        self._reach = (j, r)
         return r > 0
 
     def _reach_marginal(self, i: int) -> np.ndarray:
@@ -372,10 +401,32 @@ class ChainQuiltSearch:
         self.members = [_Member(m, paper_convention) for m in chain_class.members]
         self.L = 0
         self.evaluations = 0
+        self._clock: ChainClock | None = None
+
+    @property
+    def clock(self) -> ChainClock | None:
+        """The time budget checked by the loops over nodes and powers (None: no limit)."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, value: ChainClock | None):
+        self._clock = value
+        for m in self.members:
+            m.clock = value
 
     def ensure(self, ell: int):
+        """Build the tables of equation (5) up to offset L = min(l, T - 1), after checking their memory.
+
+        Each member keeps P^j, log P^j (two arrays of k^2 doubles and their headers), A_j and B_j
+        for j <= L, and a batch's temporaries and copies: about L (96 k^2 + 400) bytes; a node search
+        ranks up to L^2 two-sided quilts (40 bytes each).  Refused beyond
+        :data:`~puffgm.chains.budget.MEMORY_LIMIT`.
+        """
         L = min(ell, self.T - 1)
         if L > self.L:
+            check_memory(float(L) * (96 * self.k * self.k + 400) * len(self.members) + 40.0 * L * L,
+                         f"MQMExact's tables of equation (5) for quilts of up to {L} nodes (k = {self.k})",
+                         "give a smaller max_length (quilts of fewer nodes) or a larger epsilon")
             for m in self.members:
                 m.ensure(L)
             self.L = L
@@ -457,6 +508,8 @@ class ChainQuiltSearch:
                 lbs = lb[cand].tolist()
                 pos, batch = 0, 64
                 while pos < cand.size and lbs[pos] < best[0] and best[0] > cap:
+                    if self._clock is not None:
+                        self._clock.check(detail=f" (searching the quilts of X{i}, l = {ell})")
                     ai, bi = aa[pos : pos + batch], bb[pos : pos + batch]
                     d2 = None
                     for G, Bm in zip(Gs, Bs, strict=True):
@@ -534,6 +587,62 @@ def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
     rel = math.expm1(n_products * math.log1p(g))
     mag = float(np.max(np.abs(logs[np.isfinite(logs)]))) if logs.size else 0.0
     return 2 * 1.01 * rel + 8 * _U * (mag + 1.0)
+
+
+def _birkhoff_gap(logQ: np.ndarray, rel: float) -> float:
+    """Certified lower bound on 1 - tau(Q), Birkhoff's contraction coefficient of a positive matrix Q.
+
+    For v -> vQ the image of the positive cone is spanned by the rows of Q, whose projective
+    diameter is Delta = max_{i,j,x,y} log Q[i,x] Q[j,y] / (Q[i,y] Q[j,x]); Birkhoff's theorem gives
+    d_H(uQ, vQ) <= tanh(Delta / 4) d_H(u, v), and 1 - tanh(Delta / 4) = 2 / (exp(Delta / 2) + 1).
+    ``logQ`` is the log of a computed Q whose entries are within relative ``rel`` of the exact ones;
+    every rounding is taken against the bound.
+    """
+    mag = float(np.max(np.abs(logQ)))
+    delta = 0.0
+    for row in logQ:  # d_H(Q[i], Q[j]) for every j, one row i at a time (k^2 memory)
+        d = row - logQ
+        delta = max(delta, float(np.max(d.max(axis=1) - d.min(axis=1))))
+    delta += 4 * 1.01 * rel + 16 * _U * (mag + 1.0)
+    return 2.0 / (math.exp(min(delta / 2, 700.0)) + 1.0) * (1 - 8 * _U)
+
+
+def stationary_error(P: np.ndarray, pi: np.ndarray, max_power: int = 64) -> float:
+    """Certified bound on d_H(pi, pi*), Hilbert's projective distance from a computed ``pi`` to the exact law.
+
+    With Q = P^m strictly positive and tau = tanh(Delta(Q) / 4) < 1 (Birkhoff), pi* Q = pi* gives
+
+        d_H(pi, pi*) <= d_H(pi, pi Q) + d_H(pi Q, pi* Q) <= d_H(pi, pi Q) + tau d_H(pi, pi*),
+
+    so d_H(pi, pi*) <= d_H(pi, pi Q) / (1 - tau) (Seneta, "Non-negative Matrices and Markov
+    Chains", section 3.1).  The powers m = m0, 2 m0, 4 m0, ... <= ``max_power`` (m0 the first
+    with P^m > 0) are tried and the least bound kept; floating-point error in pi Q is bounded by
+    :func:`_log_error` and that of Q entrywise.  Returns +inf when no P^m <= ``max_power`` is
+    positive (periodic or reducible P) or ``pi`` has a zero.
+
+    This is what lets the fixed-start scan of :class:`MQMExact` bound every later node with a
+    drift independent of T: for j >= i, d_H(mu_j, pi) <= d_H(mu_i, pi) + 2 d_H(pi, pi*)
+    (non-expansion of P towards the invariant pi*).
+    """
+    k = P.shape[0]
+    if not (pi > 0).all():
+        return math.inf
+    g = k * _U / (1 - k * _U)
+    logpi = _log(pi)
+    Q, v, best, want = np.eye(k), pi.copy(), math.inf, None
+    for m in range(1, max_power + 1):
+        Q, v = Q @ P, v @ P
+        if want is None and (Q > 0).all() and (v > 0).all():
+            want = m
+        if want is None or m != want:
+            continue
+        want = 2 * m
+        rel = math.expm1((m - 1) * math.log1p(g))
+        lv = _log(v)
+        gap = _birkhoff_gap(_log(Q), rel)
+        if gap > 0:
+            best = min(best, (_osc(lv, logpi) + _log_error(m, k, lv)) / gap * (1 + 4 * _U))
+    return best
 
 
 @lru_cache(maxsize=8)
@@ -618,6 +727,14 @@ class MQMExact:
     mixing_rtol : float
         Stop the early scan once the bound is within this relative distance of the
         stationary value (default 1e-6), unless it is already exact before.
+    time_limit : float, optional
+        Seconds the calibration may take (None or 0: no limit).  A road that searches
+        every node projects its time from T before it starts and refuses
+        (:class:`~puffgm.exceptions.TimeLimitError`, one sentence with the projected
+        seconds) when the projection is over the limit; every loop over the nodes checks
+        the deadline.  Whatever the limit, a projected working memory above
+        :data:`puffgm.chains.budget.MEMORY_LIMIT` is refused before the work starts
+        (:class:`~puffgm.exceptions.InferenceLimitError`).
 
     Examples
     --------
@@ -628,7 +745,7 @@ class MQMExact:
     """
 
     def __init__(self, chain_class: ChainPriorClass, *, max_length=None, paper_convention: bool = False,
-                 per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6):
+                 per_node=None, mixing: bool = True, mixing_rtol: float = 1e-6, time_limit=None):
         self._box = isinstance(chain_class, InfiniteChainClass)
         if self._box and (paper_convention or max_length is not None):
             raise ParameterError(
@@ -644,6 +761,8 @@ class MQMExact:
         self.per_node = per_node
         self.mixing = bool(mixing)
         self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
+        self.time_limit = check_time_limit(time_limit, "MQMExact")
+        self._clock: ChainClock | None = None  # set by calibrate (shared with a family's members)
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
         """Noise scale sigma_max (per unit L) and the worst node's active quilt.
@@ -666,9 +785,15 @@ class MQMExact:
         cc = self.chain_class
         if isinstance(cc, InfiniteChainClass):  # self._box
             return cc.certified_exact(epsilon=eps, lipschitz=lipschitz)
-        if len(cc) > 1:
-            return self._calibrate_family(eps, lipschitz)
-        return self._calibrate_chain(eps, lipschitz)
+        if self._clock is None and self.time_limit is not None:
+            self._clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
+                                     "use a shorter chain, a larger epsilon or max_length")
+        try:
+            if len(cc) > 1:
+                return self._calibrate_family(eps, lipschitz)
+            return self._calibrate_chain(eps, lipschitz)
+        finally:
+            self._clock = None
 
     def _calibrate_chain(self, eps: float, lipschitz: float) -> CalibrationResult:
         """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
@@ -737,8 +862,10 @@ class MQMExact:
         twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
         stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=self.paper_convention)
         m = stat.members[0]
-        # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi)
+        # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi); drift bounds
+        # d_H(mu_j, pi) - d_H(mu_i, pi) for every j >= i, whatever j - i (2 d_H(pi, pi*))
         m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
+        m.drift = 2.0 * stationary_error(m.P, m.pi)
         return stat
 
     def _mixing_run(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float):
@@ -783,12 +910,12 @@ class MQMExact:
         keeps the sup over its initial distributions per quilt (appendix C.4).
         """
         cc = self.chain_class
-        results = [
-            MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
-                     per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol).calibrate(
-                         epsilon=eps, lipschitz=lipschitz)
-            for m in cc.members
-        ]
+        results = []
+        for m in cc.members:
+            sub = MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
+                           per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
+            sub._clock = self._clock  # one budget for the whole family
+            results.append(sub.calibrate(epsilon=eps, lipschitz=lipschitz))
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
         top = results[k]
         per_node = ()
@@ -814,6 +941,8 @@ class _ChainRun:
         self.eps = eps
         self.T = cc.length
         self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
+        self.search.clock = mech._clock
+        self.want_nodes = want_nodes
         self.mix_info: dict = {}
         self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
 
@@ -835,10 +964,33 @@ class _ChainRun:
         return strategy, stat
 
     def _every_node(self, ell: int):
-        """The result of every node 1..T, and the (first) worst one: (node, result, results)."""
-        res = [self.search.search(i, ell) for i in range(1, self.T + 1)]
+        """The result of every node 1..T, and the (first) worst one: (node, result, results).
+
+        The work is projected before it starts: T node searches of at least
+        :data:`_NODE_SECONDS` each, and the memory of T results and marginals
+        (:meth:`_check_every_node`); the deadline is checked every 64 nodes.
+        """
+        T, clock = self.T, self.search.clock
+        self._check_every_node(ell)
+        res = []
+        for i in range(1, T + 1):
+            if clock is not None and i % 64 == 0:
+                clock.check(i, T, f" ({i} of the {T} node searches done)")
+            res.append(self.search.search(i, ell))
         j = int(np.argmax([x[0] for x in res]))
         return j + 1, res[j], res
+
+    def _check_every_node(self, ell: int):
+        """Refuse a search of every node whose memory or least time is over the budget, before it starts."""
+        T, k, clock = self.T, self.search.k, self.search.clock
+        why = ("it has a periodic or reducible transition matrix, or per_node or mixing=False was asked"
+               if self.strategy == "every node" else "its shortcut does not apply")
+        what = f"MQMExact on {_describe(self.mech.chain_class)}, which searches every node because {why},"
+        per_node = _NODE_BYTES + 24 * k * k + (_NODE_BYTES if self.want_nodes else 0)
+        check_memory(float(T) * per_node, what, "use a shorter chain or per_node=False")
+        if clock is not None:  # each node ranks up to l^2 / 2 two-sided quilts
+            L = min(ell, self.search.L)
+            clock.project(float(T) * (_NODE_SECONDS + L * L * 5e-10))
 
     def run(self, ell: int, final: bool = False):
         """(worst node, its result tuple, every node's results or None) with quilts of card(X_N) <= l.
@@ -870,6 +1022,8 @@ class _ChainRun:
             return self._every_node(ell)[:2] + (None,)
         worst_i, worst = 0, None
         for i in range(1, T + 1):
+            if search.clock is not None:
+                search.clock.check(detail=f" ({i - 1} of its {T} nodes searched from the left)")
             r = search.search(i, ell)
             if worst is None or r[0] > worst[0]:
                 worst_i, worst = i, r
@@ -893,9 +1047,12 @@ class _ChainRun:
                 notes.append(f"quilts restricted to card(X_N) <= {ell}: valid, possibly above the exact optimum")
             return ell, out, exact
         ell = min(T, 16)
+        clock = self.search.clock
         if self.stat is not None:  # the answer is at least the stationary twin's: start at its l
             mid = (T + 1) // 2
             while ell < T:
+                if clock is not None:
+                    clock.check(detail=f" (quilts of up to {ell} nodes searched)")
                 self.search.ensure(ell)
                 self.stat.share_tables(self.search)
                 r0 = self.stat.search(mid, ell)
@@ -904,6 +1061,8 @@ class _ChainRun:
                 ell = min(T, 2 * ell)
         out = self.run(ell)
         while not (out[1][0] <= (ell + 1) / eps or ell >= T):
+            if clock is not None:
+                clock.check(detail=f" (quilts of up to {ell} nodes searched)")
             ell = min(T, 2 * ell)
             out = self.run(ell)
         return ell, out, True
@@ -927,6 +1086,7 @@ class _MixingScan:
         self.r0: Any = None  # the twin's middle-node result at epsilon (set by run)
         self.s0: Any = None  # its score and influence
         self.e_star: Any = None
+        self.target = 0.0  # the mixing_rtol stop: Omega at most this (set by run)
 
     def stat_bound(self, e: float, any_kind: bool = False):
         """The stationary twin's middle-node result at epsilon ``e``; None if one-sided (unless ``any_kind``)."""
@@ -995,20 +1155,31 @@ class _MixingScan:
                 self.m_exact = max(self.m_exact, r[0])
         return r
 
-    def _mixing_bound(self, i: int):
-        """(Omega_i, the twin's bound at epsilon - Omega_i), or None if node i gives no usable bound."""
+    def _mixing_bounds(self, i: int) -> list:
+        """[(Omega_i, the twin's bound at epsilon - Omega_i)] for node i, each usable one, in the order to try.
+
+        Omega_i bounds d_H(mu_j, pi) for every j >= i in two ways: with the step-by-step drift
+        (T - i) eta of the computed pi, and with the drift 2 d_H(pi, pi*) that does not depend on
+        T (:func:`stationary_error`).  The first is tried first; the second is tried too once the
+        first alone exceeds the ``mixing_rtol`` target (then the first could never stop the scan
+        within ``mixing_rtol``, which happens on long chains when eta > 0).
+        """
         T, eps, sm = self.T, self.eps, self.stat.members[0]
         mu = self.search.members[0].marginal(i)
         if not (mu > 0).all() or i == T:
-            return None
+            return []
         lm = _log(mu)
-        omega = _osc(lm, sm.logpi) + _log_error(i - 1, self.search.k, lm) + (T - i) * sm.eta
-        if omega >= eps - self.e_star:
-            return None
+        base = _osc(lm, sm.logpi) + _log_error(i - 1, self.search.k, lm)
+        steps = float(T - i) * sm.eta
+        drifts = [steps] + ([sm.drift] if sm.drift < steps and steps >= self.target else [])
         # the twin's optimum quilt (a*, b*), two-sided, shifted to every node (Lemma C.9's
         # analogue) bounds every node of the twin at epsilon - omega without a new search
-        r0 = self.r0
-        return omega, (r0[5] / (eps - omega - self.e_star), "two", r0[2], r0[3], self.e_star, r0[5])
+        r0, out = self.r0, []
+        for drift in drifts:
+            omega = base + drift
+            if omega < eps - self.e_star:
+                out.append((omega, (r0[5] / (eps - omega - self.e_star), "two", r0[2], r0[3], self.e_star, r0[5])))
+        return out
 
     def run(self):
         """(node, result tuple, info) of the scan, or None (see :meth:`MQMExact._mixing_run`)."""
@@ -1021,11 +1192,14 @@ class _MixingScan:
             return None
         self.s0, self.e_star = r0[0], r0[4]
         rtol = self.rtol
-        target = rtol * (eps - self.e_star) / (1 + rtol) if math.isfinite(self.s0) else 0.0
+        self.target = target = rtol * (eps - self.e_star) / (1 + rtol) if math.isfinite(self.s0) else 0.0
         stop: int | None = None
         bound: tuple | None = None
         omega = math.inf
+        clock = self.search.clock
         for i in range(1, T + 1):
+            if clock is not None:
+                clock.check(detail=f" ({i - 1} of its {T} nodes searched before the mixing bound stopped the scan)")
             r = self._node(i)
             if r is None:
                 return self.worst_i, self.worst, {}
@@ -1035,12 +1209,11 @@ class _MixingScan:
                 self.worst_i, self.worst = i, r
                 if self._too_long():
                     return self.worst_i, self.worst, {}
-            mb = self._mixing_bound(i)
-            if mb is None:
-                continue
-            omega, bound = mb
-            if bound[0] <= self.worst[0] or omega <= target:
-                stop = i
+            for omega, bound in self._mixing_bounds(i):
+                if bound[0] <= self.worst[0] or omega <= target:
+                    stop = i
+                    break
+            if stop is not None:
                 break
         return self._finish(stop, omega, bound, int(i if stop else T))
 
@@ -1066,6 +1239,12 @@ class _MixingScan:
                      "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
                      "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
         return worst_i, worst, info
+
+
+def _describe(cc) -> str:
+    """``chain 'name' (T = ..., k = ...)`` or ``a family of n chains (T = ..., k = ...)`` for messages."""
+    who = f"chain {cc.members[0].name!r}" if len(cc.members) == 1 else f"a family of {len(cc.members)} chains"
+    return f"{who} (T = {cc.length}, k = {cc.k})"
 
 
 def mqm_exact(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float = 1.0, **kwargs) -> CalibrationResult:

@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from typing import ClassVar
 
 from puffgm.chains.approx import MQMApprox
 from puffgm.chains.baselines import gk16, group_dp
 from puffgm.chains.box import ChainParameterBox, certified_mqm_exact
+from puffgm.chains.budget import ChainClock
 from puffgm.chains.curve import chain_class_curve
-from puffgm.chains.exact import MQMExact
+from puffgm.chains.exact import PER_NODE_LIMIT, MQMExact
 from puffgm.chains.priors import ChainPrior, ChainPriorClass
-from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, chain_query_laws
+from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, QUERY_ADVICE, chain_query_laws, check_query_budget
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.core.results import QuiltGraph
+from puffgm.core.validation import check_time_limit
 from puffgm.exceptions import PriorError
 from puffgm.mechanisms.query import QueryLaws
 
@@ -66,8 +69,8 @@ class MarkovChainKind(PriorKind):
     """A finite class of Markov chains (:class:`~puffgm.chains.priors.ChainPriorClass`)."""
 
     kind = "Markov-chain priors"
-    methods = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol"),
-               "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
+    methods = {"exact": ("max_length", "paper_convention", "per_node", "mixing", "mixing_rtol", "time_limit"),
+               "approx": ("use_reversible", "time_limit"), "groupdp": ("time_limit",), "gk16": ("time_limit",)}
     curve_options: ClassVar[tuple | None] = ()
     query_options: ClassVar[tuple | None] = ("max_exact_length",)
 
@@ -77,9 +80,12 @@ class MarkovChainKind(PriorKind):
 
     def _query_laws(self, *, query, deadline, options):
         cc = self.prior_class
-        bound = query.bind(cc.nodes, {n: cc.members[0].states for n in cc.nodes})
         start = time.monotonic()
-        laws, bounds, exact = chain_query_laws(cc, bound, deadline=deadline, **options)
+        clock = ChainClock(what=f"Computing the query's laws on {self.name!r} (T = {cc.length}, k = {cc.k})",
+                           advice=QUERY_ADVICE, deadline=deadline)
+        check_query_budget(cc.length, cc.k, len(cc.members), clock)  # before T node names are built
+        bound = query.bind(cc.nodes, _SameStates(cc.members[0].states))
+        laws, bounds, exact = chain_query_laws(cc, bound, clock=clock, **options)
         notes = list(cc.notes) + list(bound.notes)
         if not exact:
             notes.append(f"T = {cc.length} exceeds max_exact_length = "
@@ -91,9 +97,11 @@ class MarkovChainKind(PriorKind):
                          notes=tuple(notes), seconds=time.monotonic() - start)
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
+        """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T)."""
         cc = self.prior_class
         if method == "exact":
             return self._exact(epsilon=epsilon, lipschitz=lipschitz, options=options)
+        options.pop("time_limit", None)  # validated by the kind; these methods do not loop over T
         if method == "approx":
             return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
         baseline = group_dp if method == "groupdp" else gk16
@@ -124,8 +132,8 @@ class ChainBoxKind(MarkovChainKind):
     """
 
     kind = "chain parameter boxes"
-    methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress"),
-               "approx": ("use_reversible",), "groupdp": (), "gk16": ()}
+    methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress", "time_limit"),
+               "approx": ("use_reversible", "time_limit"), "groupdp": ("time_limit",), "gk16": ("time_limit",)}
     curve_options = None
     query_options = None
 
@@ -134,4 +142,43 @@ class ChainBoxKind(MarkovChainKind):
         return str(self.prior_class.name)
 
     def _exact(self, *, epsilon, lipschitz, options):
-        return certified_mqm_exact(self.prior_class, epsilon=epsilon, lipschitz=lipschitz, **options)
+        """The certified supremum over the box, each MQMExact evaluation checked against ``time_limit``.
+
+        ``progress=False`` (``--quiet``) means no callback.  Under a time limit one evaluation is
+        timed first (the box's centre, every node searched); the certified search needs at least
+        the five evaluations of the corners and the centre, so 5 times that time over the limit
+        refuses before the search; then the deadline is checked after every evaluation.
+        """
+        box = self.prior_class
+        progress = options.pop("progress", None) or None
+        limit = check_time_limit(options.pop("time_limit", None), "calibrate")
+        if limit is None or box.length > PER_NODE_LIMIT:  # certified_mqm_exact refuses such T at once
+            return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=progress, **options)
+        clock = ChainClock(limit, f"The certified MQMExact supremum over the parameter box (T = {box.length})",
+                           "use a shorter chain, a smaller max_evaluations or a larger rtol")
+        centre = box.member((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
+        MQMExact(centre, per_node=True, time_limit=limit).calibrate(epsilon=epsilon)
+        clock.project(5 * clock.elapsed, " (at least five MQMExact evaluations of every node)")
+
+        def checked(done, budget):
+            clock.check(detail=f" ({done} MQMExact evaluations done)")
+            if progress is not None:
+                progress(done, budget)
+
+        return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=checked, **options)
+
+
+class _SameStates(Mapping):
+    """node -> the states of every node of a chain, without a dict of T entries."""
+
+    def __init__(self, states):
+        self.states = states
+
+    def __getitem__(self, node):
+        return self.states
+
+    def __iter__(self):
+        raise TypeError("the states of a chain's nodes are not enumerated")
+
+    def __len__(self):
+        raise TypeError("the states of a chain's nodes are not enumerated")

@@ -28,29 +28,75 @@ noise of scale (upper bound) / epsilon is epsilon-Pufferfish private.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
+from puffgm.chains.budget import ChainClock, check_memory
 from puffgm.chains.priors import node_name
 from puffgm.core.query import BoundQuery
-from puffgm.exceptions import NotApplicableError, TimeLimitError
+from puffgm.exceptions import NotApplicableError
 from puffgm.mechanisms.query import NodeLaws, w_inf_near
 
-__all__ = ["chain_query_laws", "DEFAULT_MAX_EXACT_LENGTH"]
+__all__ = ["chain_query_laws", "check_query_budget", "DEFAULT_MAX_EXACT_LENGTH", "QUERY_ADVICE"]
 
 #: Longest chain whose conditional laws are computed exactly at every position (the cost grows as T^3).
 DEFAULT_MAX_EXACT_LENGTH = 600
+#: Least seconds of one step of a pass (Python and numpy overhead) and of one unit of work (one
+#: log-sum-exp of a partial-sum entry, per pair of states); the projections use these low ends.
+_STEP_SECONDS, _UNIT_SECONDS = 5e-6, 1e-8
+#: Bytes per node held by the bound query, the score grid and the per-position results (per pair).
+_NODE_BYTES, _PAIR_BYTES = 400, 200
+#: Least seconds to bind the query to one node (its name, its state names and its scores).
+_BIND_SECONDS = 2e-6
+QUERY_ADVICE = "use the Markov Quilt Mechanism (--method exact), which does not depend on the query, or a shorter chain"
 
 
 def _scores(query: BoundQuery, T: int, k: int) -> np.ndarray:
-    """(T, k) grid scores of X_1..X_T (0 for unscored nodes)."""
+    """(T, k) grid scores of X_1..X_T (0 for unscored nodes), in one pass over the scored nodes."""
     out = np.zeros((T, k), dtype=np.int64)
-    for t in range(T):
-        name = node_name(t + 1)
-        if name in query.nodes:
-            out[t] = query.score_vector(name)
+    for name, sc in zip(query.nodes, query.scores, strict=True):
+        out[int(name[1:]) - 1] = sc  # node_name(t) is "X<t>"
     return out
+
+
+class _Work:
+    """The clock of the passes with their total work in units of partial-sum entries (see :func:`_work`)."""
+
+    def __init__(self, clock: ChainClock, total: float):
+        self.clock, self.total, self.done = clock, max(total, 1.0), 0.0
+
+    def step(self, units: float):
+        self.done += units
+        self.clock.check(self.done, self.total, f" ({self.done / self.total:.1%} of its passes done)")
+
+
+def _work(S: np.ndarray, n_pairs: int, exact: bool) -> tuple:
+    """(steps, units, bytes) of the passes over one member: forward and backward widths summed.
+
+    The forward width at t is 1 + the sum of the largest scores before t, the backward one
+    1 + the sum after t; each step costs k^2 + 8 * pairs units per width entry (the transition and the
+    W_inf searches); the exact road adds the convolutions (k * forward width * backward width) and
+    holds the backward tables and the laws (k * (total + 1) per position).
+    """
+    T, k = S.shape
+    smax = S.max(axis=1).astype(float)
+    fwd = 1.0 + np.concatenate([[0.0], np.cumsum(smax)[:-1]])
+    bwd = 1.0 + (smax.sum() - np.cumsum(smax))
+    units = float((fwd + bwd).sum()) * (k * k + 8 * n_pairs)
+    nbytes = float(T) * (_NODE_BYTES + 8 * k + _PAIR_BYTES * n_pairs)
+    if exact:
+        units += float((fwd * bwd).sum()) * k
+        nbytes += 8.0 * k * (float(bwd.sum()) + 2.0 * T * (smax.sum() + 1))
+    return 2 * T, units, nbytes
+
+
+def check_query_budget(T: int, k: int, n_members: int, clock: ChainClock) -> None:
+    """Refuse, before the query is bound to the T nodes, when T alone puts the work over the budget.
+
+    Binding holds a name and a score row per node; the passes take at least 2 T steps per member.
+    """
+    n_pairs = k * (k - 1) // 2
+    check_memory(float(T) * (_NODE_BYTES + 8 * k + _PAIR_BYTES * n_pairs * n_members), clock.what, QUERY_ADVICE)
+    clock.project(float(T) * (2 * n_members * _STEP_SECONDS + _BIND_SECONDS), " (at least)")
 
 
 def _shift(row: np.ndarray, by: int, length: int) -> np.ndarray:
@@ -65,25 +111,25 @@ def _shifted(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
     return np.stack([_shift(rows[x], int(scores[x]), width) for x in range(rows.shape[0])])
 
 
-def _forward(logq, logP, S, deadline):
+def _forward(logq, logP, S, work: _Work):
     """alpha_t for t = 1..T (each (k, 1 + sum of max scores before t)), as a generator."""
     alpha = logq[:, None].copy()
     for t in range(S.shape[0]):
         yield alpha
         if t == S.shape[0] - 1:
             return
-        _check(deadline)
+        work.step(alpha.shape[1] * work_per_entry(S.shape[1]))
         with np.errstate(invalid="ignore"):
             alpha = np.logaddexp.reduce(_shifted(alpha, S[t])[:, None, :] + logP[:, :, None], axis=0)
 
 
-def _backward(logP, S, deadline):
+def _backward(logP, S, work: _Work):
     """(t, beta_t) for t = T..1 (0-based T-1..0; each (k, 1 + sum of max scores after t)), as a generator."""
     T, k = S.shape
     beta = np.zeros((k, 1))
     for t in range(T - 1, -1, -1):
         if t < T - 1:
-            _check(deadline)
+            work.step(beta.shape[1] * work_per_entry(k))
             with np.errstate(invalid="ignore"):
                 beta = np.logaddexp.reduce(logP[:, :, None] + _shifted(beta, S[t + 1])[None, :, :], axis=1)
         yield t, beta
@@ -102,10 +148,9 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check(deadline):
-    if deadline is not None and time.monotonic() > deadline:
-        raise TimeLimitError("The time limit passed while computing the query's laws on the chain; use the "
-                             "Markov Quilt Mechanism (--method exact), which does not depend on the query.")
+def work_per_entry(k: int) -> int:
+    """Units of :func:`_work` per partial-sum entry of one step: k^2 for the transition, 8 per pair of states."""
+    return k * k + 4 * k * (k - 1)
 
 
 def _normalise(rows: np.ndarray):
@@ -115,13 +160,13 @@ def _normalise(rows: np.ndarray):
     return cond, marg
 
 
-def _exact_member(m, index: int, S, pairs, deadline) -> list:
+def _exact_member(m, index: int, S, pairs, work: _Work) -> list:
     logq, logP = _logs(m)
-    beta = dict(_backward(logP, S, deadline))
+    beta = dict(_backward(logP, S, work))
     total = int(S.max(axis=1).sum())
     out = []
-    for t, alpha in enumerate(_forward(logq, logP, S, deadline)):
-        _check(deadline)
+    for t, alpha in enumerate(_forward(logq, logP, S, work)):
+        work.step(m.k * alpha.shape[1] * beta[t].shape[1])
         joint = _convolve_rows(_shifted(alpha, S[t]), beta[t])
         joint = np.concatenate([joint, np.full((m.k, total + 1 - joint.shape[1]), -np.inf)], axis=1)
         cond, marg = _normalise(joint)
@@ -130,24 +175,23 @@ def _exact_member(m, index: int, S, pairs, deadline) -> list:
     return out
 
 
-def _backward_w(logP, S, pairs, deadline) -> list:
+def _backward_w(logP, S, pairs, work: _Work) -> list:
     """W_inf between the future-sum laws B_{t,a} and B_{t,b} for every t and pair (beta not stored)."""
     out: list = [None] * S.shape[0]
     guess = [0] * len(pairs)
-    for t, beta in _backward(logP, S, deadline):
+    for t, beta in _backward(logP, S, work):
         guess = [w_inf_near(beta[a], beta[b], g) for (a, b), g in zip(pairs, guess, strict=True)]
         out[t] = guess
     return out
 
 
-def _bounds_member(m, index: int, S, pairs, deadline) -> list:
+def _bounds_member(m, index: int, S, pairs, work: _Work) -> list:
     """Certified upper bounds on W_inf per position and pair (past and future coupled separately)."""
     logq, logP = _logs(m)
-    future = _backward_w(logP, S, pairs, deadline)
+    future = _backward_w(logP, S, pairs, work)
     out = []
     guess = [0] * len(pairs)
-    for t, alpha in enumerate(_forward(logq, logP, S, deadline)):
-        _check(deadline)
+    for t, alpha in enumerate(_forward(logq, logP, S, work)):
         past, pmarg = _normalise(alpha)
         for j, (a, b) in enumerate(pairs):
             if not (np.isfinite(pmarg[a]) and np.isfinite(pmarg[b])):
@@ -164,7 +208,7 @@ def _logs(m):
 
 
 def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
-                     deadline: float | None = None) -> tuple:
+                     deadline: float | None = None, clock: ChainClock | None = None) -> tuple:
     """The conditional laws of the query given each state of each X_t, for every chain of the class.
 
     Parameters
@@ -177,6 +221,10 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
         Longest chain computed exactly; longer chains get certified W bounds.
     deadline : float, optional
         ``time.monotonic()`` value after which TimeLimitError is raised.
+    clock : ChainClock, optional
+        The budget, given instead of ``deadline`` (it names the computation in refusals).
+        The work of the passes (:func:`_work`) is projected before they start and refused
+        when over the limit or over the memory budget; every step checks the clock.
 
     Returns
     -------
@@ -188,6 +236,8 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
     ------
     NotApplicableError
         For a member whose initial law is ``"any"`` (an infinite class of initial laws).
+    TimeLimitError, InferenceLimitError
+        When the projected time or memory is over the budget (one sentence with the projection).
     """
     for m in chain_class.members:
         if m.initial_kind == "any":
@@ -199,10 +249,18 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
     S = _scores(query, T, k)
     pairs = tuple((a, b) for a in range(k) for b in range(a + 1, k))
     exact = T <= max_exact_length
+    if clock is None:
+        clock = ChainClock(what=f"Computing the query's laws on the chain (T = {T}, k = {k})", advice=QUERY_ADVICE,
+                           deadline=deadline)
+    n = len(chain_class.members)
+    steps, units, nbytes = _work(S, len(pairs), exact)
+    check_memory(nbytes * n, clock.what, QUERY_ADVICE)
+    clock.project(n * (steps * _STEP_SECONDS + units * _UNIT_SECONDS))
+    work = _Work(clock, n * units)
     laws, bounds = [], []
     for i, m in enumerate(chain_class.members):
         if exact:
-            laws.extend(_exact_member(m, i, S, pairs, deadline))
+            laws.extend(_exact_member(m, i, S, pairs, work))
         else:
-            bounds.extend(_bounds_member(m, i, S, pairs, deadline))
+            bounds.extend(_bounds_member(m, i, S, pairs, work))
     return laws, bounds, exact

@@ -22,7 +22,7 @@ __all__ = ["register", "run"]
 METHODS = ("exact", "approx", "groupdp", "gk16")
 #: The query-specific methods (they need --query).
 QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
-#: Seconds a plain ``puffgm calibrate`` may take on a network or with a query method (``--time-limit``;
+#: Seconds a plain ``puffgm calibrate`` may take on a network, a chain or with a query method (``--time-limit``;
 #: 0: no limit).  The Python functions default to no limit: a library call is never cut short unasked.
 DEFAULT_TIME_LIMIT = 120.0
 
@@ -76,9 +76,9 @@ def register(p) -> None:
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
     p.add_argument("--time-limit", type=_finite_float, default=None,
-                   help="seconds a network calibration or a query method may take; it answers within them (a "
-                        "note gives the certified gap if the search of the worst quilts stopped early) or "
-                        "refuses with the projected time (default 120; 0: no limit)")
+                   help="seconds a calibration (networks, chains, parameter boxes) or a query method may take; "
+                        "it answers within them (a note gives the certified gap if the search of the worst quilts "
+                        "stopped early) or refuses with the projected time (default 120; 0: no limit)")
     p.add_argument("--plot", metavar="FILE.png", default=None,
                    help="draw the worst node, its quilt, nearby and remote sets to this file (networks: the DAG; "
                         "chains: the positions; needs matplotlib, pip install 'puffgm[plot]')")

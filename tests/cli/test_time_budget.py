@@ -15,7 +15,7 @@ def _args(*argv):
     return build_parser().parse_args(["calibrate", *argv])
 
 
-def test_a_plain_network_run_gets_the_default_budget_and_a_chain_run_none(tmp_path):
+def test_plain_network_and_chain_runs_get_the_default_budget(tmp_path):
     from puffgm.api import as_prior
 
     args = _args("example:asia", "--epsilon", "1")
@@ -29,9 +29,12 @@ def test_a_plain_network_run_gets_the_default_budget_and_a_chain_run_none(tmp_pa
 
     (tmp_path / "chains.json").write_text(CHAINS)
     chain = as_prior(str(tmp_path / "chains.json"))
-    assert "time_limit" not in chain.accepted_options("exact")  # chains take no budget: none is passed
-    assert "time_limit" not in cli_calibrate._options(_args("x.json", "--epsilon", "1"), chain)
+    for method in ("exact", "approx", "groupdp", "gk16"):  # every chain method takes the budget
+        assert "time_limit" in chain.accepted_options(method)
+        opts = cli_calibrate._options(_args("x.json", "--epsilon", "1", "--method", method), chain)
+        assert opts["time_limit"] == cli_calibrate.DEFAULT_TIME_LIMIT
     assert "time_limit" not in cli_calibrate._options(_args("x.json", "--epsilon", "1", "--time-limit", "0"), chain)
+    assert cli_calibrate._options(_args("x.json", "--epsilon", "1", "--time-limit", "3"), chain)["time_limit"] == 3.0
 
 
 def test_query_methods_get_the_same_default_budget():
