@@ -30,10 +30,13 @@ _LAZY = {
     "influence_curve": "puffgm.api",
     "translate": "puffgm.api",
     "calibrate_query": "puffgm.api",
+    "calibrate_workload": "puffgm.api",
     # query-specific calibration
     "SumQuery": "puffgm.core.query",
     "QueryCalibration": "puffgm.mechanisms.query",
     "release_query": "puffgm.mechanisms.query",
+    "WorkloadCalibration": "puffgm.mechanisms.workload",
+    "release_workload": "puffgm.mechanisms.workload",
     # Bayesian networks
     "load_prior_class": "puffgm.networks.priors",
     "PriorClass": "puffgm.networks.priors",

@@ -5,7 +5,16 @@
 :func:`calibrate_many` call only that interface (see :mod:`puffgm.api.dispatch`).
 """
 
-from puffgm.api.dispatch import as_prior, calibrate, calibrate_query, influence_curve, kind_of, translate
+from puffgm.api.dispatch import (
+    as_prior,
+    calibrate,
+    calibrate_query,
+    calibrate_workload,
+    influence_curve,
+    kind_of,
+    translate,
+)
 from puffgm.api.parallel import calibrate_many
 
-__all__ = ["as_prior", "kind_of", "calibrate", "calibrate_query", "influence_curve", "translate", "calibrate_many"]
+__all__ = ["as_prior", "kind_of", "calibrate", "calibrate_query", "calibrate_workload", "influence_curve", "translate",
+           "calibrate_many"]

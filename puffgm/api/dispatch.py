@@ -44,8 +44,10 @@ if TYPE_CHECKING:  # annotations only
     from puffgm.core.results import CalibrationResult
     from puffgm.mechanisms.query import QueryCalibration
     from puffgm.mechanisms.translation import Translation
+    from puffgm.mechanisms.workload import WorkloadCalibration
 
-__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "influence_curve", "translate"]
+__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "calibrate_workload", "influence_curve",
+           "translate"]
 
 
 def _items(prior) -> list:
@@ -118,7 +120,7 @@ def as_prior(prior: Any) -> PriorKind:
 
 
 def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str = "exact", query: Any = None,
-              **options: Any) -> CalibrationResult | QueryCalibration:
+              **options: Any) -> CalibrationResult | QueryCalibration | WorkloadCalibration:
     """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
 
     With ``query`` (a sum query) and ``method`` ``"wasserstein"`` or
@@ -154,7 +156,8 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
 
     Returns
     -------
-    CalibrationResult, or QueryCalibration with a query
+    CalibrationResult; QueryCalibration with a query; WorkloadCalibration with a workload (a list of
+    queries, ``{"queries": [...]}`` or ``{"histogram": {...}}``, method ``"optimal-laplace"``)
 
     Examples
     --------
@@ -172,6 +175,13 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
         if method not in QUERY_METHODS:
             raise ParameterError(f"A query is calibrated by the methods {', '.join(map(repr, QUERY_METHODS))}; "
                                  f"method {method!r} calibrates for every {lipschitz:g}-Lipschitz query.")
+        from puffgm.core.workload import is_workload_spec
+
+        if is_workload_spec(query):
+            if method != "optimal-laplace":
+                raise ParameterError("A workload (several queries) is calibrated by method 'optimal-laplace': the "
+                                     "joint optimal Laplace scales.")
+            return calibrate_workload(prior, query, epsilon=epsilon, **options)
         return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
     return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
 
@@ -211,6 +221,40 @@ def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wa
     from puffgm.api.query import query_calibration
 
     return query_calibration(as_prior(prior), query, epsilon=epsilon, method=method, **options)
+
+
+def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: Any = None,
+                       **options: Any) -> WorkloadCalibration:
+    """Calibrate a table of sum queries released together, by their exact joint laws, beside group DP and MQM.
+
+    Statistic j gets Lap(t w_j); t is the least multiplier whose exact joint Pufferfish loss
+    is at most epsilon (:mod:`puffgm.mechanisms.workload`).  See
+    :func:`puffgm.api.workload.workload_calibration` for the options.
+
+    Parameters
+    ----------
+    prior : PriorKind or anything :func:`as_prior` accepts
+        Bayesian networks or Markov-chain classes.
+    workload : list of sum queries, ``{"queries": [...]}``, ``{"histogram": {...}}``, JSON text or path
+        :func:`puffgm.core.workload.load_workload`; a single query is a workload of one.
+    epsilon : float
+    weights : sequence of float, optional
+        w_j per statistic (default 1 each).
+
+    Returns
+    -------
+    WorkloadCalibration
+
+    Examples
+    --------
+    >>> import puffgm
+    >>> cal = puffgm.calibrate_workload("example:asia", {"histogram": {}}, epsilon=1.0)
+    >>> cal.names, cal.loss <= 1.0
+    (('yes', 'no'), True)
+    """
+    from puffgm.api.workload import workload_calibration
+
+    return workload_calibration(as_prior(prior), workload, epsilon=epsilon, weights=weights, **options)
 
 
 def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> InfluenceCurve:

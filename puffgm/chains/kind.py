@@ -19,7 +19,7 @@ from typing import ClassVar
 from puffgm.chains.approx import MQMApprox
 from puffgm.chains.baselines import gk16, group_dp
 from puffgm.chains.box import ChainParameterBox, certified_mqm_exact
-from puffgm.chains.budget import ChainClock
+from puffgm.chains.budget import ChainClock, check_chain_length
 from puffgm.chains.curve import chain_class_curve
 from puffgm.chains.exact import PER_NODE_LIMIT, MQMExact
 from puffgm.chains.priors import ChainPrior, ChainPriorClass
@@ -29,7 +29,7 @@ from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.core.results import QuiltGraph
 from puffgm.core.validation import check_time_limit
-from puffgm.exceptions import PriorError
+from puffgm.exceptions import ParameterError, PriorError
 from puffgm.mechanisms.query import QueryLaws
 
 __all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
@@ -78,8 +78,22 @@ class MarkovChainKind(PriorKind):
     def name(self) -> str:
         return " + ".join(m.name for m in self.prior_class.members)
 
+    def query_domain(self):
+        """The positions X1..XT and the chain's states (refused past the exact laws' length limit)."""
+        cc = self.prior_class
+        if cc.length > DEFAULT_MAX_EXACT_LENGTH:
+            raise ParameterError(f"A workload needs the exact joint laws at every position, which are computed for "
+                                 f"chains of length at most {DEFAULT_MAX_EXACT_LENGTH}; this one has T = {cc.length}: "
+                                 "use the Markov Quilt Mechanism (--method exact).")
+        return cc.nodes, {n: cc.members[0].states for n in cc.nodes}
+
+    def node_groups(self):
+        """The whole chain: one group."""
+        return (tuple(self.prior_class.nodes),)
+
     def _query_laws(self, *, query, deadline, options):
         cc = self.prior_class
+        check_chain_length(cc.length, repr(self.name))
         start = time.monotonic()
         clock = ChainClock(what=f"Computing the query's laws on {self.name!r} (T = {cc.length}, k = {cc.k})",
                            advice=QUERY_ADVICE, deadline=deadline)
@@ -99,6 +113,7 @@ class MarkovChainKind(PriorKind):
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T)."""
         cc = self.prior_class
+        check_chain_length(cc.length, repr(self.name))
         if method == "exact":
             return self._exact(epsilon=epsilon, lipschitz=lipschitz, options=options)
         options.pop("time_limit", None)  # validated by the kind; these methods do not loop over T
@@ -116,6 +131,7 @@ class MarkovChainKind(PriorKind):
 
     def _influence_curve(self, *, max_b, options):
         cc = self.prior_class
+        check_chain_length(cc.length, repr(self.name))
         # A finite class gets the pointwise max of its members' curves (Pufferfish privacy and
         # Theorem 6 hold prior by prior, so each prior may use its own best split).
         if len(cc.members) > 1:
@@ -132,6 +148,15 @@ class ChainBoxKind(MarkovChainKind):
     """
 
     kind = "chain parameter boxes"
+
+    def query_domain(self):
+        """None: a parameter box has no query laws."""
+        return None
+
+    def node_groups(self):
+        """None: a parameter box has no query laws."""
+        return None
+
     methods = {"exact": ("rtol", "initial_grid", "max_evaluations", "progress", "time_limit"),
                "approx": ("use_reversible", "time_limit"), "groupdp": ("time_limit",), "gk16": ("time_limit",)}
     curve_options = None

@@ -185,6 +185,16 @@ class PriorKind:
         self.check_options(options, self.query_options, "query-specific calibration")
         return self._query_laws(query=load_query(query), deadline=deadline, options=dict(options))
 
+    def query_domain(self):
+        """``(nodes, states)``: the nodes and each node's state names that sum queries bind to
+        (:meth:`puffgm.core.query.SumQuery.bind`); None when the kind has no query laws."""
+        return None
+
+    def node_groups(self):
+        """The groups of correlated nodes that group differential privacy protects as one (tuples of
+        node names); None when the kind has no query laws."""
+        return None
+
     def mqm_options(self, options: Mapping) -> dict:
         """The query-specific options that also apply to the kind's MQM calibration (the same secrets)."""
         return {k: v for k, v in options.items() if k in self.methods.get("exact", ())}

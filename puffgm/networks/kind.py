@@ -55,6 +55,16 @@ class BayesianNetworkKind(PriorKind):
         theta = self.prior_class
         return QuiltGraph("dag", nodes=tuple(theta.nodes), edges=tuple(theta.dag.edges))
 
+    def query_domain(self):
+        """The class's nodes and their state names."""
+        return self.prior_class.nodes, self.prior_class.states
+
+    def node_groups(self):
+        """The weakly connected components of the DAG."""
+        import networkx as nx
+
+        return tuple(tuple(c) for c in nx.weakly_connected_components(self.prior_class.dag))
+
     def _query_laws(self, *, query, deadline, options):
         theta = self.prior_class
         secrets = resolve_secrets(options.pop("secrets", None), options.pop("protected", None), "calibrate")

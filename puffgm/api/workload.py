@@ -1,0 +1,178 @@
+"""Calibration of a table of statistics (a workload) released together, for any prior kind with query laws.
+
+One call computes the exact joint laws of the workload given each secret (one exact
+inference of the encoded sum, :mod:`puffgm.core.workload`), the least Laplace scales
+whose exact joint loss is at most epsilon (:mod:`puffgm.mechanisms.workload`), and the
+alternatives side by side:
+
+* group DP: the table's L1 sensitivity over a group of correlated nodes, / epsilon, on
+  every statistic;
+* the Markov Quilt Mechanism: sigma_max times the workload's L1 Lipschitz constant (the
+  largest total score change one node causes across the queries), on every statistic
+  (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data",
+  SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
+* each statistic's own optimal Laplace scale, calibrated alone: for reference only (not a
+  valid release of the table);
+* the joint release: Lap(t w_j) on statistic j with the least such t.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from puffgm.api.query import query_calibration
+from puffgm.core.validation import check_positive_finite, check_time_limit
+from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_workload
+from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
+from puffgm.mechanisms.workload import WorkloadCalibration, WorkloadLaws, optimal_workload_scale
+
+__all__ = ["workload_calibration"]
+
+
+def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=None, baselines: bool = True,
+                         max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH, **options) -> WorkloadCalibration:
+    """Calibrate independent Laplace noise for a table of sum queries by their exact joint laws.
+
+    Parameters
+    ----------
+    kind : PriorKind
+        The prior class (:func:`puffgm.api.as_prior`): Bayesian networks and Markov-chain classes.
+    workload : list of sum queries, dict, JSON text or JSON file path
+        :func:`puffgm.core.workload.load_workload`; a single query is a workload of one.
+    epsilon : float
+        Pufferfish privacy parameter, finite and > 0.
+    weights : sequence of float, optional
+        w_j > 0: statistic j gets Lap(t w_j) (default 1 each).
+    time_limit : float, optional
+        Seconds the computation may take (TimeLimitError beyond); None or 0: no limit.
+    baselines : bool
+        Also compute each statistic's own optimal scale and the MQM scale for the comparison.
+    max_joint_length : int
+        The largest joint law, in cells (prod_j (n_j + 1)), the calibration may build.
+    **options
+        The kind's query options (``protected``, ``secrets``, ``max_table_entries`` for networks;
+        ``max_exact_length`` for chains).
+
+    Returns
+    -------
+    WorkloadCalibration
+
+    Examples
+    --------
+    >>> from puffgm.api import as_prior
+    >>> halves = [{"count": 0, "nodes": ["asia", "tub", "smoke", "lung"], "name": "first"},
+    ...           {"count": 0, "nodes": ["bronc", "either", "xray", "dysp"], "name": "second"}]
+    >>> cal = workload_calibration(as_prior("example:asia"), halves, epsilon=1.0)
+    >>> cal.loss <= 1.0, len(cal.scales)
+    (True, 2)
+    """
+    epsilon = check_positive_finite(epsilon, "epsilon", "calibrate_workload")
+    time_limit = check_time_limit(time_limit, "calibrate_workload")
+    start = time.monotonic()
+    deadline = None if time_limit is None else start + time_limit
+    domain = kind.query_domain()
+    if domain is None:
+        raise NotApplicableError(f"Workloads are not available for {kind.kind}; they need the exact joint laws of "
+                                 "the queries, which puffgm computes for Bayesian networks and Markov-chain classes.")
+    bound = load_workload(workload).bind(*domain)
+    w = _weights(weights, bound.k)
+    notes: list = []
+    single = _single_scales(kind, bound, epsilon, deadline, options) if baselines else None
+    if bound.k == 1 and single is not None:
+        return _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start)
+    t0 = time.monotonic()
+    laws = _joint_laws(kind, bound, deadline, max_joint_length, options)
+    seconds = {"laws": round(time.monotonic() - t0, 6)}
+    t0 = time.monotonic()
+    guess = max((s / wj for s, wj in zip(single or (), w, strict=False) if s), default=1.0)
+    t, loss, witness, per_prior, evals = optimal_workload_scale(laws, epsilon=epsilon, weights=w, start=guess,
+                                                                deadline=deadline)
+    seconds["joint_scale"] = round(time.monotonic() - t0, 6)
+    if t == 0:
+        notes.append("the exact table is already epsilon-Pufferfish private: no noise is needed")
+    mqm, why = _mqm_scale(kind, bound, epsilon, options, deadline) if baselines else (None, None)
+    if why:
+        notes.append(why)
+    seconds["total"] = round(time.monotonic() - start, 6)
+    enc = laws.encoded
+    return WorkloadCalibration(
+        epsilon=epsilon, names=bound.names, weights=tuple(w), t=t, scales=tuple(t * x for x in w), loss=loss,
+        witness=_witness(witness, bound), per_prior=per_prior, single_scales=single,
+        group_dp_scale=laws.group_l1 / epsilon, mqm_scale=mqm, workload=bound.to_dict(), prior=enc.prior_name,
+        secrets=enc.secrets, n_pairs=len(laws.stacked()[1]), evaluations=evals, seconds=seconds,
+        notes=tuple(dict.fromkeys(list(enc.notes) + notes)))
+
+
+def _weights(weights, k: int) -> list:
+    if weights is None:
+        return [1.0] * k
+    w = list(weights) if not isinstance(weights, (str, bytes)) else None
+    if w is None or len(w) != k:
+        raise ParameterError(f"The workload has {k} statistic(s), so it needs {k} weights; got {weights!r}.")
+    return [check_positive_finite(x, "weights", "calibrate_workload") for x in w]
+
+
+def _joint_laws(kind, bound: BoundWorkload, deadline, max_joint_length: int, options: dict) -> WorkloadLaws:
+    """The exact joint laws, by one exact inference of the encoded sum."""
+    encoded = kind.query_laws(bound.encoded(max_joint_length), deadline=deadline, **options)
+    if not encoded.exact:
+        raise ParameterError("The exact joint laws were not computed at every position (see the notes of the "
+                             "single-query road); use the Markov Quilt Mechanism (--method exact).")
+    group = max((bound.l1_range(g) for g in kind.node_groups()), default=0.0)
+    return WorkloadLaws(workload=bound, encoded=encoded, group_l1=group, seconds=encoded.seconds)
+
+
+def _single_scales(kind, bound: BoundWorkload, epsilon: float, deadline, options: dict) -> tuple:
+    """Each statistic's own optimal Laplace scale (query units), calibrated alone."""
+    out = []
+    for q in bound.queries:
+        left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+        cal = query_calibration(kind, q.source, epsilon=epsilon, method="optimal-laplace", time_limit=left,
+                                baselines=False, **options)
+        out.append(_scale(cal))
+    return tuple(out)
+
+
+def _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start) -> WorkloadCalibration:
+    """A workload of one is today's single query: its optimal Laplace scale, the same numbers."""
+    left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
+    cal = query_calibration(kind, bound.queries[0].source, epsilon=epsilon, method="optimal-laplace",
+                            time_limit=left, **options)
+    scale, loss = _scale(cal), float(cal.loss or 0.0)
+    return WorkloadCalibration(
+        epsilon=epsilon, names=bound.names, weights=tuple(w), t=scale / w[0], scales=(scale,), loss=loss,
+        witness=cal.witness, per_prior=(loss,), single_scales=single, group_dp_scale=cal.group_dp_scale,
+        mqm_scale=cal.mqm_scale, workload=bound.to_dict(), prior=cal.prior, secrets=cal.secrets,
+        n_pairs=cal.n_pairs, seconds={"total": round(time.monotonic() - start, 6)},
+        notes=cal.notes + ("a workload of one: the single query's optimal Laplace scale",))
+
+
+def _scale(cal) -> float:
+    """The optimal Laplace scale of a single-query calibration (always computed for that method)."""
+    if cal.scale is None:
+        raise ParameterError("The single query's optimal Laplace scale could not be computed (its laws are not exact); "
+                             "use the Markov Quilt Mechanism (--method exact).")
+    return float(cal.scale)
+
+
+def _mqm_scale(kind, bound: BoundWorkload, epsilon: float, options: dict, deadline):
+    """(sigma_max times the workload's L1 Lipschitz constant, None), or (None, reason)."""
+    opts = kind.mqm_options(options)
+    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
+        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
+    try:
+        res = kind.calibrate(epsilon=epsilon, lipschitz=max(bound.lipschitz, 1e-300), method="exact", **opts)
+    except PuffgmError as exc:
+        return None, f"MQM not computed: {first_line(exc)}"
+    if not res.applicable or not math.isfinite(res.scale):
+        return None, "MQM does not apply to this class"
+    return res.scale, None
+
+
+def _witness(w, bound: BoundWorkload) -> dict[str, Any] | None:
+    if w is None:
+        return None
+    output = [(q.offset + g) / q.unit for q, g in zip(bound.queries, w[4], strict=True)]
+    return {"prior": w[0], "node": w[1], "a": w[2], "b": w[3], "output": output}

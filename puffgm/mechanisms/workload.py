@@ -1,0 +1,465 @@
+"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
+
+For a workload F = (F_1, ..., F_k) of sum queries (:mod:`puffgm.core.workload`) and a
+prior class Theta, let mu_{i,a,theta} be the joint law of (F_1, ..., F_k) given X_i = a
+under theta.  The release Y = F + Z adds independent Laplace noise Z_j ~ Lap(t w_j) to
+coordinate j (weights w_j, default 1).  Its output density given X_i = a is the mixture
+
+    f_a(y) = sum_g mu_a(g) prod_j exp(-|y_j - g_j| / b_j) / (2 b_j),   b_j = t w_j,
+
+and its Pufferfish loss is sup over theta, i, pairs (a, b) and y in R^k of
+|log f_a(y) / f_b(y)|.
+
+**Vertex theorem.**  The supremum over y is a maximum over the vertices of the grid
+formed by the atoms' coordinates (every grid value 0..n_j of each axis).  Proof: on a
+cell of that grid (a product of intervals between consecutive grid values, the outer
+intervals unbounded), the sign of y_j - g_j is fixed for every atom, so
+exp(-|y_j - g_j| / b_j) = c_{j,g} u_j^{+-1} with u_j = exp(y_j / b_j).  Multiplying f_a
+and f_b by prod_j u_j turns both into multilinear polynomials with non-negative
+coefficients in v_j = u_j^2 = exp(2 y_j / b_j).  With the other coordinates fixed, the
+ratio of two such polynomials is a Moebius function (p + q v_j) / (r + s v_j) of v_j,
+monotone on the interval; so its supremum over the closed cell is attained at an end
+of each interval in turn: at a vertex of the cell.  An unbounded end (y_j -> +-inf) is
+no new vertex here: every atom lies in 0..n_j, so beyond n_j (or below 0) each term's
+factor along axis j is the same exp(-(y_j - n_j)/b_j) (or exp((y_j)/b_j)) times a
+constant, which cancels in the ratio: the ratio is constant out there and equals its
+value at the end vertex.
+
+**Computation.**  f_a at every vertex is the product-Laplace smoothing of mu_a, one axis
+at a time, each a pair of one-sided log-space recursions
+(:func:`puffgm.mechanisms.query.laplace_log_density`): sums of non-negative terms only,
+so every tail keeps its relative precision; no FFT, no truncation.
+
+**Least scale.**  Lap(t2 w_j) is Lap(t1 w_j) convolved with a probability law for
+t2 > t1 (see :mod:`puffgm.mechanisms.query`), so the release at t2 is a post-processing
+of the release at t1 and the loss is non-increasing in t: bisection finds the least t
+whose loss is at most epsilon, for every prior of the class at once (the max over priors
+of each prior's own threshold).
+
+This joint analysis of all the outputs together is the alternative to composing separate
+releases that Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish Privacy",
+introduction and section 2) describe: the table is one query-specific release, held
+alone by the accountant.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from puffgm.core.noise import resolve_noise
+from puffgm.core.release import Release, jsonable, make_release
+from puffgm.core.workload import BoundWorkload
+from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
+from puffgm.mechanisms.query import RESOLUTION_FACTOR, QueryLaws, answer_in_range, laplace_log_density
+
+__all__ = ["WorkloadLaws", "joint_loss_of", "optimal_workload_scale", "WorkloadCalibration", "WorkloadRelease",
+           "release_workload", "THEOREM_WORKLOAD"]
+
+THEOREM_WORKLOAD = ("exact joint Pufferfish loss of independent Laplace noise on each statistic, from the exact joint "
+                    "laws of the workload (vertex theorem, puffgm.mechanisms.workload), minimised over the scale")
+
+
+@dataclass(frozen=True)
+class WorkloadLaws:
+    """The exact joint laws of a workload given each secret, for every prior of a class.
+
+    Attributes
+    ----------
+    workload : BoundWorkload
+    encoded : QueryLaws
+        The laws of the encoded sum (:meth:`BoundWorkload.encoded`), one row per secret value.
+    group_l1 : float
+        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
+        over the groups C of correlated nodes.
+    seconds : float
+    """
+
+    workload: BoundWorkload
+    encoded: QueryLaws
+    group_l1: float
+    seconds: float = 0.0
+
+    @property
+    def n_priors(self) -> int:
+        """The number of priors in the class."""
+        return self.encoded.n_priors
+
+    def stacked(self):
+        """(rows, pairs, labels): every joint law as an array of shape ``dims``, and the audited pairs.
+
+        ``rows`` has shape (n_rows, n_1 + 1, ..., n_k + 1) in grid units of each query;
+        ``pairs`` an int array (n_pairs, 2) of row indices; ``labels[p]`` is
+        ``(prior, node, state_a, state_b)``.  Read-only, built once.
+        """
+        return self._stack
+
+    @functools.cached_property
+    def _stack(self):
+        rows, pairs, labels = self.encoded.stacked()
+        joint = self.workload.decode(rows, self.encoded.query.offset)
+        joint.setflags(write=False)
+        return joint, pairs, labels
+
+
+# ------------------------------------------------------------------ the joint loss
+
+
+def smoothed(rows: np.ndarray, grid_scales: Sequence) -> np.ndarray:
+    """log f(y) (without the constant prod_j 1/(2 b_j)) at every grid vertex y, for each joint law of ``rows``.
+
+    One log-space Laplace smoothing per axis (:func:`~puffgm.mechanisms.query.laplace_log_density`).
+    """
+    out = np.asarray(rows, dtype=float)
+    for j, b in enumerate(grid_scales):
+        moved = np.moveaxis(out, j + 1, -1)
+        shape = moved.shape
+        dens, _, _ = laplace_log_density(np.ascontiguousarray(moved).reshape(-1, shape[-1]), float(b))
+        out = np.moveaxis(dens.reshape(shape), -1, j + 1)
+    return out
+
+
+def _pair_losses(rows, pairs, grid_scales):
+    """(loss per pair, flat index of the maximising vertex) at the grid scales; all zero scales: no noise."""
+    if all(b > 0 for b in grid_scales):
+        dens = smoothed(rows, grid_scales)
+    elif not any(b > 0 for b in grid_scales):
+        dens = rows
+    else:
+        raise ParameterError("Either every statistic gets noise or none does.")
+    a = dens[pairs[:, 0]].reshape(len(pairs), -1)
+    b = dens[pairs[:, 1]].reshape(len(pairs), -1)
+    with np.errstate(invalid="ignore"):
+        d = np.abs(a - b)
+    both_zero = ~np.isfinite(a) & ~np.isfinite(b)
+    d = np.where(both_zero, 0.0, np.where(np.isnan(d), np.inf, d))
+    k = np.argmax(d, axis=1)
+    return d[np.arange(len(k)), k], k
+
+
+def joint_loss_of(laws: WorkloadLaws, grid_scales: Sequence):
+    """Exact Pufferfish loss of the table with Laplace noise of ``grid_scales`` (grid units) per statistic.
+
+    Returns
+    -------
+    (loss, witness, per_prior)
+        ``witness`` is ``(prior, node, a, b, vertex)`` with the maximising vertex as grid indices.
+    """
+    rows, pairs, labels = laws.stacked()
+    if not len(pairs):
+        return 0.0, None, (0.0,) * laws.n_priors
+    loss, where = _pair_losses(rows, pairs, grid_scales)
+    per_prior = [0.0] * laws.n_priors
+    for (t, *_), v in zip(labels, loss, strict=True):
+        per_prior[t] = max(per_prior[t], float(v))
+    p = int(np.argmax(loss))
+    vertex = tuple(int(i) for i in np.unravel_index(int(where[p]), rows.shape[1:]))
+    return float(loss[p]), labels[p] + (vertex,), tuple(per_prior)
+
+
+def joint_loss_resolution(laws: WorkloadLaws, *, epsilon: float = 0.0) -> float:
+    """An upper estimate of the rounding error of the computed joint loss near ``epsilon``.
+
+    As :func:`puffgm.mechanisms.query.loss_resolution`, with the recursions of every axis:
+    ``4 (sum_j n_j) 2^-52 (1 + max |log p| + epsilon) + max over rows of |log sum p|``.
+    """
+    rows, _, _ = laws.stacked()
+    finite = rows[np.isfinite(rows)]
+    if not finite.size:
+        return 0.0
+    flat = rows.reshape(rows.shape[0], -1)
+    mass = np.abs(np.logaddexp.reduce(flat, axis=1))
+    steps = sum(rows.shape[1:])
+    return float(4 * steps * 2.0**-52 * (1.0 + np.abs(finite).max() + epsilon) + mass.max())
+
+
+def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Sequence, start: float,
+                           rtol: float = 1e-6, deadline: float | None = None):
+    """The least t whose table with Lap(t w_j) on statistic j (query units) has exact loss <= epsilon.
+
+    Bisection on t to ``rtol`` relative (the loss is non-increasing in t, module docstring); the
+    returned t has a computed loss at most epsilon minus the loss's rounding error
+    (:func:`joint_loss_resolution`), and t (1 - rtol) has a larger loss (or t is 0: the exact
+    table is already epsilon-Pufferfish private).
+
+    Parameters
+    ----------
+    laws : WorkloadLaws
+    epsilon : float
+    weights : sequence of float
+        w_j > 0 per statistic.
+    start : float
+        A first guess of t (doubled until it passes).
+    rtol : float
+    deadline : float, optional
+        ``time.monotonic()`` value after which a TimeLimitError is raised.
+
+    Returns
+    -------
+    (t, loss, witness, per_prior, evaluations)
+    """
+    units = [q.unit for q in laws.workload.queries]
+
+    def at(t):
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeLimitError("The time limit passed while searching the joint Laplace scale of the workload; "
+                                 "use the Markov Quilt Mechanism (--method exact).")
+        return joint_loss_of(laws, [t * w * u for w, u in zip(weights, units, strict=True)])
+
+    best, evals = at(0.0), 1
+    if best[0] == 0.0:
+        return 0.0, best[0], best[1], best[2], evals
+    res = joint_loss_resolution(laws)
+    if epsilon < RESOLUTION_FACTOR * res:
+        raise NumericalError(f"epsilon = {epsilon:g} is below what the exact joint loss of this workload can resolve "
+                             f"in double precision (epsilon must be at least {RESOLUTION_FACTOR * res:.1e}); MQM "
+                             "(--method exact) takes any epsilon.")
+    target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
+    hi = max(float(start), 1e-12)
+    best, evals = at(hi), evals + 1
+    while best[0] > target:
+        hi *= 2.0
+        if hi > 1e300:
+            raise AuditError("No Laplace scale brings the workload's loss to epsilon.")
+        best, evals = at(hi), evals + 1
+    lo = 0.0
+    while hi - lo > rtol * hi:
+        mid = 0.5 * (lo + hi)
+        cand, evals = at(mid), evals + 1
+        if cand[0] <= target:
+            hi, best = mid, cand
+        else:
+            lo = mid
+    return hi, best[0], best[1], best[2], evals
+
+
+# ------------------------------------------------------------------ results
+
+
+@dataclass(frozen=True)
+class WorkloadCalibration:
+    """The noise of a table of statistics under a prior class, side by side with the alternatives.
+
+    Every scale is a Laplace scale in its statistic's units, and its expected absolute error.
+
+    Attributes
+    ----------
+    epsilon : float
+    names : tuple of str
+        The statistics, in workload order.
+    weights : tuple of float
+        w_j: statistic j gets Lap(t w_j).
+    t : float
+        The least multiplier whose exact joint loss is at most epsilon.
+    scales : tuple of float
+        t w_j per statistic: the release's Laplace scales.
+    loss : float
+        The exact joint Pufferfish loss at ``scales`` (<= epsilon).
+    witness : dict or None
+        Where the loss is attained: prior, node, pair and output (a grid vertex, in query units).
+    per_prior : tuple of float
+        The loss per prior.
+    single_scales : tuple of float or None
+        Each statistic's own optimal Laplace scale, calibrated alone: for reference only, not a
+        valid release of the table (together they are not epsilon-Pufferfish private).
+    group_dp_scale : float
+        Group DP for the table: its L1 sensitivity over a group of correlated nodes / epsilon, on
+        every statistic.
+    mqm_scale : float or None
+        The Markov Quilt Mechanism for the table: sigma_max times the workload's L1 Lipschitz
+        constant, on every statistic (None, with a note, when MQM does not apply).
+    workload : dict
+        The workload as bound (:meth:`BoundWorkload.to_dict`).
+    prior, secrets : str
+    n_pairs : int
+    evaluations : int
+        Joint losses evaluated by the search.
+    seconds : dict
+    notes : tuple of str
+    theorem : str
+    """
+
+    epsilon: float
+    names: tuple
+    weights: tuple
+    t: float
+    scales: tuple
+    loss: float
+    witness: Any
+    per_prior: tuple
+    single_scales: tuple | None
+    group_dp_scale: float
+    mqm_scale: float | None
+    workload: dict = field(default_factory=dict)
+    prior: str = ""
+    secrets: str = ""
+    n_pairs: int = 0
+    evaluations: int = 0
+    seconds: dict = field(default_factory=dict)
+    notes: tuple = ()
+    theorem: str = THEOREM_WORKLOAD
+
+    @property
+    def k(self) -> int:
+        """The number of statistics."""
+        return len(self.names)
+
+    @property
+    def ranges(self) -> tuple:
+        """(min_value, max_value) of each statistic."""
+        return tuple((q["min_value"], q["max_value"]) for q in self.workload.get("queries", ()))
+
+    def comparison(self) -> dict:
+        """Expected absolute error per statistic and in total, for each way of releasing the table.
+
+        ``single`` (each statistic's own optimal Laplace scale) is shown for reference and is
+        not a valid release of the table.
+        """
+        rows = {"group_dp": (self.group_dp_scale,) * self.k,
+                "mqm": None if self.mqm_scale is None else (self.mqm_scale,) * self.k,
+                "single": self.single_scales, "joint": self.scales}
+        return {name: None if v is None else {"per_statistic": list(v), "total": float(sum(v)),
+                                               "valid_release": name != "single"}
+                for name, v in rows.items()}
+
+    def to_dict(self) -> dict:
+        """JSON-ready: ``scales`` (one per statistic, workload order), ``loss``, the comparison and the rest."""
+        return jsonable({
+            "method": "workload-optimal-laplace", "epsilon": self.epsilon, "names": list(self.names),
+            "weights": list(self.weights), "t": self.t, "scales": list(self.scales), "loss": self.loss,
+            "witness": self.witness, "per_prior": list(self.per_prior), "comparison": self.comparison(),
+            "workload": self.workload, "prior": self.prior, "secrets": self.secrets, "n_pairs": self.n_pairs,
+            "evaluations": self.evaluations, "seconds": self.seconds, "theorem": self.theorem,
+            "notes": list(self.notes)})
+
+    def explain(self) -> str:
+        """The table's noise side by side (expected |error| per statistic and in total), then the guarantee."""
+        names = [n[:12] for n in self.names]
+        head = f"{'mechanism':<24}" + "".join(f"{n:>13}" for n in names) + f"{'total':>13}"
+        lines = [f"{self.k} statistic(s) released together; prior {self.prior}; epsilon {self.epsilon:g}",
+                 "expected |error| per statistic (Laplace: E|noise| = scale)", head]
+        label = {"group_dp": "group DP", "mqm": "MQM (sigma_max x L1)",
+                 "single": "each alone (not valid)", "joint": "joint optimal Laplace"}
+        for key, row in self.comparison().items():
+            cells = (["n/a"] * self.k + ["n/a"]) if row is None else (
+                [f"{v:.6g}" for v in row["per_statistic"]] + [f"{row['total']:.6g}"])
+            lines.append(f"{label[key]:<24}" + "".join(f"{c:>13}" for c in cells))
+        lines.append(f"joint release: Laplace scales {', '.join(f'{s:.10g}' for s in self.scales)}, "
+                     f"exact joint loss {self.loss:.10g} <= epsilon")
+        if self.witness:
+            w = self.witness
+            lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.explain()
+
+
+@dataclass(frozen=True)
+class WorkloadRelease(Release):
+    """A noisy table (F_1 + Z_1, ..., F_k + Z_k) calibrated jointly for this workload.
+
+    Like a query-specific release (``composition = "query-specific"``), the accountant holds
+    it alone: it was calibrated for this table by the exact joint laws, and no composition
+    theorem covers it together with another release.  The record keeps the noisy values only.
+    """
+
+    composition = "query-specific"
+
+    value: tuple | None
+    calibration: WorkloadCalibration
+    secure: bool
+    noise: str
+
+    @property
+    def epsilon(self) -> float:
+        """The Pufferfish parameter of the calibration."""
+        return self.calibration.epsilon
+
+    @property
+    def mechanism(self) -> str:
+        """The mechanism's name."""
+        return f"Laplace mechanism on a table of {self.calibration.k} statistics at the joint optimal scales"
+
+    @property
+    def theorem(self) -> str:
+        """The guarantee relied on."""
+        return self.calibration.theorem
+
+    @property
+    def prior(self) -> str:
+        """The prior class the calibration holds for."""
+        return self.calibration.prior
+
+    def as_dict(self) -> dict:
+        """The noisy statistics by name."""
+        return dict(zip(self.calibration.names, self.value or (), strict=True))
+
+    def explain(self) -> str:
+        """One line: mechanism, epsilon, scales, noise source."""
+        s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scales "
+             f"{', '.join(f'{x:.6g}' for x in self.calibration.scales)}; noise: {self.noise}")
+        return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
+
+
+def release_workload(answers, calibration: WorkloadCalibration, *, random_state=None,
+                     accountant=None) -> WorkloadRelease:
+    """Release ``F_j(D) + Lap(scale_j)`` for every statistic (OpenDP's secure sampler by default).
+
+    Parameters
+    ----------
+    answers : sequence of float or mapping name -> float
+        The exact answers F_1(D), ..., F_k(D) in workload order (or by name).
+    calibration : WorkloadCalibration
+    random_state : int or numpy Generator, optional
+        Seeded numpy noise, for tests only (not for production).
+    accountant : PrivacyAccountant, optional
+        Checked before any noise is drawn: it holds a workload release only alone.
+
+    Returns
+    -------
+    WorkloadRelease
+
+    Raises
+    ------
+    ParameterError
+        When the answers are not k finite numbers within their statistics' ranges, or a scale
+        is not positive.
+    """
+    if not isinstance(calibration, WorkloadCalibration):
+        raise ParameterError("release_workload needs a WorkloadCalibration (from puffgm.calibrate_workload).")
+    values = _answers(answers, calibration)
+    if not all(math.isfinite(s) and s > 0 for s in calibration.scales):
+        raise ParameterError("A workload release needs finite Laplace scales > 0; this calibration's are "
+                             f"{list(calibration.scales)}, so nothing was released.")
+    noise = resolve_noise(random_state)
+    planned = WorkloadRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
+
+    def draw():
+        return tuple(float(noise.laplace(v, s)) for v, s in zip(values, calibration.scales, strict=True))
+
+    return make_release(planned, draw, accountant=accountant)
+
+
+def _answers(answers, calibration: WorkloadCalibration) -> list:
+    """The exact answers in workload order, each a finite number within its statistic's range."""
+    if isinstance(answers, dict):
+        missing = [n for n in calibration.names if n not in answers]
+        if missing or len(answers) != calibration.k:
+            raise ParameterError(f"The answers must name exactly the statistics {list(calibration.names)}.")
+        answers = [answers[n] for n in calibration.names]
+    try:
+        seq = list(answers)
+    except TypeError:
+        raise ParameterError(f"A workload release needs {calibration.k} answers, one per statistic.") from None
+    if len(seq) != calibration.k:
+        raise ParameterError(f"A workload release needs {calibration.k} answers, one per statistic; got {len(seq)}.")
+    queries = calibration.workload.get("queries", [{}] * calibration.k)
+    return [answer_in_range(v, q) for v, q in zip(seq, queries, strict=True)]
