@@ -43,7 +43,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from puffgm.core.release import jsonable
+from puffgm.core.release import curve_key, jsonable
 from puffgm.core.results import json_float
 from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_int
@@ -126,8 +126,9 @@ class InfluenceCurve:
     # ------------------------------------------------------------ accessors
     @property
     def composition_key(self) -> str:
-        """Identifies (Theta, S): releases compose by Theorem 7 only along one instantiation."""
-        return self.fingerprint + "|" + str(self.details.get("secrets", "default secrets"))
+        """Identifies (Theta, S): releases compose by Theorem 7 only along one instantiation
+        (:func:`puffgm.core.release.curve_key`)."""
+        return curve_key(self)
 
     @property
     def max_b(self) -> int:
