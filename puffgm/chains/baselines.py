@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from puffgm.chains.budget import check_chain_length
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite
@@ -75,7 +76,7 @@ def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: floa
     """
     eps = check_positive_finite(epsilon, "epsilon", "group_dp")
     lip = check_positive_finite(lipschitz, "lipschitz", "group_dp")
-    T = chain_class.length
+    T = check_chain_length(chain_class.length, "group_dp")
     base = _Baseline("groupdp", eps, lip, T, chain_class.fingerprint,
                      "group differential privacy over the longest chain (T records)")
     return base.result(T / eps, details={"group_size": T})
@@ -164,7 +165,7 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
 
     eps = check_positive_finite(epsilon, "epsilon", "gk16")
     lip = check_positive_finite(lipschitz, "lipschitz", "gk16")
-    T = chain_class.length
+    T = check_chain_length(chain_class.length, "gk16")
     base = _Baseline("gk16", eps, lip, T, chain_class.fingerprint,
                      "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)")
     if chain_class.k != 2:

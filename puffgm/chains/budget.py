@@ -24,9 +24,12 @@ import math
 import time
 
 from puffgm.core.validation import check_time_limit
-from puffgm.exceptions import InferenceLimitError, TimeLimitError
+from puffgm.exceptions import InferenceLimitError, PriorError, TimeLimitError
 
-__all__ = ["MEMORY_LIMIT", "ChainClock", "check_memory", "format_seconds"]
+__all__ = ["MEMORY_LIMIT", "MAX_LENGTH", "ChainClock", "check_chain_length", "check_memory", "format_seconds"]
+
+#: The longest chain the calibrations take (their noise scales are floats: T must stay far inside their range).
+MAX_LENGTH = 10**18
 
 #: Bytes of working memory a chain computation may project before it starts (1 GiB).
 MEMORY_LIMIT = 2**30
@@ -40,6 +43,14 @@ def format_seconds(s: float) -> str:
     if not math.isfinite(s):
         return "inf"
     return f"{s:.0f}" if s < 1e5 else f"{s:.2g}"
+
+
+def check_chain_length(T: int, where: str) -> int:
+    """T if it is at most :data:`MAX_LENGTH`, else PriorError (one sentence, without converting T to a float)."""
+    if T > MAX_LENGTH:
+        raise PriorError(f"The chain length T of {where} has {len(str(T))} digits, above 10**18, the longest "
+                         "chain puffgm calibrates.")
+    return T
 
 
 def check_memory(nbytes: float, what: str, advice: str) -> None:

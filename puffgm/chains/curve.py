@@ -45,6 +45,9 @@ __all__ = ["chain_influence_curve", "chain_class_curve", "DEFAULT_CHAIN_MAX_B"]
 DEFAULT_CHAIN_MAX_B = 200
 
 _WORK_LIMIT = 3e8
+#: Fixed work of one node of the node-by-node search (tables and candidates), in the units of _WORK_LIMIT:
+#: with max_b = 1 a node takes about 50 us and 1.6 kB, so T is limited to about 75000 nodes (4 s).
+_NODE_WORK = 4000
 
 
 def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_convention: bool = False):
@@ -77,7 +80,7 @@ def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_con
         if chain_class.initial_kinds == {"stationary"} and T > 2 * Bq + 1:
             _stationary_curve(search, T, Bq, a, wit)
         else:
-            work = T * Bq * Bq * chain_class.k ** 2
+            work = T * (Bq * Bq * chain_class.k ** 2 + _NODE_WORK)  # a node costs about _NODE_WORK units at least
             if work > _WORK_LIMIT:
                 raise ParameterError(
                     f"The influence curve of this chain class needs a node-by-node search (T={T}, max_b={B}); "

@@ -74,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from puffgm.chains.budget import ChainClock, check_memory
+from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
 from puffgm.core.results import CalibrationResult, QuiltChoice
 from puffgm.core.validation import check_positive_finite, check_positive_int, check_time_limit
@@ -785,6 +785,7 @@ class MQMExact:
         cc = self.chain_class
         if isinstance(cc, InfiniteChainClass):  # self._box
             return cc.certified_exact(epsilon=eps, lipschitz=lipschitz)
+        check_chain_length(cc.length, "MQMExact")
         if self._clock is None and self.time_limit is not None:
             self._clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
                                      "use a shorter chain, a larger epsilon or max_length")
@@ -983,14 +984,23 @@ class _ChainRun:
     def _check_every_node(self, ell: int):
         """Refuse a search of every node whose memory or least time is over the budget, before it starts."""
         T, k, clock = self.T, self.search.k, self.search.clock
-        why = ("it has a periodic or reducible transition matrix, or per_node or mixing=False was asked"
-               if self.strategy == "every node" else "its shortcut does not apply")
-        what = f"MQMExact on {_describe(self.mech.chain_class)}, which searches every node because {why},"
+        what = f"MQMExact on {_describe(self.mech.chain_class)}, searching every node because {self._why()},"
         per_node = _NODE_BYTES + 24 * k * k + (_NODE_BYTES if self.want_nodes else 0)
         check_memory(float(T) * per_node, what, "use a shorter chain or per_node=False")
         if clock is not None:  # each node ranks up to l^2 / 2 two-sided quilts
             L = min(ell, self.search.L)
             clock.project(float(T) * (_NODE_SECONDS + L * L * 5e-10))
+
+    def _why(self) -> str:
+        """Why every node is searched (for the refusals)."""
+        mech = self.mech
+        if self.want_nodes:
+            return "every node's quilt was asked (per_node)"
+        if self.stat is not None or self.strategy.startswith("stationary"):
+            return "the stationary optimum's quilt is one-sided"
+        if not mech.mixing:
+            return "mixing=False was asked"
+        return "its marginals need not converge to a positive stationary law (periodic or reducible P)"
 
     def run(self, ell: int, final: bool = False):
         """(worst node, its result tuple, every node's results or None) with quilts of card(X_N) <= l.
@@ -1024,6 +1034,8 @@ class _ChainRun:
         for i in range(1, T + 1):
             if search.clock is not None:
                 search.clock.check(detail=f" ({i - 1} of its {T} nodes searched from the left)")
+            if i % 1024 == 0:
+                _check_scan_memory(search, i, "searched from the left without finding a two-sided optimum")
             r = search.search(i, ell)
             if worst is None or r[0] > worst[0]:
                 worst_i, worst = i, r
@@ -1200,6 +1212,8 @@ class _MixingScan:
         for i in range(1, T + 1):
             if clock is not None:
                 clock.check(detail=f" ({i - 1} of its {T} nodes searched before the mixing bound stopped the scan)")
+            if i % 1024 == 0:
+                _check_scan_memory(self.search, i, "searched before the mixing bound stopped the scan")
             r = self._node(i)
             if r is None:
                 return self.worst_i, self.worst, {}
@@ -1239,6 +1253,18 @@ class _MixingScan:
                      "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
                      "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
         return worst_i, worst, info
+
+
+def _check_scan_memory(search: ChainQuiltSearch, i: int, how: str) -> None:
+    """Refuse a scan from the left whose per-node marginals and tables (kept up to node i) outgrow the budget.
+
+    The scans that stop at an unknown node keep a marginal or a power of P, its log and the node's
+    tables per node searched (about 1200 + 48 k^2 bytes with the objects' headers); the memory is
+    projected for the next 1024 nodes, so the refusal comes before the allocation.
+    """
+    check_memory(float(i + 1024) * (1200 + 48 * search.k * search.k) * len(search.members),
+                 f"MQMExact on {_describe(search.cc)}, with {i} nodes {how},",
+                 "use a shorter chain or a time limit")
 
 
 def _describe(cc) -> str:

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from puffgm.chains.budget import ChainClock, check_memory
+from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import node_name
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import NotApplicableError
@@ -245,7 +245,7 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
                 f"Chain {m.name!r} has the initial law 'any', an infinite class of initial laws; query-specific "
                 "calibration needs a known initial law (a vector or 'stationary')."
             )
-    T, k = chain_class.length, chain_class.members[0].k
+    T, k = check_chain_length(chain_class.length, "chain_query_laws"), chain_class.members[0].k
     S = _scores(query, T, k)
     pairs = tuple((a, b) for a in range(k) for b in range(a + 1, k))
     exact = T <= max_exact_length

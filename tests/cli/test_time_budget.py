@@ -99,3 +99,47 @@ def test_the_budget_note_reports_the_certified_gap_reached(monkeypatch):
     assert res.details["time_limit_reached"] is True
     gap = f"{res.sigma_max / res.sigma_lower_bound - 1:.1%}"
     assert any(f"certified gap reached: {gap}" in n and "0 for no limit" in n for n in res.notes)
+
+
+def _chain(tmp_path, length, transition="[[0.9, 0.1], [0.4, 0.6]]", initial="[1, 0]"):
+    path = tmp_path / f"chain_{len(str(length))}.json"
+    path.write_text(f'{{"transition": {transition}, "initial": {initial}, "length": {length}}}')
+    return str(path)
+
+
+@pytest.mark.parametrize("length", [10**15, 10**18])
+def test_a_fixed_start_chain_of_any_length_answers_within_the_budget(cli, tmp_path, length):
+    start = time.perf_counter()
+    code, out, err = cli("calibrate", _chain(tmp_path, length), "--epsilon", "1", "--json", "--time-limit", "2")
+    assert time.perf_counter() - start < 2 + 5
+    assert code == 0, err
+    assert json.loads(out)["sigma_max"] == pytest.approx(12.934051086186495, rel=1e-12)
+
+
+@pytest.mark.parametrize("argv", [
+    ("--method", "wasserstein", "--query", '{"count": 0}'),
+    ("--method", "optimal-laplace", "--query", '{"count": 0}'),
+    ("--method", "optimal-noise", "--query", '{"count": 0}'),
+])
+@pytest.mark.parametrize("length", [10**5, 10**6])
+def test_query_methods_on_long_chains_refuse_within_the_budget(cli, tmp_path, argv, length):
+    start = time.perf_counter()
+    code, out, err = cli("calibrate", _chain(tmp_path, length), "--epsilon", "1", "--time-limit", "1", *argv)
+    assert time.perf_counter() - start < 1 + 5
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "would take about" in err and "over the time limit of 1 s" in err and "0: no limit" in err
+
+
+def test_chain_refusals_are_one_line_with_and_without_a_limit(cli, tmp_path):
+    periodic = _chain(tmp_path, 10**18, transition="[[0, 1], [1, 0]]", initial='"any"')
+    start = time.perf_counter()
+    code, out, err = cli("calibrate", periodic, "--epsilon", "1", "--time-limit", "1")
+    assert time.perf_counter() - start < 1 + 5
+    assert code == 2 and err.count("\n") == 1 and "over the time limit of 1 s" in err
+    # no limit: the query's laws at T = 10**18 are refused on their projected memory, before any work
+    code, out, err = cli("calibrate", _chain(tmp_path, 10**18), "--epsilon", "1", "--time-limit", "0",
+                         "--method", "wasserstein", "--query", '{"count": 0}')
+    assert code == 2 and err.count("\n") == 1 and "GiB of memory" in err
+    code, out, err = cli("calibrate", _chain(tmp_path, 10**19), "--epsilon", "1", "--method", "gk16")
+    assert code == 2 and err.count("\n") == 1 and "above 10**18" in err
