@@ -49,7 +49,15 @@ def register(p) -> None:
                         "every Lipschitz query; wasserstein, optimal-laplace or optimal-noise: for the --query given")
     p.add_argument("--query", default=None, metavar="JSON_OR_FILE",
                    help='a sum query, as JSON text or a JSON file: {"scores": {"NODE": [s0, s1, ...]}}, '
-                        '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index)')
+                        '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index); '
+                        'or a workload released together (--method optimal-laplace): a JSON list of queries '
+                        '(each may have a "name") or {"histogram": {"nodes": [...]}} (one count per state)')
+    p.add_argument("--weights", default=None, metavar="W1,W2,...",
+                   help="workloads: comma-separated positive weights, statistic j gets Laplace(t * w_j) "
+                        "(default 1 each)")
+    p.add_argument("--max-joint-length", type=int, default=None,
+                   help="workloads: largest joint law, in cells (the product of each statistic's number of "
+                        "values), exact inference may build (default 65536)")
     p.add_argument("--objective", choices=("abs", "square"), default=None,
                    help="optimal-noise: minimise the expected absolute (default) or squared error")
     p.add_argument("--max-sum-length", type=int, default=None,
@@ -181,6 +189,7 @@ def _query_options(args, prior) -> dict:
 
 def _run_query(args, prior) -> str:
     from puffgm.api.query import query_calibration
+    from puffgm.core.workload import is_workload_spec
     from puffgm.exceptions import ParameterError
 
     if args.query is None:
@@ -190,11 +199,47 @@ def _run_query(args, prior) -> str:
         raise ParameterError("--lipschitz does not apply to a query-specific method: the query's scores fix it.")
     if prior.query_options is None:
         prior.query_laws(args.query)  # raises the kind's one-line NotApplicableError
+    if is_workload_spec(args.query):
+        return _run_workload(args, prior)
+    for flag, value in (("--weights", args.weights), ("--max-joint-length", args.max_joint_length)):
+        if value is not None:
+            raise ParameterError(f"{flag} applies to a workload (a JSON list of queries or a histogram), not to "
+                                 "one query.")
     cal = query_calibration(prior, args.query, epsilon=args.epsilon, method=args.method,
                             **_query_options(args, prior))
     if args.json:
         return json.dumps(cal.to_dict(), indent=2, allow_nan=False)
     return cal.explain()
+
+
+def _run_workload(args, prior) -> str:
+    """A table of statistics released together (puffgm.api.workload): the joint optimal Laplace scales."""
+    from puffgm.api.workload import workload_calibration
+    from puffgm.exceptions import ParameterError
+
+    if args.method != "optimal-laplace":
+        raise ParameterError(f"A workload is calibrated by --method optimal-laplace (the joint optimal Laplace "
+                             f"scales); --method {args.method} takes one query.")
+    options = _query_options(args, prior)
+    limit = _positive_int(args, "max-joint-length")
+    if limit is not None:
+        options["max_joint_length"] = limit
+    cal = workload_calibration(prior, args.query, epsilon=args.epsilon, weights=_weights(args.weights), **options)
+    if args.json:
+        return json.dumps(cal.to_dict(), indent=2, allow_nan=False)
+    return cal.explain()
+
+
+def _weights(text: str | None) -> list | None:
+    """``--weights 1,2.5``: a list of floats (validated by the calibration), or None."""
+    from puffgm.exceptions import ParameterError
+
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",")]
+    except ValueError:
+        raise ParameterError(f"--weights takes comma-separated numbers; got {text!r}.") from None
 
 
 def _check_plot(args) -> None:
