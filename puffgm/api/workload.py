@@ -26,7 +26,7 @@ from puffgm.api.query import query_calibration
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_workload
 from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
-from puffgm.mechanisms.workload import WorkloadCalibration, WorkloadLaws, optimal_workload_scale
+from puffgm.mechanisms.workload import WorkloadCalibration, WorkloadLaws, optimal_weights, optimal_workload_scale
 
 __all__ = ["workload_calibration"]
 
@@ -43,8 +43,9 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
         :func:`puffgm.core.workload.load_workload`; a single query is a workload of one.
     epsilon : float
         Pufferfish privacy parameter, finite and > 0.
-    weights : sequence of float, optional
-        w_j > 0: statistic j gets Lap(t w_j) (default 1 each).
+    weights : sequence of float or "optimal", optional
+        w_j > 0: statistic j gets Lap(t w_j) (default 1 each); ``"optimal"`` searches the weights that
+        lower the summed expected absolute error (:func:`puffgm.mechanisms.workload.optimal_weights`).
     time_limit : float, optional
         Seconds the computation may take (TimeLimitError beyond); None or 0: no limit.
     baselines : bool
@@ -77,14 +78,20 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
         raise NotApplicableError(f"Workloads are not available for {kind.kind}; they need the exact joint laws of "
                                  "the queries, which puffgm computes for Bayesian networks and Markov-chain classes.")
     bound = load_workload(workload).bind(*domain)
-    w = _weights(weights, bound.k)
+    search = isinstance(weights, str) and weights == "optimal"
+    w = [1.0] * bound.k if search else _weights(weights, bound.k)
     notes: list = []
-    single = _single_scales(kind, bound, epsilon, deadline, options) if baselines else None
+    single = _single_scales(kind, bound, epsilon, deadline, options) if baselines or search else None
     if bound.k == 1 and single is not None:
         return _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start)
     t0 = time.monotonic()
     laws = _joint_laws(kind, bound, deadline, max_joint_length, options)
     seconds = {"laws": round(time.monotonic() - t0, 6)}
+    if search:
+        t0 = time.monotonic()
+        w = optimal_weights(laws, epsilon=epsilon, start=[s or 1.0 for s in single or w], deadline=deadline)
+        seconds["weights"] = round(time.monotonic() - t0, 6)
+        notes.append("weights chosen by a search that lowers the summed expected |error| (not a certified optimum)")
     t0 = time.monotonic()
     guess = max((s / wj for s, wj in zip(single or (), w, strict=False) if s), default=1.0)
     t, loss, witness, per_prior, evals = optimal_workload_scale(laws, epsilon=epsilon, weights=w, start=guess,

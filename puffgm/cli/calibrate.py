@@ -54,7 +54,7 @@ def register(p) -> None:
                         '(each may have a "name") or {"histogram": {"nodes": [...]}} (one count per state)')
     p.add_argument("--weights", default=None, metavar="W1,W2,...",
                    help="workloads: comma-separated positive weights, statistic j gets Laplace(t * w_j) "
-                        "(default 1 each)")
+                        "(default 1 each), or 'optimal' (a search that lowers the summed expected error)")
     p.add_argument("--max-joint-length", type=int, default=None,
                    help="workloads: largest joint law, in cells (the product of each statistic's number of "
                         "values), exact inference may build (default 65536)")
@@ -230,12 +230,12 @@ def _run_workload(args, prior) -> str:
     return cal.explain()
 
 
-def _weights(text: str | None) -> list | None:
-    """``--weights 1,2.5``: a list of floats (validated by the calibration), or None."""
+def _weights(text: str | None):
+    """``--weights 1,2.5``: a list of floats (validated by the calibration), ``"optimal"`` or None."""
     from puffgm.exceptions import ParameterError
 
-    if text is None:
-        return None
+    if text is None or text == "optimal":
+        return text
     try:
         return [float(x) for x in text.split(",")]
     except ValueError:

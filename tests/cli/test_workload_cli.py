@@ -53,3 +53,15 @@ def test_errors_are_one_line(cli):
     for extra, needle in cases:
         code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", *extra)
         assert code == 2 and needle in err and len(err.strip().splitlines()) == 1, (extra, err)
+
+
+def test_optimal_weights_lower_the_total_error_and_keep_epsilon(cli):
+    runs = {}
+    for weights in ("1,1", "optimal"):
+        code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--query", HALVES, "--method",
+                             "optimal-laplace", "--json", "--weights", weights)
+        assert code == 0, err
+        runs[weights] = json.loads(out)
+    equal, best = runs["1,1"], runs["optimal"]
+    assert best["loss"] <= 1.0 and best["comparison"]["joint"]["total"] <= equal["comparison"]["joint"]["total"]
+    assert any("search" in n for n in best["notes"])
