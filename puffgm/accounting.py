@@ -23,8 +23,9 @@ refuses the others:
   of individuals of an unconstrained policy take the max (parallel).  Releases
   under different policies are refused.  See :mod:`puffgm.blowfish.mechanisms`.
 * **A query-specific release alone** (Wasserstein mechanism, optimal Laplace
-  scale, optimal noise: :mod:`puffgm.mechanisms.query`): it is calibrated for
-  one query by the exact laws of that query, and no theorem of Song et al., Bai
+  scale, optimal noise: :mod:`puffgm.mechanisms.query`; a table of statistics
+  calibrated jointly: :mod:`puffgm.mechanisms.workload`): it is calibrated for
+  one query, or one table, by their exact laws, and no theorem of Song et al., Bai
   et al. or Kifer and Machanavajjhala composes it with another release, so the
   accountant holds it only alone and refuses any second release.
 
@@ -90,9 +91,10 @@ _COLLAPSE = (
 _TOL = 1e-12
 
 _SINGLE = (
-    "it was calibrated for one query from that query's exact conditional laws, and no composition theorem "
-    "(Song et al., Bai et al., Kifer and Machanavajjhala) covers such releases together with any other: "
-    "Pufferfish releases need not compose (Bai et al., section 4). Use MQM or curve-based releases to compose"
+    "it was calibrated for one query, or one table of queries released together, from their exact conditional "
+    "laws, and no composition theorem (Song et al., Bai et al., Kifer and Machanavajjhala) covers such releases "
+    "together with any other: Pufferfish releases need not compose (Bai et al., section 4). Put every statistic "
+    "in one workload, or use MQM or curve-based releases to compose"
 )
 
 
