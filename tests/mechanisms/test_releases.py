@@ -31,12 +31,13 @@ from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import OptimalNoiseRelease
 from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishRelease, PufferfishTopK
 from puffgm.mechanisms.query import QueryRelease
+from puffgm.mechanisms.workload import WorkloadRelease
 from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 RELEASE_CLASSES = {MarkovQuiltRelease: "markov-quilt", PufferfishRelease: "curve", BlowfishRelease: "blowfish",
                    ContinuousRelease: "none", WassersteinRelease: "none", QueryRelease: "query-specific",
-                   OptimalNoiseRelease: "query-specific"}
+                   OptimalNoiseRelease: "query-specific", WorkloadRelease: "query-specific"}
 
 
 @pytest.fixture(scope="module")
