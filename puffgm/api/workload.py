@@ -28,7 +28,7 @@ from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_w
 from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
 from puffgm.mechanisms.workload import WorkloadCalibration, WorkloadLaws, optimal_weights, optimal_workload_scale
 
-__all__ = ["workload_calibration"]
+__all__ = ["workload_calibration", "workload_laws"]
 
 
 def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=None, baselines: bool = True,
@@ -73,11 +73,7 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     time_limit = check_time_limit(time_limit, "calibrate_workload")
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
-    domain = kind.query_domain()
-    if domain is None:
-        raise NotApplicableError(f"Workloads are not available for {kind.kind}; they need the exact joint laws of "
-                                 "the queries, which puffgm computes for Bayesian networks and Markov-chain classes.")
-    bound = load_workload(workload).bind(*domain)
+    bound = _bind(kind, workload)
     search = isinstance(weights, str) and weights == "optimal"
     w = [1.0] * bound.k if search else _weights(weights, bound.k)
     notes: list = []
@@ -85,7 +81,7 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     if bound.k == 1 and single is not None:
         return _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start)
     t0 = time.monotonic()
-    laws = _joint_laws(kind, bound, deadline, max_joint_length, options)
+    laws = workload_laws(kind, bound, deadline=deadline, max_joint_length=max_joint_length, **options)
     seconds = {"laws": round(time.monotonic() - t0, 6)}
     if search:
         t0 = time.monotonic()
@@ -121,14 +117,43 @@ def _weights(weights, k: int) -> list:
     return [check_positive_finite(x, "weights", "calibrate_workload") for x in w]
 
 
-def _joint_laws(kind, bound: BoundWorkload, deadline, max_joint_length: int, options: dict) -> WorkloadLaws:
-    """The exact joint laws, by one exact inference of the encoded sum."""
+def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH,
+                  **options) -> WorkloadLaws:
+    """The exact joint laws of a workload given each secret, by one exact inference of the encoded sum.
+
+    Parameters
+    ----------
+    kind : PriorKind
+        Bayesian networks or Markov-chain classes (:func:`puffgm.api.as_prior`).
+    workload : BoundWorkload, or anything :func:`puffgm.core.workload.load_workload` accepts
+    deadline : float, optional
+        ``time.monotonic()`` value after which a TimeLimitError is raised.
+    max_joint_length : int
+        The largest joint law, in cells.
+    **options
+        The kind's query options.
+
+    Returns
+    -------
+    WorkloadLaws
+        ``stacked()`` gives every joint law as an array over the statistics' grid values.
+    """
+    bound = workload if isinstance(workload, BoundWorkload) else _bind(kind, workload)
     encoded = kind.query_laws(bound.encoded(max_joint_length), deadline=deadline, **options)
     if not encoded.exact:
         raise ParameterError("The exact joint laws were not computed at every position (see the notes of the "
                              "single-query road); use the Markov Quilt Mechanism (--method exact).")
     group = max((bound.l1_range(g) for g in kind.node_groups()), default=0.0)
     return WorkloadLaws(workload=bound, encoded=encoded, group_l1=group, seconds=encoded.seconds)
+
+
+def _bind(kind, workload) -> BoundWorkload:
+    """The workload bound to the kind's nodes and states (NotApplicableError for kinds without query laws)."""
+    domain = kind.query_domain()
+    if domain is None:
+        raise NotApplicableError(f"Workloads are not available for {kind.kind}; they need the exact joint laws of "
+                                 "the queries, which puffgm computes for Bayesian networks and Markov-chain classes.")
+    return load_workload(workload).bind(*domain)
 
 
 def _single_scales(kind, bound: BoundWorkload, epsilon: float, deadline, options: dict) -> tuple:
