@@ -42,11 +42,13 @@ _LAZY = {
     "PriorClass": "puffgm.networks.priors",
     "NetworkPrior": "puffgm.networks.priors",
     "SecretSpec": "puffgm.networks.secrets",
+    "fit_network": "puffgm.networks.fit",
     # Markov chains and parameter boxes
     "ChainPrior": "puffgm.chains",
     "ChainPriorClass": "puffgm.chains",
     "ChainParameterBox": "puffgm.chains",
     "load_chain_spec": "puffgm.chains",
+    "fit_chain": "puffgm.chains.priors",
     "temporal_leakage": "puffgm.chains.leakage",
     # linear-Gaussian networks
     "LinearGaussianPrior": "puffgm.gaussian.networks",

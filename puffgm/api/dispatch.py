@@ -56,6 +56,21 @@ def _items(prior) -> list:
     return [prior]
 
 
+def _refuse_data(items: list) -> None:
+    """Data is not a prior: a pandas DataFrame or Series is refused, never iterated as file names."""
+    from puffgm.core.frames import pandas_type
+
+    for p in items:
+        kind = pandas_type(p)
+        if kind == "DataFrame":
+            raise PriorError("A pandas DataFrame is data, not a prior: fit a prior class to it first with "
+                             "puffgm.fit_network(frame) (discrete columns) or puffgm.fit_chain(frame) (one trace "
+                             "per column).")
+        if kind == "Series":
+            raise PriorError("A pandas Series is data, not a prior: fit a Markov chain to it first with "
+                             "puffgm.fit_chain(series).")
+
+
 def classify(prior) -> tuple:
     """(kind class, the loaded kind or None): chains are loaded here, other kinds by their class.
 
@@ -70,6 +85,7 @@ def classify(prior) -> tuple:
     if isinstance(prior, PriorKind):
         return type(prior), prior
     items = _items(prior)
+    _refuse_data(items)
     gauss = [is_gaussian_prior(p) for p in items]
     if items and all(gauss):
         return LinearGaussianKind, None

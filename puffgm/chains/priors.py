@@ -21,7 +21,8 @@ and handled exactly by every calibration.
 Chains can be built from matrices, from a ``pgmpy.models.MarkovChain``
 (:meth:`ChainPriorClass.from_pgmpy`), or fitted to observed state sequences
 with the additive smoothing of Bai et al., appendix D.2
-(:meth:`ChainPriorClass.fit`).  Every member with a fixed initial
+(:func:`fit_chain`, also :meth:`ChainPriorClass.fit`; lists, arrays, pandas Series and
+data frames, gaps split runs).  Every member with a fixed initial
 distribution unrolls to a pgmpy ``DiscreteBayesianNetwork`` X1 -> ... -> XT
 (:meth:`ChainPrior.to_pgmpy`), so the general Bayesian-network machinery
 applies to it.
@@ -41,7 +42,7 @@ from puffgm.exceptions import PriorError
 __all__ = [
     "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "check_length",
     "check_transition_matrix", "closed_classes", "gth_stationary", "node_name", "smooth_transition",
-    "stationary_distribution",
+    "stationary_distribution", "fit_chain",
 ]
 
 #: Largest deviation of a row sum from 1 that is renormalised instead of rejected.
@@ -463,6 +464,9 @@ class ChainPriorClass:
     Attributes
     ----------
     members, length (T), k, states, fingerprint, notes.
+    length_source : str
+        Where T comes from: ``"given"``, or ``"longest trace"`` for a class
+        fitted without ``length`` (:func:`fit_chain`).
 
     Examples
     --------
@@ -472,13 +476,14 @@ class ChainPriorClass:
     (100, 2)
     """
 
-    __slots__ = ("members", "length", "k", "states", "fingerprint", "notes", "_frozen")
+    __slots__ = ("members", "length", "k", "states", "fingerprint", "notes", "length_source", "_frozen")
     members: tuple[ChainPrior, ...]
     length: int
     k: int
     states: tuple[str, ...]
     fingerprint: str
     notes: tuple[str, ...]
+    length_source: str
     _frozen: bool
 
     def __init__(self, members: Iterable[ChainPrior]):
@@ -504,6 +509,7 @@ class ChainPriorClass:
         for j, m in enumerate(members, start=1):
             notes.extend(f"chain {j} ({m.name}): {n}" for n in m.notes)
         object.__setattr__(self, "notes", tuple(notes))
+        object.__setattr__(self, "length_source", "given")
         object.__setattr__(self, "_frozen", True)
 
     def __setattr__(self, key, value):
@@ -649,60 +655,20 @@ class ChainPriorClass:
         initial="stationary",
         tau: float = SMOOTHING_TAU,
     ) -> ChainPriorClass:
-        """Fit a transition matrix to observed state sequences.
+        """Fit a transition matrix to observed states: :func:`fit_chain` (the same code and inputs).
 
         Parameters
         ----------
-        sequences : sequence or list of sequences
-            Observed states; ``None`` or NaN entries are gaps: the chain
-            restarts after a gap (no transition is counted across it).
+        sequences : sequence, array, pandas Series or DataFrame, or list of traces
+            Observed states, read as values (:func:`puffgm.chains.data.read_traces`);
+            ``None`` or NaN entries are gaps: the chain restarts after a gap.
         length : int, optional
-            T of the prior (default: the length of the longest gap-free run).
-        states : sequence, optional
-            The state space, in order (default: sorted distinct observed values).
-        initial : vector, ``"stationary"`` (default) or ``"any"``
-        tau : float
-            Additive smoothing (Bai et al., appendix D.2): every zero entry of a
-            row becomes ``tau`` and the added mass is subtracted proportionally
-            from the non-zero entries.  Rows of states never left are uniform
-            before smoothing.  ``tau=0`` keeps the empirical zeros.
+            T of the prior (default: the longest trace from its first to its last
+            observation, gaps included; :attr:`length_source` says which).
+        states, initial, tau
+            As in :func:`fit_chain`.
         """
-        seqs = _split_sequences(sequences)
-        if not seqs:
-            raise PriorError("No observed states to fit a chain to.")
-        if states is None:
-            try:
-                states = sorted({v for s in seqs for v in s})
-            except TypeError:
-                raise PriorError("The observed states cannot be sorted: give the state list explicitly.") from None
-        states = list(states)
-        index = {s: j for j, s in enumerate(states)}
-        k = len(states)
-        counts = np.zeros((k, k))
-        for s in seqs:
-            try:
-                idx = np.fromiter((index[v] for v in s), dtype=np.int64, count=len(s))
-            except KeyError as e:
-                raise PriorError(f"Observed state {e.args[0]!r} is not in the given state list.") from None
-            if idx.size > 1:
-                np.add.at(counts, (idx[:-1], idx[1:]), 1.0)
-        rows = counts.sum(axis=1, keepdims=True)
-        P = np.where(rows > 0, counts / np.where(rows > 0, rows, 1.0), 1.0 / k)
-        notes = [f"fitted from {sum(len(s) for s in seqs)} observations in {len(seqs)} gap-free run(s)"]
-        unseen = int(np.sum(rows[:, 0] == 0))
-        if unseen:
-            notes.append(f"{unseen} state(s) never left in the data: uniform transition rows")
-        tau = float(tau)
-        if not (math.isfinite(tau) and 0 <= tau < 1.0 / max(k, 1)):
-            raise PriorError(f"The smoothing tau must be in [0, 1/k). Got {tau!r} instead.")
-        if tau > 0:
-            P = smooth_transition(P, tau)
-            notes.append(f"additive smoothing tau={tau:g} of zero transition probabilities (Bai et al., D.2)")
-        T = int(length) if length is not None else max(len(s) for s in seqs)
-        member = ChainPrior(P, initial, T, [str(s) for s in states], name="fitted chain")
-        out = cls([member])
-        object.__setattr__(out, "notes", tuple(notes) + out.notes)
-        return out
+        return fit_chain(sequences, states=states, length=length, initial=initial, tau=tau)
 
 
 class InfiniteChainClass:
@@ -763,37 +729,136 @@ def _is_vector(x) -> bool:
     return False
 
 
-def _is_gap(v) -> bool:
-    if v is None:
-        return True
+def fit_chain(data, *, states=None, length: int | None = None, initial="stationary", tau: float = SMOOTHING_TAU,
+              id_column=None, value_column=None, order_column=None) -> ChainPriorClass:
+    """Fit a one-chain prior class to observed traces: transition counts, smoothed (Bai et al., D.2).
+
+    P[i, j] is the number of observed steps i -> j over the number of steps
+    out of i, counted within gap-free runs; a state never left gets a uniform
+    row.  The class says how it was built in :attr:`ChainPriorClass.notes`
+    (observations, runs, traces, where T comes from) and
+    :attr:`ChainPriorClass.length_source`.
+
+    Parameters
+    ----------
+    data : sequence, numpy array, pandas Series or DataFrame, mapping, or list of traces
+        Read by :func:`puffgm.chains.data.read_traces`: entries are states
+        (a string is one state, never iterated); ``None``, NaN and pandas'
+        ``NA`` are gaps that split a trace into runs (no transition is counted
+        across a gap); a DataFrame gives one trace per column, or per id with
+        ``id_column``.
+    states : sequence, optional
+        The state space, in order (default: the sorted distinct observed
+        values).  Needed when the data holds non-integral numbers (measurements
+        rather than states: bin them first with
+        :func:`puffgm.chains.data.discretise`) or values that cannot be sorted.
+    length : int, optional
+        T, the number of records of the prior.  Default: the length of the
+        longest trace from its first to its last observation, gaps included
+        (a series of 2283 weeks with gaps is a trace of T = 2283 records, not
+        of its longest gap-free run).
+    initial : vector, ``"stationary"`` (default) or ``"any"``
+        The initial distribution (see :class:`ChainPrior`).
+    tau : float
+        Additive smoothing (Bai et al., appendix D.2): every zero entry of a
+        row becomes ``tau`` and the added mass is subtracted proportionally
+        from the non-zero entries, in [0, 1/k).  ``tau=0`` keeps the empirical
+        zeros, which make transitions impossible under the prior.
+    id_column, value_column, order_column : str, optional
+        Long-format data frames (:func:`puffgm.chains.data.read_traces`).
+
+    Returns
+    -------
+    ChainPriorClass
+        One member, named ``"fitted chain"``; states are ``str`` of the values.
+
+    Raises
+    ------
+    PriorError
+        One sentence: a bare string, no observed state, non-integral numbers
+        without ``states``, a value missing from ``states``, or a bad ``tau``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import puffgm
+    >>> cc = puffgm.fit_chain(pd.Series(["up", "down", "down", None, "flat", "up"]), tau=0)
+    >>> cc.states, cc.length, cc.length_source
+    (('down', 'flat', 'up'), 6, 'longest trace')
+    >>> cc.members[0].transition[2].tolist()      # from 'up': one step to 'down'
+    [1.0, 0.0, 0.0]
+    """
+    from puffgm.chains.data import read_traces
+
+    traces = read_traces(data, id_column=id_column, value_column=value_column, order_column=order_column)
+    runs = traces.runs
+    if not runs:
+        raise PriorError(f"No observed states to fit a chain to in {traces.source}.")
+    states = _fit_states(runs, states)
+    counts = _transition_counts(runs, states)
+    k = len(states)
+    tau = float(tau)
+    if not (math.isfinite(tau) and 0 <= tau < 1.0 / max(k, 1)):
+        raise PriorError(f"The smoothing tau must be in [0, 1/k). Got {tau!r} instead.")
+    rows = counts.sum(axis=1, keepdims=True)
+    P = np.where(rows > 0, counts / np.where(rows > 0, rows, 1.0), 1.0 / k)
+    n_obs = sum(len(r) for r in runs)
+    notes = [f"fitted from {n_obs} observations in {len(runs)} gap-free run(s) of {len(traces.traces)} trace(s) "
+             f"({traces.source}), {int(counts.sum())} transitions counted"]
+    unseen = int(np.sum(rows[:, 0] == 0))
+    if unseen:
+        notes.append(f"{unseen} state(s) never left in the data: uniform transition rows")
+    if tau > 0:
+        P = smooth_transition(P, tau)
+        notes.append(f"additive smoothing tau={tau:g} of zero transition probabilities (Bai et al., D.2)")
+    T, source, note = _fit_length(length, traces.span, max(len(r) for r in runs))
+    notes.append(note)
+    out = ChainPriorClass([ChainPrior(P, initial, T, [str(s) for s in states], name="fitted chain")])
+    object.__setattr__(out, "notes", tuple(notes) + out.notes)
+    object.__setattr__(out, "length_source", source)
+    return out
+
+
+def _fit_states(runs: list, states) -> list:
+    """The state list: given, or the sorted distinct observed values (never non-integral numbers)."""
+    if states is not None:
+        if isinstance(states, (str, bytes)):
+            raise PriorError("states is the list of states; got a single string.")
+        return list(states)
     try:
-        return isinstance(v, float) and math.isnan(v) or (isinstance(v, np.floating) and np.isnan(v))
+        seen = {v for r in runs for v in r}
+    except TypeError as e:
+        raise PriorError(f"A state must be hashable (a number, a string, a tuple): {e}.") from None
+    frac = [v for v in seen if isinstance(v, float)]
+    if frac:
+        raise PriorError(f"The data holds {len(frac)} distinct non-integral numbers (e.g. {frac[0]!r}), measurements "
+                         "rather than states: bin them first (puffgm.chains.data.discretise(x, k)) or list the "
+                         "states with states=.")
+    try:
+        return sorted(seen)
     except TypeError:
-        return False
+        raise PriorError("The observed states cannot be sorted: give the state list explicitly.") from None
 
 
-def _split_sequences(sequences) -> list:
-    """A list of gap-free runs (lists of hashable states)."""
-    if isinstance(sequences, np.ndarray) and sequences.ndim == 1:
-        sequences = [sequences]
-    elif isinstance(sequences, (list, tuple)) and sequences and not isinstance(
-        sequences[0], (list, tuple, np.ndarray)
-    ):
-        sequences = [sequences]
-    runs = []
-    for seq in sequences:
-        cur: list = []
-        for v in list(seq):
-            if _is_gap(v):
-                if cur:
-                    runs.append(cur)
-                cur = []
-            else:
-                if isinstance(v, np.generic):
-                    v = v.item()
-                if isinstance(v, float) and v.is_integer():
-                    v = int(v)
-                cur.append(v)
-        if cur:
-            runs.append(cur)
-    return runs
+def _transition_counts(runs: list, states: list) -> np.ndarray:
+    """counts[i, j]: observed steps from states[i] to states[j] within the runs."""
+    index = {s: j for j, s in enumerate(states)}
+    counts = np.zeros((len(states), len(states)))
+    for r in runs:
+        try:
+            idx = np.fromiter((index[v] for v in r), dtype=np.int64, count=len(r))
+        except KeyError as e:
+            raise PriorError(f"Observed state {e.args[0]!r} is not in the given state list.") from None
+        if idx.size > 1:
+            np.add.at(counts, (idx[:-1], idx[1:]), 1.0)
+    return counts
+
+
+def _fit_length(length, span: int, longest_run: int) -> tuple:
+    """(T, length_source, note) of a fitted chain."""
+    if length is not None:
+        T = check_length(length, "fit_chain")
+        return T, "given", f"T = {T} records, given (the longest trace spans {span} steps)"
+    run = "" if longest_run == span else f"; its longest gap-free run has {longest_run}"
+    return span, "longest trace", (f"T = {span} records: the longest trace from its first to its last observation, "
+                                   f"gaps included{run}; give length= to choose T")
