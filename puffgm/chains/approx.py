@@ -24,6 +24,15 @@ a* = 2 ceil(log((e^{eps/6}+1)/(e^{eps/6}-1) / pi_min) / g); when its best
 quilt is two-sided, Lemma C.9 gives sigma_max = sigma_middle, so the cost is
 independent of T.
 
+Every epsilon > 0 is handled in log space: a* uses log coth(epsilon / 12) without forming
+e^{epsilon/6}; quilts are ranked by epsilon times their score, card / (1 - rho) with
+rho = e / epsilon formed from log Delta_t - log epsilon (never a subnormal Delta or influence);
+each influence bound is rounded up and each score by a few units in the last place, so
+sigma_max stays an upper bound of what Theorem 4.3 needs.  As epsilon grows, epsilon sigma_max
+falls to the size of the smallest quilt with a bound (a = b = ceil(t0) at the middle node);
+where sigma_max is above the largest double (epsilon below about T / 1.8e308),
+:meth:`MQMApprox.calibrate` raises NumericalError quoting an epsilon that works.
+
 Paper slip handled: equation (7) takes the minimum of 1 - |lambda| over
 eigenvalues with |lambda| < 1, which ignores a repeated eigenvalue 1 of P P*
 (possible for irreducible aperiodic P); then no mixing bound holds and
@@ -33,6 +42,8 @@ MQMApprox refuses the chain instead of using a spurious gap.
 from __future__ import annotations
 
 import math
+from decimal import ROUND_CEILING, Decimal
+from fractions import Fraction
 
 import numpy as np
 
@@ -40,7 +51,7 @@ from puffgm.chains.exact import PER_NODE_LIMIT, quilt_choice
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary_distribution
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite
-from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.exceptions import NotApplicableError, NumericalError, ParameterError
 
 __all__ = ["MQMApprox", "mqm_approx", "chain_mixing_parameters", "THEOREM_APPROX"]
 
@@ -48,6 +59,45 @@ THEOREM_APPROX = (
     "Song-Wang-Chaudhuri Theorem 4.3 with Algorithm 4 (MQMApprox), Lemmas 4.8/C.4 bounds, Lemma 4.9/C.9 search"
 )
 _REV_TOL = 1e-10
+_U = 2.0**-53  # unit roundoff of a double
+_C_EXACT_FROM = 1e-150  # below this Delta, c(Delta) = 2 atanh(Delta) / Delta is 2 to far below the roundoff
+_MAX_FLOAT = float(np.finfo(float).max)
+
+
+def _log_coth12(epsilon: float) -> float:
+    """log coth(epsilon / 12) = log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1)), finite for every positive double.
+
+    Never forms e^{epsilon/6}: log(12 / epsilon) below epsilon = 1e-100 (the two agree to 1e-200),
+    log1p(2 / expm1(epsilon / 6)) up to epsilon = 6, and log1p(2 w / (1 - w)) with w = e^{-epsilon/6}
+    above (w underflows to 0 for huge epsilon, where the logarithm is 0 to double precision).
+    """
+    x = epsilon / 6.0
+    if epsilon < 1e-100:
+        return math.log(12.0) - math.log(epsilon)
+    if x > 1.0:
+        return math.log1p(2.0 * math.exp(-x) / -math.expm1(-x))
+    return math.log1p(2.0 / math.expm1(x))
+
+
+def _ceil_ratio(n: int, eps: float) -> float:
+    """The smallest double >= n / eps (exact rational comparison; inf when n / eps is above every double)."""
+    q = n / eps
+    if math.isfinite(q) and Fraction(q) < Fraction(n) / Fraction(eps):
+        q = math.nextafter(q, math.inf)
+    return q
+
+
+def _up3(x: float) -> str:
+    """x rounded up to three significant digits, as text (a quoted bound never falls below x)."""
+    d = Decimal(x)
+    return f"{d.quantize(Decimal(1).scaleb(d.adjusted() - 2), rounding=ROUND_CEILING):.2E}".replace("E", "e")
+
+
+def _round_up(x: float, ulps: int = 8) -> float:
+    """x raised by ``ulps`` units in the last place (covers the rounding of a few operations, subnormals too)."""
+    for _ in range(ulps):
+        x = math.nextafter(x, math.inf)
+    return x
 
 
 def _period(P: np.ndarray) -> int:
@@ -188,18 +238,52 @@ class MQMApprox:
                 "MQMApprox needs a spectral gap, but P P* has eigenvalue 1 more than once (g = 0): "
                 "no mixing bound of Lemma 4.8 holds."
             )
-        self.t0 = 2.0 * math.log(1.0 / self.pi_min) / self.g if chain_class.k > 1 else 0.0
+        self._log_inv_pi_min = -math.log(self.pi_min)
+        self.t0 = 2.0 * self._log_inv_pi_min / self.g if chain_class.k > 1 else 0.0
 
     # -- Lemma 4.8 / C.4 bounds -------------------------------------------------
+    def _log_delta(self, t: np.ndarray) -> np.ndarray:
+        """log Delta_t = -g t / 2 + log(1 / pi_min), raised by a bound on its rounding (never below the true value)."""
+        lead = self.g * t / 2.0
+        return -lead + self._log_inv_pi_min + 8.0 * _U * (lead + self._log_inv_pi_min + 1.0)
+
+    def _valid(self, t: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+        """Where Lemma 4.8 gives a bound: t >= t0 and Delta_t < 1."""
+        return (t >= self.t0) & (log_delta < 0.0)
+
     def phi(self, t) -> np.ndarray:
-        """log((1 + Delta_t) / (1 - Delta_t)) where valid (t >= t0, Delta_t < 1), else +inf."""
+        """log((1 + Delta_t) / (1 - Delta_t)) where valid (t >= t0, Delta_t < 1), else +inf (rounded up)."""
         t = np.asarray(t, dtype=float)
         if self.chain_class.k == 1:
             return np.zeros_like(t)
+        ld = self._log_delta(t)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            delta = np.exp(-self.g * t / 2.0) / self.pi_min
-            val = np.log1p(delta) - np.log1p(-delta)
-        return np.where((t >= self.t0) & (delta < 1.0), val, math.inf)
+            delta = np.exp(ld)
+            val = (np.log1p(delta) - np.log1p(-delta)) * (1.0 + 16.0 * _U)
+        return np.where(self._valid(t, ld), val, math.inf)
+
+    def rho(self, t, epsilon: float) -> np.ndarray:
+        """phi(t) / epsilon, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
+
+        With Delta = exp(log Delta_t), phi / epsilon = exp(log Delta_t - log epsilon) c(Delta) where
+        c(Delta) = phi / Delta = 2 atanh(Delta) / Delta lies in [2, inf) and is 2 (1 + O(Delta^2)), so
+        neither Delta nor phi is formed where it would be subnormal: every epsilon > 0 and every t
+        give a relative error of a few units of roundoff, covered by the margins of
+        :meth:`_log_delta` and the final factor 1 + 32 u.
+        """
+        t = np.asarray(t, dtype=float)
+        if self.chain_class.k == 1:
+            return np.zeros_like(t)
+        ld = self._log_delta(t)
+        log_eps = math.log(epsilon)
+        z = ld - log_eps
+        z = z + 4.0 * _U * (np.abs(ld) + abs(log_eps) + np.abs(z))
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+            delta = np.exp(ld)
+            big = delta >= _C_EXACT_FROM
+            c = np.where(big, (np.log1p(delta) - np.log1p(-delta)) / np.where(big, delta, 1.0), 2.0)
+            val = np.exp(z) * c * (1.0 + 32.0 * _U)
+        return np.where(self._valid(t, ld), val, math.inf)
 
     def bound_two(self, a, b):
         return self.phi(b) + 2.0 * self.phi(a)
@@ -211,33 +295,50 @@ class MQMApprox:
         return self.phi(b)
 
     def a_star(self, *, epsilon: float) -> int:
-        """Lemma 4.9's a* = 2 ceil(log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1) / pi_min) / g) (1 for k = 1)."""
-        e6 = math.exp(epsilon / 6.0)
-        return int(2 * math.ceil(math.log((e6 + 1) / (e6 - 1) / self.pi_min) / self.g)) if self.chain_class.k > 1 else 1
+        """Lemma 4.9's a* = 2 ceil(log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1) / pi_min) / g) (1 for k = 1).
+
+        The ratio is coth(epsilon / 12); its logarithm is taken without forming e^{epsilon/6}
+        (log(12 / epsilon) below epsilon = 1e-100, where the two agree to 1e-200), so every
+        epsilon > 0 gives a finite a*.  a* only sets the search window: any value is sound.
+        """
+        if self.chain_class.k == 1:
+            return 1
+        return int(2 * math.ceil((_log_coth12(epsilon) + self._log_inv_pi_min) / self.g))
 
     def _search(self, i: int, ell: int, eps: float):
+        """Best quilt of node X_i among those with at most ``ell`` nodes: (eps * score, kind, a, b, influence, card).
+
+        A quilt of card nodes and influence bound e has score card / (epsilon - e); the search
+        ranks epsilon times it, card / (1 - rho) with rho = e / epsilon (:meth:`rho`, in log
+        space), which is at least 1 and at most about T / (1 - rho) whatever epsilon is: no
+        influence bound is compared with an epsilon at the edge of the double range and no score
+        overflows before the quilts are ranked (:meth:`calibrate` divides by epsilon at the end).
+        """
         T = self.chain_class.length
 
-        def score(card, infl):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                return np.where(infl < eps, card / (eps - infl), math.inf)
+        def score(card, rel):
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return np.where(rel < 1.0, card / (1.0 - rel), math.inf)
 
-        best = (T / eps, "trivial", 0, 0, 0.0, T)
+        best = (float(T), "trivial", 0, 0, 0.0, T)
         amax, bmax = min(i - 1, ell), min(T - i, ell)
         if amax > 0:
             a = np.arange(1, amax + 1)
             card = T - i + a
-            s = np.where(card <= ell, score(card, self.bound_left(a)), math.inf)
+            with np.errstate(over="ignore"):
+                rel = 2.0 * self.rho(a, eps)
+            s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
-                best = (float(s[j]), "left", int(a[j]), 0, float(self.bound_left(a[j])), int(card[j]))
+                best = (float(s[j]), "left", int(a[j]), 0, float(rel[j]) * eps, int(card[j]))
         if bmax > 0:
             b = np.arange(1, bmax + 1)
             card = i + b - 1
-            s = np.where(card <= ell, score(card, self.bound_right(b)), math.inf)
+            rel = self.rho(b, eps)
+            s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
-                best = (float(s[j]), "right", 0, int(b[j]), float(self.bound_right(b[j])), int(card[j]))
+                best = (float(s[j]), "right", 0, int(b[j]), float(rel[j]) * eps, int(card[j]))
         if amax > 0 and bmax > 0:
             best = self._two_sided(amax, bmax, ell, eps, best)
         return best
@@ -248,7 +349,8 @@ class MQMApprox:
         phi is convex and decreasing, so for a fixed s = a + b the influence
         h(a) = 2 phi(a) + phi(s - a) is convex in a: its integer minimum is
         found by a bisection on the sign of h(a+1) - h(a), for every s at once
-        (cost O(l log l) instead of O(l^2)).
+        (cost O(l log l) instead of O(l^2)).  h is taken relative to epsilon
+        (:meth:`rho`), which keeps the comparison exact in scale for every epsilon.
         """
         lo_t = max(1, int(math.ceil(self.t0)))
         s = np.arange(2 * lo_t, min(amax + bmax, ell + 1) + 1)
@@ -262,23 +364,58 @@ class MQMApprox:
             return best
 
         def h(a):
-            return 2.0 * self.phi(a) + self.phi(s - a)
+            with np.errstate(over="ignore"):
+                return (2.0 * self.rho(a, eps) + self.rho(s - a, eps)) * (1.0 + 2.0 * _U)
 
         L, H = lo.copy(), hi.copy()
         while np.any(L < H):
             mid = (L + H) // 2
-            inc = h(mid + 1) - h(mid) >= 0  # minimum at or left of mid
+            with np.errstate(invalid="ignore"):
+                inc = h(mid + 1) - h(mid) >= 0  # minimum at or left of mid
             act = L < H
             H = np.where(act & inc, mid, H)
             L = np.where(act & ~inc, mid + 1, L)
-        infl = h(L)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sc = np.where(infl < eps, (s - 1) / (eps - infl), math.inf)
+        rel = h(L)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            sc = np.where(rel < 1.0, (s - 1) / (1.0 - rel), math.inf)
         j = int(np.argmin(sc))
         if sc[j] < best[0]:
             a, b = int(L[j]), int(s[j] - L[j])
-            best = (float(sc[j]), "two", a, b, float(infl[j]), int(s[j] - 1))
+            best = (float(sc[j]), "two", a, b, float(rel[j]) * eps, int(s[j] - 1))
         return best
+
+    def _worst(self, eps: float):
+        """The worst node and its best quilt: (i, (eps * score, kind, a, b, influence, card), strategy, a*, l)."""
+        T = self.chain_class.length
+        a_star = self.a_star(epsilon=eps)
+        ell = min(T, 4 * a_star)
+        mid = (T + 1) // 2
+        r = self._search(mid, ell, eps)
+        if r[1] == "two":
+            return mid, r, "middle node (Lemma 4.9 / C.9)", a_star, ell
+        if T == 1 or not float(self.rho(T - 1, eps)) < 1.0:
+            # even the longest one-sided quilt (T - 1 steps away) has influence >= epsilon, and a
+            # two-sided one has more: every node keeps the trivial quilt (score T / epsilon)
+            trivial = (float(T), "trivial", 0, 0, 0.0, T)
+            return 1, trivial, "every node (no quilt has influence below epsilon)", a_star, T
+        # Short chain: Lemma C.9 does not apply; search every node over all quilts.
+        res = [self._search(j, T, eps) for j in range(1, T + 1)]
+        i = int(np.argmax([x[0] for x in res])) + 1
+        return i, res[i - 1], "every node (chain too short for Lemma 4.9)", a_star, T
+
+    def _finite_from(self, scaled: float) -> float:
+        """An epsilon from which sigma_max is a finite double, for a refusal where epsilon * score is ``scaled``.
+
+        sigma_max <= T / epsilon always (the trivial quilt), so T / (largest double) times
+        1 + 1e-9 works; a smaller candidate, scaled / (largest double), is quoted when it works too.
+        """
+        T = self.chain_class.length
+        for cand in (scaled / _MAX_FLOAT * (1 + 1e-6), T / _MAX_FLOAT * (1 + 1e-9)):
+            if cand > 0 and math.isfinite(cand):
+                r = self._worst(cand)[1]
+                if math.isfinite(_ceil_ratio(T, cand) if r[1] == "trivial" else _round_up(r[0] / cand)):
+                    return cand
+        return T / _MAX_FLOAT * (1 + 1e-9)
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
         """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's).
@@ -294,19 +431,13 @@ class MQMApprox:
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMApprox.calibrate")
         cc = self.chain_class
         T = cc.length
-        a_star = self.a_star(epsilon=eps)
-        ell = min(T, 4 * a_star)
-        mid = (T + 1) // 2
-        r = self._search(mid, ell, eps)
-        if r[1] == "two":
-            i, strategy = mid, "middle node (Lemma 4.9 / C.9)"
-        else:
-            # Short chain: Lemma C.9 does not apply; search every node over all quilts.
-            ell = T
-            res = [self._search(j, ell, eps) for j in range(1, T + 1)]
-            i = int(np.argmax([x[0] for x in res])) + 1
-            r = res[i - 1]
-            strategy = "every node (chain too short for Lemma 4.9)"
+        i, r, strategy, a_star, ell = self._worst(eps)
+        sigma = _ceil_ratio(T, eps) if r[1] == "trivial" else _round_up(r[0] / eps)
+        if not math.isfinite(sigma):
+            raise NumericalError(
+                f"MQMApprox's noise scale at epsilon = {eps:g} is above the largest double ({_MAX_FLOAT:.3g}) "
+                f"for this chain of T = {T} nodes; epsilon of at least about {_up3(self._finite_from(r[0]))} works.")
+        r = (sigma,) + tuple(r[1:])
         worst = quilt_choice(T, i, r, T <= PER_NODE_LIMIT)
         notes = list(cc.notes)
         group = T / eps
