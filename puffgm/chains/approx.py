@@ -262,7 +262,7 @@ class MQMApprox:
             val = (np.log1p(delta) - np.log1p(-delta)) * (1.0 + 16.0 * _U)
         return np.where(self._valid(t, ld), val, math.inf)
 
-    def rho(self, t, epsilon: float) -> np.ndarray:
+    def rho(self, t, *, epsilon: float) -> np.ndarray:
         """phi(t) / epsilon, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
 
         With Delta = exp(log Delta_t), phi / epsilon = exp(log Delta_t - log epsilon) c(Delta) where
@@ -326,7 +326,7 @@ class MQMApprox:
             a = np.arange(1, amax + 1)
             card = T - i + a
             with np.errstate(over="ignore"):
-                rel = 2.0 * self.rho(a, eps)
+                rel = 2.0 * self.rho(a, epsilon=eps)
             s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
@@ -334,7 +334,7 @@ class MQMApprox:
         if bmax > 0:
             b = np.arange(1, bmax + 1)
             card = i + b - 1
-            rel = self.rho(b, eps)
+            rel = self.rho(b, epsilon=eps)
             s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
             if s[j] < best[0]:
@@ -365,7 +365,7 @@ class MQMApprox:
 
         def h(a):
             with np.errstate(over="ignore"):
-                return (2.0 * self.rho(a, eps) + self.rho(s - a, eps)) * (1.0 + 2.0 * _U)
+                return (2.0 * self.rho(a, epsilon=eps) + self.rho(s - a, epsilon=eps)) * (1.0 + 2.0 * _U)
 
         L, H = lo.copy(), hi.copy()
         while np.any(L < H):
@@ -393,7 +393,7 @@ class MQMApprox:
         r = self._search(mid, ell, eps)
         if r[1] == "two":
             return mid, r, "middle node (Lemma 4.9 / C.9)", a_star, ell
-        if T == 1 or not float(self.rho(T - 1, eps)) < 1.0:
+        if T == 1 or not float(self.rho(T - 1, epsilon=eps)) < 1.0:
             # even the longest one-sided quilt (T - 1 steps away) has influence >= epsilon, and a
             # two-sided one has more: every node keeps the trivial quilt (score T / epsilon)
             trivial = (float(T), "trivial", 0, 0, 0.0, T)
