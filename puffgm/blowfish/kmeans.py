@@ -242,7 +242,7 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
         if cents.shape != (n_clusters, dim) or not np.all(np.isfinite(cents)):
             raise PolicyError(f"init must be a finite ({n_clusters}, {dim}) array.")
     noise = resolve_noise(None if random_state is None else rng)
-    planned = _planned_release(policy, epsilon, noise, accountant, sensitivity_override)
+    planned, charged = _planned_release(policy, epsilon, noise, accountant, sensitivity_override, label)
     eps_q = epsilon / (2 * iterations)
     sens = []
     for _ in range(iterations):
@@ -262,20 +262,20 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
                        {"iterations": iterations, "guarantee": sensitivity_override is None,
                         "epsilon_per_query": eps_q})
     if accountant is not None:
-        accountant.record(issue(dataclasses.replace(planned, value=cents)), label=label)
+        accountant.record(issue(dataclasses.replace(planned, value=cents)), label=label, charged=charged)
     return res
 
 
-def _planned_release(policy, epsilon: float, noise, accountant, sensitivity_override):
-    """The ledger record of a k-means run (value not drawn yet), checked by the accountant if one is given."""
+def _planned_release(policy, epsilon: float, noise, accountant, sensitivity_override, label):
+    """(the ledger record of a k-means run, its charge), charged to the accountant before any noise is drawn;
+    (None, None) without an accountant."""
     from puffgm.blowfish.mechanisms import BlowfishRelease
 
     if accountant is None:
-        return None
+        return None, None
     if sensitivity_override is not None:
         raise CompositionError("A k-means run with sensitivity_override has no Blowfish guarantee, so the accountant "
                                "cannot record it; run it without an accountant.")
     planned = BlowfishRelease(None, "SuLQ k-means", epsilon, math.nan, math.nan, bool(noise.secure),
                               noise.description, policy.key, False, None, "He et al. 2014, section 6")
-    accountant.check(planned)  # before any noise is drawn
-    return planned
+    return planned, accountant.charge(planned, label=label)

@@ -29,7 +29,7 @@ from puffgm.blowfish.sensitivity import (
     linear_sum_sensitivity,
     values_matrix,
 )
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
@@ -174,6 +174,8 @@ def _laplace_release(answer, policy: Policy, epsilon: float, sensitivity, releas
         raise PolicyError("The query answer contains NaN or infinity.")
     subset = release.subset
     scale = sens / epsilon
+    if scale > 0:
+        check_resolves(arr, scale)  # before the accountant is charged
     noise = resolve_noise(release.random_state)
     planned = BlowfishRelease(None, mechanism, epsilon, scale, sens, bool(noise.secure), noise.description, policy.key,
                               not policy.unconstrained, None if subset is None else frozenset(subset), THEOREM_5_1,

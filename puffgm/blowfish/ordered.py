@@ -446,13 +446,12 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
                               {"inference": inference, "range_mse_no_inference": plan.range_mse(),
                                **dict(plan.details)})
     accountant = release.accountant
-    if accountant is not None:
-        accountant.check(planned)  # before any noise is drawn
+    charged = None if accountant is None else accountant.charge(planned, label=release.label)  # before the noise
     raw = plan.noisy_cumulative(np.bincount(idx, minlength=policy.domain.size), noise)
     value = _isotonic(raw, float(idx.size)) if inference else np.asarray(raw, dtype=float)
     rel = issue(dataclasses.replace(planned, value=value, details={**planned.details, "raw": raw}))
     if accountant is not None:
-        accountant.record(rel, label=release.label)
+        accountant.record(rel, label=release.label, charged=charged)
     return rel
 
 

@@ -172,9 +172,10 @@ def was_issued(release) -> bool:
 def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label: str | None = None) -> R:
     """The release ``planned`` describes, with the value ``draw()`` returns, checked and recorded.
 
-    The accountant (if any) checks ``planned`` (the record without its value) before
-    ``draw`` is called, so a refused release draws no noise; the record with the drawn
-    value is then :func:`issue`-d and recorded.  Every release function of puffgm goes
+    The accountant (if any) charges ``planned`` (the record without its value) before
+    ``draw`` is called, so a refused release draws no noise and a charged one is paid for
+    even if the process dies before the output; the record with the drawn value is then
+    :func:`issue`-d and recorded against that charge.  Every release function of puffgm goes
     through here or does the same three steps.
 
     Parameters
@@ -189,11 +190,10 @@ def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label:
     """
     rec: Any = planned
     check_positive_finite(rec.epsilon, "epsilon", f"the release of {rec.mechanism}")
-    if accountant is not None:
-        accountant.check(planned)
+    charged = None if accountant is None else accountant.charge(planned, label=label)
     rel = issue(dataclasses.replace(rec, value=draw()))
     if accountant is not None:
-        accountant.record(rel, label=label)
+        accountant.record(rel, label=label, charged=charged)
     return rel
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release, quilt_set_key
 from puffgm.core.results import CalibrationResult, freeze_record
 from puffgm.exceptions import NotApplicableError, ParameterError
@@ -143,7 +143,7 @@ class MarkovQuiltLaplace:
         MarkovQuiltRelease
         """
         cal = self.calibration
-        arr = _answer_array(answer)
+        arr = check_resolves(_answer_array(answer), cal.scale)  # before the accountant is charged
         source = resolve_noise(random_state)
         planned = MarkovQuiltRelease(
             value=None,

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, curve_key, issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
@@ -171,15 +171,17 @@ class _DPBased:
             fingerprint=self.curve.fingerprint, curve_key=curve_key(self.curve), details=d,
         )
 
-    def _check(self, accountant):
-        """Ask the accountant before any noise is drawn (it raises if it cannot compose this release)."""
-        if accountant is not None:
-            accountant.check(self._record(None, None, None, {}))
+    def _check(self, accountant, label=None):
+        """Charge the accountant before any noise is drawn (it raises if it cannot compose this release);
+        the ledger position of the charge, or None."""
+        if accountant is None:
+            return None
+        return accountant.charge(self._record(None, None, label, {}), label=label)
 
-    def _release(self, value, source, accountant, label, details) -> PufferfishRelease:
+    def _release(self, value, source, accountant, label, details, charged=None) -> PufferfishRelease:
         rel = issue(self._record(value, source, label, details))
         if accountant is not None:
-            accountant.record(rel, label=label)
+            accountant.record(rel, label=label, charged=charged)
         return rel
 
 
@@ -233,11 +235,13 @@ class PufferfishLaplace(_DPBased):
             raise ParameterError("The query answer to release is empty.")
         if not np.all(np.isfinite(arr)):
             raise ParameterError("The query answer contains NaN or infinity.")
-        self._check(accountant)
+        check_resolves(arr, self.scale)
+        charged = self._check(accountant, label)
         source = resolve_noise(random_state)
         noisy = source.laplace(arr, self.scale)
         value = float(noisy) if arr.ndim == 0 else np.asarray(noisy, dtype=float)
-        return self._release(value, source, accountant, label, {"scale": self.scale, "lipschitz": self.lipschitz})
+        return self._release(value, source, accountant, label, {"scale": self.scale, "lipschitz": self.lipschitz},
+                             charged)
 
 
 def pufferfish_laplace(answer, curve, *, epsilon_puffer: float, lipschitz: float = 1.0,
@@ -388,12 +392,12 @@ class PufferfishExponential(_DPBased):
         """
         u = _utilities(utilities)
         _check_candidates(candidates, u)
-        self._check(accountant)
+        charged = self._check(accountant, label)
         source = resolve_noise(random_state)
         idx = source.gumbel_argmax(u, 2 * self.sensitivity / self.epsilon_dp)
         value = idx if candidates is None else candidates[idx]
         return self._release(value, source, accountant, label,
-                             {"index": idx, "sensitivity": self.sensitivity, "n_candidates": int(u.size)})
+                             {"index": idx, "sensitivity": self.sensitivity, "n_candidates": int(u.size)}, charged)
 
 
 def pufferfish_exponential(utilities, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
@@ -468,7 +472,7 @@ class PufferfishTopK(_DPBased):
             raise ParameterError(f"Noisy top-{self.k} needs at least {self.k} candidates with finite utility; "
                                  f"got {int(np.isfinite(u).sum())}.")
         _check_candidates(candidates, u)
-        self._check(accountant)
+        charged = self._check(accountant, label)
         source = resolve_noise(random_state)
         scale = 2 * self.sensitivity * self.k / self.epsilon_dp
         chosen = []
@@ -479,7 +483,7 @@ class PufferfishTopK(_DPBased):
         value = tuple(chosen) if candidates is None else tuple(candidates[i] for i in chosen)
         return self._release(value, source, accountant, label,
                              {"indices": tuple(chosen), "k": self.k, "sensitivity": self.sensitivity,
-                              "epsilon_dp_per_round": self.epsilon_dp / self.k})
+                              "epsilon_dp_per_round": self.epsilon_dp / self.k}, charged)
 
 
 def pufferfish_top_k(utilities, k: int, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
@@ -540,7 +544,7 @@ class PufferfishWrapper(_DPBased):
         -------
         PufferfishRelease
         """
-        self._check(accountant)
+        charged = self._check(accountant, label)
         source = resolve_noise(random_state)
         out = self.mechanism(data, self.epsilon_dp, source)
-        return self._release(out, source, accountant, label, {"user_mechanism": True})
+        return self._release(out, source, accountant, label, {"user_mechanism": True}, charged)

@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.release import Release, jsonable, make_release
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
@@ -763,6 +763,7 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     if not (math.isfinite(scale) and scale > 0):
         raise ParameterError(f"A query-specific Laplace release needs a finite scale > 0; this calibration's is "
                              f"{scale!r}, so nothing was released.")
+    check_resolves(v, scale)
     noise = resolve_noise(random_state)
     planned = QueryRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
     return make_release(planned, lambda: float(noise.laplace(v, scale)), accountant=accountant)

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 
-from puffgm.core.noise import resolve_noise
+from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, jsonable, make_release
 from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
@@ -481,6 +481,8 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
     if not all(math.isfinite(s) and s > 0 for s in calibration.scales):
         raise ParameterError("A workload release needs finite Laplace scales > 0; this calibration's are "
                              f"{list(calibration.scales)}, so nothing was released.")
+    for v, s in zip(values, calibration.scales, strict=True):
+        check_resolves(v, s)
     noise = resolve_noise(random_state)
     planned = WorkloadRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
 

@@ -101,7 +101,7 @@ def test_only_releases_puffgm_made_are_recorded_each_once():
 
 def test_the_accountant_has_no_public_back_doors():
     public = {name for name in dir(PrivacyAccountant) if not name.startswith("_")}
-    assert public == {"check", "record", "entries", "total", "guarantee", "theorem", "remaining", "report"}
+    assert public == {"check", "charge", "record", "entries", "total", "guarantee", "theorem", "remaining", "report"}
 
 
 @pytest.mark.parametrize("epsilon", [-5.0, 0.0, math.nan, math.inf])

@@ -67,11 +67,12 @@ import math
 from dataclasses import dataclass
 from typing import Any, cast
 
+from puffgm.accounting.ledger import LedgerEntry, MemoryLedger, SQLiteLedger, now
 from puffgm.core.release import Release, composition_key, was_issued
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
 
-__all__ = ["PrivacyAccountant", "LedgerEntry", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
+__all__ = ["PrivacyAccountant", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
 
 THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
 
@@ -122,42 +123,6 @@ def _mixing_refusal(held: str, new: str) -> CompositionError:
         why = f"no theorem composes releases of another kind with them: {held_rule}; {new_rule}"
     return CompositionError(f"The accountant holds {held_name}, so it refuses {new_name}: {why}. "
                             "Nothing was released.")
-
-
-@dataclass(frozen=True)
-class LedgerEntry:
-    """One recorded release.
-
-    Attributes
-    ----------
-    kind : str
-        ``"mqm"`` (Song et al. Theorem 4.4), ``"dp"`` (Bai et al. Theorem 7), ``"blowfish"``, or
-        ``"single"`` (a query-specific release, held alone).
-    epsilon : float
-        The release's own privacy parameter.
-    key : str
-        Quilt-set key, curve key or policy key: releases compose only within one key.
-    label, mechanism, secure
-        As given by the release.
-    a, b, epsilon_dp
-        Curve point and DP parameter of a ``"dp"`` release (None otherwise).
-    subset : frozenset or None
-        Individuals a ``"blowfish"`` release reads (None: all).
-    policy : str or None
-        The description of the policy of a ``"blowfish"`` release, when the release records one.
-    """
-
-    kind: str
-    epsilon: float
-    key: str
-    label: str | None
-    mechanism: str
-    secure: bool
-    a: float | None = None
-    b: int | None = None
-    epsilon_dp: float | None = None
-    subset: frozenset | None = None
-    policy: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,17 +188,19 @@ class PrivacyAccountant:
         Keyword-only: ``PrivacyAccountant(budget=8.0)``.
     """
 
-    def __init__(self, *, budget: float | None = None):
-        self.budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
-        self._entries: list[LedgerEntry] = []
-        self._held: list[Release] = []  # the recorded releases themselves (identity: one record once)
+    def __init__(self, *, budget: float | None = None, ledger=None):
+        budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
+        self._store = MemoryLedger(budget=budget) if ledger is None else SQLiteLedger(ledger, budget=budget)
+        self.budget = self._store.budget
+        self._held: list[Release] = []  # the releases recorded in this process (identity: one record once)
+
+    @property
+    def _entries(self) -> tuple:
+        return self._store.entries()
 
     # ------------------------------------------------------------- public
     def check(self, release) -> float:
         """The composed total if ``release`` were recorded now; nothing is recorded.
-
-        Release functions call it with the record of the release they are about to make
-        (its value not drawn yet), so that a refused release draws no noise.
 
         Raises
         ------
@@ -245,9 +212,29 @@ class PrivacyAccountant:
         ParameterError
             If the release's privacy parameter is not a finite number > 0.
         """
-        return self._total_with(self._entry(release, None))
+        return self._total_with(self._entry(release, None), self._entries)
 
-    def record(self, release, *, label: str | None = None) -> None:
+    def charge(self, release, *, label: str | None = None) -> int:
+        """Charge the release ``release`` describes before its noise is drawn; return its ledger position.
+
+        Release functions call it with the record of the release they are about to make (its
+        value not drawn yet), then :meth:`record` the release with ``charged=`` the position.
+        The check and the charge are one transaction (in a SQLite ledger, under its write lock),
+        so concurrent accountants on one ledger never spend past the budget together.  A charge
+        whose release never comes stays in the ledger: it costs budget, never privacy.
+
+        Raises
+        ------
+        CompositionError, BudgetError, ParameterError
+            As :meth:`check`; nothing is charged.
+        """
+        entry = dataclasses.replace(self._entry(release, label), time=now())
+        with self._store.transaction() as (held, append):
+            self._total_with(entry, held)
+            append(entry)
+            return len(held)
+
+    def record(self, release, *, label: str | None = None, charged: int | None = None) -> None:
         """Record a release made by one of puffgm's release functions, by the rule it declares.
 
         * ``"markov-quilt"``: Song et al. Theorem 4.4, within one instantiation and quilt sets;
@@ -256,11 +243,21 @@ class PrivacyAccountant:
         * ``"query-specific"``: held only alone;
         * ``"none"``: refused (Bai et al., section 4: no composition theorem applies).
 
+        Parameters
+        ----------
+        release : Release
+        label : str, optional
+            The release's name in the ledger.
+        charged : int, optional
+            The position :meth:`charge` returned for this release (release functions pass it);
+            without it the release is charged now.
+
         Raises
         ------
         CompositionError
             If ``release`` was not returned by a puffgm release function in this process
-            (built by hand, edited, unpickled), is already recorded, or cannot be composed.
+            (built by hand, edited, unpickled), is already recorded, does not match its charge,
+            or cannot be composed.
         BudgetError
             If the composed total would exceed the budget.
         """
@@ -273,9 +270,20 @@ class PrivacyAccountant:
             )
         if any(held is release for held in self._held):
             raise CompositionError("This release is already recorded in the accountant; a release counts once.")
-        self._total_with(entry)
-        self._entries.append(entry)
+        if charged is None:
+            charged = self.charge(release, label=label)
+        else:
+            self._match_charge(entry, charged)
+        self._store.mark_released(charged)
         self._held.append(release)
+
+    def _match_charge(self, entry: LedgerEntry, position: int) -> None:
+        """Refuse a release that is not the one charged at ``position``."""
+        held = self._entries
+        c = held[position] if 0 <= position < len(held) else None
+        if c is None or c.status != "charged" or (c.kind, c.key, c.epsilon) != (entry.kind, entry.key, entry.epsilon):
+            raise CompositionError(f"Ledger position {position} holds no open charge for this release, so the "
+                                   "accountant cannot record it there.")
 
     # ----------------------------------------------------------- entries
     def _entry(self, release, label: str | None) -> LedgerEntry:
@@ -298,7 +306,7 @@ class PrivacyAccountant:
         epsilon = check_positive_finite(rec.epsilon, "epsilon", f"the accountant's record of {rec.mechanism}")
         label = label if label is not None else _label_of(release)
         entry = LedgerEntry(_RULE_KIND[rule], epsilon, composition_key(release), label, rec.mechanism,
-                            bool(rec.secure))
+                            bool(rec.secure), theorem=str(rec.theorem))
         if rule == "curve":
             return _curve_entry(entry, rec)
         if rule == "blowfish":
@@ -313,9 +321,9 @@ class PrivacyAccountant:
             return dataclasses.replace(entry, subset=subset, policy=_policy_description(release))
         return entry
 
-    def _total_with(self, entry: LedgerEntry) -> float:
-        """The composed total with ``entry`` added; raises when no theorem composes it or it is over budget."""
-        held = self._entries
+    def _total_with(self, entry: LedgerEntry, held: tuple) -> float:
+        """The composed total of ``held`` with ``entry`` added; raises when no theorem composes it or it is over
+        budget."""
         if entry.kind == "single" and held:
             raise CompositionError(f"The accountant cannot compose {entry.mechanism} with the {len(held)} "
                                    f"release(s) it holds: {_SINGLE}.")
@@ -325,8 +333,7 @@ class PrivacyAccountant:
         other = next((e.kind for e in held if e.kind != entry.kind), None)
         if other is not None:
             raise _mixing_refusal(other, entry.kind)
-        entries = [*held, entry]
-        total = _TOTAL[entry.kind](entries)
+        total = _TOTAL[entry.kind]([*held, entry])
         if self.budget is not None and total > self.budget * (1 + _TOL):
             raise BudgetError(
                 f"This release would bring the composed guarantee to {total:g} ({_THEOREM_OF[entry.kind]}), "
@@ -337,13 +344,14 @@ class PrivacyAccountant:
     # -------------------------------------------------------------- reports
     @property
     def entries(self) -> tuple:
-        """The ledger: one :class:`LedgerEntry` per recorded release, in order."""
-        return tuple(self._entries)
+        """The ledger: one :class:`LedgerEntry` per charged or recorded release, in order."""
+        return self._entries
 
     @property
     def total(self) -> float:
-        """The composed privacy parameter of everything recorded."""
-        return _TOTAL[self._entries[0].kind](self._entries) if self._entries else 0.0
+        """The composed privacy parameter of everything charged."""
+        held = self._entries
+        return _TOTAL[held[0].kind](list(held)) if held else 0.0
 
     @property
     def guarantee(self) -> str:
@@ -354,7 +362,8 @@ class PrivacyAccountant:
     @property
     def theorem(self) -> str:
         """The composition theorem the total relies on."""
-        return _THEOREM_OF[self._entries[0].kind] if self._entries else THEOREM_MQM
+        held = self._entries
+        return _THEOREM_OF[held[0].kind] if held else THEOREM_MQM
 
     @property
     def remaining(self) -> float:
@@ -362,14 +371,15 @@ class PrivacyAccountant:
         return math.inf if self.budget is None else max(0.0, self.budget - self.total)
 
     def report(self) -> AccountingReport:
-        """The composed guarantee of every recorded release, with the theorem it rests on."""
+        """The composed guarantee of every charged release, with the theorem it rests on."""
+        held = self._entries
         return AccountingReport(
-            total=self.total,
+            total=_TOTAL[held[0].kind](list(held)) if held else 0.0,
             budget=self.budget,
-            n_releases=len(self._entries),
-            theorem=self.theorem,
-            entries=self.entries,
-            guarantee=self.guarantee,
+            n_releases=len(held),
+            theorem=_THEOREM_OF[held[0].kind] if held else THEOREM_MQM,
+            entries=held,
+            guarantee="Blowfish" if any(e.kind == "blowfish" for e in held) else "Pufferfish",
         )
 
 

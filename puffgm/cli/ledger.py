@@ -1,0 +1,44 @@
+"""``puffgm ledger show FILE``: the releases a durable ledger holds and their composed guarantee.
+
+A ledger file is the SQLite file a :class:`puffgm.accounting.PrivacyAccountant` keeps its
+entries in (``PrivacyAccountant(budget=B, ledger="FILE.db")``): every charged and released
+release with its time, epsilon, composition key and theorem.  ``show`` prints the
+accountant's report and one line per entry; ``--json`` prints one object with ``total``,
+``budget``, ``remaining``, ``theorem``, ``guarantee`` and ``entries``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+__all__ = ["register", "run"]
+
+
+def register(p) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION")
+    sub.required = True
+    show = sub.add_parser("show", help="print the ledger's releases and composed guarantee",
+                          description="print the ledger's releases and composed guarantee")
+    show.add_argument("file", metavar="FILE", help="the ledger file (SQLite)")
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run(args) -> str:
+    from puffgm.accounting import PrivacyAccountant
+    from puffgm.exceptions import ParameterError
+
+    if not os.path.isfile(args.file):
+        raise ParameterError(f"There is no ledger file {args.file!r}.")
+    report = PrivacyAccountant(ledger=args.file).report()
+    if args.json:
+        return json.dumps({"file": args.file, "total": report.total, "budget": report.budget,
+                           "remaining": None if math.isinf(report.remaining) else report.remaining,
+                           "theorem": report.theorem, "guarantee": report.guarantee,
+                           "entries": [json.loads(e.to_json()) for e in report.entries]}, indent=2)
+    lines = [report.explain()]
+    for i, e in enumerate(report.entries, 1):
+        label = f" [{e.label}]" if e.label else ""
+        lines.append(f"{i:>4}  {e.time}  {e.status:<8}  epsilon {e.epsilon:g}  {e.mechanism}{label}  key {e.key}")
+    return "\n".join(lines)
