@@ -42,6 +42,7 @@ EXPERIMENTS = [
     "query_calibration",
     "temporal_leakage",
     "network_scale",
+    "workloads",
 ]
 
 DEFAULT_OUT = pathlib.Path("docs")  # full runs, from the repository root

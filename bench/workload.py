@@ -1,0 +1,165 @@
+"""Benchmark: tables of statistics (workloads) released together, calibrated by their exact joint laws.
+
+Prints one JSON object.  Every case runs in a fresh interpreter (so ``wall_s`` includes
+importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_workload` at
+``--epsilon`` with the default limits (``max_joint_length`` 65536 cells; the networks'
+``max_table_entries``; the chains' exact laws up to length 600):
+
+* ``networks``: k counts of each node's first state (``{"count": 0, "nodes": part}``) over
+  the k disjoint, contiguous parts of the network's node order (halves, thirds): asia,
+  child and alarm with k = 2 and 3; insurance, hailfinder, win95pts and hepar2 with k = 2;
+* ``chain``: the 3-state histogram (one count per state over every position) of a chain of
+  length 30 fitted to statsmodels' monthly El Nino sea-surface temperatures (732 months,
+  3 equal-width bins, stationary start, smoothing tau = 1e-5);
+* ``k_growth``: alarm with k = 1, 2, 3, 4 counts over the k parts of its node order;
+* ``axis_growth``: alarm, two counts over the first m and the next m nodes (axis m + 1 each),
+  m = 4, 9, 14, 18; and the chain's 3-state histogram at lengths 10, 20, 30 (axes T + 1);
+* ``limits``: where the limits stop a workload: a 3-state histogram at T = 40 and a 4-state
+  one at T = 30 (max_joint_length), two counts on a chain of length 700 (the exact laws of
+  chains stop at 600), two counts on pathfinder and andes (the networks' table limit).
+
+Each row has the wall time, the calibration's own seconds, the joint law's shape, the
+joint scales and their exact loss, the MQM scale, group DP, each statistic's own optimal
+scale (calibrated alone: not a valid release of the table), the totals of expected
+absolute error and the ratio MQM / joint (totals).  A refused case has ``refused`` (the
+one-line message) and the seconds it took to refuse.
+
+Targets (2-core machine): asia, child and alarm in seconds; insurance, hailfinder,
+win95pts and hepar2 within two minutes each; the chain histogram within a minute.
+
+Usage: python3 bench/workload.py [--epsilon 1] [--timeout 900] [SECTION ...]
+       (sections: networks chain k_growth axis_growth limits; default all)
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+SECTIONS = ("networks", "chain", "k_growth", "axis_growth", "limits")
+
+_CHILD = r"""
+import json, sys, time
+t0 = time.monotonic()
+import numpy as np
+import puffgm
+from puffgm.api import as_prior
+from puffgm.exceptions import PuffgmError, first_line
+case, eps = json.loads(sys.argv[1]), float(sys.argv[2])
+if case["prior"] == "chain":
+    import statsmodels.api as sm
+    from puffgm.chains import ChainPriorClass
+    from puffgm.chains.data import discretise
+    d = sm.datasets.elnino.load_pandas().data.drop(columns="YEAR").to_numpy(float).ravel()
+    k = case["states"]
+    kind = as_prior(ChainPriorClass.fit(discretise(d, k).tolist(), length=case["length"], states=list(range(k)),
+                                        initial="stationary"))
+else:
+    kind = as_prior(f"example:{case['prior']}")
+try:
+    nodes = [str(n) for n in kind.query_domain()[0]]
+except PuffgmError as exc:
+    print(json.dumps({"refused": first_line(exc), "refused_after_s": round(time.monotonic() - t0, 3)}))
+    raise SystemExit(0)
+if "histogram" in case:
+    workload = {"histogram": {}}
+else:
+    parts, size = case["parts"], case.get("part_size")
+    size = size or len(nodes) // parts
+    cut = [nodes[i * size:(i + 1) * size] for i in range(parts)]
+    if not case.get("part_size"):
+        cut[-1] = nodes[(parts - 1) * size:]
+    workload = [{"count": 0, "nodes": c, "name": f"part {i + 1}"} for i, c in enumerate(cut)]
+t1 = time.monotonic()
+row = {"n_nodes": len(nodes), "load_s": round(t1 - t0, 3)}
+if "histogram" not in case:
+    row["part_sizes"] = [len(q["nodes"]) for q in workload]
+try:
+    cal = puffgm.calibrate_workload(kind, workload, epsilon=eps, time_limit=case.get("time_limit"))
+except PuffgmError as exc:
+    row.update(refused=first_line(exc), refused_after_s=round(time.monotonic() - t1, 3),
+               wall_s=round(time.monotonic() - t0, 3))
+    print(json.dumps(row))
+    raise SystemExit(0)
+t2 = time.monotonic()
+cmp = cal.comparison()
+joint = cmp["joint"]["total"]
+mqm = None if cmp["mqm"] is None else cmp["mqm"]["total"]
+row.update({
+    "wall_s": round(t2 - t0, 3), "calibrate_s": round(t2 - t1, 3), "seconds": cal.seconds,
+    "k": cal.k, "names": list(cal.names), "dims": [int(round((q["max_value"] - q["min_value"]) * q["unit"])) + 1
+             for q in cal.workload["queries"]],
+    "joint_cells": cal.workload["joint_cells"], "lipschitz_l1": cal.workload["lipschitz_l1"],
+    "n_pairs": cal.n_pairs, "evaluations": cal.evaluations,
+    "joint_scales": list(cal.scales), "loss": cal.loss, "mqm_scale": cal.mqm_scale,
+    "group_dp_scale": cal.group_dp_scale, "single_scales": list(cal.single_scales or ()),
+    "total_joint": joint, "total_mqm": mqm, "total_group_dp": cmp["group_dp"]["total"],
+    "total_single_not_valid": None if cmp["single"] is None else cmp["single"]["total"],
+    "ratio_mqm_over_joint": None if mqm is None or not joint else mqm / joint,
+    "ratio_group_dp_over_joint": None if not joint else cmp["group_dp"]["total"] / joint,
+    "witness": cal.witness, "notes": list(cal.notes),
+})
+print(json.dumps(row))
+"""
+
+
+def cases(section: str) -> list:
+    """(label, case) pairs of a section."""
+    if section == "networks":
+        out = [(f"{n}_k{k}", {"prior": n, "parts": k}) for n in ("asia", "child", "alarm") for k in (2, 3)]
+        return out + [(f"{n}_k2", {"prior": n, "parts": 2}) for n in ("insurance", "hailfinder", "win95pts", "hepar2")]
+    if section == "chain":
+        return [("elnino_3states_T30", {"prior": "chain", "states": 3, "length": 30, "histogram": True})]
+    if section == "k_growth":
+        return [(f"alarm_k{k}", {"prior": "alarm", "parts": k}) for k in (1, 2, 3, 4)]
+    if section == "axis_growth":
+        out = [(f"alarm_2x{m}", {"prior": "alarm", "parts": 2, "part_size": m}) for m in (4, 9, 14, 18)]
+        return out + [(f"elnino_3states_T{t}", {"prior": "chain", "states": 3, "length": t, "histogram": True})
+                      for t in (10, 20, 30)]
+    if section == "limits":
+        return [("elnino_3states_T40", {"prior": "chain", "states": 3, "length": 40, "histogram": True}),
+                ("elnino_4states_T30", {"prior": "chain", "states": 4, "length": 30, "histogram": True}),
+                ("elnino_2states_T700_2x5", {"prior": "chain", "states": 2, "length": 700, "parts": 2,
+                                             "part_size": 5}),
+                ("pathfinder_k2", {"prior": "pathfinder", "parts": 2, "time_limit": 300}),
+                ("andes_k2", {"prior": "andes", "parts": 2, "time_limit": 300})]
+    raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
+
+
+def run(case: dict, eps: float, timeout: float) -> dict:
+    t0 = time.monotonic()
+    args = [sys.executable, "-c", _CHILD, json.dumps(case), str(eps)]
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"case": case, "refused": f"no answer within the bench's timeout of {timeout:g} s"}
+    if out.returncode != 0:
+        return {"case": case, "error": (out.stderr.strip().splitlines() or ["?"])[-1],
+                "wall_s": round(time.monotonic() - t0, 3)}
+    return {"case": case, **json.loads(out.stdout)}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per case before it is stopped")
+    p.add_argument("sections", nargs="*", default=list(SECTIONS))
+    args = p.parse_args(argv)
+    results = {}
+    for section in args.sections:
+        results[section] = {}
+        for label, case in cases(section):
+            print(f"[bench/workload] {section}: {label}", file=sys.stderr, flush=True)
+            results[section][label] = run(case, args.epsilon, args.timeout)
+    print(json.dumps({"epsilon": args.epsilon, "command": "python3 bench/workload.py " + " ".join(args.sections),
+                      "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                                  "python": platform.python_version(),
+                                  "note": "2-core Linux, shared with other jobs: times are indicative"},
+                      "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
