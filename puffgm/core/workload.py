@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from puffgm.core.query import BoundQuery, SumQuery
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import ParameterError
 
 __all__ = ["Workload", "BoundWorkload", "load_workload", "is_workload_spec", "DEFAULT_MAX_JOINT_LENGTH"]
@@ -125,19 +126,30 @@ class BoundWorkload:
             r *= d
         return tuple(out)
 
-    @property
-    def lipschitz(self) -> float:
-        """The workload's L1 Lipschitz constant in query units: the largest total score change one node
-        can cause across the queries, max_i sum_j range_j(i) / unit_j."""
-        total: dict = {}
+    def node_l1(self) -> dict:
+        """For each scored node, the largest L1 change of the table when that node alone changes state:
+        max over state pairs (x, x') of sum_j |s_j(x) - s_j(x')| / unit_j (query units)."""
+        rows: dict = {}
         for q in self.queries:
             for n, s in zip(q.nodes, q.scores, strict=True):
-                total[n] = total.get(n, 0.0) + max(s) / q.unit
-        return max(total.values(), default=0.0)
+                rows.setdefault(n, []).append(np.asarray(s, dtype=float) / q.unit)
+        out = {}
+        for n, cols in rows.items():
+            m = np.stack(cols, axis=1)  # states x statistics
+            out[n] = float(np.abs(m[:, None, :] - m[None, :, :]).sum(axis=2).max())
+        return out
+
+    @property
+    def lipschitz(self) -> float:
+        """The workload's L1 Lipschitz constant in query units: the largest L1 change of the table one node can
+        cause (:meth:`node_l1`); a histogram's is 2, one count down and one up."""
+        return max(self.node_l1().values(), default=0.0)
 
     def l1_range(self, group) -> float:
-        """sum_j range_j(group) / unit_j: how far the table can move in L1 when ``group`` changes."""
-        return float(sum(q.range_of(group) / q.unit for q in self.queries))
+        """How far the table can move in L1 when every node of ``group`` changes: at most the sum of the
+        nodes' :meth:`node_l1` (the triangle inequality; equal for counts and histograms)."""
+        per_node = self.node_l1()
+        return float(sum(per_node.get(str(n), 0.0) for n in group))
 
     def encoded(self, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH) -> SumQuery:
         """The one sum query whose grid sum encodes every query's grid sum (module docstring).
@@ -206,10 +218,16 @@ def load_workload(spec) -> Workload:
     if isinstance(spec, Mapping) and "queries" in spec:
         extra = sorted(set(spec) - {"queries", "description"})
         if extra:
-            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the workload; it takes "
+            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the workload"
+                                 f"{did_you_mean(extra[0], ('queries', 'description'))}; it takes "
                                  '"queries" (a list of sum queries) or "histogram".')
         spec = spec["queries"]
     if isinstance(spec, Mapping):
+        if "scores" not in spec and "count" not in spec:  # a misspelt "queries" or "histogram"
+            typo = next((k for k in spec if did_you_mean(k, ("queries", "histogram"))), None)
+            if typo is not None:
+                raise ParameterError(f"Unknown key {typo!r} in the workload{did_you_mean(typo, ('queries', 'histogram'))}; "
+                                     'it takes "queries" (a list of sum queries) or "histogram".')
         spec = [spec]
     if not isinstance(spec, Sequence) or isinstance(spec, (str, bytes)) or not spec:
         raise ParameterError("A workload is a non-empty list of sum queries, {\"queries\": [...]} or "
@@ -261,7 +279,8 @@ def _histogram_workload(spec: Mapping) -> Workload:
         raise ParameterError('"histogram" takes an object: {"nodes": [...]} (optional) and "states" (optional).')
     extra = sorted(set(h) - {"nodes", "states"})
     if extra:
-        raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the histogram; it takes "
+        raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the histogram"
+                             f"{did_you_mean(extra[0], ('nodes', 'states'))}; it takes "
                              '"nodes" and "states".')
     for key in ("nodes", "states"):
         if key in h and (not isinstance(h[key], (list, tuple)) or not h[key]):
@@ -274,7 +293,8 @@ def _histogram_queries(h: Mapping, nodes: tuple, states: Mapping) -> tuple:
     chosen = tuple(str(n) for n in h.get("nodes", nodes))
     unknown = [n for n in chosen if n not in nodes]
     if unknown:
-        raise ParameterError(f"The histogram names {unknown[0]!r}, which is not a node of the prior.")
+        raise ParameterError(f"The histogram names {unknown[0]!r}, which is not a node of the prior"
+                             f"{did_you_mean(unknown[0], nodes)}.")
     spaces = {tuple(map(str, states[n])) for n in chosen}
     if len(spaces) != 1:
         raise ParameterError("The histogram's nodes must share one state space; give \"nodes\" that do.")
@@ -282,7 +302,8 @@ def _histogram_queries(h: Mapping, nodes: tuple, states: Mapping) -> tuple:
     wanted = [str(s) for s in h.get("states", space)]
     missing = [s for s in wanted if s not in space]
     if missing:
-        raise ParameterError(f"The histogram counts state {missing[0]!r}, which its nodes do not have "
+        raise ParameterError(f"The histogram counts state {missing[0]!r}, which its nodes do not have"
+                             f"{did_you_mean(missing[0], space)} "
                              f"(their states: {', '.join(space)}).")
     queries = tuple(SumQuery({"count": s, "nodes": list(chosen)}) for s in wanted)
     return queries, tuple(wanted)

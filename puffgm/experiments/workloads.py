@@ -116,7 +116,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
          "protected; docs/workloads.md).  On each network the table is two counts of the nodes in their first "
          "state, over the first and the second half of the network's node order" + chain + ".  Every figure is an "
          "expected absolute error (for Laplace noise, its scale).  MQM is sigma_max times the table's L1 Lipschitz "
-         "constant on every statistic (Song, Wang and Chaudhuri, Algorithm 2); group DP is the table's L1 range "
+         "constant (the largest L1 change of the table one node causes: 1 for counts over disjoint halves, 2 for "
+         "a histogram) on every statistic (Song, Wang and Chaudhuri, Algorithm 2); group DP is the table's L1 range "
          "over a group of correlated nodes, divided by epsilon, on every statistic.  \"Each alone\" adds each "
          "statistic's own optimal Laplace scale, calibrated as if it were the only release: shown for reference "
          "only, it is not an epsilon-Pufferfish release of the table.  Command: `puffgm calibrate example:NAME "
@@ -124,15 +125,6 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
          "optimal-laplace`, or `--query '{\"histogram\": {}}'`; `python3 bench/workload.py` times more tables "
          "(bench/data/workload.json).", ""]
     L += _table(rows)
-    hist = None if quick else rows[-1]  # the chain's histogram
-    if hist is not None and hist["cal"].mqm_scale is not None and hist["cal"].k > 2:
-        c = hist["cal"]
-        tight = c.mqm_scale * 2 / c.workload["lipschitz_l1"]
-        L += ["", f"For the {c.k}-state histogram, the L1 Lipschitz constant ({c.workload['lipschitz_l1']:g}) and the "
-              f"group range count each position in all {c.k} counts, while one position's change moves the histogram "
-              f"by at most 2 in L1: the MQM and group DP columns are {c.workload['lipschitz_l1'] / 2:g} times larger "
-              f"than they need to be.  With the constant 2, MQM would add {tight:.4g} per statistic, "
-              f"x{tight * c.k / sum(c.scales):.3g} the joint release's total."]
     L += ["", "Seconds are wall-clock seconds of the whole `calibrate_workload` call (exact laws, the bisection, "
           "each statistic alone and MQM), in one process on a machine shared with other jobs."]
     return "\n".join(L) + "\n"
