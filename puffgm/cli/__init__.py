@@ -11,6 +11,8 @@ import argparse
 import importlib
 import sys
 
+from puffgm import __version__
+
 __all__ = ["main"]
 
 #: (subcommand, module under puffgm.cli, one-line help)
@@ -40,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="puffgm",
         description="Pufferfish privacy for correlated data with graphical-model priors.",
     )
+    parser.add_argument("--version", action="version", version=f"puffgm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name, module, help_text in COMMANDS:
