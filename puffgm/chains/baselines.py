@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -36,6 +37,7 @@ from puffgm.chains.budget import check_chain_length
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
 from puffgm.core.results import CalibrationResult
 from puffgm.core.validation import check_positive_finite
+from puffgm.exceptions import NumericalError
 
 __all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma", "GK16_SOLVE_LIMIT"]
 
@@ -79,7 +81,19 @@ def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: floa
     T = check_chain_length(chain_class.length, "group_dp")
     base = _Baseline("groupdp", eps, lip, T, chain_class.fingerprint,
                      "group differential privacy over the longest chain (T records)")
-    return base.result(T / eps, details={"group_size": T})
+    return base.result(_scale_up(T, eps, "Group DP"), details={"group_size": T})
+
+
+def _scale_up(numerator: float, eps: float, method: str) -> float:
+    """numerator / eps rounded up (never half an ulp below the exact quotient), or a NumericalError when it
+    is beyond the largest double."""
+    q = numerator / eps
+    if not math.isfinite(q):
+        raise NumericalError(f"{method}'s noise scale at epsilon = {eps:g} is above the largest double (1.8e+308) "
+                             f"for this chain; epsilon of at least about {numerator / 1.7e308:.3g} works.")
+    if Fraction(q) * Fraction(eps) < Fraction(numerator):
+        q = math.nextafter(q, math.inf)
+    return q
 
 
 def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> CalibrationResult:
@@ -194,4 +208,4 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
         rows = solve_banded((1, 1), ab, np.ones(T)) if T > 1 else np.ones(1)
         factor = float(np.max(2.0 * rows))
     details.update({"epsilon_dp": eps / factor, "max_row_factor": factor})
-    return base.result(factor / eps, details=details)
+    return base.result(_scale_up(factor, eps, "GK16"), details=details)

@@ -272,10 +272,12 @@ class CalibrationResult:
                 f"lower bound on sigma_max over all Markov quilts: {self.sigma_lower_bound:.6g} "
                 + ("(optimal, gap 0)" if gap <= 1e-9 else f"(optimality gap {100 * gap:.3g}% = sigma_max / bound - 1)")
             )
-        lines.append(
-            f"group-DP baseline {self.groupdp_sigma * self.lipschitz:.6g}: gain x{self.gain:.4g}"
-            + ("" if self.gain > 1 + 1e-12 else " (no gain over group DP)")
-        )
+        group = self.groupdp_sigma * self.lipschitz
+        if not math.isfinite(group):
+            lines.append("group-DP baseline: above the largest double (group DP needs an infinite scale here)")
+        else:
+            lines.append(f"group-DP baseline {group:.6g}: gain x{self.gain:.4g}"
+                         + ("" if self.gain > 1 + 1e-12 else " (no gain over group DP)"))
         for note in self.notes:
             lines.append(f"note: {note}")
         return "\n".join(lines)
