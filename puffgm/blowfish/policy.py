@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import PuffgmError
 
 __all__ = [
@@ -755,9 +756,10 @@ def policy_from_dict(spec) -> Policy:
     """
     if not isinstance(spec, Mapping):
         raise PolicyError("The policy must be a JSON object with 'domain' and 'graph'.")
-    unknown = set(spec) - {"domain", "graph", "constraints", "marginals", "n"}
+    fields = ("constraints", "domain", "graph", "marginals", "n")
+    unknown = sorted(set(spec) - set(fields), key=str)
     if unknown:
-        raise PolicyError(f"The policy has unknown field(s) {sorted(unknown)!r}.")
+        raise PolicyError(f"The policy has unknown field(s) {unknown!r}{did_you_mean(unknown[0], fields)}.")
     domain = _domain_from_dict(spec.get("domain"))
     graph = _graph_from_dict(spec.get("graph"), domain)
     return Policy(graph, _constraints_from_dict(spec, domain), n=spec.get("n"))
@@ -781,7 +783,8 @@ def _domain_from_dict(dom) -> Domain:
         if isinstance(attrs, Mapping):
             return Domain.grid({a: (v if _is_int(v) else [_key(x) for x in v]) for a, v in attrs.items()})
         return Domain.grid(attrs if attrs is not None else [])
-    raise PolicyError(f"Unknown domain kind {kind!r}; use 'categorical', 'ordered' or 'grid'.")
+    raise PolicyError(f"Unknown domain kind {kind!r}{did_you_mean(kind, ('categorical', 'ordered', 'grid'))}; "
+                      "use 'categorical', 'ordered' or 'grid'.")
 
 
 def _graph_from_dict(g, domain: Domain) -> SecretGraph:
@@ -813,7 +816,8 @@ def _graph_from_dict(g, domain: Domain) -> SecretGraph:
         nxg = nx.Graph()
         nxg.add_edges_from((_key(a), _key(b)) for a, b in edges)
         return graph_from_networkx(domain, nxg)
-    raise PolicyError(f"Unknown graph kind {gk!r}; use complete, attribute, partition, distance, line or edges.")
+    kinds = ("complete", "attribute", "partition", "distance", "line", "edges")
+    raise PolicyError(f"Unknown graph kind {gk!r}{did_you_mean(gk, kinds)}; use {', '.join(kinds[:-1])} or edges.")
 
 
 def _constraints_from_dict(spec, domain: Domain) -> list:

@@ -28,7 +28,7 @@ from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
 from puffgm.core.results import QuiltGraph
-from puffgm.core.validation import check_time_limit
+from puffgm.core.validation import check_time_limit, is_inline_json
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.mechanisms.query import QueryLaws
 
@@ -36,18 +36,20 @@ __all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
 
 
 def is_chain_prior(prior) -> bool:
-    """True for a chain object (ChainPrior, ChainPriorClass, ChainParameterBox) or a chain JSON spec path.
+    """True for a chain object (ChainPrior, ChainPriorClass, ChainParameterBox) or a chain JSON spec.
 
-    A JSON path is taken for a chain spec here; linear-Gaussian JSON files are
-    told apart before (:func:`puffgm.gaussian.networks.is_gaussian_spec`).
+    A JSON path, inline JSON text or a dict is taken for a chain spec here;
+    linear-Gaussian JSON is told apart before
+    (:func:`puffgm.gaussian.networks.is_gaussian_prior`).
     """
-    if isinstance(prior, (ChainPrior, ChainPriorClass, ChainParameterBox)):
+    if isinstance(prior, (ChainPrior, ChainPriorClass, ChainParameterBox, Mapping)):
         return True
-    return isinstance(prior, (str, os.PathLike)) and os.fspath(prior).lower().endswith(".json")
+    return is_inline_json(prior) or (
+        isinstance(prior, (str, os.PathLike)) and os.fspath(prior).lower().endswith(".json"))
 
 
 def chain_kind(prior) -> PriorKind:
-    """The kind of a chain object, a chain spec path, or a list of them (one class Theta, pooled).
+    """The kind of a chain object, a chain spec (path, JSON text or dict), or a list of them (one class Theta, pooled).
 
     Several specs pool their members into one :class:`ChainPriorClass` (they must
     share the length and the states); a parameter box stands alone.
@@ -55,7 +57,7 @@ def chain_kind(prior) -> PriorKind:
     items = list(prior) if isinstance(prior, (list, tuple)) else [prior]
     if not items:
         raise PriorError("No chain spec given.")
-    classes = [load_chain_spec(p) if isinstance(p, (str, os.PathLike)) else p for p in items]
+    classes = [load_chain_spec(p) if isinstance(p, (str, os.PathLike, Mapping)) else p for p in items]
     classes = [ChainPriorClass([c]) if isinstance(c, ChainPrior) else c for c in classes]
     if len(classes) == 1 and isinstance(classes[0], ChainParameterBox):
         return ChainBoxKind(classes[0])

@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -476,7 +477,7 @@ def _resolve(chain, backward):
             raise ParameterError("Temporal correlations already hold their backward matrices; give no 'backward'.")
         return tuple(chain), None, " + ".join(c.name for c in chain)
     label, raw = None, False
-    if isinstance(chain, (str, os.PathLike)):
+    if isinstance(chain, (str, os.PathLike, Mapping)):
         spec, label = read_chain_spec(chain)
         cc = chain_class_from_spec(spec, label)
         if not isinstance(cc, InfiniteChainClass):
@@ -494,8 +495,8 @@ def _resolve(chain, backward):
     if isinstance(chain, ChainPrior):
         chain = ChainPriorClass([chain])
     if not isinstance(chain, ChainPriorClass):
-        raise ParameterError("The chain must be a ChainPriorClass, a ChainPrior, a chain JSON spec path or a "
-                             f"k x k transition matrix; got {type(chain).__name__}.")
+        raise ParameterError("The chain must be a ChainPriorClass, a ChainPrior, a chain spec (JSON path, text or "
+                             f"dict) or a k x k transition matrix; got {type(chain).__name__}.")
     length = None if raw else chain.length
     n = len(chain.members)
     if backward is None:
@@ -766,7 +767,7 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
 
     Parameters
     ----------
-    chain : ChainPriorClass, ChainPrior, chain JSON spec path, k x k matrix, or TemporalCorrelation tuple
+    chain : ChainPriorClass, ChainPrior, chain spec (JSON path, text or dict), k x k matrix or TemporalCorrelation tuple
         A class gives the pointwise maximum over its members; boxes are refused.
     epsilon : float, optional
         A constant per-step budget (then the suprema as T grows are computed too).

@@ -1,4 +1,4 @@
-"""The JSON chain spec read by ``puffgm calibrate CHAIN.json``.
+"""The JSON chain spec read by ``puffgm calibrate CHAIN.json`` (a file, inline JSON text or a dict).
 
 One chain::
 
@@ -31,10 +31,10 @@ paper) or ``"stationary"``::
 
 from __future__ import annotations
 
-import json
-import os
+from collections.abc import Mapping
 
 from puffgm.chains.priors import ChainPriorClass, check_transition_matrix
+from puffgm.core.validation import did_you_mean, read_json_argument
 from puffgm.exceptions import PriorError
 
 __all__ = ["load_chain_spec", "chain_class_from_spec", "read_chain_spec", "backward_from_spec"]
@@ -70,7 +70,7 @@ def chain_class_from_spec(spec: dict, label: str = "chain spec"):
         raise PriorError(f"The {label} must be a JSON object.")
     unknown = sorted(set(spec) - _KEYS)
     if unknown:
-        raise PriorError(f"The {label} has unknown key(s) {unknown}.")
+        raise PriorError(f"The {label} has unknown key(s) {unknown}{did_you_mean(unknown[0], sorted(_KEYS))}.")
     if "length" not in spec:
         raise PriorError(f"The {label} has no 'length' (the chain length T).")
     length = spec["length"]
@@ -136,21 +136,31 @@ def backward_from_spec(spec: dict, chain_class: ChainPriorClass, label: str = "c
     return tuple(out)
 
 
-def read_chain_spec(path) -> tuple:
-    """(spec, label): the parsed JSON object of a chain spec file and a label naming it in messages."""
-    path = os.fspath(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            spec = json.load(fh)
-    except FileNotFoundError:
-        raise PriorError(f"Chain spec file {path!r} does not exist.") from None
-    except json.JSONDecodeError as e:
-        raise PriorError(f"Chain spec file {path!r} is not valid JSON ({e.msg} at line {e.lineno}).") from None
-    except OSError as e:
-        raise PriorError(f"Chain spec file {path!r} cannot be read ({e.strerror}).") from None
-    return spec, f"chain spec {os.path.basename(path)!r}"
+def read_chain_spec(source) -> tuple:
+    """(spec, label): a chain spec as a parsed JSON object and a label naming it in messages.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or dict
+        The path of a JSON file, inline JSON text (``'{"transition": ..., "length": 5}'``)
+        or the spec itself as a dict (:func:`puffgm.core.validation.read_json_argument`).
+
+    Raises
+    ------
+    PriorError
+        If the file does not exist or cannot be read, or the JSON is invalid.
+    """
+    if isinstance(source, Mapping):
+        return dict(source), "chain spec"
+    return read_json_argument(source, "chain spec", PriorError)
 
 
-def load_chain_spec(path):
-    """Read a chain spec JSON file and return its :class:`ChainPriorClass` (or parameter box)."""
-    return chain_class_from_spec(*read_chain_spec(path))
+def load_chain_spec(source):
+    """The :class:`ChainPriorClass` (or parameter box) of a chain spec file, inline JSON text or dict.
+
+    Examples
+    --------
+    >>> load_chain_spec('{"transition": [[0.9, 0.1], [0.4, 0.6]], "length": 5}').length
+    5
+    """
+    return chain_class_from_spec(*read_chain_spec(source))

@@ -5,7 +5,7 @@ Two modes::
     puffgm blowfish sensitivity --policy POLICY --query QUERY [--method auto|closed|enumerate] [--n N] [--json]
     puffgm blowfish release     --policy POLICY --query QUERY --data DATA --epsilon E [--seed S] [--json]
 
-POLICY, QUERY and DATA are JSON text or ``@file``.  POLICY is
+POLICY, QUERY and DATA are JSON text or the path of a JSON file (``@file`` also works).  POLICY is
 :func:`puffgm.blowfish.policy_from_dict`'s form, e.g.
 ``{"domain": {"kind": "ordered", "size": 10}, "graph": {"kind": "distance", "theta": 2}}``.
 QUERY is ``{"kind": "histogram", "partition": [[...], ...]}`` (partition optional),
@@ -18,7 +18,6 @@ DATA is a JSON list of domain values.  Without ``--seed`` noise is OpenDP's secu
 from __future__ import annotations
 
 import json
-import pathlib
 
 _KINDS = ("histogram", "cumulative", "linear", "ordered", "ordered_hierarchical")
 
@@ -31,36 +30,34 @@ def register(p) -> None:
     s = sub.add_parser("sensitivity", help="policy-specific global sensitivity S(f, P) (Definition 5.1)")
     r = sub.add_parser("release", help="release a query under the policy (Theorem 5.1, section 7)")
     for q in (s, r):
-        q.add_argument("--policy", required=True, help="policy JSON or @file")
-        q.add_argument("--query", default='{"kind": "histogram"}', help="query JSON or @file (default: histogram)")
+        q.add_argument("--policy", required=True, metavar="JSON_OR_FILE", help="policy, as JSON text or a JSON file")
+        q.add_argument("--query", default='{"kind": "histogram"}', metavar="JSON_OR_FILE",
+                       help="query, as JSON text or a JSON file (default: histogram)")
         q.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--method", choices=("auto", "closed", "enumerate"), default="auto",
                    help="closed form (unconstrained policies), brute-force enumeration, or auto")
     s.add_argument("--n", type=int, default=None, help="number of tuples for enumeration (default: the policy's n)")
-    r.add_argument("--data", required=True, help="JSON list of domain values, or @file")
+    r.add_argument("--data", required=True, metavar="JSON_OR_FILE",
+                   help="JSON list of domain values, as JSON text or a JSON file")
     r.add_argument("--epsilon", type=float, required=True, help="privacy parameter")
     r.add_argument("--seed", type=int, default=None, help="seeded numpy noise (NOT for production)")
 
 
 def _load(text: str, what: str):
+    """The parsed JSON of an argument given as JSON text, a file path or ``@file``."""
     from puffgm.blowfish.policy import PolicyError
+    from puffgm.core.validation import read_json_argument
 
-    if text.startswith("@"):
-        path = pathlib.Path(text[1:])
-        if not path.is_file():
-            raise PolicyError(f"The {what} file {text[1:]!r} does not exist.")
-        text = path.read_text()
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PolicyError(f"The {what} is not valid JSON ({exc.msg} at position {exc.pos}).") from None
+    return read_json_argument(text, what, PolicyError)[0]
 
 
 def _query(spec, policy):
     from puffgm.blowfish.policy import PolicyError
+    from puffgm.core.validation import did_you_mean
 
     if not isinstance(spec, dict) or spec.get("kind") not in _KINDS:
-        raise PolicyError(f"The query needs a 'kind' among {', '.join(_KINDS)}.")
+        hint = did_you_mean(spec.get("kind"), _KINDS) if isinstance(spec, dict) and "kind" in spec else ""
+        raise PolicyError(f"The query needs a 'kind' among {', '.join(_KINDS)}{hint}.")
     kind = spec["kind"]
     part = spec.get("partition")
     if part is not None:

@@ -7,7 +7,7 @@ group DP and MQM (docs/queries.md).
 PRIOR arguments are network files -- BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI or
 XBN, each also gzipped, recognised by content (docs/foundation.md, "Network file
 formats") -- or ``example:NAME`` (several form one class Theta), or Markov-chain
-JSON specs (``*.json``, see docs/chains.md).
+JSON specs (``*.json`` files or inline JSON text, see docs/chains.md).
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _finite_float(text: str) -> float:
 def register(p) -> None:
     p.add_argument("priors", nargs="+", metavar="PRIOR",
                    help="network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN; also gzipped), "
-                        "example:NAME (bundled bnlearn network), or chain JSON spec; "
+                        "example:NAME (bundled bnlearn network), or chain JSON spec (a file or inline JSON text); "
                         "several PRIORs form the prior class Theta")
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")

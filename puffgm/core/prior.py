@@ -28,6 +28,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import ClassVar
 
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import NotApplicableError, ParameterError
 
 __all__ = ["PriorKind"]
@@ -89,7 +90,8 @@ class PriorKind:
         """Raise a ParameterError naming the methods of the kind if ``method`` is not one of them."""
         if method not in cls.methods:
             raise ParameterError(
-                f"Method {method!r} does not apply to {cls.kind}; they take {', '.join(map(repr, cls.methods))}."
+                f"Method {method!r} does not apply to {cls.kind}{did_you_mean(method, cls.methods)}; "
+                f"they take {', '.join(map(repr, cls.methods))}."
             )
 
     @classmethod
@@ -99,7 +101,8 @@ class PriorKind:
         if unknown:
             listed = ", ".join(sorted(accepted)) or "none"
             raise ParameterError(
-                f"Option(s) {', '.join(unknown)} do not apply to {what} of {cls.kind}; the options are: {listed}."
+                f"Option(s) {', '.join(unknown)} do not apply to {what} of {cls.kind}"
+                f"{did_you_mean(unknown[0], accepted)}; the options are: {listed}."
             )
 
     def calibrate(self, *, epsilon, lipschitz=1.0, method: str = "exact", **options):

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import ParameterError
 
 __all__ = ["SumQuery", "BoundQuery", "MAX_UNIT", "load_query"]
@@ -177,7 +178,8 @@ class BoundQuery:
             elif str(v) in states:
                 total += s[states.index(str(v))]
             else:
-                raise ParameterError(f"Node {n!r} has no state {v!r}; its states are {list(states)}.")
+                raise ParameterError(f"Node {n!r} has no state {v!r}{did_you_mean(v, states)}; "
+                                     f"its states are {list(states)}.")
         return total / self.unit
 
     def to_dict(self) -> dict:
@@ -210,11 +212,13 @@ class SumQuery:
         spec = dict(spec)
         forms = [k for k in _FORMS if k in spec]
         if len(forms) != 1:
-            raise ParameterError('A query has exactly one of the keys "scores" and "count".')
+            hint = next((h for h in (did_you_mean(k, _FORMS) for k in spec if k not in _FORMS) if h), "")
+            raise ParameterError(f'A query has exactly one of the keys "scores" and "count"{hint}.')
         allowed = {"scores"} if forms[0] == "scores" else {"count", "nodes"}
         extra = sorted(set(spec) - allowed - {"description", "name"})
         if extra:
-            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the query; "
+            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, extra))} in the query"
+                                 f"{did_you_mean(extra[0], allowed | {'description', 'name'})}; "
                                  f"a {forms[0]} query takes {', '.join(sorted(allowed))}.")
         if forms[0] == "scores":
             s = spec["scores"]
@@ -276,7 +280,8 @@ class SumQuery:
             unknown = sorted(set(s) - set(nodes))
             if unknown:
                 what = "which is not a node" if len(unknown) == 1 else "which are not nodes"
-                raise ParameterError(f"The query scores {', '.join(map(repr, unknown[:5]))}, {what} of the prior.")
+                raise ParameterError(f"The query scores {', '.join(map(repr, unknown[:5]))}, {what} of the prior"
+                                     f"{did_you_mean(unknown[0], nodes)}.")
             items = s
         else:
             items = {n: s for n in nodes}
@@ -293,7 +298,8 @@ class SumQuery:
             want = [str(n) for n in self.spec["nodes"]]
             unknown = [n for n in want if n not in nodes]
             if unknown:
-                raise ParameterError(f"The count query names {unknown[0]!r}, which is not a node of the prior.")
+                raise ParameterError(f"The count query names {unknown[0]!r}, which is not a node of the prior"
+                                     f"{did_you_mean(unknown[0], nodes)}.")
             chosen = tuple(n for n in nodes if n in set(want))
         out = {}
         for n in chosen:
@@ -307,7 +313,8 @@ class SumQuery:
                 raise ParameterError(f"The count query counts state index {int(c)}, but node {n!r} has "
                                      f"{len(st)} states.")
         if not out:
-            raise ParameterError(f"No node of the prior has the counted state {c!r}.")
+            known = dict.fromkeys(str(s) for n in chosen for s in states[n])
+            raise ParameterError(f"No node of the prior has the counted state {c!r}{did_you_mean(c, known)}.")
         left = len(chosen) - len(out)
         if left:
             notes.append(f"{left} node(s) have no state {c!r} and are not counted")

@@ -6,13 +6,19 @@ be a finite number > 0. Got -1 instead."
 
 from __future__ import annotations
 
+import difflib
+import json
 import math
 import numbers
+import os
+import sys
+from collections.abc import Iterable
 
 from puffgm.exceptions import ParameterError
 
 __all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int",
-           "check_time_limit"]
+           "check_time_limit", "did_you_mean", "is_inline_json", "read_json_argument",
+           "progress_enabled"]
 
 
 def _is_real(value) -> bool:
@@ -69,3 +75,113 @@ def check_positive_int(value, name: str, where: str) -> int:
             f"The '{name}' parameter of {where} must be an integer >= 1. Got {value!r} instead."
         )
     return int(value)
+
+
+def did_you_mean(word, choices: Iterable) -> str:
+    """A hint for a misspelt name: ``" (did you mean 'x'?)"``, or ``""`` when nothing is close.
+
+    The closest of ``choices`` by :func:`difflib.get_close_matches` (ratio at least 0.6),
+    compared as strings; every message that refuses an unknown name (a bundled network,
+    a node, a state, a JSON key) appends it to its one sentence.
+
+    Parameters
+    ----------
+    word : object
+        The name given.
+    choices : iterable
+        The names that exist.
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> did_you_mean("alram", ["asia", "alarm", "child"])
+    " (did you mean 'alarm'?)"
+    >>> did_you_mean("zzz", ["asia", "alarm"])
+    ''
+    """
+    names = {str(c): c for c in choices}
+    match = difflib.get_close_matches(str(word), list(names), n=1)
+    return f" (did you mean {names[match[0]]!r}?)" if match else ""
+
+
+def is_inline_json(value) -> bool:
+    """True if ``value`` is JSON text of an object or a list (its first non-blank character is ``{`` or ``[``)."""
+    return isinstance(value, str) and value.lstrip()[:1] in ("{", "[")
+
+
+def read_json_argument(value, what: str, error: type[Exception] = ParameterError) -> tuple:
+    """(parsed JSON, label) of a JSON argument given as inline text, a file path or ``@path``.
+
+    Every JSON argument of the ``puffgm`` command (a chain spec, a query, a policy,
+    data) is read the same way: text whose first non-blank character is ``{`` or
+    ``[`` is parsed as it is; anything else is the path of a JSON file, with an
+    optional leading ``@``.
+
+    Parameters
+    ----------
+    value : str or os.PathLike
+        The argument as given.
+    what : str
+        What the argument is, for the label and the messages (``"chain spec"``).
+    error : type of Exception
+        The exception raised on a missing file or invalid JSON (one sentence).
+
+    Returns
+    -------
+    tuple
+        The parsed JSON value, and a label naming the argument in messages:
+        ``"inline chain spec"`` or ``"chain spec 'walk.json'"``.
+
+    Examples
+    --------
+    >>> read_json_argument('{"length": 3}', "chain spec")
+    ({'length': 3}, 'inline chain spec')
+    """
+    text = os.fspath(value)
+    if is_inline_json(text):
+        try:
+            return json.loads(text), f"inline {what}"
+        except json.JSONDecodeError as exc:
+            raise error(f"The inline {what} is not valid JSON ({exc.msg} at line {exc.lineno}, "
+                        f"column {exc.colno}).") from None
+    path = text[1:] if isinstance(text, str) and text.startswith("@") else text
+    try:
+        with open(path, encoding="utf-8") as fh:
+            parsed = json.load(fh)
+    except FileNotFoundError:
+        raise error(f"The {what} file {path!r} does not exist (give a JSON file or inline JSON text).") from None
+    except json.JSONDecodeError as exc:
+        raise error(f"The {what} file {path!r} is not valid JSON ({exc.msg} at line {exc.lineno}).") from None
+    except OSError as exc:
+        raise error(f"The {what} file {path!r} cannot be read ({exc.strerror}).") from None
+    return parsed, f"{what} {os.path.basename(path)!r}"
+
+
+def progress_enabled(progress: bool | None = None, stream=None) -> bool:
+    """Whether to draw a progress bar: ``progress`` when given, else whether ``stream`` is a terminal.
+
+    Every tqdm bar of puffgm asks this first, so output redirected to a file or a
+    pipe gets no bar unless the caller passes ``progress=True``.
+
+    Parameters
+    ----------
+    progress : bool or None
+        True or False to force the bar on or off; None (default) to decide by the stream.
+    stream : file-like, optional
+        Where the bar is drawn (default ``sys.stderr``).
+
+    Returns
+    -------
+    bool
+    """
+    if progress is not None:
+        return bool(progress)
+    stream = sys.stderr if stream is None else stream
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (ValueError, OSError):  # a closed or detached stream
+        return False

@@ -223,11 +223,10 @@ def load_workload(spec) -> Workload:
                                  '"queries" (a list of sum queries) or "histogram".')
         spec = spec["queries"]
     if isinstance(spec, Mapping):
-        if "scores" not in spec and "count" not in spec:  # a misspelt "queries" or "histogram"
-            typo = next((k for k in spec if did_you_mean(k, ("queries", "histogram"))), None)
-            if typo is not None:
-                raise ParameterError(f"Unknown key {typo!r} in the workload{did_you_mean(typo, ('queries', 'histogram'))}; "
-                                     'it takes "queries" (a list of sum queries) or "histogram".')
+        hint = _workload_key_hint(spec)
+        if hint:
+            raise ParameterError(f"Unknown key(s) {', '.join(map(repr, sorted(spec)))} in the workload{hint}; "
+                                 'it takes "queries" (a list of sum queries) or "histogram".')
         spec = [spec]
     if not isinstance(spec, Sequence) or isinstance(spec, (str, bytes)) or not spec:
         raise ParameterError("A workload is a non-empty list of sum queries, {\"queries\": [...]} or "
@@ -253,7 +252,16 @@ def is_workload_spec(spec) -> bool:
             spec = _read_json(spec)
         except ParameterError:
             return False
-    return isinstance(spec, (list, tuple)) or (isinstance(spec, Mapping) and ("queries" in spec or "histogram" in spec))
+    return isinstance(spec, (list, tuple)) or (isinstance(spec, Mapping) and (
+        "queries" in spec or "histogram" in spec or bool(_workload_key_hint(spec))))
+
+
+def _workload_key_hint(spec: Mapping) -> str:
+    """The did-you-mean hint of an object that is neither a query nor a workload but has a key close to
+    "queries" or "histogram" (a misspelt workload), else ""."""
+    if any(k in spec for k in ("scores", "count", "queries", "histogram")):
+        return ""
+    return next((h for h in (did_you_mean(k, ("queries", "histogram")) for k in spec) if h), "")
 
 
 def _read_json(text: str):

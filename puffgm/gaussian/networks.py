@@ -59,7 +59,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, is_inline_json, read_json_argument
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
@@ -336,7 +336,12 @@ class GaussianPriorClass:
 
 # ------------------------------------------------------------------ loading and dispatch
 def is_gaussian_spec(spec) -> bool:
-    """True for a path to a JSON file whose 'format' is the linear-Gaussian format (cheap, no pgmpy)."""
+    """True for a JSON file path or inline JSON text whose 'format' is the linear-Gaussian format (cheap, no pgmpy)."""
+    if is_inline_json(spec):
+        try:
+            return json.loads(spec).get("format") == FORMAT
+        except (ValueError, AttributeError):
+            return False
     if not isinstance(spec, (str, os.PathLike)) or not str(spec).lower().endswith(".json"):
         return False
     try:
@@ -370,6 +375,9 @@ def load_linear_gaussian(spec, *, bounds=None, delta=None) -> LinearGaussianPrio
         return LinearGaussianPrior.from_pgmpy(spec, bounds, delta)
     if isinstance(spec, dict):
         return LinearGaussianPrior.from_dict(spec)
+    if is_inline_json(spec):
+        d, label = read_json_argument(spec, "linear-Gaussian spec", PriorError)
+        return LinearGaussianPrior.from_dict(d, label=label)
     if isinstance(spec, (str, os.PathLike)):
         try:
             with open(spec, encoding="utf-8") as fh:

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import PriorError
 from puffgm.networks.formats import CPD_TOLERANCE, NetworkTables, pgmpy_tables, read_bif_text, read_network_file
 
@@ -321,8 +322,9 @@ def _load_example(name: str) -> NetworkPrior:
     d = _example_dir()
     path = d / f"{name}.bif.gz" if d else None
     if path is None or not path.is_file():
-        known = ", ".join(bundled_networks())
-        raise PriorError(f"There is no bundled network named {name!r}; bundled networks: {known}.")
+        names = bundled_networks()
+        raise PriorError(f"There is no bundled network named {name!r}{did_you_mean(name, names)}; "
+                         f"bundled networks: {', '.join(names)}.")
     with gzip.open(path, "rt") as fh:
         return _from_tables(read_bif_text(fh.read(), name), name)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from itertools import combinations
 
+from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import ParameterError, SecretError
 
 __all__ = ["SecretSpec", "resolve_secrets"]
@@ -61,7 +62,8 @@ class SecretSpec:
         known = set(prior_class.nodes)
         for n in self._protected:
             if n not in known:
-                raise SecretError(f"The protected node {n!r} is not a node of the prior.")
+                raise SecretError(f"The protected node {n!r} is not a node of the prior"
+                                  f"{did_you_mean(n, prior_class.nodes)}.")
         if not self._protected:
             raise SecretError("The set of protected nodes is empty.")
         chosen = set(self._protected)
@@ -71,7 +73,8 @@ class SecretSpec:
         """Index pairs (a, b), a < b, of the node's discriminative pairs; None means all pairs."""
         for n in self._pairs:
             if n not in prior_class.states:
-                raise SecretError(f"Discriminative pairs are given for {n!r}, which is not a node of the prior.")
+                raise SecretError(f"Discriminative pairs are given for {n!r}, which is not a node of the prior"
+                                  f"{did_you_mean(n, prior_class.states)}.")
         if node not in self._pairs:
             return None
         states = prior_class.states[node]
@@ -79,7 +82,8 @@ class SecretSpec:
         for a, b in self._pairs[node]:
             for v in (a, b):
                 if v not in states:
-                    raise SecretError(f"Node {node!r} has no value {v!r}; its values are {list(states)}.")
+                    raise SecretError(f"Node {node!r} has no value {v!r}{did_you_mean(v, states)}; "
+                                      f"its values are {list(states)}.")
             i, j = states.index(a), states.index(b)
             out.add((min(i, j), max(i, j)))
         if len(out) == len(list(combinations(range(len(states)), 2))):
