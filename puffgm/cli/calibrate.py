@@ -80,7 +80,7 @@ def register(p) -> None:
     p.add_argument("--per-node", action="store_true", help="include every node's active quilt")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar (networks; the bar is on stderr and appears after 2 s)")
+                   help="no progress bar (networks; the bar is drawn on stderr after 2 s, only on a terminal)")
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
     p.add_argument("--time-limit", type=_finite_float, default=None,

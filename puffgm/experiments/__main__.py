@@ -100,13 +100,16 @@ def _load(name: str):
 
 
 def run_all(out: pathlib.Path | None, *, quick: bool = False, only: str | None = None,
-            show_progress: bool = True) -> pathlib.Path:
+            show_progress: bool | None = None) -> pathlib.Path:
     """Run the experiments and write ``out/results.md`` (+ ``out/results/*.png``); return the page's path.
 
     ``out`` None chooses as :func:`output_folder` does (docs/ for a full run, a temporary folder
-    for a quick run); a quick run into docs/ is refused.
+    for a quick run); a quick run into docs/ is refused.  ``show_progress`` None (default) draws the
+    progress bars only when stderr is a terminal.
     """
     from tqdm import tqdm
+
+    from puffgm.core.validation import progress_enabled
 
     names = list(EXPERIMENTS)
     if only is not None:
@@ -120,7 +123,8 @@ def run_all(out: pathlib.Path | None, *, quick: bool = False, only: str | None =
     t_all = time.perf_counter()
     for name in names:
         mod = _load(name)
-        bar = tqdm(total=1, desc=name, unit="step", disable=not show_progress, leave=True, file=sys.stderr)
+        bar = tqdm(total=1, desc=name, unit="step", disable=not progress_enabled(show_progress), leave=True,
+                   file=sys.stderr)
 
         def progress(done, total, _bar=bar):
             if _bar.total != total:
@@ -206,9 +210,10 @@ def main(argv=None) -> int:
                              "the repository root; a new temporary folder for --quick)")
     parser.add_argument("--only", metavar="NAME", choices=EXPERIMENTS,
                         help="run one experiment: " + ", ".join(EXPERIMENTS))
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bar (default: bars only when stderr is a terminal)")
     args = parser.parse_args(argv)
-    page = run_all(args.out, quick=args.quick, only=args.only, show_progress=not args.no_progress)
+    page = run_all(args.out, quick=args.quick, only=args.only, show_progress=False if args.no_progress else None)
     print(page)
     return 0
 

@@ -346,9 +346,9 @@ def _progress_bar(progress, total: int, pc):
     """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal)."""
     import sys
 
-    if progress is None:
-        progress = bool(getattr(sys.stderr, "isatty", lambda: False)())
-    if not progress:
+    from puffgm.core.validation import progress_enabled
+
+    if not progress_enabled(progress):
         return None
     from tqdm.auto import tqdm
 
