@@ -1,4 +1,4 @@
-"""The package keeps the shape docs/architecture.md describes (issue 25).
+"""The package keeps the shape docs/architecture.md describes.
 
 * the layers and the absence of import cycles, as import-linter contracts in
   pyproject.toml (every import counts, also those inside functions);

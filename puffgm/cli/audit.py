@@ -38,7 +38,7 @@ def register(p) -> None:
                    help="JSON spec of an instantiation and mechanism, a network file (BIF, XMLBIF, Hugin .net, "
                         "GeNIe .xdsl, UAI, XBN) or example:NAME")
     p.add_argument("--case", default=None, choices=CASE_NAMES + ("all",),
-                   help="reproduce a case of the papers (issue 5) instead of auditing a spec")
+                   help="reproduce a case of the papers instead of auditing a spec")
     p.add_argument("--scale", type=float, default=None, help="Laplace scale (network form)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="epsilon for --case, or Wasserstein calibration in the network form")

@@ -1,4 +1,4 @@
-"""One road for every prior kind (issue 25): the PriorKind interface and its dispatch."""
+"""One road for every prior kind: the PriorKind interface and its dispatch."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Query-specific calibration on Markov chains against enumeration (issue 26)."""
+"""Query-specific calibration on Markov chains against enumeration."""
 
 import itertools
 import json

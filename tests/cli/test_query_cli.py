@@ -1,4 +1,4 @@
-"""``puffgm calibrate --query``: JSON keys, the side-by-side text, one-line errors (issue 26)."""
+"""``puffgm calibrate --query``: JSON keys, the side-by-side text, one-line errors."""
 
 import json
 

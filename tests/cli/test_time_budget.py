@@ -1,4 +1,4 @@
-"""The default time budget of ``puffgm calibrate`` (issue 27, item 1): no plain run is open-ended."""
+"""The default time budget of ``puffgm calibrate``: no plain run is open-ended."""
 
 import json
 import time

@@ -90,7 +90,7 @@ def test_different_curves_and_mixing_with_mqm_refused():
     with pytest.raises(CompositionError):
         release_laplace(1.0, cal, accountant=acc, random_state=0)
     assert len(acc.entries) == 1
-    # and the lead's MQM path is untouched on a fresh accountant
+    # and MQM releases still compose on a fresh accountant
     acc2 = PrivacyAccountant(budget=2.0)
     release_laplace(1.0, cal, accountant=acc2, random_state=0)
     release_laplace(2.0, cal, accountant=acc2, random_state=1)

@@ -1,4 +1,4 @@
-"""Regression (review finding): releases that protect different secrets must not compose.
+"""Releases that protect different secrets do not compose.
 
 A release calibrated for node A gives no guarantee for node B, so the accountant may add up
 releases only within one instantiation (Theta, S).  Network: A isolated, B -> C -> D sticky.

@@ -1,4 +1,4 @@
-"""Optimal additive noise for one query (issue 30): the program, its exact audit, the release.
+"""Optimal additive noise for one query: the program, its exact audit, the release.
 
 The checks are independent of puffgm.mechanisms.optimal_noise's own code: conditional laws by
 enumerating the joint (puffgm.framework.Instantiation), a second linear program written output by

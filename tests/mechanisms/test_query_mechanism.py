@@ -1,4 +1,4 @@
-"""The lattice W_inf, the exact Laplace-mixture loss, query releases and the accountant (issue 26)."""
+"""The lattice W_inf, the exact Laplace-mixture loss, query releases and the accountant."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""Network files in every format pgmpy reads (issue 31): BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI, XBN.
+"""Network files in every format pgmpy reads: BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI, XBN.
 
 The same network (pgmpy's bundled ASIA) in each format must give the same tables, the same
 sigma_max and the same influence curve, under the file's own node and state names; a malformed

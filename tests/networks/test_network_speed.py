@@ -1,4 +1,4 @@
-"""The fast roads of network calibration (issue 8) against the reference roads.
+"""The fast roads of network calibration against the reference roads.
 
 * variable elimination in scaled probability space (with its underflow guard) against the
   log-space elimination, zeros included, and on a network whose probabilities fall below

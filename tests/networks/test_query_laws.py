@@ -1,4 +1,4 @@
-"""Query-specific calibration on Bayesian networks against brute force (issue 26).
+"""Query-specific calibration on Bayesian networks against brute force.
 
 The references are independent of puffgm's junction tree: the joint law is
 enumerated record by record, the conditional laws of F are exact rationals of

@@ -1,4 +1,4 @@
-"""The projection behind the time budget (issue 27): the fixed cost before the first searches is left out."""
+"""The projection behind the time budget: the fixed cost before the first searches is left out."""
 
 import types
 
