@@ -42,8 +42,8 @@ import numpy as np
 
 from puffgm.core.validation import check_positive_finite
 
-__all__ = ["Release", "jsonable", "issue", "was_issued", "make_release", "composition_key", "quilt_set_key",
-           "curve_key", "EXECUTION_OPTIONS"]
+__all__ = ["Release", "CalibratedRelease", "jsonable", "issue", "was_issued", "make_release", "composition_key",
+           "quilt_set_key", "curve_key", "EXECUTION_OPTIONS"]
 
 #: Calibration options that change how fast a calibration runs or what it shows, never the quilt sets
 #: it searches: they are left out of the composition key.
@@ -136,6 +136,51 @@ class Release:
         if isinstance(state.get("details"), Mapping):
             state["details"] = dict(state["details"])
         return (_rebuild_release, (type(self), state))
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibratedRelease(Release):
+    """A release whose guarantee is its calibration's: a noisy value, the calibration, the noise source.
+
+    The base of the query-specific releases (one query, a table of queries) and of the
+    Wasserstein mechanism's: ``epsilon``, ``theorem`` and ``prior`` are the calibration's.
+
+    Attributes
+    ----------
+    value : object
+        The released (noisy) value; None in the record a release function charges before
+        drawing the noise.
+    calibration : object
+        The calibration, with ``epsilon``, ``theorem`` and ``prior``.
+    secure : bool
+        True for OpenDP's secure sampler; False for a seeded generator (not for production).
+    noise : str
+        Description of the noise source.
+    """
+
+    value: Any
+    calibration: Any
+    secure: bool
+    noise: str
+
+    @property
+    def epsilon(self) -> float:
+        """The Pufferfish parameter of the calibration."""
+        return self.calibration.epsilon
+
+    @property
+    def theorem(self) -> str:
+        """The guarantee relied on (the calibration's)."""
+        return self.calibration.theorem
+
+    @property
+    def prior(self) -> str:
+        """The prior class the calibration holds for."""
+        return self.calibration.prior
+
+    def _tagged(self, line: str) -> str:
+        """``line`` with the not-for-production mark of seeded noise."""
+        return line + ("" if self.secure else " [NOT FOR PRODUCTION]")
 
 
 def _rebuild_release(cls, state: dict) -> Release:

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import Release
+from puffgm.core.release import CalibratedRelease
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
@@ -205,45 +205,20 @@ class WassersteinCalibration:
 
 
 @dataclass(frozen=True)
-class WassersteinRelease(Release):
-    """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it (Song et al. Algorithm 1).
+class WassersteinRelease(CalibratedRelease):
+    """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it (Song et al. Algorithm 1;
+    fields of :class:`~puffgm.core.release.CalibratedRelease`).
 
     No composition theorem covers Wasserstein releases (``composition = "none"``):
     the accountant refuses them.  The record keeps the noisy value only, never the exact answer.
-
-    Attributes
-    ----------
-    value : float
-        The released value.
-    calibration : WassersteinCalibration
-        W, the Laplace scale and what justifies them.
-    secure : bool
-        True for OpenDP's secure sampler; False for seeded noise (not for production).
-    noise : str
-        Description of the noise source.
     """
 
     composition = "none"
-
-    value: float
-    calibration: WassersteinCalibration
-    secure: bool
-    noise: str
-
-    @property
-    def epsilon(self) -> float:
-        """The Pufferfish parameter of the calibration."""
-        return self.calibration.epsilon
 
     @property
     def mechanism(self) -> str:
         """The mechanism's name."""
         return "Wasserstein Mechanism (Song, Wang and Chaudhuri, Algorithm 1)"
-
-    @property
-    def theorem(self) -> str:
-        """The guarantee relied on (the calibration's)."""
-        return self.calibration.theorem
 
     @property
     def prior(self) -> str:
@@ -255,11 +230,8 @@ class WassersteinRelease(Release):
     def explain(self) -> str:
         """One line: mechanism, epsilon, W, Laplace scale, noise source."""
         c = self.calibration
-        s = (f"{self.mechanism}: epsilon {c.epsilon:g}, W = {c.W:.6g}, Laplace scale {c.scale:.6g}; "
-             f"noise: {self.noise}")
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(f"{self.mechanism}: epsilon {c.epsilon:g}, W = {c.W:.6g}, Laplace scale {c.scale:.6g}; "
+                            f"noise: {self.noise}")
 
 
 def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] | None = None) -> float:

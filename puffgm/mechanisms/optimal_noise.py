@@ -976,7 +976,7 @@ class OptimalNoiseRelease(QueryRelease):
     like every release record, it keeps the noisy value only, never the exact answer.
     """
 
-    calibration: OptimalNoise  # type: ignore[assignment]  # the same field, holding the optimal-noise calibration
+    calibration: OptimalNoise  # the same field, holding the optimal-noise calibration
 
     @property
     def mechanism(self) -> str:
@@ -991,7 +991,8 @@ class OptimalNoiseRelease(QueryRelease):
         return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
 
 
-def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, accountant=None) -> OptimalNoiseRelease:
+def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, accountant=None,
+                          label: str | None = None) -> OptimalNoiseRelease:
     """Release ``F(D) + Z / unit`` with Z drawn exactly from the optimal noise law.
 
     The draw is an inverse CDF on exact integer weights (:func:`sample_noise`)
@@ -1008,6 +1009,8 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
         Seeded numpy noise, for tests only (not for production).
     accountant : PrivacyAccountant, optional
         Checked before any noise is drawn: it holds a query-specific release only alone.
+    label : str, optional
+        The release's name in the accountant's ledger.
 
     Returns
     -------
@@ -1027,4 +1030,4 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     def draw():
         return (round(grid) + sample_noise(result.law, source.randbelow)) / result.unit
 
-    return make_release(planned, draw, accountant=accountant)
+    return make_release(planned, draw, accountant=accountant, label=label)

@@ -17,7 +17,7 @@ from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyA
 from puffgm.blowfish import Domain, Policy, line_graph
 from puffgm.blowfish.mechanisms import BlowfishRelease, laplace_mechanism, release_histogram
 from puffgm.core.curve import curve_from_points
-from puffgm.core.release import Release, jsonable
+from puffgm.core.release import CalibratedRelease, Release, jsonable
 from puffgm.exceptions import CompositionError, PuffgmError
 from puffgm.framework.cautionary import flu_clique
 from puffgm.framework.continuous import (
@@ -78,7 +78,7 @@ def _release_classes_in_puffgm():
         mod = importlib.import_module(info.name)
         found |= {obj for name, obj in vars(mod).items()
                   if inspect.isclass(obj) and name.endswith("Release") and obj.__module__ == mod.__name__
-                  and obj is not Release}
+                  and obj not in (Release, CalibratedRelease)}
     return found
 
 
