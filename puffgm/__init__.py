@@ -31,6 +31,7 @@ _LAZY = {
     "translate": "puffgm.api",
     "calibrate_query": "puffgm.api",
     "calibrate_workload": "puffgm.api",
+    "release": "puffgm.api.release",
     # query-specific calibration
     "SumQuery": "puffgm.core.query",
     "QueryCalibration": "puffgm.mechanisms.query",

@@ -23,8 +23,9 @@ import time
 from typing import Any
 
 from puffgm.core.query import BoundQuery
+from puffgm.core.records import RecordLayout
 from puffgm.core.validation import check_positive_finite, check_time_limit
-from puffgm.exceptions import AuditError, NumericalError, ParameterError, PuffgmError, first_line
+from puffgm.exceptions import AuditError, NotApplicableError, NumericalError, ParameterError, PuffgmError, first_line
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
     THEOREM_OPTIMAL_LAPLACE,
@@ -36,7 +37,7 @@ from puffgm.mechanisms.query import (
     wasserstein_of,
 )
 
-__all__ = ["query_calibration"]
+__all__ = ["query_calibration", "record_layout"]
 
 #: Relative slack on the audit of the Wasserstein scale: the loss is exactly epsilon for laws that are
 #: shifts of each other, and its floating-point value may then exceed epsilon by rounding (the audit
@@ -171,7 +172,31 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         notes=tuple(notes), theorem=theorem, optimal_noise=noise,
         wasserstein_loss=w_loss,
         optimal_laplace_loss=None if opt is None else opt[1],
+        bound=q, layout=record_layout(kind),
     )
+
+
+def record_layout(kind) -> RecordLayout:
+    """How one database of ``kind``'s class is given to a release: one trace for a Markov chain, one record
+    of the nodes for a Bayesian network (:class:`puffgm.core.records.RecordLayout`).
+
+    Examples
+    --------
+    >>> from puffgm.api import as_prior
+    >>> record_layout(as_prior("example:asia")).form
+    'record'
+    """
+    from puffgm.chains.kind import MarkovChainKind
+
+    if isinstance(kind, MarkovChainKind):
+        cc = kind.prior_class
+        return RecordLayout(nodes=cc.nodes, states=(tuple(cc.states),) * cc.length, trace=True)
+    domain = kind.query_domain()
+    if domain is None:
+        raise NotApplicableError(f"Releases from data are not available for {kind.kind}: they need the exact laws "
+                                 "of a query, which puffgm computes for Bayesian networks and Markov-chain classes.")
+    nodes, states = domain
+    return RecordLayout(nodes=tuple(map(str, nodes)), states=tuple(tuple(map(str, states[n])) for n in nodes))
 
 
 def _wasserstein_scale(W: float, epsilon: float, unit: int) -> float:

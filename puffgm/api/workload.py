@@ -22,7 +22,7 @@ import math
 import time
 from typing import Any
 
-from puffgm.api.query import query_calibration
+from puffgm.api.query import query_calibration, record_layout
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_workload
 from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
@@ -77,6 +77,7 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     search = isinstance(weights, str) and weights == "optimal"
     w = [1.0] * bound.k if search else _weights(weights, bound.k)
     notes: list = []
+    single: tuple | None = None
     if bound.k == 1 and (baselines or search):
         single = _single_scales(kind, bound, epsilon, deadline, options)
         return _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start)
@@ -109,7 +110,7 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
         witness=_witness(witness, bound), per_prior=per_prior, single_scales=single,
         group_dp_scale=laws.group_l1 / epsilon, mqm_scale=mqm, workload=bound.to_dict(), prior=enc.prior_name,
         secrets=enc.secrets, n_pairs=len(laws.stacked()[1]), evaluations=evals, seconds=seconds,
-        notes=tuple(dict.fromkeys(list(enc.notes) + notes)))
+        notes=tuple(dict.fromkeys(list(enc.notes) + notes)), bound=bound, layout=record_layout(kind))
 
 
 def _weights(weights, k: int) -> list:
@@ -182,7 +183,8 @@ def _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start) 
         witness=cal.witness, per_prior=(loss,), single_scales=single, group_dp_scale=cal.group_dp_scale,
         mqm_scale=cal.mqm_scale, workload=bound.to_dict(), prior=cal.prior, secrets=cal.secrets,
         n_pairs=cal.n_pairs, seconds={"total": round(time.monotonic() - start, 6)},
-        notes=cal.notes + ("a workload of one: the single query's optimal Laplace scale",))
+        notes=cal.notes + ("a workload of one: the single query's optimal Laplace scale",), bound=bound,
+        layout=cal.layout)
 
 
 def _scale(cal) -> float:

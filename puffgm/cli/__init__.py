@@ -25,6 +25,7 @@ COMMANDS = (
     ("leakage", "leakage", "temporal privacy leakage of per-step DP releases on a Markov chain (Cao et al.)"),
     ("conditions", "conditions",
      "necessary conditions for composition (Bai et al. Theorems 4, 5) of a finite mechanism"),
+    ("release", "release", "calibrate and release a noisy answer computed from one database (a CSV file)"),
     ("ledger", "ledger", "show a durable privacy ledger (a SQLite file): its releases and composed guarantee"),
 )
 

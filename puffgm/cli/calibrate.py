@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-__all__ = ["register", "run"]
+__all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args"]
 
 #: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
 METHODS = ("exact", "approx", "groupdp", "gk16")
@@ -38,6 +38,16 @@ def _finite_float(text: str) -> float:
 
 
 def register(p) -> None:
+    add_calibration_arguments(p)
+    p.add_argument("--per-node", action="store_true", help="include every node's active quilt")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--plot", metavar="FILE.png", default=None,
+                   help="draw the worst node, its quilt, nearby and remote sets to this file (networks: the DAG; "
+                        "chains: the positions; needs matplotlib, pip install 'puffgm[plot]')")
+
+
+def add_calibration_arguments(p) -> None:
+    """The PRIORs and the calibration flags, shared by ``puffgm calibrate`` and ``puffgm release``."""
     p.add_argument("priors", nargs="+", metavar="PRIOR",
                    help="network file (BIF, XMLBIF, Hugin .net, GeNIe .xdsl, UAI, XBN; also gzipped), "
                         "example:NAME (bundled bnlearn network), or chain JSON spec (a file or inline JSON text); "
@@ -77,8 +87,6 @@ def register(p) -> None:
                    help="comma-separated protected nodes (default: every node)")
     p.add_argument("--paper-convention", action="store_true",
                    help="chains: reproduce the paper's table (counts states of probability zero)")
-    p.add_argument("--per-node", action="store_true", help="include every node's active quilt")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quiet", action="store_true",
                    help="no progress bar (networks; the bar is drawn on stderr after 2 s, only on a terminal)")
     p.add_argument("--max-table-entries", type=int, default=None,
@@ -87,9 +95,11 @@ def register(p) -> None:
                    help="seconds a calibration (networks, chains, parameter boxes) or a query method may take; "
                         "it answers within them (a note gives the certified gap if the search of the worst quilts "
                         "stopped early) or refuses with the projected time (default 120; 0: no limit)")
-    p.add_argument("--plot", metavar="FILE.png", default=None,
-                   help="draw the worst node, its quilt, nearby and remote sets to this file (networks: the DAG; "
-                        "chains: the positions; needs matplotlib, pip install 'puffgm[plot]')")
+
+
+def _command(args) -> str:
+    """``puffgm calibrate`` or ``puffgm release``: the command whose flags are checked, for messages."""
+    return f"puffgm {getattr(args, 'command', None) or 'calibrate'}"
 
 
 def _time_limit(args) -> float:
@@ -98,7 +108,7 @@ def _time_limit(args) -> float:
 
     if args.time_limit is None:
         return DEFAULT_TIME_LIMIT
-    return check_time_limit(args.time_limit, "puffgm calibrate (--time-limit)") or 0.0
+    return check_time_limit(args.time_limit, f"{_command(args)} (--time-limit)") or 0.0
 
 
 def _protected(args) -> list | None:
@@ -111,7 +121,7 @@ def _positive_int(args, flag: str) -> int | None:
     from puffgm.core.validation import check_positive_int
 
     value = getattr(args, flag.replace("-", "_"))
-    return None if value is None else check_positive_int(value, flag, "puffgm calibrate")
+    return None if value is None else check_positive_int(value, flag, _command(args))
 
 
 def _flag_names(keys) -> list:
@@ -135,9 +145,9 @@ def _options(args, prior) -> dict:
         "protected": _protected(args),
         "max_quilt_states": _positive_int(args, "max-quilt-states"),
         "search_budget": None if args.search_budget is None else check_search_budget(
-            args.search_budget, "puffgm calibrate"),
+            args.search_budget, _command(args)),
         "certify_budget": None if args.certify_budget is None else check_certify_budget(
-            args.certify_budget, "puffgm calibrate"),
+            args.certify_budget, _command(args)),
         "max_table_entries": _positive_int(args, "max-table-entries"),
         "time_limit": None if args.time_limit is None else _time_limit(args) or None,  # 0: no limit
         "paper_convention": True if args.paper_convention else None,
@@ -187,7 +197,31 @@ def _query_options(args, prior) -> dict:
     return options
 
 
-def _run_query(args, prior) -> str:
+def calibration_from_args(args, prior):
+    """The calibration the flags ask for, checked as ``puffgm calibrate`` checks them.
+
+    A ``QueryCalibration`` or ``WorkloadCalibration`` for a query method (``--query``), else the
+    ``CalibrationResult`` of the Markov Quilt Mechanism or a chain baseline for every
+    ``--lipschitz``-Lipschitz query.  Flags the kind does not use are refused in one sentence.
+    """
+    from puffgm.exceptions import ParameterError
+
+    if args.method in QUERY_METHODS:
+        return _query_calibration(args, prior)
+    if args.query is not None:
+        raise ParameterError(f"--query needs a query-specific method (--method {' or '.join(QUERY_METHODS)}); "
+                             f"--method {args.method} calibrates for every {args.lipschitz:g}-Lipschitz query.")
+    options = _options(args, prior)
+    result = prior.calibrate(epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method, **options)
+    if result.applicable and not math.isfinite(result.scale):
+        raise ParameterError(
+            f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
+            "use a smaller Lipschitz constant or a larger epsilon."
+        )
+    return result
+
+
+def _query_calibration(args, prior):
     from puffgm.api.query import query_calibration
     from puffgm.core.workload import is_workload_spec
     from puffgm.exceptions import ParameterError
@@ -200,19 +234,16 @@ def _run_query(args, prior) -> str:
     if prior.query_options is None:
         prior.query_laws(args.query)  # raises the kind's one-line NotApplicableError
     if is_workload_spec(args.query):
-        return _run_workload(args, prior)
+        return _workload_calibration(args, prior)
     for flag, value in (("--weights", args.weights), ("--max-joint-length", args.max_joint_length)):
         if value is not None:
             raise ParameterError(f"{flag} applies to a workload (a JSON list of queries or a histogram), not to "
                                  "one query.")
-    cal = query_calibration(prior, args.query, epsilon=args.epsilon, method=args.method,
-                            **_query_options(args, prior))
-    if args.json:
-        return json.dumps(cal.to_dict(), indent=2, allow_nan=False)
-    return cal.explain()
+    return query_calibration(prior, args.query, epsilon=args.epsilon, method=args.method,
+                             **_query_options(args, prior))
 
 
-def _run_workload(args, prior) -> str:
+def _workload_calibration(args, prior):
     """A table of statistics released together (puffgm.api.workload): the joint optimal Laplace scales."""
     from puffgm.api.workload import workload_calibration
     from puffgm.exceptions import ParameterError
@@ -224,10 +255,7 @@ def _run_workload(args, prior) -> str:
     limit = _positive_int(args, "max-joint-length")
     if limit is not None:
         options["max_joint_length"] = limit
-    cal = workload_calibration(prior, args.query, epsilon=args.epsilon, weights=_weights(args.weights), **options)
-    if args.json:
-        return json.dumps(cal.to_dict(), indent=2, allow_nan=False)
-    return cal.explain()
+    return workload_calibration(prior, args.query, epsilon=args.epsilon, weights=_weights(args.weights), **options)
 
 
 def _weights(text: str | None):
@@ -255,25 +283,15 @@ def _check_plot(args) -> None:
 def run(args) -> str:
     from puffgm.api import as_prior
     from puffgm.core.validation import check_positive_finite
-    from puffgm.exceptions import ParameterError
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
     if args.plot is not None:
         _check_plot(args)
     prior = as_prior(list(args.priors))
+    result = calibration_from_args(args, prior)
     if args.method in QUERY_METHODS:
-        return _run_query(args, prior)
-    if args.query is not None:
-        raise ParameterError(f"--query needs a query-specific method (--method {' or '.join(QUERY_METHODS)}); "
-                             f"--method {args.method} calibrates for every {args.lipschitz:g}-Lipschitz query.")
-    options = _options(args, prior)
-    result = prior.calibrate(epsilon=args.epsilon, lipschitz=args.lipschitz, method=args.method, **options)
-    if result.applicable and not math.isfinite(result.scale):
-        raise ParameterError(
-            f"The noise scale overflows (L * sigma_max = {args.lipschitz:g} * {result.sigma_max:g}); "
-            "use a smaller Lipschitz constant or a larger epsilon."
-        )
+        return json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.explain()
     if args.plot is not None:
         result.plot(args.plot)
     if args.json:

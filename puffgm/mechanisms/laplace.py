@@ -109,7 +109,7 @@ class MarkovQuiltLaplace:
 
     def __init__(self, calibration: CalibrationResult):
         if not isinstance(calibration, CalibrationResult):
-            raise ParameterError("MarkovQuiltLaplace needs a CalibrationResult from calibrate().")
+            raise ParameterError(_not_mqm(calibration))
         if not calibration.applicable or not math.isfinite(calibration.scale):
             raise NotApplicableError(
                 f"The calibration by method {calibration.method!r} is not applicable, so nothing can be released."
@@ -159,6 +159,18 @@ class MarkovQuiltLaplace:
         )
         return make_release(planned, lambda: _shaped(source.laplace(arr, cal.scale), arr.ndim),
                             accountant=accountant, label=label)
+
+
+def _not_mqm(calibration) -> str:
+    """The refusal of a calibration that is not the Markov Quilt Mechanism's, naming the function that releases it."""
+    name = type(calibration).__name__
+    if name == "QueryCalibration":
+        return ("release_laplace was given a query-specific calibration (QueryCalibration): use "
+                "puffgm.release(cal, data) or release_query(answer, cal).")
+    if name == "WorkloadCalibration":
+        return ("release_laplace was given a workload calibration (WorkloadCalibration): use "
+                "puffgm.release(cal, data) or release_workload(answers, cal).")
+    return f"release_laplace needs a CalibrationResult from puffgm.calibrate(); got {name}."
 
 
 def _shaped(noisy, ndim: int):

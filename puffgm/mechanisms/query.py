@@ -53,6 +53,7 @@ import numpy as np
 
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
+from puffgm.core.records import RecordLayout
 from puffgm.core.release import Release, jsonable, make_release
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 
@@ -600,6 +601,12 @@ class QueryCalibration:
         The optimal noise law (method ``"optimal-noise"``).
     wasserstein_loss, optimal_laplace_loss : float or None
         The exact loss of Laplace noise at W / epsilon and at the optimal scale.
+    bound : BoundQuery or None
+        The query as bound to the class: :func:`puffgm.release` computes the true answer with it
+        from one database (not in :meth:`to_dict`; None for a calibration made by hand).
+    layout : RecordLayout or None
+        How one database of the class is given (a record of the network's nodes, or a chain's
+        trace; :class:`puffgm.core.records.RecordLayout`).
     """
 
     method: str
@@ -624,6 +631,8 @@ class QueryCalibration:
     optimal_noise: Any = None
     wasserstein_loss: float | None = None
     optimal_laplace_loss: float | None = None
+    bound: BoundQuery | None = field(default=None, repr=False, compare=False)
+    layout: RecordLayout | None = field(default=None, repr=False, compare=False)
 
     def comparison(self) -> dict:
         """Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
@@ -735,8 +744,11 @@ class QueryRelease(Release):
         return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
 
 
-def release_query(answer, calibration: QueryCalibration, *, random_state=None, accountant=None) -> QueryRelease:
+def release_query(answer, calibration: QueryCalibration, *, random_state=None, accountant=None,
+                  label: str | None = None) -> QueryRelease:
     """Release ``F(D) + Lap(scale)`` for a query-specific calibration (OpenDP's secure sampler by default).
+
+    :func:`puffgm.release` computes ``answer`` from the data and calls this.
 
     Parameters
     ----------
@@ -747,13 +759,18 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
         Seeded numpy noise, for tests only (not for production).
     accountant : PrivacyAccountant, optional
         Checked before any noise is drawn: it holds a query-specific release only alone.
+    label : str, optional
+        The release's name in the accountant's ledger.
 
     Returns
     -------
     QueryRelease
     """
     if not isinstance(calibration, QueryCalibration):
-        raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate(..., query=...)).")
+        if type(calibration).__name__ == "CalibrationResult":
+            raise ParameterError("release_query was given a Markov Quilt Mechanism calibration (CalibrationResult), "
+                                 "which covers any Lipschitz query: use release_laplace(answer, cal).")
+        raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate_query).")
     if calibration.method == "optimal-noise" or calibration.scale is None:
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
                              "puffgm.mechanisms.optimal_noise.release_optimal_noise("
@@ -766,7 +783,7 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     check_resolves(v, scale)
     noise = resolve_noise(random_state)
     planned = QueryRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
-    return make_release(planned, lambda: float(noise.laplace(v, scale)), accountant=accountant)
+    return make_release(planned, lambda: float(noise.laplace(v, scale)), accountant=accountant, label=label)
 
 
 def answer_in_range(answer, query: Mapping) -> float:

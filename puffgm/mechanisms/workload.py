@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import check_resolves, resolve_noise
+from puffgm.core.records import RecordLayout
 from puffgm.core.release import Release, jsonable, make_release
 from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
@@ -325,6 +326,11 @@ class WorkloadCalibration:
     seconds : dict
     notes : tuple of str
     theorem : str
+    bound : BoundWorkload or None
+        The workload as bound to the class: :func:`puffgm.release` computes the true table with it
+        from one database (not in :meth:`to_dict`; None for a calibration made by hand).
+    layout : RecordLayout or None
+        How one database of the class is given (:class:`puffgm.core.records.RecordLayout`).
     """
 
     epsilon: float
@@ -346,6 +352,8 @@ class WorkloadCalibration:
     seconds: dict = field(default_factory=dict)
     notes: tuple = ()
     theorem: str = THEOREM_WORKLOAD
+    bound: BoundWorkload | None = field(default=None, repr=False, compare=False)
+    layout: RecordLayout | None = field(default=None, repr=False, compare=False)
 
     @property
     def k(self) -> int:
@@ -452,8 +460,10 @@ class WorkloadRelease(Release):
 
 
 def release_workload(answers, calibration: WorkloadCalibration, *, random_state=None,
-                     accountant=None) -> WorkloadRelease:
+                     accountant=None, label: str | None = None) -> WorkloadRelease:
     """Release ``F_j(D) + Lap(scale_j)`` for every statistic (OpenDP's secure sampler by default).
+
+    :func:`puffgm.release` computes ``answers`` from the data and calls this.
 
     Parameters
     ----------
@@ -464,6 +474,8 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
         Seeded numpy noise, for tests only (not for production).
     accountant : PrivacyAccountant, optional
         Checked before any noise is drawn: it holds a workload release only alone.
+    label : str, optional
+        The release's name in the accountant's ledger.
 
     Returns
     -------
@@ -489,7 +501,7 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
     def draw():
         return tuple(float(noise.laplace(v, s)) for v, s in zip(values, calibration.scales, strict=True))
 
-    return make_release(planned, draw, accountant=accountant)
+    return make_release(planned, draw, accountant=accountant, label=label)
 
 
 def _answers(answers, calibration: WorkloadCalibration) -> list:

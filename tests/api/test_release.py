@@ -1,0 +1,233 @@
+"""``puffgm.release``: one release function for every calibration, the true value computed from the data."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import puffgm
+from puffgm.api.release import true_value
+from puffgm.exceptions import CompositionError, ParameterError
+from puffgm.mechanisms.laplace import release_laplace
+from puffgm.mechanisms.optimal_noise import release_optimal_noise
+from puffgm.mechanisms.query import release_query
+from puffgm.mechanisms.workload import release_workload
+
+pd = pytest.importorskip("pandas")
+
+#: One record of ASIA: 3 nodes in state "yes" (smoke, bronc, dysp).
+RECORD = {"asia": "no", "tub": "no", "smoke": "yes", "lung": "no", "bronc": "yes", "either": "no", "xray": "no",
+          "dysp": "yes"}
+HALVES = [{"count": "yes", "nodes": ["asia", "tub", "smoke", "lung"], "name": "first"},
+          {"count": "yes", "nodes": ["bronc", "either", "xray", "dysp"], "name": "second"}]
+TRACE = [0, 1, 1, 0, 0, 1, 0, 0]
+
+
+@pytest.fixture(scope="module")
+def cals():
+    """Query calibrations of ASIA's count of "yes" by each query method."""
+    return {m: puffgm.calibrate_query("example:asia", {"count": "yes"}, epsilon=1.0, method=m)
+            for m in ("wasserstein", "optimal-laplace", "optimal-noise")}
+
+
+@pytest.fixture(scope="module")
+def chain():
+    return puffgm.ChainPriorClass.from_matrices([[0.9, 0.1], [0.3, 0.7]], initial="stationary", length=len(TRACE))
+
+
+# ------------------------------------------------------------------ each calibration type, both roads agree
+
+
+@pytest.mark.parametrize("method", ["wasserstein", "optimal-laplace"])
+def test_query_release_equals_the_manual_road(cals, method):
+    cal = cals[method]
+    rel = puffgm.release(cal, RECORD, random_state=7)
+    assert rel.value == release_query(3.0, cal, random_state=7).value
+    assert type(rel).__name__ == "QueryRelease" and not rel.secure
+
+
+def test_optimal_noise_release_equals_the_manual_road(cals):
+    cal = cals["optimal-noise"]
+    rel = puffgm.release(cal, RECORD, random_state=7)
+    assert rel.value == release_optimal_noise(3.0, cal.optimal_noise, random_state=7).value
+    assert type(rel).__name__ == "OptimalNoiseRelease"
+
+
+def test_workload_release_equals_the_manual_road():
+    cal = puffgm.calibrate_workload("example:asia", HALVES, epsilon=1.0)
+    assert true_value(cal, RECORD) == (1.0, 2.0)
+    rel = puffgm.release(cal, RECORD, random_state=3)
+    assert rel.value == release_workload([1.0, 2.0], cal, random_state=3).value
+    assert len(rel.value) == 2
+
+
+def test_workload_of_one_and_histogram_compute_their_values():
+    one = puffgm.calibrate_workload("example:asia", [HALVES[0]], epsilon=1.0)
+    assert true_value(one, RECORD) == (1.0,)
+    hist = puffgm.calibrate_workload("example:asia", {"histogram": {}}, epsilon=1.0)
+    assert hist.names == ("yes", "no") and true_value(hist, RECORD) == (3.0, 5.0)
+
+
+def test_mqm_release_takes_the_answer():
+    cal = puffgm.calibrate("example:asia", epsilon=4.0)
+    rel = puffgm.release(cal, answer=3.0, random_state=0)
+    assert rel.value == release_laplace(3.0, cal, random_state=0).value
+    vec = puffgm.release(cal, answer=[1.0, 2.0], random_state=0)
+    assert np.array_equal(vec.value, release_laplace([1.0, 2.0], cal, random_state=0).value)
+
+
+def test_chain_query_release_equals_the_manual_road(chain):
+    cal = puffgm.calibrate_query(chain, {"count": "1"}, epsilon=1.0, method="optimal-laplace")
+    assert cal.layout.trace and cal.layout.nodes[0] == "X1"
+    rel = puffgm.release(cal, TRACE, random_state=5)
+    assert rel.value == release_query(3.0, cal, random_state=5).value
+
+
+# ------------------------------------------------------------------ the true value
+
+
+def test_asia_record_in_every_form(cals):
+    cal = cals["wasserstein"]
+    assert true_value(cal, RECORD) == 3.0
+    assert true_value(cal, pd.Series(RECORD)) == 3.0
+    assert true_value(cal, pd.DataFrame([RECORD])) == 3.0
+    by_index = {n: 0 if s == "yes" else 1 for n, s in RECORD.items()}  # state 0 is "yes"
+    assert true_value(cal, by_index) == 3.0
+    assert true_value(cal, {n: np.int64(v) for n, v in by_index.items()}) == 3.0
+
+
+def test_scores_query_on_a_record():
+    scores = {"scores": {"smoke": [2.5, 0], "dysp": [1, 0], "xray": [0, 4]}}
+    cal = puffgm.calibrate_query("example:asia", scores, epsilon=1.0, baselines=False)
+    assert true_value(cal, RECORD) == 2.5 + 1 + 4
+
+
+def test_chain_trace_in_every_form(chain):
+    cal = puffgm.calibrate_query(chain, {"scores": [0, 2]}, epsilon=1.0, baselines=False)
+    want = 2.0 * sum(TRACE)
+    for data in (TRACE, tuple(TRACE), np.array(TRACE), pd.Series(TRACE), pd.DataFrame({"state": TRACE}),
+                 [float(x) for x in TRACE], [str(x) for x in TRACE]):
+        assert true_value(cal, data) == want
+
+
+def test_fitted_chain_reads_states_by_name():
+    # states named "1" and "2" (str of the values): the value 1 is the state "1", not the index 1
+    observed = [1, 2, 2, 1, 1, 2, 1, 1, 2, 2]
+    cc = puffgm.fit_chain(observed)
+    assert cc.states == ("1", "2")
+    cal = puffgm.calibrate_query(cc, {"count": "2"}, epsilon=1.0, baselines=False)
+    assert true_value(cal, observed) == 5.0
+
+
+def test_chain_workload_histogram(chain):
+    cal = puffgm.calibrate_workload(chain, {"histogram": {}}, epsilon=1.0, baselines=False)
+    assert true_value(cal, TRACE) == (5.0, 3.0)
+
+
+# ------------------------------------------------------------------ refusals, one sentence each
+
+
+@pytest.mark.parametrize("data, match", [
+    (pd.DataFrame([RECORD, RECORD]), "2 rows, but a calibration covers one database"),
+    ([RECORD], "one record"),
+    ({**RECORD, "smoker": "yes"}, "'smoker', which is not a node"),
+    ({**RECORD, "smoke": "maybe"}, "no state 'maybe'"),
+    ({**RECORD, "smoke": None}, "a gap"),
+    ({**RECORD, "smoke": 5}, "no state 5"),
+    ({k: v for k, v in RECORD.items() if k != "smoke"}, "no value for the scored node 'smoke'"),
+    (None, "give one database, one record"),
+])
+def test_bad_records_are_refused(cals, data, match):
+    with pytest.raises(ParameterError, match=match):
+        puffgm.release(cals["wasserstein"], data)
+
+
+@pytest.mark.parametrize("data, match", [
+    (pd.DataFrame({"a": TRACE, "b": TRACE}), "2 columns, but a calibration covers one database"),
+    (np.array([TRACE, TRACE]), "2 dimensions"),
+    ([TRACE, TRACE], "several traces"),
+    (TRACE[:-1], "7 state"),
+    ("01100100", "one trace"),
+    ({"X1": 0}, "one trace"),
+    (TRACE[:-1] + [7], "no state 7"),
+])
+def test_bad_traces_are_refused(chain, data, match):
+    cal = puffgm.calibrate_query(chain, {"count": "1"}, epsilon=1.0, baselines=False)
+    with pytest.raises(ParameterError, match=match):
+        puffgm.release(cal, data)
+
+
+def test_a_query_calibration_refuses_a_typed_answer(cals):
+    with pytest.raises(ParameterError, match="computed from the data"):
+        puffgm.release(cals["wasserstein"], RECORD, answer=3.0)
+
+
+def test_mqm_refuses_data_and_needs_an_answer():
+    cal = puffgm.calibrate("example:asia", epsilon=4.0)
+    with pytest.raises(ParameterError, match="any L-Lipschitz query, so puffgm cannot compute the answer from data"):
+        puffgm.release(cal, RECORD)
+    with pytest.raises(ParameterError, match="answer="):
+        puffgm.release(cal)
+
+
+def test_wrong_types_name_the_right_function(cals):
+    mqm = puffgm.calibrate("example:asia", epsilon=4.0)
+    with pytest.raises(ParameterError, match=r"use puffgm\.release\(cal, data\) or release_query"):
+        release_laplace(3.0, cals["wasserstein"])
+    with pytest.raises(ParameterError, match=r"puffgm\.release\(cal, data\) or release_workload"):
+        release_laplace(3.0, puffgm.calibrate_workload("example:asia", HALVES, epsilon=1.0, baselines=False))
+    with pytest.raises(ParameterError, match=r"use release_laplace\(answer, cal\)"):
+        release_query(3.0, mqm)
+    with pytest.raises(ParameterError, match="puffgm.calibrate_query"):
+        release_query(3.0, 3.0)
+
+
+@pytest.mark.parametrize("obj, match", [
+    (3.0, "takes a calibration .*got float"),
+    ({"scale": 1.0}, "got dict"),
+    (None, "got NoneType"),
+])
+def test_release_refuses_what_is_no_calibration(obj, match):
+    with pytest.raises(ParameterError, match=match):
+        puffgm.release(obj, answer=1.0)
+
+
+def test_release_points_curves_blowfish_and_noise_laws_to_their_functions(cals):
+    from puffgm.blowfish import Domain, Policy, distance_threshold_graph
+
+    curve = puffgm.influence_curve("example:asia")
+    with pytest.raises(ParameterError, match=r"pufferfish_laplace\(answer, curve"):
+        puffgm.release(curve, answer=1.0)
+    with pytest.raises(ParameterError, match="pufferfish_laplace"):
+        puffgm.release(puffgm.translate(curve, epsilon_puffer=2.0), answer=1.0)
+    with pytest.raises(ParameterError, match="puffgm.blowfish.mechanisms"):
+        puffgm.release(Policy(distance_threshold_graph(Domain.ordered(10), 2)), answer=1.0)
+    with pytest.raises(ParameterError, match=r"the QueryCalibration whose optimal_noise"):
+        puffgm.release(cals["optimal-noise"].optimal_noise, RECORD)
+    rel = puffgm.release(cals["wasserstein"], RECORD, random_state=0)
+    with pytest.raises(ParameterError, match="already a release"):
+        puffgm.release(rel, RECORD)
+
+
+def test_a_calibration_without_its_query_names_the_manual_road(cals):
+    bare = dataclasses.replace(cals["wasserstein"], bound=None)
+    with pytest.raises(ParameterError, match=r"release_query\(answer, cal\)"):
+        puffgm.release(bare, RECORD)
+
+
+# ------------------------------------------------------------------ accounting, records
+
+
+def test_the_accountant_is_charged_with_the_label(cals, tmp_path):
+    acc = puffgm.PrivacyAccountant(budget=1.0, ledger=tmp_path / "l.db")
+    puffgm.release(cals["optimal-laplace"], RECORD, accountant=acc, label="count of yes", random_state=0)
+    assert [e.label for e in acc.entries] == ["count of yes"] and acc.total == 1.0
+    with pytest.raises(CompositionError):
+        puffgm.release(cals["wasserstein"], RECORD, accountant=acc)  # a query-specific release is held alone
+
+
+def test_the_bound_query_stays_out_of_records(cals):
+    cal = cals["wasserstein"]
+    assert "bound" not in cal.to_dict() and "layout" not in cal.to_dict()
+    assert "bound=" not in repr(cal)
+    assert cal == dataclasses.replace(cal, bound=None, layout=None)  # not compared
