@@ -10,7 +10,11 @@ package is loaded, every docstring is rewritten:
 * any other role (another library, a private or command-line module) becomes inline
   code;
 * a reST literal-block marker ``text::`` becomes ``text:`` (the indented block that
-  follows is already a Markdown code block).
+  follows is already a Markdown code block);
+* a role inside a numpydoc type (``prior : :class:`PriorKind```) becomes the plain
+  name, since mkdocstrings shows types as code, where a link would stay raw text;
+* a package's re-export of an object defined in one of its modules is hidden, so each
+  object is documented once (links to the re-exported name still reach it).
 
 Only the copy griffe holds in memory is changed, never the source files.
 """
@@ -68,9 +72,62 @@ def _target(scope: griffe.Object, name: str) -> griffe.Object | griffe.Alias | N
     return None
 
 
-def rewrite(text: str, scope: griffe.Object) -> str:
-    """``text`` with its Sphinx roles turned into cross-references or inline code."""
+#: A numpydoc section header (its underline follows on the next line).
+SECTION = re.compile(r"^\s*(?P<name>[A-Z][A-Za-z ]+)\s*$")
+#: Sections whose unindented lines are ``name : type`` or a bare type.
+TYPED_SECTIONS = ("Parameters", "Other Parameters", "Attributes", "Returns", "Yields", "Receives", "Raises",
+                  "Warns")
 
+
+def _type_spans(lines: list[str]) -> list[int]:
+    """For each line, the column where its numpydoc type begins, or -1 when the line holds no type.
+
+    mkdocstrings shows a parameter's type as code, where a Markdown link would stay raw text,
+    so a role there is written as the plain name.
+    """
+    out, section, base = [], None, None
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        head = SECTION.match(line)
+        if head and re.fullmatch(r"\s*-{3,}\s*", nxt):
+            section, base = head["name"].strip(), len(line) - len(line.lstrip())
+            out.append(-1)
+            continue
+        indent = len(line) - len(line.lstrip())
+        if section in TYPED_SECTIONS and line.strip() and indent == base and not set(line.strip()) <= {"-"}:
+            named = re.match(r"^\s*[\w*, ]+ : ", line)
+            if named:
+                out.append(named.end())
+            elif section in ("Returns", "Yields", "Receives", "Raises", "Warns"):
+                out.append(indent)
+            else:
+                out.append(-1)
+        else:
+            out.append(-1)
+    return out
+
+
+def rewrite(text: str, scope: griffe.Object) -> str:
+    """``text`` with its Sphinx roles turned into cross-references or inline code (plain names in types)."""
+    lines = text.split("\n")
+    spans = _type_spans(lines)
+    for i, start in enumerate(spans):
+        if start >= 0 and ROLE.search(lines[i], start):
+            lines[i] = lines[i][:start] + ROLE.sub(_plain, lines[i][start:])
+    return _rewrite_roles("\n".join(lines), scope)
+
+
+def _plain(match: re.Match[str]) -> str:
+    """A role inside a type: its short name, no markup."""
+    body = match["body"].strip()
+    explicit = re.fullmatch(r"(?P<title>.+?)\s*<(?P<target>[^>]+)>", body)
+    if explicit:
+        return explicit["title"]
+    target = body.removesuffix("()")
+    return target.lstrip("~").rsplit(".", 1)[-1] if target.startswith("~") else target
+
+
+def _rewrite_roles(text: str, scope: griffe.Object) -> str:
     def one(match: re.Match[str]) -> str:
         body = match["body"].strip()
         explicit = re.fullmatch(r"(?P<title>.+?)\s*<(?P<target>[^>]+)>", body)
@@ -86,13 +143,35 @@ def rewrite(text: str, scope: griffe.Object) -> str:
         found = _target(scope, target)
         if found is None or not _shown(found):
             return f"`{title}`"
-        return f"[`{title}`][{found.path}]"
+        return f"[`{title}`][{_canonical(found)}]"
 
     return LITERAL.sub(":", ROLE.sub(one, text))
 
 
+def _canonical(obj: griffe.Object | griffe.Alias) -> str:
+    """Where the API reference documents ``obj``: the path of the object an alias points to."""
+    try:
+        return obj.canonical_path
+    except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return obj.path
+
+
+def _hide_reexports(module: griffe.Module) -> None:
+    """Document each object once: a package's re-export of an object its own modules define is hidden.
+
+    ``puffgm.api.calibrate`` is ``puffgm.api.dispatch.calibrate``; the page shows the latter,
+    and a link to either name reaches it (mkdocstrings registers the aliases of what it renders).
+    """
+    for member in module.members.values():
+        if not member.is_alias or member.inherited:
+            continue
+        target = _canonical(member)
+        if target != member.path and target.startswith(module.path + ".") and not target.startswith(NOT_SHOWN):
+            member.public = False
+
+
 class SphinxRoles(griffe.Extension):
-    """Rewrite the docstrings of a package once it is fully loaded."""
+    """Rewrite the docstrings of a package once it is fully loaded, and hide re-exports."""
 
     def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
         stack: list[griffe.Object] = [pkg]
@@ -104,4 +183,6 @@ class SphinxRoles(griffe.Extension):
             seen.add(id(obj))
             if obj.docstring is not None:
                 obj.docstring.value = rewrite(obj.docstring.value, obj)
+            if obj.is_module:
+                _hide_reexports(obj)
             stack.extend(member for member in obj.members.values() if isinstance(member, griffe.Object))

@@ -1,13 +1,15 @@
-"""Composable Pufferfish mechanisms built from differential-privacy mechanisms.
+r"""Composable Pufferfish mechanisms built from differential-privacy mechanisms.
 
 Bai, He, Gu, Kifer and Maeng (section 6.2, Theorem 6; section 6.4; appendix B
 Algorithms 1-2): given the a(b)-influence curve of (Theta, S) and a Pufferfish
 budget epsilon_puffer, any per-entry epsilon_DP-DP mechanism with
 
-    epsilon_DP = max over curve points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b
+$$
+\epsilon_{DP} = \max_{b \,:\, a(b) < \epsilon_{puffer}} \frac{\epsilon_{puffer} - a(b)}{b}
+$$
 
-is epsilon_puffer-Pufferfish, and such releases compose (Theorem 7, see
-:mod:`puffgm.accounting`).  "Per-entry" means neighbouring databases differ in
+(the maximum over the curve points with a(b) < epsilon_puffer) is epsilon_puffer-Pufferfish,
+and such releases compose (Theorem 7, see :mod:`puffgm.accounting`).  "Per-entry" means neighbouring databases differ in
 one entry (one node's value).  (The paper's Algorithms write ``min`` on line 8,
 which picks the worst point: a slip, see :mod:`puffgm.mechanisms.translation`.)
 
