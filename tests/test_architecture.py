@@ -115,3 +115,17 @@ def test_privacy_parameters_are_keyword_only_in_the_public_api():
                 a = fn.args
                 positional += [f"{m}.{q}({x.arg})" for x in a.posonlyargs + a.args if x.arg in PRIVACY_PARAMETERS]
     assert not positional, "\n".join(positional)
+
+
+def test_analyses_outside_the_dispatch_are_named_there():
+    """Boxes go through the one dispatch; temporal leakage and Blowfish are named in it as analyses outside."""
+    from puffgm.api import dispatch
+    from puffgm.chains import ChainParameterBox
+    from puffgm.chains.kind import ChainBoxKind
+
+    box = ChainParameterBox(p0=(0.2, 0.8), p1=(0.3, 0.7), initial="any", length=5)
+    assert isinstance(dispatch.as_prior(box), ChainBoxKind)
+    outside = dispatch.__doc__.split("outside this dispatch", 1)[1]
+    assert "temporal_leakage" in outside and "puffgm.blowfish" in outside
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    assert "inputs outside the dispatch" in text and "temporal privacy leakage" in text

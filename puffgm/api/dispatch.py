@@ -5,30 +5,35 @@ Every entry point of :mod:`puffgm` that takes a prior -- :func:`calibrate`,
 ``puffgm`` command -- goes through :func:`as_prior`, which returns an object of
 the :class:`~puffgm.core.prior.PriorKind` interface, and then calls only that
 interface.  The kinds (networkx's backend dispatch and pgmpy's inference base
-class are the models):
+class are the models), by input:
 
-============================  ==========================================  =============================
-input                         kind                                        package
-============================  ==========================================  =============================
-network file (BIF, XMLBIF,    :class:`~puffgm.networks.kind.               :mod:`puffgm.networks`
-Hugin NET, GeNIe XDSL, UAI,   BayesianNetworkKind`
-XBN: every path not ending
-in .json), example:NAME,
-pgmpy network, NetworkPrior,
-PriorClass, or a list
-chain JSON spec path,         :class:`~puffgm.chains.kind.MarkovChainKind` :mod:`puffgm.chains`
-ChainPrior, ChainPriorClass
-box JSON spec,                :class:`~puffgm.chains.kind.ChainBoxKind`    :mod:`puffgm.chains.box`
-ChainParameterBox
-puffgm-linear-gaussian JSON,  :class:`~puffgm.gaussian.kind.               :mod:`puffgm.gaussian`
-LinearGaussianPrior, pgmpy    LinearGaussianKind`
-LinearGaussianBayesianNetwork
-============================  ==========================================  =============================
+* a network file (BIF, XMLBIF, Hugin NET, GeNIe XDSL, UAI, XBN: every path not
+  ending in .json), ``example:NAME``, a pgmpy network, a NetworkPrior, a
+  PriorClass, or a list of them: :class:`~puffgm.networks.kind.BayesianNetworkKind`
+  (:mod:`puffgm.networks`);
+* a chain JSON spec (a path, inline JSON text or a dict), a ChainPrior or a
+  ChainPriorClass: :class:`~puffgm.chains.kind.MarkovChainKind` (:mod:`puffgm.chains`);
+* a box JSON spec or a ChainParameterBox: :class:`~puffgm.chains.kind.ChainBoxKind`
+  (:mod:`puffgm.chains.box`);
+* puffgm-linear-gaussian JSON, a LinearGaussianPrior or a pgmpy
+  LinearGaussianBayesianNetwork: :class:`~puffgm.gaussian.kind.LinearGaussianKind`
+  (:mod:`puffgm.gaussian`).
 
 A list is one class Theta and must hold one kind.  Pufferfish privacy is a
 condition per prior, so every kind calibrates a finite class as the max over its
 members of each member's own optimum, and its curve is the pointwise max of the
 members' curves.
+
+Two analyses take their inputs outside this dispatch, because they answer other
+questions than a calibration for a prior class:
+
+* the temporal privacy leakage of per-step DP releases on a Markov chain
+  (:func:`puffgm.chains.leakage.temporal_leakage`, ``puffgm leakage``) reads a
+  chain spec with :func:`puffgm.chains.spec.read_chain_spec` itself, since it needs
+  the spec's ``"backward"`` matrix and refuses parameter boxes;
+* Blowfish policies (:mod:`puffgm.blowfish`, ``puffgm blowfish``) are secret graphs
+  and count constraints over a domain, not a class of priors; their sensitivity and
+  mechanisms are their own, and their releases meet the others only in the accountant.
 """
 
 from __future__ import annotations
