@@ -54,7 +54,7 @@ import numpy as np
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
-from puffgm.core.release import Release, jsonable, make_release
+from puffgm.core.release import CalibratedRelease, jsonable, make_release
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 
 __all__ = [
@@ -699,8 +699,9 @@ class QueryCalibration:
 
 
 @dataclass(frozen=True)
-class QueryRelease(Release):
-    """A noisy answer F(D) + Lap(scale) calibrated for this one query.
+class QueryRelease(CalibratedRelease):
+    """A noisy answer F(D) + Lap(scale) calibrated for this one query (fields of
+    :class:`~puffgm.core.release.CalibratedRelease`).
 
     No composition theorem covers query-specific releases (``composition =
     "query-specific"``): the accountant takes one alone and refuses to compose
@@ -710,16 +711,6 @@ class QueryRelease(Release):
 
     composition = "query-specific"
 
-    value: float | None
-    calibration: QueryCalibration
-    secure: bool
-    noise: str
-
-    @property
-    def epsilon(self) -> float:
-        """The Pufferfish parameter of the calibration."""
-        return self.calibration.epsilon
-
     @property
     def mechanism(self) -> str:
         """The mechanism's name."""
@@ -727,21 +718,10 @@ class QueryRelease(Release):
             return "Wasserstein Mechanism (Song, Wang and Chaudhuri, Algorithm 1)"
         return "Laplace mechanism at the optimal query-specific scale"
 
-    @property
-    def theorem(self) -> str:
-        """The guarantee relied on."""
-        return self.calibration.theorem
-
-    @property
-    def prior(self) -> str:
-        """The prior class the calibration holds for."""
-        return self.calibration.prior
-
     def explain(self) -> str:
         """One line: mechanism, epsilon, scale, noise source."""
-        s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.calibration.scale:.6g}; "
-             f"noise: {self.noise}")
-        return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
+        return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale "
+                            f"{self.calibration.scale:.6g}; noise: {self.noise}")
 
 
 def release_query(answer, calibration: QueryCalibration, *, random_state=None, accountant=None,

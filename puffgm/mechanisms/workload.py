@@ -55,7 +55,7 @@ import numpy as np
 
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
-from puffgm.core.release import Release, jsonable, make_release
+from puffgm.core.release import CalibratedRelease, jsonable, make_release
 from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import RESOLUTION_FACTOR, QueryLaws, answer_in_range, laplace_log_density
@@ -413,8 +413,9 @@ class WorkloadCalibration:
 
 
 @dataclass(frozen=True)
-class WorkloadRelease(Release):
-    """A noisy table (F_1 + Z_1, ..., F_k + Z_k) calibrated jointly for this workload.
+class WorkloadRelease(CalibratedRelease):
+    """A noisy table (F_1 + Z_1, ..., F_k + Z_k) calibrated jointly for this workload (fields of
+    :class:`~puffgm.core.release.CalibratedRelease`; ``value`` a tuple in workload order).
 
     Like a query-specific release (``composition = "query-specific"``), the accountant holds
     it alone: it was calibrated for this table by the exact joint laws, and no composition
@@ -423,30 +424,10 @@ class WorkloadRelease(Release):
 
     composition = "query-specific"
 
-    value: tuple | None
-    calibration: WorkloadCalibration
-    secure: bool
-    noise: str
-
-    @property
-    def epsilon(self) -> float:
-        """The Pufferfish parameter of the calibration."""
-        return self.calibration.epsilon
-
     @property
     def mechanism(self) -> str:
         """The mechanism's name."""
         return f"Laplace mechanism on a table of {self.calibration.k} statistics at the joint optimal scales"
-
-    @property
-    def theorem(self) -> str:
-        """The guarantee relied on."""
-        return self.calibration.theorem
-
-    @property
-    def prior(self) -> str:
-        """The prior class the calibration holds for."""
-        return self.calibration.prior
 
     def as_dict(self) -> dict:
         """The noisy statistics by name."""
@@ -454,9 +435,8 @@ class WorkloadRelease(Release):
 
     def explain(self) -> str:
         """One line: mechanism, epsilon, scales, noise source."""
-        s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scales "
-             f"{', '.join(f'{x:.6g}' for x in self.calibration.scales)}; noise: {self.noise}")
-        return s + ("" if self.secure else " [NOT FOR PRODUCTION]")
+        return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scales "
+                            f"{', '.join(f'{x:.6g}' for x in self.calibration.scales)}; noise: {self.noise}")
 
 
 def release_workload(answers, calibration: WorkloadCalibration, *, random_state=None,
