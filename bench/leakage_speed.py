@@ -57,7 +57,7 @@ def main():
     out["recursion"] = {"constant_budget_s": t_const, "per_step_budgets_s": t_var, "max_tpl_constant": r.max_tpl,
                         "max_tpl_per_step": rv.max_tpl}
     t_sup, s = best(lambda: leakage_supremum(P, epsilon=0.1), rep)
-    t_alloc, a = best(lambda: allocate_budget(P, target=1.0, length=T), 1)
+    t_alloc, a = best(lambda: allocate_budget(P, epsilon=1.0, length=T), 1)
     out["suprema"] = {"seconds": t_sup, "sup_tpl": s.sup_tpl}
     out["allocate_budget"] = {"seconds": t_alloc, "epsilon_step": a.epsilon_step, "max_tpl": a.leakage.max_tpl}
     print(json.dumps(out, indent=1))

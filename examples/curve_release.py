@@ -35,8 +35,8 @@ if args.plot:
     print(f"plot saved to {args.plot}\n")
 
 # 2. translate a budget (Theorem 6) both ways
-print("child network:", dp_epsilon(net, epsilon_puffer=2.0).explain(), "\n")
-t = dp_epsilon(chain, epsilon_puffer=2.0)
+print("child network:", dp_epsilon(net, epsilon=2.0).explain(), "\n")
+t = dp_epsilon(chain, epsilon=2.0)
 print("chain:", t.explain(), "\n")
 print("chain:", puffer_epsilon(chain, epsilon_dp=t.epsilon_dp).explain(), "\n")
 
@@ -44,8 +44,8 @@ print("chain:", puffer_epsilon(chain, epsilon_dp=t.epsilon_dp).explain(), "\n")
 #    Changing one time step moves one count by 1 (Laplace, L = 1) and every utility by <= 1.
 counts = np.array([412_000.0, 391_500.0, 88_000.0, 60_250.0, 48_250.0])  # occupation counts of the 5 states
 acc = PrivacyAccountant(budget=5.0)
-lap = PufferfishLaplace(chain, epsilon_puffer=2.0, lipschitz=1.0).release(counts[2], accountant=acc, label="count")
-top = PufferfishTopK(chain, epsilon_puffer=2.0, k=3, sensitivity=1.0).release(
+lap = PufferfishLaplace(chain, epsilon=2.0, lipschitz=1.0).release(counts[2], accountant=acc, label="count")
+top = PufferfishTopK(chain, epsilon=2.0, k=3, sensitivity=1.0).release(
     counts, candidates=[f"activity {i}" for i in range(5)], accountant=acc, label="top-3")
 print(f"noisy count {lap.value:.2f} (true {counts[2]:.0f}); secure noise: {lap.secure}")
 print(f"noisy top-3 {list(top.value)} (true order {[int(i) for i in np.argsort(-counts)[:3]]})")
@@ -54,6 +54,6 @@ for e in acc.report().entries:
     print(f"  {e.label}: epsilon_puffer {e.epsilon:g} at curve point a={e.a:.4g}, b={e.b} (epsilon_DP "
           f"{e.epsilon_dp:.4g})")
 try:
-    PufferfishLaplace(chain, epsilon_puffer=3.0).release(counts[1], accountant=acc)
+    PufferfishLaplace(chain, epsilon=3.0).release(counts[1], accountant=acc)
 except Exception as exc:  # BudgetError: nothing released
     print(f"third release refused: {exc}")

@@ -12,7 +12,7 @@ import os
 import puffgm
 from puffgm.api import influence_curve
 from puffgm.gaussian.networks import LinearGaussianPrior, load_linear_gaussian
-from puffgm.mechanisms.translation import translate
+from puffgm.mechanisms.translation import translate_curve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SPEC = os.path.join(HERE, "gaussian_sensors.json")
@@ -30,7 +30,7 @@ def main():
     # a(b)-influence curve (certified) and Theorem 6 translation of a DP mechanism
     curve = influence_curve(prior)
     print("\n" + curve.explain())
-    t = translate(curve, epsilon_puffer=30.0)
+    t = translate_curve(curve, epsilon=30.0)
     print("\n" + t.explain())
 
     # the same network from pgmpy (imported lazily, only here)

@@ -30,7 +30,7 @@ print(leak.explain(max_rows=8))
 # 2. budgets for a target alpha = 1 over the 48 steps
 for scheme in ("constant", "ends"):
     print()
-    print(allocate_budget(chain, target=1.0, scheme=scheme).explain())
+    print(allocate_budget(chain, epsilon=1.0, scheme=scheme).explain())
 
 # 3. a chain with a supremum only for small budgets: row 'a' puts mass 0.5 on the state 'b' excludes
 cycle = ChainPriorClass.from_matrices([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]], length=10,

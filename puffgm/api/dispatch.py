@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.prior import PriorKind
-from puffgm.core.validation import check_positive_int
+from puffgm.core.validation import check_positive_int, deprecated_call, renamed
 from puffgm.exceptions import ParameterError, PriorError
 
 if TYPE_CHECKING:  # annotations only
@@ -76,6 +76,20 @@ def _refuse_data(items: list) -> None:
                              "puffgm.fit_chain(series).")
 
 
+def _refuse_results(items: list) -> None:
+    """A calibration or a curve is a result, not a prior: refused in one sentence naming what to do with it."""
+    from puffgm.core.release import released_by
+
+    for p in items:
+        known = None if isinstance(p, (str, PriorKind)) else released_by(p)
+        if known is not None and isinstance(p, InfluenceCurve):
+            raise PriorError("An a(b)-influence curve is a result, not a prior: translate along it with "
+                             "puffgm.translate(curve, epsilon=...) or release along it with "
+                             "puffgm.mechanisms.pufferfish (pufferfish_laplace(answer, curve, epsilon=...)).")
+        if known is not None:
+            raise PriorError(f"This is {known[0]}, a result and not a prior: release it with {known[1]}.")
+
+
 def classify(prior) -> tuple:
     """(kind class, the loaded kind or None): chains are loaded here, other kinds by their class.
 
@@ -91,6 +105,7 @@ def classify(prior) -> tuple:
         return type(prior), prior
     items = _items(prior)
     _refuse_data(items)
+    _refuse_results(items)
     gauss = [is_gaussian_prior(p) for p in items]
     if items and all(gauss):
         return LinearGaussianKind, None
@@ -140,20 +155,18 @@ def as_prior(prior: Any) -> PriorKind:
     return loaded if loaded is not None else kind(prior)
 
 
-def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str = "exact", query: Any = None,
-              **options: Any) -> CalibrationResult | QueryCalibration | WorkloadCalibration:
+def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
+              **options: Any) -> CalibrationResult:
     """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
-
-    With ``query`` (a sum query) and ``method`` ``"wasserstein"`` or
-    ``"optimal-laplace"``, the calibration is for that one query, by exact
-    inference (:func:`puffgm.api.query.calibrate_query`).
 
     Bayesian networks: Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
     for Correlated Data", SIGMOD 2017 (arXiv:1603.03977), Algorithm 2 and
     Theorem 4.3; Markov chains: their Algorithms 3 and 4 (``method`` ``"exact"``
     or ``"approx"``) and the baselines ``"groupdp"`` and ``"gk16"``; parameter boxes:
     certified suprema over the box (section 5.2); linear-Gaussian networks:
-    Algorithm 2 with certified Gaussian leakage.
+    Algorithm 2 with certified Gaussian leakage.  For one query or a table of
+    queries, :func:`calibrate_query` and :func:`calibrate_workload` calibrate by
+    exact inference instead.
 
     Parameters
     ----------
@@ -165,20 +178,19 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
         L1 Lipschitz constant of the query.
     method : str
         ``"exact"`` (every kind); chains and boxes also take ``"approx"``,
-        ``"groupdp"`` and ``"gk16"``; with a ``query``, ``"wasserstein"`` or
-        ``"optimal-laplace"``.
-    query : SumQuery, dict, JSON text or JSON file path, optional
-        A sum query (:mod:`puffgm.core.query`) for query-specific calibration.
+        ``"groupdp"`` and ``"gk16"``.
     **options
         The options of the kind and method (``kind.methods[method]``), e.g.
         ``protected``, ``max_quilt_states``, ``search_budget`` ... for networks
         (:class:`puffgm.networks.calibration.NetworkOptions`); an option the
         kind does not use is refused with a ParameterError naming the options.
+        ``query=`` (with method ``"wasserstein"``, ``"optimal-laplace"`` or
+        ``"optimal-noise"``) is deprecated: it warns and returns what
+        :func:`calibrate_query` or :func:`calibrate_workload` return.
 
     Returns
     -------
-    CalibrationResult; QueryCalibration with a query; WorkloadCalibration with a workload (a list of
-    queries, ``{"queries": [...]}`` or ``{"histogram": {...}}``, method ``"optimal-laplace"``)
+    CalibrationResult
 
     Examples
     --------
@@ -189,22 +201,34 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     """
     from puffgm.mechanisms.query import QUERY_METHODS
 
-    if method in QUERY_METHODS or query is not None:
-        if query is None:
-            raise ParameterError(f"Method {method!r} calibrates for one query: give query={{...}} "
-                                 '(for example {"count": 0}).')
-        if method not in QUERY_METHODS:
-            raise ParameterError(f"A query is calibrated by the methods {', '.join(map(repr, QUERY_METHODS))}; "
-                                 f"method {method!r} calibrates for every {lipschitz:g}-Lipschitz query.")
-        from puffgm.core.workload import is_workload_spec
-
-        if is_workload_spec(query):
-            if method != "optimal-laplace":
-                raise ParameterError("A workload (several queries) is calibrated by method 'optimal-laplace': the "
-                                     "joint optimal Laplace scales.")
-            return calibrate_workload(prior, query, epsilon=epsilon, **options)
-        return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
+    if method in QUERY_METHODS or "query" in options:
+        return _deprecated_query_road(prior, epsilon, lipschitz, method, options)
     return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
+
+
+def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method: str, options: dict) -> Any:
+    """``calibrate(..., query=...)``: warns, then returns what calibrate_query or calibrate_workload return."""
+    from puffgm.core.workload import is_workload_spec
+    from puffgm.mechanisms.query import QUERY_METHODS
+
+    query = options.pop("query", None)
+    if query is None:
+        raise ParameterError(f"Method {method!r} calibrates for one query: call "
+                             f"puffgm.calibrate_query(prior, query, epsilon=..., method={method!r}).")
+    if method not in QUERY_METHODS:
+        raise ParameterError(f"A query is calibrated by puffgm.calibrate_query (methods "
+                             f"{', '.join(map(repr, QUERY_METHODS))}); method {method!r} calibrates for every "
+                             f"{lipschitz:g}-Lipschitz query.")
+    workload = is_workload_spec(query)
+    deprecated_call("puffgm.calibrate(..., query=...)",
+                    "puffgm.calibrate_workload(prior, workload, epsilon=...)" if workload
+                    else f"puffgm.calibrate_query(prior, query, epsilon=..., method={method!r})", stacklevel=4)
+    if workload:
+        if method != "optimal-laplace":
+            raise ParameterError("A workload (several queries) is calibrated by puffgm.calibrate_workload: the "
+                                 "joint optimal Laplace scales.")
+        return calibrate_workload(prior, query, epsilon=epsilon, **options)
+    return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
 
 
 def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wasserstein",
@@ -311,18 +335,19 @@ def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> Inf
     return as_prior(prior).influence_curve(max_b, **options)
 
 
-def translate(prior: Any, *, epsilon_puffer: float | None = None, epsilon_dp: float | None = None,
+def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | None = None,
               max_b: int | None = None, **options: Any) -> Translation:
-    """Translate between epsilon_puffer and epsilon_DP along a prior class's curve (Bai et al., Theorem 6).
+    """Translate between the Pufferfish epsilon and epsilon_DP along a prior class's curve (Bai et al., Theorem 6).
 
     Parameters
     ----------
     prior : InfluenceCurve, PriorKind, or anything :func:`as_prior` accepts
         A curve is used as it is; a prior class gets its curve first
         (:func:`influence_curve` with ``max_b`` and ``options``).
-    epsilon_puffer, epsilon_dp : float
-        Exactly one: the Pufferfish target (gives the largest epsilon_DP) or the
-        DP parameter of the mechanism (gives the Pufferfish guarantee).
+    epsilon, epsilon_dp : float
+        Exactly one: the Pufferfish guarantee to reach (gives the largest epsilon_DP;
+        ``epsilon_puffer`` is its deprecated name) or the DP parameter of the mechanism
+        (gives the Pufferfish guarantee).
 
     Returns
     -------
@@ -331,13 +356,14 @@ def translate(prior: Any, *, epsilon_puffer: float | None = None, epsilon_dp: fl
     Examples
     --------
     >>> import puffgm
-    >>> t = puffgm.translate("example:asia", epsilon_puffer=10.0)
+    >>> t = puffgm.translate("example:asia", epsilon=10.0)
     >>> t.epsilon_dp > 0
     True
     """
-    from puffgm.mechanisms.translation import translate as translate_curve
+    from puffgm.mechanisms.translation import translate_curve
 
+    epsilon = renamed(options, "epsilon_puffer", "epsilon", "puffgm.translate", epsilon)
     if isinstance(prior, InfluenceCurve) and (max_b is not None or options):
         raise ParameterError("translate was given a curve: max_b and curve options apply only to a prior class.")
     curve = prior if isinstance(prior, InfluenceCurve) else influence_curve(prior, max_b, **options)
-    return translate_curve(curve, epsilon_puffer=epsilon_puffer, epsilon_dp=epsilon_dp)
+    return translate_curve(curve, epsilon=epsilon, epsilon_dp=epsilon_dp)

@@ -46,9 +46,9 @@ from puffgm.mechanisms.workload import WorkloadCalibration, release_workload
 
 __all__ = ["release", "true_value"]
 
-_CURVES = ("an a(b)-influence curve is no calibration: the DP mechanism and epsilon_puffer are chosen when "
+_CURVES = ("an a(b)-influence curve is no calibration: the DP mechanism and its epsilon are chosen when "
            "releasing, so release along it with puffgm.mechanisms.pufferfish (pufferfish_laplace(answer, curve, "
-           "epsilon_puffer=..., lipschitz=...), pufferfish_exponential, pufferfish_top_k).")
+           "epsilon=..., lipschitz=...), pufferfish_exponential, pufferfish_top_k).")
 
 
 def release(calibration: Any, data: Any = None, *, answer: Any = None, accountant: Any = None,

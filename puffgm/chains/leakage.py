@@ -98,7 +98,7 @@ from puffgm.chains.priors import (
 )
 from puffgm.chains.spec import backward_from_spec, chain_class_from_spec, read_chain_spec
 from puffgm.core.results import json_float
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, refuse_unexpected, renamed
 from puffgm.exceptions import NotApplicableError, NumericalError, ParameterError, PriorError
 
 __all__ = [
@@ -964,15 +964,16 @@ def _allocate_ends(members, alpha, T, rtol, label):
                             notes)
 
 
-def allocate_budget(chain, *, target, length=None, scheme: str = "constant", rtol: float = 1e-6,
-                    backward=None) -> BudgetAllocation:
-    """Per-step budgets with max_t TPL_t <= target (Cao et al.'s budget allocation).
+def allocate_budget(chain, *, epsilon=None, length=None, scheme: str = "constant", rtol: float = 1e-6,
+                    backward=None, **deprecated) -> BudgetAllocation:
+    """Per-step budgets with max_t TPL_t <= epsilon (Cao et al.'s budget allocation).
 
     Parameters
     ----------
     chain : as for :func:`temporal_leakage`
-    target : float
-        alpha, the largest acceptable TPL (a Pufferfish parameter).
+    epsilon : float
+        alpha, the largest acceptable TPL: the guarantee asked for (``target`` is its
+        deprecated name; ``puffgm leakage --target``).
     length : int, optional
         T (default: the chain's length).
     scheme : ``"constant"`` or ``"ends"``
@@ -999,11 +1000,13 @@ def allocate_budget(chain, *, target, length=None, scheme: str = "constant", rto
     --------
     >>> from puffgm.chains.leakage import allocate_budget
     >>> P = [[0.8, 0.2], [0.1, 0.9]]
-    >>> a = allocate_budget(P, target=1.0, length=50)
+    >>> a = allocate_budget(P, epsilon=1.0, length=50)
     >>> a.leakage.max_tpl <= 1.0, round(a.epsilon_step, 4)
     (True, 0.1692)
     """
-    alpha = check_positive_finite(target, "target", "allocate_budget")
+    epsilon = renamed(deprecated, "target", "epsilon", "allocate_budget", epsilon)
+    refuse_unexpected(deprecated, "allocate_budget")
+    alpha = check_positive_finite(epsilon, "epsilon", "allocate_budget")
     rtol = check_positive_finite(rtol, "rtol", "allocate_budget")
     if scheme not in ("constant", "ends"):
         raise ParameterError(f"The 'scheme' of allocate_budget must be 'constant' or 'ends'. Got {scheme!r} instead.")

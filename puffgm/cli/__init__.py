@@ -19,7 +19,7 @@ __all__ = ["main"]
 COMMANDS = (
     ("calibrate", "calibrate", "calibrate a Markov Quilt Mechanism for a prior class"),
     ("curve", "curve", "derive the a(b)-influence curve of a prior class"),
-    ("translate", "translate", "translate between epsilon_puffer and epsilon_DP along a curve"),
+    ("translate", "translate", "translate between the Pufferfish epsilon and epsilon_DP along a curve"),
     ("audit", "audit", "exact Pufferfish audit of a small instantiation"),
     ("blowfish", "blowfish", "Blowfish policies: policy-specific sensitivity and releases"),
     ("leakage", "leakage", "temporal privacy leakage of per-step DP releases on a Markov chain (Cao et al.)"),

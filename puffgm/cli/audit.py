@@ -11,7 +11,7 @@ The JSON spec (see docs/framework/cli.md)::
     {"nodes": ["A", "B"], "states": {"A": [0, 1], "B": [0, 1]},
      "priors": [{"table": [[0.4, 0.1], [0.1, 0.4]]}, {"network": "example:asia"}],
      "pairs": "default" | [[{"node": "A", "value": 0}, {"node": "A", "value": 1}], ...],
-     "protect": ["A"],
+     "protected": ["A"],
      "mechanism": {"type": "laplace", "query": "sum", "scale": 1.0}}
 
 Mechanism types: ``laplace`` (query, scale), ``finite`` (table of output
@@ -28,6 +28,8 @@ import math
 import os
 from typing import Any
 
+from puffgm.cli.arguments import add_renamed_flag
+
 CASE_NAMES = ("flu", "close-adversary", "bai-4.1", "bai-4.2", "bai-4.3", "exam-order", "theorem-6", "lemma-7.1")
 
 __all__ = ["register", "run", "read_spec"]
@@ -42,7 +44,8 @@ def register(p) -> None:
     p.add_argument("--scale", type=float, default=None, help="Laplace scale (network form)")
     p.add_argument("--epsilon", type=float, default=None,
                    help="epsilon for --case, or Wasserstein calibration in the network form")
-    p.add_argument("--protect", default=None, help="comma-separated protected nodes (network form)")
+    add_renamed_flag(p, "--protected", "--protect", default=None,
+                     help="comma-separated protected nodes (network form; --protect: deprecated)")
     p.add_argument("--count-state", default=None,
                    help="network form: the query counts nodes in this state (default: sum of state indices)")
     p.add_argument("--max-states", type=int, default=2**16, help="largest database enumerated (default 65536)")
@@ -269,7 +272,8 @@ def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("m
     ----------
     path : str
         The JSON file: ``nodes``, ``states``, ``priors`` (``{"table": ...}`` or ``{"network": ...}``,
-        network paths relative to the file), ``pairs`` (``"default"`` or secret pairs), ``protect``,
+        network paths relative to the file), ``pairs`` (``"default"`` or secret pairs), ``protected``
+        (``protect``: deprecated spelling),
         and a mechanism under one of ``mechanism_keys``.
     max_states : int
         Largest database the instantiation may enumerate.
@@ -310,7 +314,7 @@ def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("m
         kw["states"] = {k: tuple(v) for k, v in st.items()} if isinstance(st, dict) else st
     pairs = spec.get("pairs", "default")
     if pairs == "default":
-        protect = spec.get("protect")
+        protect = spec.get("protected", spec.get("protect"))
         if isinstance(protect, str):  # one node name, not a sequence of characters
             protect = [protect]
         inst = Instantiation.bayesian_network_default(priors, protected=protect, **kw)
@@ -337,7 +341,7 @@ def _run_network(args) -> str:
     from puffgm.networks.priors import load_network
 
     net = load_network(args.spec)
-    protect = None if not args.protect else [s.strip() for s in args.protect.split(",") if s.strip()]
+    protect = None if not args.protected else [s.strip() for s in args.protected.split(",") if s.strip()]
     inst = Instantiation.bayesian_network_default([net], protected=protect, max_states=args.max_states)
     if args.count_state is not None:
         cs = args.count_state

@@ -16,6 +16,8 @@ import json
 import math
 from typing import Any
 
+from puffgm.cli.arguments import add_renamed_flag
+
 __all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args"]
 
 #: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
@@ -83,8 +85,8 @@ def add_calibration_arguments(p) -> None:
                    help="networks: exact influence queries for the cutting-plane certificate of a worst node "
                         "whose gap the branch and bound leaves open (puffgm.networks.quilt_certify; raises the lower "
                         "bound, may find better quilts; seconds to minutes; default 0: off)")
-    p.add_argument("--protect", default=None,
-                   help="comma-separated protected nodes (default: every node)")
+    add_renamed_flag(p, "--protected", "--protect", default=None,
+                   help="comma-separated protected nodes (default: every node) (--protect: deprecated spelling)")
     p.add_argument("--paper-convention", action="store_true",
                    help="chains: reproduce the paper's table (counts states of probability zero)")
     p.add_argument("--quiet", action="store_true",
@@ -112,8 +114,8 @@ def _time_limit(args) -> float:
 
 
 def _protected(args) -> list | None:
-    """``--protect`` as a list of node names (None when not given)."""
-    return None if args.protect is None else [s.strip() for s in args.protect.split(",") if s.strip()]
+    """``--protected`` as a list of node names (None when not given)."""
+    return None if args.protected is None else [s.strip() for s in args.protected.split(",") if s.strip()]
 
 
 def _positive_int(args, flag: str) -> int | None:
@@ -125,8 +127,8 @@ def _positive_int(args, flag: str) -> int | None:
 
 
 def _flag_names(keys) -> list:
-    """Command-line flags of option names (``protected`` is ``--protect``)."""
-    return ["--" + k.replace("_", "-").replace("protected", "protect") for k in keys]
+    """Command-line flags of option names (``max_quilt_states`` is ``--max-quilt-states``)."""
+    return ["--" + k.replace("_", "-") for k in keys]
 
 
 def _options(args, prior) -> dict:

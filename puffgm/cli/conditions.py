@@ -6,7 +6,7 @@
 
 The JSON file is the spec of ``puffgm audit SPEC.json`` (docs/framework/cli.md): the
 instantiation -- ``nodes``, ``states``, ``priors`` (joint tables or small networks),
-``pairs`` (``"default"`` or secret pairs), ``protect`` -- and a finite-range mechanism,
+``pairs`` (``"default"`` or secret pairs), ``protected`` -- and a finite-range mechanism,
 the table of its output probabilities per database::
 
     {"nodes": ["X"], "states": {"X": [0, 1]},
@@ -42,7 +42,7 @@ EPILOG = ("Exit status: 0 when the check ran, whether the conditions hold or fai
 def register(p) -> None:
     p.epilog = EPILOG
     p.add_argument("spec", metavar="MECHANISM.json",
-                   help="JSON instantiation (nodes, states, priors, pairs or protect) and a finite mechanism "
+                   help="JSON instantiation (nodes, states, priors, pairs or protected) and a finite mechanism "
                         "(output probability table per database), or 'mechanisms' for several")
     p.add_argument("--epsilon", type=float, default=None,
                    help="check the conditions at this epsilon (>= 0; default: the mechanisms' exact single-run "

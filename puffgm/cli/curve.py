@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import json
 
+from puffgm.cli.arguments import add_renamed_flag
+
 __all__ = ["register", "run", "add_prior_arguments", "compute_curves", "plot_curves"]
 
 
@@ -33,7 +35,8 @@ def add_prior_arguments(p) -> None:
                    help="accepted for compatibility and ignored: pooling into one class is the default")
     p.add_argument("--max-b", type=int, default=None,
                    help="largest b (default: the number of nodes; min(T, 200) for chains)")
-    p.add_argument("--protect", default=None, help="comma-separated protected nodes (networks; default all)")
+    add_renamed_flag(p, "--protected", "--protect", default=None,
+                     help="comma-separated protected nodes (networks; default all; --protect: deprecated)")
     p.add_argument("--max-quilt-states", type=int, default=None,
                    help="bound on the joint state space of candidate quilts (networks)")
 
@@ -63,8 +66,8 @@ def compute_curves(args, *, members: bool = False) -> list:
     if each and getattr(args, "theta", False):
         raise ParameterError("--each (one curve per PRIOR) contradicts --theta (one pooled class); give one.")
     options = {}
-    if args.protect is not None:
-        options["protected"] = [s.strip() for s in args.protect.split(",") if s.strip()]
+    if args.protected is not None:
+        options["protected"] = [s.strip() for s in args.protected.split(",") if s.strip()]
     if args.max_quilt_states is not None:
         options["max_quilt_states"] = args.max_quilt_states
 

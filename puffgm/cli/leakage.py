@@ -46,7 +46,7 @@ def _ends(chain, alpha, length):
     from puffgm.exceptions import NotApplicableError, first_line
 
     try:
-        a = allocate_budget(chain, target=alpha, length=length, scheme="ends")
+        a = allocate_budget(chain, epsilon=alpha, length=length, scheme="ends")
     except NotApplicableError as exc:
         return None, {"applicable": False, "reason": first_line(exc)}
     return a, {"applicable": True, "epsilon_first": a.epsilon_first, "epsilon_middle": a.epsilon_step,
@@ -71,7 +71,7 @@ def run(args) -> str:
     alpha = check_positive_finite(args.target, "target", where)
     length = args.length if args.length is not None else load_chain_spec(args.chain).length
     members = temporal_correlations(args.chain)  # read the spec once for both schemes
-    const = allocate_budget(members, target=alpha, length=length)
+    const = allocate_budget(members, epsilon=alpha, length=length)
     ends, ends_dict = _ends(members, alpha, length)
     if args.json:
         d = const.leakage.to_dict()

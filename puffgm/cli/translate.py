@@ -1,7 +1,7 @@
-"""``puffgm translate``: epsilon_puffer <-> epsilon_DP along the a(b)-influence curve (Bai et al. Theorem 6).
+"""``puffgm translate``: the Pufferfish epsilon <-> epsilon_DP along the a(b)-influence curve (Bai et al. Theorem 6).
 
-``--epsilon-puffer E`` prints the largest epsilon_DP such that every per-entry
-epsilon_DP-DP mechanism is E-Pufferfish (max over curve points of (E - a)/b), and
+``--epsilon E`` (``--epsilon-puffer`` is its deprecated spelling) prints the largest
+epsilon_DP such that every per-entry epsilon_DP-DP mechanism is E-Pufferfish (max over curve points of (E - a)/b), and
 the point used; ``--epsilon-dp E`` prints the best Pufferfish guarantee of an
 E-DP mechanism (min over b of b E + a(b)).  PRIOR arguments as for ``puffgm curve``
 and ``puffgm calibrate``: several PRIORs form one prior class Theta and give one
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from puffgm.cli.arguments import number
+from puffgm.cli.arguments import add_renamed_flag, number
 from puffgm.cli.curve import add_prior_arguments, compute_curves
 
 __all__ = ["register", "run"]
@@ -22,8 +22,10 @@ __all__ = ["register", "run"]
 def register(p) -> None:
     add_prior_arguments(p)
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--epsilon-puffer", type=number, default=None, help="Pufferfish budget to translate to epsilon_DP")
-    g.add_argument("--epsilon-dp", type=number, default=None, help="DP parameter to translate to epsilon_puffer")
+    add_renamed_flag(g, "--epsilon", "--epsilon-puffer", type=number, default=None,
+                     help="Pufferfish guarantee to translate to epsilon_DP (--epsilon-puffer: deprecated spelling)")
+    g.add_argument("--epsilon-dp", type=number, default=None,
+                   help="DP parameter to translate to the Pufferfish epsilon")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -31,13 +33,13 @@ def run(args) -> str:
     from puffgm.core.validation import check_positive_finite
     from puffgm.mechanisms.translation import dp_epsilon, puffer_epsilon
 
-    if args.epsilon_puffer is not None:
-        eps = check_positive_finite(args.epsilon_puffer, "epsilon-puffer", "puffgm translate")
+    if args.epsilon is not None:
+        eps = check_positive_finite(args.epsilon, "epsilon", "puffgm translate")
     else:
         eps = check_positive_finite(args.epsilon_dp, "epsilon-dp", "puffgm translate")
     out = []
     for label, curve in compute_curves(args):
-        t = (dp_epsilon(curve, epsilon_puffer=eps) if args.epsilon_puffer is not None
+        t = (dp_epsilon(curve, epsilon=eps) if args.epsilon is not None
              else puffer_epsilon(curve, epsilon_dp=eps))
         out.append((label, t))
     if args.json:

@@ -42,7 +42,8 @@ import numpy as np
 
 from puffgm.core.validation import check_positive_finite
 
-__all__ = ["Release", "CalibratedRelease", "jsonable", "issue", "was_issued", "make_release", "composition_key",
+__all__ = ["Release", "wrong_calibration", "released_by",
+           "CalibratedRelease", "jsonable", "issue", "was_issued", "make_release", "composition_key",
            "quilt_set_key", "curve_key", "EXECUTION_OPTIONS"]
 
 #: Calibration options that change how fast a calibration runs or what it shows, never the quilt sets
@@ -304,3 +305,50 @@ def composition_key(release: Release) -> str:
     if release.composition == "blowfish":
         return str(rec.policy_key)
     return str(release.composition)
+
+
+#: What each kind of result is, what makes it, and the function that releases it (by type name,
+#: so this low layer imports none of them).
+_RELEASED_BY = {
+    "CalibrationResult": ("a Markov Quilt Mechanism calibration (CalibrationResult, from puffgm.calibrate)",
+                          "release_laplace(answer, cal) or puffgm.release(cal, answer=...)"),
+    "QueryCalibration": ("a query-specific calibration (QueryCalibration, from puffgm.calibrate_query)",
+                         "release_query(answer, cal) or puffgm.release(cal, data)"),
+    "WorkloadCalibration": ("a workload calibration (WorkloadCalibration, from puffgm.calibrate_workload)",
+                            "release_workload(answers, cal) or puffgm.release(cal, data)"),
+    "InfluenceCurve": ("an a(b)-influence curve (InfluenceCurve)",
+                       "puffgm.mechanisms.pufferfish (pufferfish_laplace(answer, curve, epsilon=...))"),
+}
+
+
+def released_by(result: Any) -> tuple | None:
+    """``(what it is, the function that releases it)`` for a calibration or a curve; None for anything else."""
+    return _RELEASED_BY.get(type(result).__name__)
+
+
+def wrong_calibration(where: str, calibration: Any, wanted: str) -> str:
+    """The one-sentence refusal of a result ``where`` does not release, naming the function that does.
+
+    Parameters
+    ----------
+    where : str
+        The function refusing (``"release_query"``).
+    calibration : object
+        What it was given.
+    wanted : str
+        What it takes (``"a QueryCalibration (from puffgm.calibrate_query)"``).
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> wrong_calibration("release_query", 1.0, "a QueryCalibration")
+    'release_query needs a QueryCalibration; got float.'
+    """
+    known = released_by(calibration)
+    if known is None:
+        return f"{where} needs {wanted}; got {type(calibration).__name__}."
+    what, how = known
+    return f"{where} was given {what}: release it with {how}."

@@ -12,13 +12,14 @@ import math
 import numbers
 import os
 import sys
+import warnings
 from collections.abc import Iterable
 
 from puffgm.exceptions import ParameterError
 
 __all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int",
            "check_time_limit", "did_you_mean", "is_inline_json", "read_json_argument",
-           "progress_enabled"]
+           "progress_enabled", "renamed", "refuse_unexpected", "deprecated_call"]
 
 
 def _is_real(value) -> bool:
@@ -75,6 +76,63 @@ def check_positive_int(value, name: str, where: str) -> int:
             f"The '{name}' parameter of {where} must be an integer >= 1. Got {value!r} instead."
         )
     return int(value)
+
+
+def renamed(kwargs: dict, old: str, new: str, where: str, value=None, *, stacklevel: int = 3):
+    """The value of parameter ``new``, also when given by its deprecated name ``old``.
+
+    Every renamed parameter of the public API goes through here: ``old`` is popped
+    from ``kwargs`` with a :class:`DeprecationWarning` naming ``new``; giving both is
+    refused in one sentence.
+
+    Parameters
+    ----------
+    kwargs : dict
+        The function's extra keyword arguments (``old`` is removed from it).
+    old, new : str
+        The deprecated and the current name of the parameter.
+    where : str
+        The function, for the messages (``"puffgm.translate"``).
+    value : object, optional
+        The value given as ``new`` (None when not given).
+    stacklevel : int
+        As :func:`warnings.warn`, counted from here: 3 is the caller of the function that calls this.
+
+    Returns
+    -------
+    object
+        ``value``, or the value given as ``old``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     renamed({"epsilon_puffer": 2.0}, "epsilon_puffer", "epsilon", "dp_epsilon")
+    2.0
+    """
+    if old not in kwargs:
+        return value
+    if value is not None:
+        raise ParameterError(f"{where} was given both '{new}' and its deprecated name '{old}'; give '{new}' only.")
+    warnings.warn(f"The '{old}' parameter of {where} is deprecated; use '{new}'.", DeprecationWarning,
+                  stacklevel=stacklevel)
+    return kwargs.pop(old)
+
+
+def refuse_unexpected(kwargs: dict, where: str) -> None:
+    """Raise TypeError, as Python does, for a keyword argument left after the deprecated names are taken."""
+    if kwargs:
+        raise TypeError(f"{where}() got an unexpected keyword argument {sorted(kwargs)[0]!r}")
+
+
+def deprecated_call(old: str, new: str, *, stacklevel: int = 3) -> None:
+    """Warn (DeprecationWarning) that the call ``old`` is deprecated and ``new`` replaces it.
+
+    ``stacklevel`` is counted as in :func:`warnings.warn` from here: 3 is the caller of the
+    function that calls this.
+    """
+    warnings.warn(f"{old} is deprecated; use {new}.", DeprecationWarning, stacklevel=stacklevel)
 
 
 def did_you_mean(word, choices: Iterable) -> str:

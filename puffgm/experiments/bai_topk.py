@@ -232,9 +232,9 @@ def _mechanisms(theta, curve, T, m, k, eps):
     from puffgm.mechanisms.pufferfish import PufferfishTopK
 
     trivial = curve_from_points([(T, 0.0)], n_entries=T, method="group DP (trivial point)")
-    ours = PufferfishTopK(curve, epsilon_puffer=eps, k=k)
+    ours = PufferfishTopK(curve, epsilon=eps, k=k)
     cal = MQMExact(theta).calibrate(epsilon=eps / m)
-    return {"ours": ours, "gdp": PufferfishTopK(trivial, epsilon_puffer=eps, k=k), "mqm_scale": float(cal.scale),
+    return {"ours": ours, "gdp": PufferfishTopK(trivial, epsilon=eps, k=k), "mqm_scale": float(cal.scale),
             "gdp_lap_scale": m * T / eps, "point": ours.point}
 
 

@@ -110,11 +110,11 @@ def _dp_rows(eps_list, progress_tick, quick=False):
             return c
 
         for eps in eps_list:
-            expo = PufferfishExponential(curve, epsilon_puffer=eps)
+            expo = PufferfishExponential(curve, epsilon=eps)
             law_e = lambda a, _m=expo: _m.log_probabilities(util(a))  # noqa: E731
             mechs = [("exponential", law_e, expo.epsilon_dp)]
             if k >= 3:
-                topk = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
+                topk = PufferfishTopK(curve, epsilon=eps, k=2)
                 outs = list(itertools.permutations(range(k), 2))
                 law_t = lambda a, _m=topk, _o=outs: [_m.log_probability(util(a), s) for s in _o]  # noqa: E731
                 mechs.append(("noisy top-2", law_t, topk.epsilon_dp))

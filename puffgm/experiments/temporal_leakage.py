@@ -145,13 +145,13 @@ def _compare(label, cc, curve, eps, rtol) -> Comparison:
 
 
 def _allowed(label, cc, curve, alpha) -> Allowed:
-    const = allocate_budget(cc, target=alpha)
+    const = allocate_budget(cc, epsilon=alpha)
     try:
-        e = allocate_budget(cc, target=alpha, scheme="ends")
+        e = allocate_budget(cc, epsilon=alpha, scheme="ends")
         ends = (e.epsilon_first, e.epsilon_step, e.epsilon_last)
     except ValueError:
         ends = (math.nan,) * 3
-    return Allowed(label, alpha, const.epsilon_step, ends, translate(curve, epsilon_puffer=alpha).epsilon_dp,
+    return Allowed(label, alpha, const.epsilon_step, ends, translate(curve, epsilon=alpha).epsilon_dp,
                    1.0 / _sigma_max(cc, alpha), alpha / cc.length)
 
 
@@ -165,7 +165,7 @@ def _series_for_plot(chains, eps, alpha):
         curves[label] = (leak, translate(curve, epsilon_dp=eps).epsilon_puffer,
                          mqm_view(cc, epsilon_step=eps, rtol=1e-4))
     cc = picks[0][2]
-    allocs = (allocate_budget(cc, target=alpha), allocate_budget(cc, target=alpha, scheme="ends"))
+    allocs = (allocate_budget(cc, epsilon=alpha), allocate_budget(cc, epsilon=alpha, scheme="ends"))
     return curves, allocs
 
 
@@ -261,7 +261,7 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
          "(Song et al., Theorem 4.3, MQMExact) certifies epsilon-Pufferfish for the smallest epsilon with "
          f"sigma_max(epsilon) <= 1/epsilon_step (bisection of `puffgm.calibrate`, relative {rtol:g}).", "",
          "Conversely, for a target alpha: TPL's largest constant budget (bisection to 1e-6) and the schedule with "
-         "larger budgets at the two ends (TPL flat at alpha), the curve's epsilon_DP (`translate --epsilon-puffer`), "
+         "larger budgets at the two ends (TPL flat at alpha), the curve's epsilon_DP (`translate --epsilon`), "
          "and MQM's 1/sigma_max(alpha), the per-step Laplace budget MQM allows.  Group DP (T epsilon_step; alpha/T) is "
          "the correlation-blind bound every analysis improves on.  All three bound the same quantity, so the smallest "
          "(largest budget) is the one to use.", "",

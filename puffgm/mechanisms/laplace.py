@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.noise import check_resolves, resolve_noise
-from puffgm.core.release import Release, make_release, quilt_set_key
+from puffgm.core.release import Release, make_release, quilt_set_key, wrong_calibration
 from puffgm.core.results import CalibrationResult, freeze_record
 from puffgm.exceptions import NotApplicableError, ParameterError
 
@@ -163,14 +163,7 @@ class MarkovQuiltLaplace:
 
 def _not_mqm(calibration) -> str:
     """The refusal of a calibration that is not the Markov Quilt Mechanism's, naming the function that releases it."""
-    name = type(calibration).__name__
-    if name == "QueryCalibration":
-        return ("release_laplace was given a query-specific calibration (QueryCalibration): use "
-                "puffgm.release(cal, data) or release_query(answer, cal).")
-    if name == "WorkloadCalibration":
-        return ("release_laplace was given a workload calibration (WorkloadCalibration): use "
-                "puffgm.release(cal, data) or release_workload(answers, cal).")
-    return f"release_laplace needs a CalibrationResult from puffgm.calibrate(); got {name}."
+    return wrong_calibration("release_laplace", calibration, "a CalibrationResult from puffgm.calibrate()")
 
 
 def _shaped(noisy, ndim: int):

@@ -52,7 +52,7 @@ import numpy as np
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, curve_key, issue
 from puffgm.core.results import freeze_record
-from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.validation import check_positive_finite, check_positive_int, refuse_unexpected, renamed
 from puffgm.exceptions import ParameterError
 from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
@@ -146,15 +146,22 @@ class _DPBased:
 
     name = "DP-based Pufferfish mechanism"
 
-    def __init__(self, curve, *, epsilon_puffer: float):
+    def __init__(self, curve, *, epsilon: float | None, deprecated: dict):
         where = type(self).__name__
-        self.epsilon_puffer = check_positive_finite(epsilon_puffer, "epsilon_puffer", where)
-        self.translation: Translation = dp_epsilon(curve, epsilon_puffer=self.epsilon_puffer)
+        epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", where, epsilon, stacklevel=4)
+        refuse_unexpected(deprecated, where)
+        self.epsilon = check_positive_finite(epsilon, "epsilon", where)
+        self.translation: Translation = dp_epsilon(curve, epsilon=self.epsilon)
         self.curve = curve
 
     @property
+    def epsilon_puffer(self) -> float:
+        """The Pufferfish parameter of one release (the field name of :class:`PufferfishRelease`)."""
+        return self.epsilon
+
+    @property
     def epsilon_dp(self) -> float:
-        """The per-entry DP parameter epsilon_DP = (epsilon_puffer - a) / b at the point used."""
+        """The per-entry DP parameter epsilon_DP = (epsilon - a) / b at the point used."""
         return self.translation.epsilon_dp
 
     @property
@@ -168,7 +175,7 @@ class _DPBased:
         d = {"label": label, "witness": t.witness, "n_entries": t.n_entries}
         d.update(details)
         return PufferfishRelease(
-            value=value, mechanism=self.name, epsilon_puffer=self.epsilon_puffer, epsilon_dp=t.epsilon_dp,
+            value=value, mechanism=self.name, epsilon_puffer=self.epsilon, epsilon_dp=t.epsilon_dp,
             a=t.a, b=t.b, secure=bool(source and source.secure), noise=source.description if source else "",
             fingerprint=self.curve.fingerprint, curve_key=curve_key(self.curve), details=d,
         )
@@ -195,22 +202,22 @@ class PufferfishLaplace(_DPBased):
     ----------
     curve : InfluenceCurve
         The a(b)-influence curve of (Theta, S).
-    epsilon_puffer : float
-        Pufferfish privacy parameter of one release.
+    epsilon : float
+        Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     lipschitz : float
         L: changing one entry moves F(D) by at most L in L1 norm (scalar or vector F).
 
     Examples
     --------
     >>> from puffgm import influence_curve
-    >>> mech = PufferfishLaplace(influence_curve("example:cancer"), epsilon_puffer=2.0)
+    >>> mech = PufferfishLaplace(influence_curve("example:cancer"), epsilon=2.0)
     >>> rel = mech.release(10.0, random_state=0)   # seeded: reproducible, not for production
     """
 
     name = "Pufferfish Laplace (Bai et al. Algorithm 1)"
 
-    def __init__(self, curve, *, epsilon_puffer: float, lipschitz: float = 1.0):
-        super().__init__(curve, epsilon_puffer=epsilon_puffer)
+    def __init__(self, curve, *, epsilon: float | None = None, lipschitz: float = 1.0, **deprecated):
+        super().__init__(curve, epsilon=epsilon, deprecated=deprecated)
         self.lipschitz = check_positive_finite(lipschitz, "lipschitz", "PufferfishLaplace")
 
     @property
@@ -246,7 +253,7 @@ class PufferfishLaplace(_DPBased):
                              charged)
 
 
-def pufferfish_laplace(answer, curve, *, epsilon_puffer: float, lipschitz: float = 1.0,
+def pufferfish_laplace(answer, curve, *, epsilon: float | None = None, lipschitz: float = 1.0,
                        **options) -> PufferfishRelease:
     """Release ``answer + Lap(L / epsilon_DP)``: ``PufferfishLaplace(curve, ...).release(answer, **options)``.
 
@@ -254,13 +261,14 @@ def pufferfish_laplace(answer, curve, *, epsilon_puffer: float, lipschitz: float
     ----------
     answer : float or array_like
     curve : InfluenceCurve
-    epsilon_puffer : float
+    epsilon : float
     lipschitz : float
     **options
         Keywords of :meth:`PufferfishLaplace.release`: ``random_state``,
         ``accountant``, ``label``.
     """
-    return PufferfishLaplace(curve, epsilon_puffer=epsilon_puffer, lipschitz=lipschitz).release(answer, **options)
+    epsilon = renamed(options, "epsilon_puffer", "epsilon", "pufferfish_laplace", epsilon)
+    return PufferfishLaplace(curve, epsilon=epsilon, lipschitz=lipschitz).release(answer, **options)
 
 
 # ------------------------------------------------------------------ exponential
@@ -359,16 +367,16 @@ class PufferfishExponential(_DPBased):
     ----------
     curve : InfluenceCurve
         The a(b)-influence curve of (Theta, S).
-    epsilon_puffer : float
-        Pufferfish privacy parameter of one release.
+    epsilon : float
+        Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     sensitivity : float
         Delta_u.
     """
 
     name = "Pufferfish exponential mechanism (Bai et al. Algorithm 2)"
 
-    def __init__(self, curve, *, epsilon_puffer: float, sensitivity: float = 1.0):
-        super().__init__(curve, epsilon_puffer=epsilon_puffer)
+    def __init__(self, curve, *, epsilon: float | None = None, sensitivity: float = 1.0, **deprecated):
+        super().__init__(curve, epsilon=epsilon, deprecated=deprecated)
         self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishExponential")
 
     def log_probabilities(self, utilities) -> np.ndarray:
@@ -402,7 +410,7 @@ class PufferfishExponential(_DPBased):
                              {"index": idx, "sensitivity": self.sensitivity, "n_candidates": int(u.size)}, charged)
 
 
-def pufferfish_exponential(utilities, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
+def pufferfish_exponential(utilities, curve, *, epsilon: float | None = None, sensitivity: float = 1.0,
                            **options) -> PufferfishRelease:
     """Select one candidate: ``PufferfishExponential(curve, ...).release(utilities, **options)``.
 
@@ -410,13 +418,14 @@ def pufferfish_exponential(utilities, curve, *, epsilon_puffer: float, sensitivi
     ----------
     utilities : array_like
     curve : InfluenceCurve
-    epsilon_puffer : float
+    epsilon : float
     sensitivity : float
     **options
         Keywords of :meth:`PufferfishExponential.release`: ``candidates``,
         ``random_state``, ``accountant``, ``label``.
     """
-    return PufferfishExponential(curve, epsilon_puffer=epsilon_puffer, sensitivity=sensitivity).release(
+    epsilon = renamed(options, "epsilon_puffer", "epsilon", "pufferfish_exponential", epsilon)
+    return PufferfishExponential(curve, epsilon=epsilon, sensitivity=sensitivity).release(
         utilities, **options)
 
 
@@ -431,8 +440,8 @@ class PufferfishTopK(_DPBased):
     ----------
     curve : InfluenceCurve
         The a(b)-influence curve of (Theta, S).
-    epsilon_puffer : float
-        Pufferfish privacy parameter of the whole selection.
+    epsilon : float
+        Pufferfish privacy parameter of the whole selection (``epsilon_puffer`` is its deprecated name).
     k : int
         K, the number of candidates selected.
     sensitivity : float
@@ -441,8 +450,8 @@ class PufferfishTopK(_DPBased):
 
     name = "Pufferfish noisy top-K (exponential mechanism, Bai et al. section 7.1.3)"
 
-    def __init__(self, curve, *, epsilon_puffer: float, k: int, sensitivity: float = 1.0):
-        super().__init__(curve, epsilon_puffer=epsilon_puffer)
+    def __init__(self, curve, *, epsilon: float | None = None, k: int, sensitivity: float = 1.0, **deprecated):
+        super().__init__(curve, epsilon=epsilon, deprecated=deprecated)
         self.k = check_positive_int(k, "k", "PufferfishTopK")
         self.sensitivity = check_positive_finite(sensitivity, "sensitivity", "PufferfishTopK")
 
@@ -488,7 +497,7 @@ class PufferfishTopK(_DPBased):
                               "epsilon_dp_per_round": self.epsilon_dp / self.k}, charged)
 
 
-def pufferfish_top_k(utilities, k: int, curve, *, epsilon_puffer: float, sensitivity: float = 1.0,
+def pufferfish_top_k(utilities, k: int, curve, *, epsilon: float | None = None, sensitivity: float = 1.0,
                      **options) -> PufferfishRelease:
     """Select K candidates: ``PufferfishTopK(curve, ...).release(utilities, **options)``.
 
@@ -497,13 +506,14 @@ def pufferfish_top_k(utilities, k: int, curve, *, epsilon_puffer: float, sensiti
     utilities : array_like
     k : int
     curve : InfluenceCurve
-    epsilon_puffer : float
+    epsilon : float
     sensitivity : float
     **options
         Keywords of :meth:`PufferfishTopK.release`: ``candidates``,
         ``random_state``, ``accountant``, ``label``.
     """
-    return PufferfishTopK(curve, epsilon_puffer=epsilon_puffer, k=k, sensitivity=sensitivity).release(
+    epsilon = renamed(options, "epsilon_puffer", "epsilon", "pufferfish_top_k", epsilon)
+    return PufferfishTopK(curve, epsilon=epsilon, k=k, sensitivity=sensitivity).release(
         utilities, **options)
 
 
@@ -515,8 +525,8 @@ class PufferfishWrapper(_DPBased):
     ----------
     curve : InfluenceCurve
         The a(b)-influence curve of (Theta, S).
-    epsilon_puffer : float
-        Pufferfish privacy parameter of one release.
+    epsilon : float
+        Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     mechanism : callable ``mechanism(data, epsilon_dp, noise) -> output``
         Must be epsilon_dp-differentially private with respect to changing one
         entry of the database, for every epsilon_dp it is given (the user's
@@ -525,8 +535,9 @@ class PufferfishWrapper(_DPBased):
     name : str, optional
     """
 
-    def __init__(self, curve, *, epsilon_puffer: float, mechanism: Callable, name: str | None = None):
-        super().__init__(curve, epsilon_puffer=epsilon_puffer)
+    def __init__(self, curve, *, epsilon: float | None = None, mechanism: Callable, name: str | None = None,
+                 **deprecated):
+        super().__init__(curve, epsilon=epsilon, deprecated=deprecated)
         if not callable(mechanism):
             raise ParameterError("The 'mechanism' parameter of PufferfishWrapper must be callable.")
         self.mechanism = mechanism

@@ -54,7 +54,7 @@ import numpy as np
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
-from puffgm.core.release import CalibratedRelease, jsonable, make_release
+from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 
 __all__ = [
@@ -747,10 +747,8 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     QueryRelease
     """
     if not isinstance(calibration, QueryCalibration):
-        if type(calibration).__name__ == "CalibrationResult":
-            raise ParameterError("release_query was given a Markov Quilt Mechanism calibration (CalibrationResult), "
-                                 "which covers any Lipschitz query: use release_laplace(answer, cal).")
-        raise ParameterError("release_query needs a QueryCalibration (from puffgm.calibrate_query).")
+        raise ParameterError(wrong_calibration("release_query", calibration,
+                                               "a QueryCalibration (from puffgm.calibrate_query)"))
     if calibration.method == "optimal-noise" or calibration.scale is None:
         raise ParameterError("This calibration's noise is the optimal noise law, not Laplace: release it with "
                              "puffgm.mechanisms.optimal_noise.release_optimal_noise("

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from puffgm.core.results import json_float
-from puffgm.core.validation import check_positive_finite
+from puffgm.core.validation import check_positive_finite, deprecated_call, refuse_unexpected, renamed
 from puffgm.exceptions import NotApplicableError, ParameterError
 
-__all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate", "THEOREM6"]
+__all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate_curve", "translate", "THEOREM6"]
 
 THEOREM6 = "Bai-He-Gu-Kifer-Maeng Theorem 6 (translation between DP and Pufferfish)"
 
@@ -143,10 +143,10 @@ def _as_curve(curve):
     return curve
 
 
-def dp_epsilon(curve, *, epsilon_puffer: float) -> Translation:
-    """Largest epsilon_DP whose per-entry DP mechanisms are epsilon_puffer-Pufferfish.
+def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translation:
+    """Largest epsilon_DP whose per-entry DP mechanisms are epsilon-Pufferfish.
 
-    epsilon_DP = max over curve points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b
+    epsilon_DP = max over curve points with a(b) < epsilon of (epsilon - a(b)) / b
     (Theorem 6; the paper's Algorithms 1-2 write ``min`` on line 8, a slip).
     Ties go to the smallest b.
 
@@ -154,8 +154,8 @@ def dp_epsilon(curve, *, epsilon_puffer: float) -> Translation:
     ----------
     curve : InfluenceCurve
         The a(b)-influence curve of (Theta, S).
-    epsilon_puffer : float
-        The Pufferfish privacy parameter to reach.
+    epsilon : float
+        The Pufferfish privacy parameter to reach (``epsilon_puffer`` is its deprecated name).
 
     Returns
     -------
@@ -165,9 +165,11 @@ def dp_epsilon(curve, *, epsilon_puffer: float) -> Translation:
     Raises
     ------
     NotApplicableError
-        If no point (not even the trivial (0, |I|)) has a < epsilon_puffer.
+        If no point (not even the trivial (0, |I|)) has a < epsilon.
     """
-    eps = check_positive_finite(epsilon_puffer, "epsilon_puffer", "dp_epsilon")
+    epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "dp_epsilon", epsilon)
+    refuse_unexpected(deprecated, "dp_epsilon")
+    eps = check_positive_finite(epsilon, "epsilon", "dp_epsilon")
     curve = _as_curve(curve)
     best = None
     for b, a, w in curve.candidate_points():
@@ -177,8 +179,8 @@ def dp_epsilon(curve, *, epsilon_puffer: float) -> Translation:
                 best = (val, b, a, w)
     if best is None:
         raise NotApplicableError(
-            f"No point of the a(b)-influence curve has a(b) < epsilon_puffer = {eps:g} "
-            f"(smallest a on the curve: {min(curve.a):.6g}); extend max_b or raise epsilon_puffer."
+            f"No point of the a(b)-influence curve has a(b) < epsilon = {eps:g} "
+            f"(smallest a on the curve: {min(curve.a):.6g}); extend max_b or raise epsilon."
         )
     val, b, a, w = best
     notes = []
@@ -220,14 +222,48 @@ def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
     return Translation("dp_to_puffer", val, eps, a, b, w, curve.fingerprint, curve.method, curve.n_entries)
 
 
-def translate(curve, *, epsilon_puffer: float | None = None, epsilon_dp: float | None = None) -> Translation:
-    """Translate one way or the other: give exactly one of the two epsilons.
+def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | None = None,
+                    **deprecated) -> Translation:
+    """Translate along a curve one way or the other: give exactly one of ``epsilon`` and ``epsilon_dp``.
 
-    ``epsilon_puffer`` gives :func:`dp_epsilon`, ``epsilon_dp`` gives :func:`puffer_epsilon`.
+    ``epsilon`` (the Pufferfish guarantee; ``epsilon_puffer`` is its deprecated name) gives
+    :func:`dp_epsilon`, ``epsilon_dp`` gives :func:`puffer_epsilon`.  :func:`puffgm.translate`
+    takes a curve or a prior class and calls this.
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+        The a(b)-influence curve of (Theta, S).
+    epsilon, epsilon_dp : float
+        Exactly one.
+
+    Returns
+    -------
+    Translation
     """
-    if (epsilon_puffer is None) == (epsilon_dp is None):
-        raise ParameterError("translate needs exactly one of 'epsilon_puffer' and 'epsilon_dp'.")
-    if epsilon_puffer is not None:
-        return dp_epsilon(curve, epsilon_puffer=epsilon_puffer)
+    epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "translate_curve", epsilon)
+    refuse_unexpected(deprecated, "translate_curve")
+    if (epsilon is None) == (epsilon_dp is None):
+        raise ParameterError("translate needs exactly one of 'epsilon' (the Pufferfish guarantee) and 'epsilon_dp'.")
+    if epsilon is not None:
+        return dp_epsilon(curve, epsilon=epsilon)
     assert epsilon_dp is not None  # exactly one of the two was given
     return puffer_epsilon(curve, epsilon_dp=epsilon_dp)
+
+
+def translate(curve, **kwargs) -> Translation:
+    """Deprecated name of :func:`translate_curve` (or call :func:`puffgm.translate`, which takes a curve too).
+
+    Parameters
+    ----------
+    curve : InfluenceCurve
+    **kwargs
+        As :func:`translate_curve`.
+
+    Returns
+    -------
+    Translation
+    """
+    deprecated_call("puffgm.mechanisms.translation.translate",
+                    "puffgm.translate or puffgm.mechanisms.translation.translate_curve")
+    return translate_curve(curve, **kwargs)

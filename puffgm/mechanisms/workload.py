@@ -55,7 +55,7 @@ import numpy as np
 
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
-from puffgm.core.release import CalibratedRelease, jsonable, make_release
+from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
 from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import RESOLUTION_FACTOR, QueryLaws, answer_in_range, laplace_log_density
@@ -468,7 +468,8 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
         is not positive.
     """
     if not isinstance(calibration, WorkloadCalibration):
-        raise ParameterError("release_workload needs a WorkloadCalibration (from puffgm.calibrate_workload).")
+        raise ParameterError(wrong_calibration("release_workload", calibration,
+                                               "a WorkloadCalibration (from puffgm.calibrate_workload)"))
     values = _answers(answers, calibration)
     if not all(math.isfinite(s) and s > 0 for s in calibration.scales):
         raise ParameterError("A workload release needs finite Laplace scales > 0; this calibration's are "

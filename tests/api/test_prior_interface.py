@@ -69,9 +69,9 @@ def test_influence_curve_of_a_box_is_a_puffgm_error_naming_the_supported_kinds()
 
 def test_translate_takes_a_prior_or_a_curve():
     curve = puffgm.influence_curve("example:asia")
-    assert puffgm.translate("example:asia", epsilon_puffer=10.0) == puffgm.translate(curve, epsilon_puffer=10.0)
+    assert puffgm.translate("example:asia", epsilon=10.0) == puffgm.translate(curve, epsilon=10.0)
     with pytest.raises(ParameterError, match="max_b and curve options apply only to a prior class"):
-        puffgm.translate(curve, epsilon_puffer=10.0, max_b=3)
+        puffgm.translate(curve, epsilon=10.0, max_b=3)
 
 
 def test_a_class_holds_one_kind():

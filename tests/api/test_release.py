@@ -172,12 +172,19 @@ def test_mqm_refuses_data_and_needs_an_answer():
 
 def test_wrong_types_name_the_right_function(cals):
     mqm = puffgm.calibrate("example:asia", epsilon=4.0)
-    with pytest.raises(ParameterError, match=r"use puffgm\.release\(cal, data\) or release_query"):
+    workload = puffgm.calibrate_workload("example:asia", HALVES, epsilon=1.0, baselines=False)
+    with pytest.raises(ParameterError, match=r"release it with release_query\(answer, cal\) or puffgm\.release"):
         release_laplace(3.0, cals["wasserstein"])
-    with pytest.raises(ParameterError, match=r"puffgm\.release\(cal, data\) or release_workload"):
-        release_laplace(3.0, puffgm.calibrate_workload("example:asia", HALVES, epsilon=1.0, baselines=False))
-    with pytest.raises(ParameterError, match=r"use release_laplace\(answer, cal\)"):
+    with pytest.raises(ParameterError, match=r"release it with release_workload\(answers, cal\)"):
+        release_laplace(3.0, workload)
+    with pytest.raises(ParameterError, match=r"release it with release_laplace\(answer, cal\)"):
         release_query(3.0, mqm)
+    with pytest.raises(ParameterError, match=r"release it with release_workload\(answers, cal\)"):
+        release_query(3.0, workload)
+    with pytest.raises(ParameterError, match=r"release it with release_query\(answer, cal\)"):
+        release_workload([3.0], cals["wasserstein"])
+    with pytest.raises(ParameterError, match=r"release it with release_laplace\(answer, cal\)"):
+        release_workload([3.0], mqm)
     with pytest.raises(ParameterError, match="puffgm.calibrate_query"):
         release_query(3.0, 3.0)
 
@@ -199,7 +206,7 @@ def test_release_points_curves_blowfish_and_noise_laws_to_their_functions(cals):
     with pytest.raises(ParameterError, match=r"pufferfish_laplace\(answer, curve"):
         puffgm.release(curve, answer=1.0)
     with pytest.raises(ParameterError, match="pufferfish_laplace"):
-        puffgm.release(puffgm.translate(curve, epsilon_puffer=2.0), answer=1.0)
+        puffgm.release(puffgm.translate(curve, epsilon=2.0), answer=1.0)
     with pytest.raises(ParameterError, match="puffgm.blowfish.mechanisms"):
         puffgm.release(Policy(distance_threshold_graph(Domain.ordered(10), 2)), answer=1.0)
     with pytest.raises(ParameterError, match=r"the QueryCalibration whose optimal_noise"):

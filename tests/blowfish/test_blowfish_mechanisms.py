@@ -139,7 +139,7 @@ def test_parallel_composition_refused_under_count_constraints_and_kinds_do_not_m
     with pytest.raises(CompositionError):
         release_laplace(1.0, cal, accountant=acc, random_state=0)
     with pytest.raises(CompositionError):
-        pufferfish_laplace(1.0, curve_from_points({1: 0.1}, n_entries=3, fingerprint="c"), epsilon_puffer=1.0,
+        pufferfish_laplace(1.0, curve_from_points({1: 0.1}, n_entries=3, fingerprint="c"), epsilon=1.0,
                            accountant=acc, random_state=0)
     mqm = PrivacyAccountant()
     release_laplace(1.0, cal, accountant=mqm, random_state=0)

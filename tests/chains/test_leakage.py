@@ -291,7 +291,7 @@ def test_constant_budget_is_feasible_and_within_one_percent(T):
     rng = np.random.default_rng(9 + T)
     P = random_matrix(rng, 3, zeros=0.2)
     for alpha in (0.5, 2.0):
-        a = allocate_budget(P, target=alpha, length=T)
+        a = allocate_budget(P, epsilon=alpha, length=T)
         assert a.leakage.max_tpl <= alpha
         tpl_ref = straightforward(P, [a.epsilon_step] * T)[2] if T <= 7 else a.leakage.tpl
         assert np.max(tpl_ref) <= alpha * (1 + 1e-12)
@@ -305,18 +305,18 @@ def test_constant_budget_is_feasible_and_within_one_percent(T):
 def test_ends_scheme_is_flat_at_the_target():
     P = np.array([[0.8, 0.2], [0.1, 0.9]])
     for T in (2, 5, 200):
-        a = allocate_budget(P, target=1.0, length=T, scheme="ends")
+        a = allocate_budget(P, epsilon=1.0, length=T, scheme="ends")
         tpl = a.leakage.tpl
         assert np.max(tpl) <= 1.0 and np.min(tpl) > 1.0 - 1e-5
         assert a.epsilon_first > a.epsilon_step and a.epsilon_last > a.epsilon_step
         sup = leakage_supremum(P, epsilon=a.epsilon_step)
         assert a.epsilon_first == pytest.approx(sup.sup_bpl) and sup.sup_tpl == pytest.approx(1.0, rel=1e-5)
-    assert allocate_budget(P, target=1.0, length=1, scheme="ends").epsilon_first == 1.0
+    assert allocate_budget(P, epsilon=1.0, length=1, scheme="ends").epsilon_first == 1.0
     fam = ChainPriorClass.from_family([P, [[0.6, 0.4], [0.3, 0.7]]], "stationary", 30)
-    af = allocate_budget(fam, target=1.0, scheme="ends")
+    af = allocate_budget(fam, epsilon=1.0, scheme="ends")
     assert af.leakage.max_tpl <= 1.0
     with pytest.raises(NotApplicableError, match="disjoint supports"):
-        allocate_budget([[0.0, 1.0], [1.0, 0.0]], target=1.0, length=5, scheme="ends")
+        allocate_budget([[0.0, 1.0], [1.0, 0.0]], epsilon=1.0, length=5, scheme="ends")
 
 
 # ------------------------------------------------------------------ inputs

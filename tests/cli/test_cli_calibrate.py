@@ -29,7 +29,7 @@ def test_per_node_and_summary(cli):
 
 def test_protect_and_theta(tmp_path, cli):
     code, out, _ = cli("calibrate", "example:asia", "example:asia", "--epsilon", "1",
-                       "--protect", "smoke", "--json", "--per-node")
+                       "--protected", "smoke", "--json", "--per-node")
     d = json.loads(out)
     assert code == 0 and [q["node"] for q in d["per_node"]] == ["smoke"]
 
@@ -43,7 +43,7 @@ def test_protect_and_theta(tmp_path, cli):
     (["calibrate", "example:asia", "example:cancer", "--epsilon", "1"], "does not share the graph"),
     (["calibrate", "example:nosuch", "--epsilon", "1"], "no bundled network named 'nosuch'"),
     (["calibrate", "example:asia", "--epsilon", "1", "--method", "approx"], "does not apply to Bayesian-network priors; they take 'exact'"),
-    (["calibrate", "example:asia", "--epsilon", "1", "--protect", "nosuch"], "protected node 'nosuch' is not a node"),
+    (["calibrate", "example:asia", "--epsilon", "1", "--protected", "nosuch"], "protected node 'nosuch' is not a node"),
     (["calibrate", "example:asia", "--epsilon", "1", "--max-quilt-states", "0"], "'max-quilt-states' parameter"),
     (["calibrate", "example:asia"], "the following arguments are required: --epsilon"),
 ])

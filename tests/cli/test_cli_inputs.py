@@ -56,7 +56,7 @@ def _one_line_error(argv, message):
 @pytest.mark.parametrize("argv,message", [
     (["calibrate", "example:alram", "--epsilon", "1"],
      "There is no bundled network named 'alram' (did you mean 'alarm'?); bundled networks: "),
-    (["calibrate", "example:asia", "--epsilon", "1", "--protect", "smok"],
+    (["calibrate", "example:asia", "--epsilon", "1", "--protected", "smok"],
      "The protected node 'smok' is not a node of the prior (did you mean 'smoke'?)."),
     (["calibrate", "example:asia", "--epsilon", "1", "--method", "wasserstein", "--query", '{"cont": 0}'],
      'A query has exactly one of the keys "scores" and "count" (did you mean \'count\'?).'),

@@ -29,21 +29,21 @@ def test_curve_several_priors_and_chain_spec(tmp_path, cli):
 
 
 def test_translate_both_ways(cli):
-    code, out, _ = cli("translate", "example:cancer", "--epsilon-puffer", "4", "--json")
+    code, out, _ = cli("translate", "example:cancer", "--epsilon", "4", "--json")
     d = json.loads(out)
     assert code == 0 and d["direction"] == "puffer_to_dp" and d["point"]["b"] >= 1
     e_dp = d["epsilon_dp"]
     code, out, _ = cli("translate", "example:cancer", "--epsilon-dp", str(e_dp), "--json")
     assert json.loads(out)["epsilon_puffer"] <= 4 + 1e-9
-    code, out, _ = cli("translate", "example:cancer", "--epsilon-puffer", "2")
+    code, out, _ = cli("translate", "example:cancer", "--epsilon", "2")
     assert "point used" in out
 
 
 def test_errors_are_one_line(cli):
     code, _, err = cli("curve", "example:cancer", "--max-b", "0")
     assert code == 2 and err.count("\n") == 1 and "max-b" in err
-    code, _, err = cli("translate", "example:cancer", "--epsilon-puffer", "-1")
-    assert code == 2 and "epsilon-puffer" in err
+    code, _, err = cli("translate", "example:cancer", "--epsilon", "-1")
+    assert code == 2 and "epsilon" in err
     code, _, err = cli("curve", "example:nosuchnet")
     assert code == 2 and err.count("\n") == 1
 
@@ -129,11 +129,11 @@ def test_translate_pools_like_calibrate(tmp_path, cli):
     p1, p2 = _two_nets(tmp_path)
     from puffgm.api import influence_curve
     from puffgm.mechanisms.translation import dp_epsilon
-    code, out, _ = cli("translate", p1, p2, "--epsilon-puffer", "3", "--json")
+    code, out, _ = cli("translate", p1, p2, "--epsilon", "3", "--json")
     d = json.loads(out)
     assert code == 0 and d["priors"] == [p1, p2]
-    assert d["epsilon_dp"] == dp_epsilon(influence_curve([p1, p2]), epsilon_puffer=3.0).epsilon_dp
-    code, out, _ = cli("translate", p1, p2, "--epsilon-puffer", "3", "--json", "--each")
+    assert d["epsilon_dp"] == dp_epsilon(influence_curve([p1, p2]), epsilon=3.0).epsilon_dp
+    code, out, _ = cli("translate", p1, p2, "--epsilon", "3", "--json", "--each")
     each = json.loads(out)["translations"]
     assert [t["prior"] for t in each] == [p1, p2]
     # one class can never translate to more than its most demanding member allows

@@ -129,12 +129,12 @@ def test_dp_based_pufferfish_mechanisms_pass(seed, eps):
     """Theorem 7 mechanisms compose linearly, so Theorem 4's conditions must hold at epsilon_puffer."""
     theta, inst, curve = setup(seed)
     u = count_utility(theta)
-    expo = PufferfishExponential(curve, epsilon_puffer=eps)
+    expo = PufferfishExponential(curve, epsilon=eps)
     r = check_composition_conditions(inst, lambda a: expo.log_probabilities(u(a)), epsilon=eps)
     assert r.holds and r.dp_holds and r.n_violations == 0
     # the exponential mechanism is epsilon_DP-DP per entry: a one-entry neighbour is a DP-style partner
     assert r.dp_value <= expo.epsilon_dp + 1e-9
-    topk = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
+    topk = PufferfishTopK(curve, epsilon=eps, k=2)
     outs = list(itertools.permutations(range(3), 2))
     law = lambda a: [topk.log_probability(u(a), s) for s in outs]  # noqa: E731
     r2 = check_composition_conditions(inst, law, epsilon=eps)

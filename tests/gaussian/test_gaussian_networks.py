@@ -122,7 +122,7 @@ def test_calibration_is_min_over_quilts_and_max_over_class():
 def test_public_api_and_class_checks():
     import puffgm
     from puffgm.api import influence_curve
-    from puffgm.mechanisms.translation import translate
+    from puffgm.mechanisms.translation import translate_curve
 
     p = load_linear_gaussian(CHAIN)
     res = puffgm.calibrate(p, epsilon=30.0)
@@ -130,7 +130,7 @@ def test_public_api_and_class_checks():
     c = influence_curve(p)
     assert c.a[-1] == 0.0 and all(x >= y for x, y in zip(c.a, c.a[1:], strict=False))
     assert c.a == gaussian_influence_curve(p).a
-    t = translate(c, epsilon_puffer=40.0)
+    t = translate_curve(c, epsilon=40.0)
     assert t.epsilon_dp == pytest.approx(max((40.0 - a) / b for b, a in c.points if a < 40.0) if c.a[0] < 40 else
                                          max((40.0 - a) / b for b, a in c.points if a < 40.0))
     d2 = json.loads(json.dumps(CHAIN))
@@ -186,7 +186,7 @@ def test_cli_calibrate_curve_translate(tmp_path):
     assert d["method"] == "mqm-gaussian" and d["sigma_max"] > 0
     out = run("curve", str(f), "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["points"][-1]["a"] == 0.0
-    out = run("translate", str(f), "--epsilon-puffer", "40")
+    out = run("translate", str(f), "--epsilon", "40")
     assert out.returncode == 0 and "epsilon_DP" in out.stdout
     bad = tmp_path / "bad.json"
     d = json.loads(json.dumps(CHAIN))

@@ -210,7 +210,7 @@ def _refusal_cases():
     cal = puffgm.calibrate("example:asia", epsilon=1.0)
     mqm = lambda: release_laplace(1.0, cal, random_state=0)  # noqa: E731
     curve = curve_from_points({1: 0.5, 2: 0.1}, n_entries=8, fingerprint="toy")
-    dp = lambda c=curve: PufferfishLaplace(c, epsilon_puffer=1.0).release(1.0, random_state=0)  # noqa: E731
+    dp = lambda c=curve: PufferfishLaplace(c, epsilon=1.0).release(1.0, random_state=0)  # noqa: E731
     line = Policy(line_graph(Domain.ordered(5)))
     blow = lambda p=line, **kw: laplace_mechanism(1.0, p, epsilon=0.5, sensitivity=1.0, random_state=0, **kw)  # noqa: E731
     query = puffgm.calibrate_query("example:asia", {"count": 0}, epsilon=1.0, method="optimal-laplace")

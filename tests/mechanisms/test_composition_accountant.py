@@ -33,9 +33,9 @@ class CountingNoise(NoiseSource):
 
 def test_theorem7_total_and_report():
     acc = PrivacyAccountant()
-    rels = [PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(3.0, random_state=0, accountant=acc),
-            PufferfishExponential(CURVE, epsilon_puffer=2.0).release([1, 2, 3], random_state=0, accountant=acc),
-            PufferfishTopK(CURVE, epsilon_puffer=0.5, k=2).release([1, 2, 3], random_state=0, accountant=acc)]
+    rels = [PufferfishLaplace(CURVE, epsilon=1.0).release(3.0, random_state=0, accountant=acc),
+            PufferfishExponential(CURVE, epsilon=2.0).release([1, 2, 3], random_state=0, accountant=acc),
+            PufferfishTopK(CURVE, epsilon=0.5, k=2).release([1, 2, 3], random_state=0, accountant=acc)]
     pts = [(r.epsilon_puffer, r.a) for r in rels]
     expected = max(a for _, a in pts) + sum(e - a for e, a in pts)
     assert acc.total == pytest.approx(expected)
@@ -48,11 +48,11 @@ def test_theorem7_total_and_report():
 def test_budget_refusal_draws_no_noise():
     acc = PrivacyAccountant(budget=2.0)
     noise = CountingNoise()
-    PufferfishLaplace(CURVE, epsilon_puffer=1.5).release(1.0, random_state=noise, accountant=acc)
+    PufferfishLaplace(CURVE, epsilon=1.5).release(1.0, random_state=noise, accountant=acc)
     assert noise.draws == 1
     before = acc.total
     with pytest.raises(BudgetError, match="nothing was released"):
-        PufferfishExponential(CURVE, epsilon_puffer=1.5).release([1, 2], random_state=noise, accountant=acc)
+        PufferfishExponential(CURVE, epsilon=1.5).release([1, 2], random_state=noise, accountant=acc)
     assert noise.draws == 1 and acc.total == before and len(acc.entries) == 1
 
 
@@ -83,9 +83,9 @@ def test_different_curves_and_mixing_with_mqm_refused():
 
     other = curve_from_points({1: 2.0}, n_entries=30, fingerprint="other")
     acc = PrivacyAccountant()
-    PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=acc)
+    PufferfishLaplace(CURVE, epsilon=1.0).release(1.0, random_state=0, accountant=acc)
     with pytest.raises(CompositionError, match="different prior classes"):
-        PufferfishLaplace(other, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=acc)
+        PufferfishLaplace(other, epsilon=1.0).release(1.0, random_state=0, accountant=acc)
     cal = calibrate("example:cancer", epsilon=1.0)
     with pytest.raises(CompositionError):
         release_laplace(1.0, cal, accountant=acc, random_state=0)
@@ -96,14 +96,14 @@ def test_different_curves_and_mixing_with_mqm_refused():
     release_laplace(2.0, cal, accountant=acc2, random_state=1)
     assert acc2.total == pytest.approx(2.0) and acc2.report().theorem == THEOREM_MQM
     with pytest.raises(CompositionError):
-        PufferfishLaplace(CURVE, epsilon_puffer=0.5).release(1.0, random_state=0, accountant=acc2)
+        PufferfishLaplace(CURVE, epsilon=0.5).release(1.0, random_state=0, accountant=acc2)
 
 
 def test_the_curve_point_is_validated():
     import dataclasses
 
     acc = PrivacyAccountant()
-    rel = PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0)
+    rel = PufferfishLaplace(CURVE, epsilon=1.0).release(1.0, random_state=0)
     with pytest.raises(CompositionError, match="a < epsilon_puffer"):
         acc.check(dataclasses.replace(rel, a=1.0))
     with pytest.raises(CompositionError, match="integer >= 1"):
@@ -114,8 +114,8 @@ def test_the_curve_point_is_validated():
 def test_real_network_curve_composes():
     c = influence_curve("example:cancer")
     acc = PrivacyAccountant(budget=3.0)
-    PufferfishLaplace(c, epsilon_puffer=1.0).release(10.0, random_state=0, accountant=acc)
-    PufferfishTopK(c, epsilon_puffer=1.5, k=2).release([4, 1, 3], random_state=0, accountant=acc)
+    PufferfishLaplace(c, epsilon=1.0).release(10.0, random_state=0, accountant=acc)
+    PufferfishTopK(c, epsilon=1.5, k=2).release([4, 1, 3], random_state=0, accountant=acc)
     assert acc.total <= 2.5 + 1e-12
 
 
@@ -129,9 +129,9 @@ def test_mixing_mqm_and_curve_refusal_names_the_missing_theorem():
     release_laplace(1.0, cal, accountant=mqm, random_state=0)
     with pytest.raises(CompositionError, match=r"no theorem in Song, Wang and Chaudhuri 2017 or in Bai et al\. "
                                                r"covers this mix.*Theorem 4\.4.*Theorem 7.*Nothing was released"):
-        PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=mqm)
+        PufferfishLaplace(CURVE, epsilon=1.0).release(1.0, random_state=0, accountant=mqm)
     curve = PrivacyAccountant()
-    PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=curve)
+    PufferfishLaplace(CURVE, epsilon=1.0).release(1.0, random_state=0, accountant=curve)
     with pytest.raises(CompositionError, match=r"holds DP-based releases.*refuses a Markov Quilt Mechanism release: "
                                                r"no theorem in Song.*covers this mix"):
         release_laplace(1.0, cal, accountant=curve, random_state=0)
@@ -153,4 +153,4 @@ def test_blowfish_report_says_blowfish_under_its_policy():
     assert "line secret graph" in text and "-Pufferfish private" not in text
     assert PrivacyAccountant().report().guarantee == "Pufferfish"
     with pytest.raises(CompositionError, match="is not Pufferfish privacy for a prior class"):
-        PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(1.0, random_state=0, accountant=acc)
+        PufferfishLaplace(CURVE, epsilon=1.0).release(1.0, random_state=0, accountant=acc)

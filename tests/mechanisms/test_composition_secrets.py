@@ -54,9 +54,9 @@ def test_curve_releases_protecting_different_nodes_do_not_compose():
     cb = influence_curve(net, secrets=SecretSpec(protected=["B"]))
     assert ca.composition_key != cb.composition_key
     acc = PrivacyAccountant(budget=10.0)
-    pufferfish_laplace(1.0, ca, epsilon_puffer=2.0, accountant=acc, random_state=0)
+    pufferfish_laplace(1.0, ca, epsilon=2.0, accountant=acc, random_state=0)
     with pytest.raises(CompositionError):
-        pufferfish_laplace(1.0, cb, epsilon_puffer=2.0, accountant=acc, random_state=1)
+        pufferfish_laplace(1.0, cb, epsilon=2.0, accountant=acc, random_state=1)
 
 
 def test_class_curves_keep_their_secrets_in_the_key():

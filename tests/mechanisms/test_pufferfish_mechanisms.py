@@ -41,7 +41,7 @@ def _state_index(theta, v, s):
 @pytest.mark.parametrize("eps", [0.5, 2.0, 6.0])
 def test_exponential_mechanism_exact_audit(seed, eps):
     theta, inst, curve = setup(seed, n=4, card=3)
-    mech = PufferfishExponential(curve, epsilon_puffer=eps, sensitivity=1.0)
+    mech = PufferfishExponential(curve, epsilon=eps, sensitivity=1.0)
     u = count_utility(theta)
     # the mechanism's own output law, audited exactly
     res = audit_finite(inst, lambda a: mech.log_probabilities(u(a)))
@@ -55,7 +55,7 @@ def test_exponential_mechanism_exact_audit(seed, eps):
 def test_top_k_exact_audit(seed):
     theta, inst, curve = setup(seed, n=4, card=3)
     eps = 1.5
-    mech = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
+    mech = PufferfishTopK(curve, epsilon=eps, k=2)
     u = count_utility(theta)
     outs = list(itertools.permutations(range(3), 2))
 
@@ -71,7 +71,7 @@ def test_top_k_exact_audit(seed):
 def test_laplace_exact_audit():
     theta, inst, curve = setup(5, n=5, card=2)
     for eps in (0.7, 3.0):
-        mech = PufferfishLaplace(curve, epsilon_puffer=eps, lipschitz=1.0)
+        mech = PufferfishLaplace(curve, epsilon=eps, lipschitz=1.0)
         count = lambda a: float(sum(_state_index(theta, v, a[v]) for v in theta.nodes))
         res = audit_laplace(inst, count, mech.scale)
         assert res.loss <= eps + 1e-9
@@ -83,8 +83,8 @@ def test_theorem7_composition_exact_audit():
 
     theta, inst, curve = setup(6, n=4, card=3)
     u = count_utility(theta)
-    mechs = [PufferfishExponential(curve, epsilon_puffer=1.0), PufferfishExponential(curve, epsilon_puffer=2.5),
-             PufferfishTopK(curve, epsilon_puffer=1.5, k=2)]
+    mechs = [PufferfishExponential(curve, epsilon=1.0), PufferfishExponential(curve, epsilon=2.5),
+             PufferfishTopK(curve, epsilon=1.5, k=2)]
     acc = PrivacyAccountant()
     for m in mechs:
         if isinstance(m, PufferfishTopK):
@@ -103,7 +103,7 @@ def test_theorem7_composition_exact_audit():
 
 def test_sampling_follows_the_exact_law_and_seeded_is_marked():
     curve = setup(7, n=3, card=2)[2]
-    mech = PufferfishExponential(curve, epsilon_puffer=4.0, sensitivity=0.5)
+    mech = PufferfishExponential(curve, epsilon=4.0, sensitivity=0.5)
     u = [2.0, 0.0, 1.0, -1.0]
     p = np.exp(mech.log_probabilities(u))
     rng = np.random.default_rng(1)
@@ -117,11 +117,11 @@ def test_sampling_follows_the_exact_law_and_seeded_is_marked():
 
 def test_secure_by_default_and_vector_laplace():
     curve = setup(8, n=3, card=2)[2]
-    rel = PufferfishLaplace(curve, epsilon_puffer=2.0, lipschitz=2.0).release([1.0, 2.0, 3.0])
+    rel = PufferfishLaplace(curve, epsilon=2.0, lipschitz=2.0).release([1.0, 2.0, 3.0])
     assert rel.secure is True and rel.value.shape == (3,)
     with pytest.raises(ValueError):
         rel.value[0] = 0.0  # immutable
-    top = pufferfish_top_k([5, 9, 1, 7], 3, curve, epsilon_puffer=3.0, candidates=["a", "b", "c", "d"])
+    top = pufferfish_top_k([5, 9, 1, 7], 3, curve, epsilon=3.0, candidates=["a", "b", "c", "d"])
     assert top.secure and len(set(top.value)) == 3 and set(top.value) <= {"a", "b", "c", "d"}
 
 
@@ -134,7 +134,7 @@ def test_wrapper_passes_epsilon_dp_and_noise():
         seen["noise"] = noise
         return float(noise.laplace(sum(data), 1.0 / epsilon_dp))
 
-    w = PufferfishWrapper(curve, epsilon_puffer=1.5, mechanism=rr)
+    w = PufferfishWrapper(curve, epsilon=1.5, mechanism=rr)
     rel = w.release([1, 0, 1], random_state=0)
     assert seen["eps"] == w.epsilon_dp == rel.epsilon_dp and isinstance(seen["noise"], SeededNoise)
     assert "rr" in rel.mechanism and rel.b == w.translation.b
@@ -143,15 +143,15 @@ def test_wrapper_passes_epsilon_dp_and_noise():
 def test_bad_inputs():
     curve = setup(10, n=3, card=2)[2]
     with pytest.raises(ParameterError, match="'sensitivity' parameter of PufferfishExponential"):
-        PufferfishExponential(curve, epsilon_puffer=1.0, sensitivity=0)
+        PufferfishExponential(curve, epsilon=1.0, sensitivity=0)
     with pytest.raises(ParameterError, match="NaN"):
-        PufferfishExponential(curve, epsilon_puffer=1.0).release([1.0, float("nan")])
+        PufferfishExponential(curve, epsilon=1.0).release([1.0, float("nan")])
     with pytest.raises(ParameterError, match="at least 3 candidates"):
-        PufferfishTopK(curve, epsilon_puffer=1.0, k=3).release([1.0, 2.0])
+        PufferfishTopK(curve, epsilon=1.0, k=3).release([1.0, 2.0])
     with pytest.raises(ParameterError, match="callable"):
-        PufferfishWrapper(curve, epsilon_puffer=1.0, mechanism=3)
-    with pytest.raises(ParameterError, match="'epsilon_puffer'"):
-        PufferfishLaplace(curve, epsilon_puffer=float("inf"))
+        PufferfishWrapper(curve, epsilon=1.0, mechanism=3)
+    with pytest.raises(ParameterError, match="'epsilon' parameter of PufferfishLaplace"):
+        PufferfishLaplace(curve, epsilon=float("inf"))
     lp = exponential_log_probabilities([0.0, -math.inf, 1.0], epsilon_dp=1.0, sensitivity=1.0)
     assert lp[1] == -math.inf and logsumexp(lp) == pytest.approx(0.0)
 
@@ -168,9 +168,9 @@ def test_strong_correlation_negative_control():
     for eps in (1.0, 3.0):
         naive = audit_exponential(inst, u, epsilon=eps)
         assert naive.loss > eps  # the audit can fail
-        mech = PufferfishExponential(curve, epsilon_puffer=eps)
+        mech = PufferfishExponential(curve, epsilon=eps)
         assert audit_finite(inst, lambda a: mech.log_probabilities(u(a))).loss <= eps + 1e-9
-        top = PufferfishTopK(curve, epsilon_puffer=eps, k=2)
+        top = PufferfishTopK(curve, epsilon=eps, k=2)
         outs = [(0, 1), (1, 0)]
         assert audit_finite(inst, lambda a: [top.log_probability(u(a), s) for s in outs]).loss <= eps + 1e-9
 

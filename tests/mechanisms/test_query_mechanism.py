@@ -112,9 +112,9 @@ def test_release_and_accountant_refuse_composition():
 
 
 def test_dispatch_errors():
-    with pytest.raises(ParameterError, match="give query"):
+    with pytest.raises(ParameterError, match=r"call puffgm\.calibrate_query\(prior, query"):
         puffgm.calibrate("example:asia", epsilon=1.0, method="wasserstein")
-    with pytest.raises(ParameterError, match="calibrated by the methods"):
+    with pytest.raises(ParameterError, match=r"calibrated by puffgm\.calibrate_query"):
         puffgm.calibrate("example:asia", epsilon=1.0, query={"count": 0})
     with pytest.raises(ParameterError, match="epsilon"):
         puffgm.calibrate_query("example:asia", {"count": 0}, epsilon=0.0)
@@ -131,7 +131,7 @@ def test_dispatch_errors():
 def test_optimal_noise_through_calibrate_and_release():
     from puffgm.mechanisms.optimal_noise import release_optimal_noise
 
-    cal = puffgm.calibrate("example:asia", epsilon=1.0, method="optimal-noise", query={"count": 0})
+    cal = puffgm.calibrate_query("example:asia", {"count": 0}, epsilon=1.0, method="optimal-noise")
     assert cal.scale is None and cal.optimal_noise.loss <= 1.0
     assert cal.optimal_noise.expected_abs_error < cal.optimal_laplace_scale
     with pytest.raises(ParameterError, match="release_optimal_noise"):

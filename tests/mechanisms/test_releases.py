@@ -56,8 +56,8 @@ def _releases(mqm_calibration, wasserstein_calibration, seed):
     policy = Policy(line_graph(Domain.ordered(10)))
     return {
         "markov quilt": release_laplace([3.0, 4.0], mqm_calibration, random_state=seed, label="counts"),
-        "pufferfish laplace": PufferfishLaplace(CURVE, epsilon_puffer=1.0).release(3.0, random_state=seed),
-        "pufferfish top-k": PufferfishTopK(CURVE, epsilon_puffer=1.5, k=2).release(
+        "pufferfish laplace": PufferfishLaplace(CURVE, epsilon=1.0).release(3.0, random_state=seed),
+        "pufferfish top-k": PufferfishTopK(CURVE, epsilon=1.5, k=2).release(
             [4.0, 1.0, 3.0], candidates=["a", "b", "c"], random_state=seed),
         "blowfish laplace": laplace_mechanism(3.0, policy, epsilon=1.0, sensitivity=1.0, random_state=seed),
         "blowfish histogram": release_histogram([0, 1, 1, 7], policy, epsilon=0.5, random_state=seed),
