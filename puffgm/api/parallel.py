@@ -104,24 +104,22 @@ def _calibrate_chunk(payload) -> list:
 
 
 def _items(priors, method: str, options: dict) -> list:
-    """(what to ship, its label, its options) for every prior; refuses a method or an option no prior uses.
+    """(what to ship, its label, its options) for every prior; refuses a method or an option a prior's kind
+    does not use, with the message :func:`puffgm.calibrate` gives (:meth:`PriorKind.check_options`).
 
     Chain classes and boxes are shipped loaded (they were read to classify them);
     network and linear-Gaussian inputs are shipped as given and loaded on the worker.
     """
-    items, accepted = [], []
+    items = []
     for j, prior in enumerate(priors):
         try:
             kind, loaded = classify(prior)
-            accepted.append(set(kind.accepted_options(method)))
+            accepted = kind.accepted_options(method)
         except PuffgmError as exc:
             raise type(exc)(f"Prior {j} ({_label(prior)}): {one_line(exc)}") from None
-        items.append((prior if loaded is None else loaded, _label(prior)))
-    unused = sorted(set(options) - set().union(*accepted)) if accepted else sorted(options)
-    if unused:
-        raise ParameterError(f"Option(s) {', '.join(unused)} apply to no prior of the list with method {method!r}.")
-    return [(prior, label, {k: v for k, v in options.items() if k in acc})
-            for (prior, label), acc in zip(items, accepted, strict=True)]
+        kind.check_options(options, accepted, f"method {method!r}")
+        items.append((prior if loaded is None else loaded, _label(prior), dict(options)))
+    return items
 
 
 def _chunks(n: int, workers: int, chunk_size):
@@ -186,7 +184,9 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
         (``PriorKind.methods``): e.g. ``max_length``, ``paper_convention``,
         ``per_node``, ``mixing``, ``mixing_rtol`` (chains, exact), ``use_reversible``
         (approx), the :class:`~puffgm.networks.calibration.NetworkOptions` for
-        networks.  An option that no prior of the list takes is refused.
+        networks.  An option that the kind of some prior of the list does not take
+        for ``method`` is refused, with the ParameterError :func:`puffgm.calibrate` gives;
+        no option is dropped.
         ``time_limit`` (networks; default None: no limit) is a budget per prior:
         each network calibration answers or refuses within it.
 
@@ -198,7 +198,7 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
     Raises
     ------
     ParameterError
-        On a bad epsilon, L, method, n_jobs, chunk_size, client or option.
+        On a bad epsilon, L, method, n_jobs, chunk_size, client, or an option some prior's kind does not use.
     WorkerError
         When one calibration fails (an invalid prior, ...): one line naming the
         prior's index and name, and the cause.

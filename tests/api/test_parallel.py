@@ -86,9 +86,9 @@ def test_validation_is_one_clear_sentence():
     with pytest.raises(ParameterError, match=r"Prior 0 \('example:cancer'\): Method 'approx' does not apply to "
                                              "Bayesian-network priors; they take 'exact'"):
         puffgm.calibrate_many(["example:cancer"], epsilon=1.0, method="approx")
-    with pytest.raises(ParameterError, match="Option.s. protected apply to no prior of the list"):
+    with pytest.raises(ParameterError, match="Option.s. protected do not apply to method 'exact' of Markov-chain"):
         puffgm.calibrate_many(chains, epsilon=1.0, protected=["X1"])
-    with pytest.raises(ParameterError, match="Option.s. frobnicate apply to no prior"):
+    with pytest.raises(ParameterError, match="Option.s. frobnicate do not apply to method 'exact' of Bayesian"):
         puffgm.calibrate_many(["example:cancer"], epsilon=1.0, frobnicate=True)
     with pytest.raises(ParameterError, match="list of prior classes"):
         puffgm.calibrate_many("example:cancer", epsilon=1.0)
@@ -129,3 +129,14 @@ def test_dask_local_cluster_gives_the_local_results(monkeypatch):
         # a scheduler address opens (and closes) its own client
         by_address = puffgm.calibrate_many(_chains(), epsilon=1.5, client=cluster.scheduler_address)
         assert _dicts(by_address) == local[: len(_chains())]
+
+
+def test_an_option_one_kind_does_not_use_is_refused_as_calibrate_refuses_it():
+    """No option is dropped silently: a list that mixes kinds takes only the options every kind uses."""
+    mixed = ["example:cancer", _chains()[0]]
+    with pytest.raises(ParameterError) as many:
+        puffgm.calibrate_many(mixed, epsilon=1.0, n_jobs=1, per_node=False)
+    with pytest.raises(ParameterError) as one:
+        puffgm.calibrate("example:cancer", epsilon=1.0, per_node=False)
+    assert str(many.value) == str(one.value)
+    assert "per_node do not apply to method 'exact' of Bayesian-network priors" in str(one.value)
