@@ -272,6 +272,28 @@ def _weights(text: str | None):
         raise ParameterError(f"--weights takes comma-separated numbers; got {text!r}.") from None
 
 
+def applied_time_limit(args, prior) -> dict:
+    """``{"time_limit": seconds or None, "time_limit_source": ...}``: the budget the command applied.
+
+    The command line gives every calibration DEFAULT_TIME_LIMIT seconds unless ``--time-limit`` says
+    otherwise (0: none); the Python API applies no limit unless ``time_limit=`` is given, so every
+    output of the command says which limit applied and where it came from.
+    """
+    takes = args.method in QUERY_METHODS or "time_limit" in prior.accepted_options(args.method)
+    if not takes:
+        return {"time_limit": None, "time_limit_source": f"--method {args.method} on {prior.kind} takes no time limit"}
+    seconds = _time_limit(args)
+    source = ("--time-limit" if args.time_limit is not None else
+              f"default of {_command(args)}; the Python API applies none unless time_limit= is given")
+    return {"time_limit": seconds or None, "time_limit_source": source}
+
+
+def limit_line(limit: dict) -> str:
+    """One line of text: the time limit that applied and its source."""
+    seconds = limit["time_limit"]
+    return f"time limit: {'none' if seconds is None else f'{seconds:g} s'} ({limit['time_limit_source']})"
+
+
 def _check_plot(args) -> None:
     """Refuse --plot before any work when it cannot be drawn (a query method, no matplotlib, a baseline)."""
     from puffgm.core.plot import require_matplotlib
@@ -292,13 +314,17 @@ def run(args) -> str:
         _check_plot(args)
     prior = as_prior(list(args.priors))
     result = calibration_from_args(args, prior)
+    limit = applied_time_limit(args, prior)
     if args.method in QUERY_METHODS:
-        return json.dumps(result.to_dict(), indent=2, allow_nan=False) if args.json else result.explain()
+        if args.json:
+            return json.dumps(result.to_dict() | limit, indent=2, allow_nan=False)
+        return result.explain() + "\n" + limit_line(limit)
     if args.plot is not None:
         result.plot(args.plot)
     if args.json:
-        return json.dumps(result.to_dict(per_node=args.per_node), indent=2, allow_nan=False)
-    text = result.explain() + (f"\nquilt picture saved to {args.plot}" if args.plot is not None else "")
+        return json.dumps(result.to_dict(per_node=args.per_node) | limit, indent=2, allow_nan=False)
+    text = result.explain() + "\n" + limit_line(limit)
+    text += f"\nquilt picture saved to {args.plot}" if args.plot is not None else ""
     if args.per_node:
         lines = [text, "per node:"]
         for q in result.per_node:

@@ -30,7 +30,13 @@ import math
 import os
 
 from puffgm.cli.arguments import integer, number, number_list
-from puffgm.cli.calibrate import QUERY_METHODS, add_calibration_arguments, calibration_from_args
+from puffgm.cli.calibrate import (
+    QUERY_METHODS,
+    add_calibration_arguments,
+    applied_time_limit,
+    calibration_from_args,
+    limit_line,
+)
 
 __all__ = ["register", "run", "read_data_file"]
 
@@ -70,7 +76,7 @@ def run(args) -> str:
     accountant = _accountant(args)
     cal = calibration_from_args(args, prior)
     rel = release(cal, data, answer=answer, accountant=accountant, random_state=args.seed, label=args.label)
-    return _output(args, rel, accountant.report())
+    return _output(args, rel, accountant.report(), applied_time_limit(args, prior))
 
 
 def _inputs(args, prior) -> tuple:
@@ -184,7 +190,7 @@ def _trace_of(path: str, header: list, body: list) -> list:
     return [_cell(r[0]) for r in body]
 
 
-def _output(args, rel, report) -> str:
+def _output(args, rel, report, limit: dict) -> str:
     """The noisy value, the release, the guarantee and the budget left (or one JSON object)."""
     from puffgm.core.release import jsonable
 
@@ -193,7 +199,7 @@ def _output(args, rel, report) -> str:
     if args.json:
         out = {"value": jsonable(rel.value), "names": None if names is None else list(names),
                "release": rel.to_dict(), "guarantee": report.explain(), "total": report.total,
-               "budget": report.budget, "remaining": remaining, "ledger": args.ledger}
+               "budget": report.budget, "remaining": remaining, "ledger": args.ledger} | limit
         return json.dumps(out, indent=2, allow_nan=False)
     if names is not None:
         value = ", ".join(f"{n} {v:.10g}" for n, v in zip(names, rel.value, strict=True))
@@ -203,6 +209,7 @@ def _output(args, rel, report) -> str:
              "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
+    lines.append(limit_line(limit))
     return "\n".join(lines)
 
 

@@ -75,3 +75,19 @@ def test_bundled_network_calibration_does_not_need_pgmpy():
             "print('pgmpy' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False"
+
+
+def test_every_output_says_which_time_limit_applied(cli, tmp_path):
+    import json as _json
+
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--json", "--quiet")
+    assert code == 0, err
+    d = _json.loads(out)
+    assert d["time_limit"] == 120 and "default of puffgm calibrate" in d["time_limit_source"]
+    assert "Python API applies none" in d["time_limit_source"]
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--query", '{"count": 0}', "--method",
+                         "optimal-laplace", "--time-limit", "0")
+    assert code == 0, err
+    assert out.strip().splitlines()[-1] == "time limit: none (--time-limit)"
+    code, out, err = cli("calibrate", "example:asia", "--epsilon", "1", "--time-limit", "30", "--quiet")
+    assert "time limit: 30 s (--time-limit)" in out
