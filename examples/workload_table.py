@@ -17,8 +17,6 @@ import numpy as np
 
 import puffgm
 from puffgm.api import as_prior
-from puffgm.core.workload import load_workload
-from puffgm.mechanisms.workload import release_workload
 
 HERE = pathlib.Path(__file__).resolve().parent
 workload = str(HERE / "alarm_halves.json")
@@ -39,11 +37,8 @@ while len(record) < len(net.nodes):
         if node not in record and all(p in record for p in net.parents[node]):
             column = net.cpts[node][(slice(None),) + tuple(net.states[p].index(record[p]) for p in net.parents[node])]
             record[node] = net.states[node][rng.choice(len(column), p=column)]
-answers = load_workload(workload).bind(*alarm.query_domain()).evaluate(record)
-print(f"\ntrue table: {dict(zip(cal.names, answers, strict=True))}")
-
 acc = puffgm.PrivacyAccountant(budget=1.0)
-rel = release_workload(answers, cal, accountant=acc)
+rel = puffgm.release(cal, record, accountant=acc)  # the table is computed from the record, never typed
 print("released:", {name: round(v, 3) for name, v in rel.as_dict().items()})
 print(rel.explain())
 print(acc.report())
