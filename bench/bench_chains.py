@@ -4,7 +4,7 @@ Targets (2-core machine): a 51-state chain with T = 10^6 and a stationary start
 by MQMExact < 3 s and by MQMApprox < 10 ms; the binary grid of the paper's
 synthetic experiment (p0, p1 in 0.10..0.90 step 0.01, T = 100, every initial
 distribution) by MQMExact < 2 s in total.  A fixed non-stationary start (point mass)
-with T = 10^6 is timed against the stationary start in the same run (issue 8, item 6),
+with T = 10^6 is timed against the stationary start in the same run,
 and the old every-node search of a fixed-start binary chain against the mixing bound, which also
 answers at T = 10^15 and 10^18.
 

@@ -1,4 +1,4 @@
-"""Benchmark: full MQM calibration of the bundled bnlearn networks, before and after (issue 8).
+"""Benchmark: full MQM calibration of the bundled bnlearn networks, before and after.
 
 Prints one JSON object.  For every network, every node protected, at ``--epsilon``:
 
@@ -21,7 +21,7 @@ before / after of the best (smallest) ``calibrate_s`` over ``--repeat`` runs, an
 refuses (for example because exact inference exceeds ``max_table_entries``) gets
 the one-sentence message under ``refused``.
 
-Targets (issue 8, 2-core machine): alarm >= 10x faster than before (< 0.2 s of
+Targets (2-core machine): alarm >= 10x faster than before (< 0.2 s of
 calibration on a quiet machine), hailfinder and win95pts < 1 s.
 
 The after runs get ``time_limit=--time-limit`` (default 600 s): a network whose

@@ -1,4 +1,4 @@
-"""Benchmark: optimal additive noise against the Laplace calibrations, on the bundled networks (issue 30).
+"""Benchmark: optimal additive noise against the Laplace calibrations, on the bundled networks.
 
 Prints one JSON object.  For every network, the count query of each node's first state
 (``{"count": 0}``), every node protected, at ``--epsilon``, the expected absolute error

@@ -1,4 +1,4 @@
-"""Benchmark: query-specific calibration (issue 26) on the bundled networks and a long chain.
+"""Benchmark: query-specific calibration on the bundled networks and a long chain.
 
 Prints one JSON object.  For each network, the count query of each node's first
 state (``{"count": 0}``) at ``--epsilon``, in a fresh interpreter per network
@@ -18,7 +18,7 @@ The chain entry is a two-state chain of length ``--chain-length`` (default 10^4)
 count of state 0: the laws are exact up to ``max_exact_length`` (600) and the
 Wasserstein bound beyond.
 
-Targets (issue 26, 2-core machine): asia, child and alarm in a few seconds;
+Targets (2-core machine): asia, child and alarm in a few seconds;
 insurance, hailfinder, win95pts and hepar2 within 30 s each for both methods;
 pathfinder within 2 minutes.
 

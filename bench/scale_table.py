@@ -1,4 +1,4 @@
-"""Benchmark: how the Markov Quilt Mechanism's calibration scales over the bundled bnlearn networks (issue 27).
+"""Benchmark: how the Markov Quilt Mechanism's calibration scales over the bundled bnlearn networks.
 
 Prints one JSON object (and, with ``--markdown``, the table of docs/scale.md).  For every
 network, smallest first:
