@@ -1,7 +1,8 @@
 """One release function for every calibration puffgm makes: :func:`release`.
 
-:func:`release` dispatches on the calibration it is given, so a caller never has to
-know which release function serves which result:
+:func:`release` dispatches on the calibration it is given (one :func:`functools.singledispatch`,
+one short function per kind), so a caller never has to know which release function serves
+which result:
 
 =============================================  ===============================================  ==================
 calibration                                    released by                                      true value
@@ -14,6 +15,13 @@ or ``optimal-laplace``                                                          
                                                release_workload`                                ``data``
 ``CalibrationResult`` (the Markov Quilt        :func:`puffgm.mechanisms.laplace.release_laplace` ``answer=``
 Mechanism and the chain baselines)
+``Translation`` (:func:`puffgm.translate`)     :class:`puffgm.mechanisms.pufferfish.             ``answer=``, and
+                                               PufferfishLaplace`                               ``lipschitz=``
+``BlowfishCalibration``, ``query=``            :func:`puffgm.blowfish.mechanisms.               computed from
+                                               release_histogram` (``release_cumulative``,      ``data`` (a data
+                                               ``release_linear_sum``)                          set)
+``BlowfishCalibration``, ``sensitivity=``      :func:`puffgm.blowfish.mechanisms.               ``answer=``
+                                               laplace_mechanism`
 =============================================  ===============================================  ==================
 
 A query-specific calibration holds for the one query (or table of queries) it was
@@ -21,54 +29,71 @@ calibrated for, so :func:`release` computes that query's true value from the dat
 itself (:meth:`puffgm.core.query.BoundQuery.evaluate` on the record that
 :class:`puffgm.core.records.RecordLayout` reads): a typed answer could be the answer of
 another query, for which the noise proves nothing.  A Markov Quilt Mechanism calibration
-covers every L-Lipschitz query, so puffgm cannot know which query to compute: it takes the
-exact answer of the caller's query, named as such (``answer=``).
+and a translation cover every L-Lipschitz query, so puffgm cannot know which query to
+compute: they take the exact answer of the caller's query, named as such (``answer=``).
 
-An a(b)-influence curve and a Blowfish policy are not calibrations: the mechanism (Laplace,
-exponential, noisy top-K; a histogram, a k-means step) and its privacy parameter are chosen
-when releasing, so they are released by :mod:`puffgm.mechanisms.pufferfish` and
-:mod:`puffgm.blowfish.mechanisms`, and :func:`release` says so.
+A translation along an a(b)-influence curve (Bai et al. Theorem 6) carries its curve and its
+Pufferfish epsilon, so it is released by the Pufferfish Laplace mechanism (Algorithm 1) at
+scale L / epsilon_DP, and such releases compose along the curve (Theorem 7).  A curve alone
+is no calibration (the epsilon is chosen when translating), and neither is a Blowfish policy
+alone (the scale S(f, P) / epsilon depends on the query): :func:`release` names the form that
+makes each one.  The exponential and top-K mechanisms along a curve, and Blowfish releases
+on a subset (parallel composition) or by the ordered mechanism, keep their own functions in
+:mod:`puffgm.mechanisms.pufferfish` and :mod:`puffgm.blowfish`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import singledispatch
 from typing import Any
 
+from puffgm.blowfish.calibration import BlowfishCalibration
+from puffgm.blowfish.mechanisms import laplace_mechanism, release_cumulative, release_histogram, release_linear_sum
+from puffgm.blowfish.policy import Policy
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.release import Release
 from puffgm.core.results import CalibrationResult
 from puffgm.exceptions import ParameterError
 from puffgm.mechanisms.laplace import release_laplace
 from puffgm.mechanisms.optimal_noise import OptimalNoise, release_optimal_noise
+from puffgm.mechanisms.pufferfish import PufferfishLaplace
 from puffgm.mechanisms.query import QueryCalibration, release_query
 from puffgm.mechanisms.translation import Translation
 from puffgm.mechanisms.workload import WorkloadCalibration, release_workload
 
-__all__ = ["release", "true_value"]
-
-_CURVES = ("an a(b)-influence curve is no calibration: the DP mechanism and its epsilon are chosen when "
-           "releasing, so release along it with puffgm.mechanisms.pufferfish (pufferfish_laplace(answer, curve, "
-           "epsilon=..., lipschitz=...), pufferfish_exponential, pufferfish_top_k).")
+__all__ = ["release", "true_value", "BlowfishCalibration"]
 
 
-def release(calibration: Any, data: Any = None, *, answer: Any = None, accountant: Any = None,
-            random_state: Any = None, label: str | None = None) -> Release:
+def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz: float | None = None,
+            accountant: Any = None, random_state: Any = None, label: str | None = None) -> Release:
     """Release the noisy answer a calibration was made for: the one entry point for every calibration.
 
     Parameters
     ----------
-    calibration : QueryCalibration, WorkloadCalibration or CalibrationResult
-        From :func:`puffgm.calibrate_query`, :func:`puffgm.calibrate_workload` or
-        :func:`puffgm.calibrate` (the Markov Quilt Mechanism and the chain baselines).
+    calibration : QueryCalibration, WorkloadCalibration, CalibrationResult, Translation or BlowfishCalibration
+        From :func:`puffgm.calibrate_query`, :func:`puffgm.calibrate_workload`,
+        :func:`puffgm.calibrate` (the Markov Quilt Mechanism and the chain baselines),
+        :func:`puffgm.translate` (a point of an a(b)-influence curve and its epsilon_DP), or
+        :class:`~puffgm.blowfish.calibration.BlowfishCalibration` (a Blowfish policy, its
+        epsilon and the query).
     data : optional
-        One database, for a query-specific calibration (the true value is computed from it):
-        for a Bayesian network one record (a mapping node -> state, a pandas Series indexed
-        by node, or a one-row DataFrame of node columns); for a Markov chain one trace (a
-        list, array or pandas Series of the states of X1..XT in time order, or a one-column
-        DataFrame).  A state is its name (``str`` of the value) or its index.
+        The database, for a calibration that computes its true value:
+
+        * query-specific (``QueryCalibration``, ``WorkloadCalibration``): one database; for a
+          Bayesian network one record (a mapping node -> state, a pandas Series indexed by
+          node, or a one-row DataFrame of node columns); for a Markov chain one trace (a list,
+          array or pandas Series of the states of X1..XT in time order, or a one-column
+          DataFrame).  A state is its name (``str`` of the value) or its index.
+        * ``BlowfishCalibration`` with ``query=``: the data set, a sequence of domain values
+          (one per individual).
     answer : float or array_like, optional
-        For a ``CalibrationResult`` only: the exact answer of the L-Lipschitz query the
-        calibration covers (any such query, so puffgm cannot compute it).
+        The exact answer of the caller's query, for a calibration that covers many queries:
+        a ``CalibrationResult`` or a ``Translation`` (any L-Lipschitz query), a
+        ``BlowfishCalibration`` with ``sensitivity=`` (any query of that S(f, P)).
+    lipschitz : float, optional
+        For a ``Translation`` only: L, the largest L1 change of the query when one entry
+        changes (default 1.0).  The other calibrations carry their own.
     accountant : PrivacyAccountant, optional
         Charged before any noise is drawn; a refused release draws none.
     random_state : int or numpy Generator, optional
@@ -79,19 +104,23 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, accountan
     Returns
     -------
     Release
-        ``QueryRelease``, ``OptimalNoiseRelease``, ``WorkloadRelease`` or ``MarkovQuiltRelease``; it
-        keeps the noisy value only, never the true one.
+        ``QueryRelease``, ``OptimalNoiseRelease``, ``WorkloadRelease``, ``MarkovQuiltRelease``,
+        ``PufferfishRelease`` or ``BlowfishRelease``; it keeps the noisy value only, never the
+        true one.
 
     Raises
     ------
     ParameterError
-        One sentence: ``answer=`` for a query-specific calibration (its value is computed
-        from the data), ``data`` for a Markov Quilt Mechanism calibration, several records
-        or traces, data that does not fit the prior, or an object that is no calibration
-        (the message names the function that releases it).
+        One sentence naming the right form: ``answer=`` where the value is computed from the
+        data, ``data`` where the calibration covers many queries, ``lipschitz=`` for anything
+        but a translation, several records or traces, data that does not fit the prior, a
+        curve not yet translated, a policy without its epsilon and query, or an object that
+        is no calibration (the message names the function that releases it).
 
     Examples
     --------
+    A query-specific calibration computes its answer from one record:
+
     >>> import puffgm
     >>> cal = puffgm.calibrate_query("example:asia", {"count": "yes"}, epsilon=1.0, method="optimal-laplace")
     >>> record = {"asia": "no", "tub": "no", "smoke": "yes", "lung": "no", "bronc": "yes",
@@ -101,30 +130,125 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, accountan
     >>> rel = puffgm.release(cal, record, random_state=0)   # seeded: not for production
     >>> rel.secure
     False
+
+    The Markov Quilt Mechanism and a translation take the answer of any L-Lipschitz query:
+
     >>> mqm = puffgm.calibrate("example:asia", epsilon=4.0)
     >>> puffgm.release(mqm, answer=3.0, random_state=0).scale == mqm.scale
     True
+    >>> t = puffgm.translate("example:asia", epsilon=4.0)
+    >>> rel = puffgm.release(t, answer=3.0, lipschitz=2.0, random_state=0)
+    >>> rel.epsilon_puffer, rel.details["scale"] == 2.0 / t.epsilon_dp
+    (4.0, True)
+
+    A Blowfish calibration computes its histogram from the data set:
+
+    >>> from puffgm.blowfish import Domain, Policy, line_graph
+    >>> policy = Policy(line_graph(Domain.ordered(5)))
+    >>> hist = BlowfishCalibration(policy, epsilon=1.0, query="histogram")
+    >>> puffgm.release(hist, [0, 1, 1, 4], random_state=0).value.shape
+    (5,)
     """
-    options = {"accountant": accountant, "random_state": random_state, "label": label}
-    if isinstance(calibration, (QueryCalibration, WorkloadCalibration)):
-        if answer is not None:
-            raise ParameterError("A query-specific calibration's true value is computed from the data: give the "
-                                 "database as data (puffgm.release(cal, data)), not answer=.")
-        value = true_value(calibration, data)
-        if isinstance(calibration, WorkloadCalibration):
-            return release_workload(value, calibration, **options)
-        if calibration.method == "optimal-noise":
-            return release_optimal_noise(value, calibration.optimal_noise, **options)
-        return release_query(value, calibration, **options)
-    if isinstance(calibration, CalibrationResult):
-        if data is not None:
-            raise ParameterError("A Markov Quilt Mechanism calibration covers any L-Lipschitz query, so puffgm cannot "
-                                 "compute the answer from data: give the exact answer of your query as answer=.")
-        if answer is None:
-            raise ParameterError("A Markov Quilt Mechanism calibration covers any L-Lipschitz query: give the exact "
-                                 "answer of your query as answer= (puffgm.release(cal, answer=...)).")
-        return release_laplace(answer, calibration, **options)
+    return _release(calibration, _Request(data, answer, lipschitz, accountant, random_state, label))
+
+
+@dataclass(frozen=True)
+class _Request:
+    """What the caller gave :func:`release` besides the calibration."""
+
+    data: Any
+    answer: Any
+    lipschitz: float | None
+    accountant: Any
+    random_state: Any
+    label: str | None
+
+    @property
+    def options(self) -> dict:
+        """The release options every release function takes."""
+        return {"accountant": self.accountant, "random_state": self.random_state, "label": self.label}
+
+    def no_lipschitz(self, what: str) -> None:
+        if self.lipschitz is not None:
+            raise ParameterError(f"lipschitz= applies to a Translation only: {what} carries its own "
+                                 "(give it when calibrating).")
+
+    def needs_data(self, what: str, form: str) -> Any:
+        """The data, refusing ``answer=``: the true value is computed from the data."""
+        self.no_lipschitz(what)
+        if self.answer is not None:
+            raise ParameterError(f"{what}'s true value is computed from the data: give the data as data "
+                                 f"({form}), not answer=.")
+        return self.data
+
+    def needs_answer(self, what: str, covers: str, form: str) -> Any:
+        """The answer, refusing ``data``: the calibration covers many queries, puffgm cannot pick one."""
+        if self.data is not None:
+            raise ParameterError(f"{what} covers {covers}, so puffgm cannot compute the answer from data: "
+                                 f"give the exact answer of your query as answer= ({form}).")
+        if self.answer is None:
+            raise ParameterError(f"{what} covers {covers}: give the exact answer of your query as answer= ({form}).")
+        return self.answer
+
+
+@singledispatch
+def _release(calibration: Any, request: _Request) -> Release:
     raise ParameterError(_not_a_calibration(calibration))
+
+
+@_release.register(QueryCalibration)
+def _query(cal: QueryCalibration, request: _Request) -> Release:
+    value = true_value(cal, request.needs_data("A query-specific calibration", "puffgm.release(cal, data)"))
+    if cal.method == "optimal-noise":
+        return release_optimal_noise(value, cal.optimal_noise, **request.options)
+    return release_query(value, cal, **request.options)
+
+
+@_release.register(WorkloadCalibration)
+def _workload(cal: WorkloadCalibration, request: _Request) -> Release:
+    value = true_value(cal, request.needs_data("A query-specific calibration", "puffgm.release(cal, data)"))
+    return release_workload(value, cal, **request.options)
+
+
+@_release.register(CalibrationResult)
+def _markov_quilt(cal: CalibrationResult, request: _Request) -> Release:
+    request.no_lipschitz("a Markov Quilt Mechanism calibration")
+    answer = request.needs_answer("A Markov Quilt Mechanism calibration", "any L-Lipschitz query",
+                                  "puffgm.release(cal, answer=...)")
+    return release_laplace(answer, cal, **request.options)
+
+
+@_release.register(Translation)
+def _translation(t: Translation, request: _Request) -> Release:
+    answer = request.needs_answer("A translation", "any L-Lipschitz query",
+                                  "puffgm.release(translation, answer=..., lipschitz=L)")
+    if t.curve is None:
+        raise ParameterError("This Translation does not carry its a(b)-influence curve (it was not made by "
+                             "puffgm.translate), so release along the curve with pufferfish_laplace(answer, curve, "
+                             f"epsilon={t.epsilon_puffer:g}, lipschitz=L).")
+    lipschitz = 1.0 if request.lipschitz is None else request.lipschitz
+    return PufferfishLaplace(t.curve, epsilon=t.epsilon_puffer, lipschitz=lipschitz).release(answer, **request.options)
+
+
+#: The Blowfish release function of each query a BlowfishCalibration computes from the data set.
+_BLOWFISH_FROM_DATA = {"histogram": release_histogram, "cumulative": release_cumulative,
+                       "linear_sum": release_linear_sum}
+
+
+@_release.register(BlowfishCalibration)
+def _blowfish(cal: BlowfishCalibration, request: _Request) -> Release:
+    if cal.query is None:
+        request.no_lipschitz("a Blowfish calibration")
+        answer = request.needs_answer("A Blowfish calibration with sensitivity=", "any query of that S(f, P)",
+                                      "puffgm.release(cal, answer=...)")
+        return laplace_mechanism(answer, cal.policy, epsilon=cal.epsilon, sensitivity=cal.sensitivity,
+                                 **request.options)
+    data = request.needs_data(f"A Blowfish calibration of the {cal.query}", "puffgm.release(cal, data_set)")
+    if data is None:
+        raise ParameterError(f"A Blowfish calibration of the {cal.query} computes it from the data set: give the "
+                             "data set (a sequence of domain values) as data.")
+    extra = {"histogram": {"partition": cal.partition}, "linear_sum": {"values": cal.values}}.get(cal.query, {})
+    return _BLOWFISH_FROM_DATA[cal.query](data, cal.policy, epsilon=cal.epsilon, **extra, **request.options)
 
 
 def true_value(calibration: QueryCalibration | WorkloadCalibration, data: Any) -> Any:
@@ -165,17 +289,22 @@ def _form(layout) -> str:
 
 def _not_a_calibration(obj: Any) -> str:
     """The one-sentence refusal of an object :func:`release` does not release, naming what does."""
-    if isinstance(obj, (InfluenceCurve, Translation)):
-        return f"puffgm.release takes a calibration, and {_CURVES}"
+    if isinstance(obj, InfluenceCurve):
+        return ("An a(b)-influence curve is no calibration, since the epsilon is chosen when translating: translate "
+                "it first, puffgm.release(puffgm.translate(curve, epsilon=E), answer=..., lipschitz=L).")
+    if isinstance(obj, Policy):
+        return ("A Blowfish policy is no calibration, since the noise depends on the epsilon and the query: release "
+                "BlowfishCalibration(policy, epsilon=E, query='histogram') (or 'cumulative', 'linear_sum') with "
+                "puffgm.release(cal, data_set), or BlowfishCalibration(policy, epsilon=E, sensitivity=S) with "
+                "puffgm.release(cal, answer=...).")
     if type(obj).__module__.startswith("puffgm.blowfish"):
-        return ("puffgm.release takes a Pufferfish calibration; a Blowfish policy is released by "
-                "puffgm.blowfish.mechanisms (laplace_mechanism, release_histogram, release_cumulative, "
-                "release_linear_sum) or puffgm.blowfish.ordered.ordered_mechanism.")
+        return ("puffgm.release takes a calibration; this Blowfish object is released by puffgm.blowfish.mechanisms "
+                "or puffgm.blowfish.ordered.ordered_mechanism.")
     if isinstance(obj, OptimalNoise):
         return ("puffgm.release takes the QueryCalibration whose optimal_noise this is, and computes its answer "
                 "from the data: puffgm.release(cal, data).")
     if isinstance(obj, Release):
         return "This is already a release record (its value is drawn); puffgm.release takes a calibration."
-    return (f"puffgm.release takes a calibration (from puffgm.calibrate, puffgm.calibrate_query or "
-            f"puffgm.calibrate_workload); got {type(obj).__name__}: to add noise to a number, calibrate first, "
-            "then release.")
+    return (f"puffgm.release takes a calibration (from puffgm.calibrate, puffgm.calibrate_query, "
+            f"puffgm.calibrate_workload or puffgm.translate, or a BlowfishCalibration); got {type(obj).__name__}: "
+            "to add noise to a number, calibrate first, then release.")

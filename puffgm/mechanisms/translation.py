@@ -31,7 +31,7 @@ licenses any point.  We take the maximum, and report the point used.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from puffgm.core.results import json_float
@@ -63,6 +63,9 @@ class Translation:
     n_entries : int
     theorem : str
     notes : tuple of str
+    curve : InfluenceCurve or None
+        The curve translated along (what :func:`puffgm.release` releases along); not in
+        ``repr``, equality or :meth:`to_dict`, None for a translation made by hand.
     """
 
     direction: str
@@ -76,6 +79,7 @@ class Translation:
     n_entries: int
     theorem: str = THEOREM6
     notes: tuple = ()
+    curve: Any = field(default=None, repr=False, compare=False)
 
     @property
     def point(self) -> tuple:
@@ -187,7 +191,7 @@ def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translat
     if b >= curve.n_entries:
         notes.append("used the trivial point (0, |I|): no correlation-aware gain over group privacy")
     return Translation("puffer_to_dp", eps, val, a, b, w, curve.fingerprint, curve.method,
-                       curve.n_entries, notes=tuple(notes))
+                       curve.n_entries, notes=tuple(notes), curve=curve)
 
 
 def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
@@ -219,7 +223,8 @@ def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
         raise NotApplicableError("The a(b)-influence curve has no finite point.")
     val, b, a, w = best
     # Theorem 6 needs a < epsilon_puffer: true here because b * epsilon_dp > 0.
-    return Translation("dp_to_puffer", val, eps, a, b, w, curve.fingerprint, curve.method, curve.n_entries)
+    return Translation("dp_to_puffer", val, eps, a, b, w, curve.fingerprint, curve.method, curve.n_entries,
+                       curve=curve)
 
 
 def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | None = None,

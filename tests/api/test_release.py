@@ -6,10 +6,15 @@ import numpy as np
 import pytest
 
 import puffgm
+from puffgm.accounting.accountant import THEOREM_7
 from puffgm.api.release import true_value
+from puffgm.blowfish import Domain, Policy, distance_threshold_graph
+from puffgm.blowfish.calibration import BlowfishCalibration
+from puffgm.blowfish.mechanisms import laplace_mechanism, release_cumulative, release_histogram, release_linear_sum
 from puffgm.exceptions import CompositionError, ParameterError
 from puffgm.mechanisms.laplace import release_laplace
 from puffgm.mechanisms.optimal_noise import release_optimal_noise
+from puffgm.mechanisms.pufferfish import pufferfish_laplace
 from puffgm.mechanisms.query import release_query
 from puffgm.mechanisms.workload import release_workload
 
@@ -21,6 +26,9 @@ RECORD = {"asia": "no", "tub": "no", "smoke": "yes", "lung": "no", "bronc": "yes
 HALVES = [{"count": "yes", "nodes": ["asia", "tub", "smoke", "lung"], "name": "first"},
           {"count": "yes", "nodes": ["bronc", "either", "xray", "dysp"], "name": "second"}]
 TRACE = [0, 1, 1, 0, 0, 1, 0, 0]
+#: A Blowfish policy on an ordered domain of 10 values, and a data set of 6 individuals.
+POLICY = Policy(distance_threshold_graph(Domain.ordered(10), 2))
+DATA_SET = [0, 3, 3, 7, 9, 9]
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +82,57 @@ def test_mqm_release_takes_the_answer():
     assert rel.value == release_laplace(3.0, cal, random_state=0).value
     vec = puffgm.release(cal, answer=[1.0, 2.0], random_state=0)
     assert np.array_equal(vec.value, release_laplace([1.0, 2.0], cal, random_state=0).value)
+
+
+@pytest.mark.parametrize("lipschitz", [None, 2.5])
+def test_translation_release_equals_the_manual_road(lipschitz):
+    curve = puffgm.influence_curve("example:asia")
+    t = puffgm.translate(curve, epsilon=4.0)
+    assert t.curve is curve and "curve" not in t.to_dict() and "curve=" not in repr(t)
+    rel = puffgm.release(t, answer=3.0, lipschitz=lipschitz, random_state=5)
+    manual = pufferfish_laplace(3.0, curve, epsilon=4.0, lipschitz=lipschitz or 1.0, random_state=5)
+    assert rel == manual and rel.epsilon_dp == t.epsilon_dp and rel.curve_point == t.point
+    assert type(rel).__name__ == "PufferfishRelease" and not rel.secure
+    vec = puffgm.release(t, answer=[1.0, 2.0], random_state=5)
+    assert np.array_equal(vec.value, pufferfish_laplace([1.0, 2.0], curve, epsilon=4.0, random_state=5).value)
+
+
+def test_translation_from_a_prior_and_from_epsilon_dp_release_at_its_guarantee():
+    t = puffgm.translate("example:asia", epsilon_dp=0.5)
+    rel = puffgm.release(t, answer=3.0, random_state=1)
+    assert rel.epsilon_puffer == t.epsilon_puffer and rel.epsilon_dp == pytest.approx(0.5, rel=1e-12)
+
+
+def test_two_translation_releases_compose_by_theorem_7(tmp_path):
+    t = puffgm.translate("example:asia", epsilon=2.0)
+    acc = puffgm.PrivacyAccountant(budget=10.0, ledger=tmp_path / "curve.db")
+    puffgm.release(t, answer=3.0, accountant=acc, label="count", random_state=0)
+    puffgm.release(t, answer=[1.0, 2.0], lipschitz=2.0, accountant=acc, label="halves", random_state=1)
+    assert acc.theorem == THEOREM_7 and [e.label for e in acc.entries] == ["count", "halves"]
+    assert 2.0 < acc.total <= 4.0 + 1e-12  # Theorem 7: at most the sum, at least one release
+
+
+@pytest.mark.parametrize("query, manual, extra", [
+    ("histogram", release_histogram, {}),
+    ("histogram", release_histogram, {"partition": [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]}),
+    ("cumulative", release_cumulative, {}),
+    ("linear_sum", release_linear_sum, {}),
+])
+def test_blowfish_release_from_the_data_set_equals_the_manual_road(query, manual, extra):
+    cal = BlowfishCalibration(POLICY, epsilon=1.0, query=query, **extra)
+    rel = puffgm.release(cal, DATA_SET, random_state=4)
+    want = manual(DATA_SET, POLICY, epsilon=1.0, random_state=4, **extra)
+    assert np.array_equal(rel.value, want.value) and rel.scale == want.scale == cal.scale
+    assert "Blowfish" in rel.mechanism and "Blowfish" in rel.prior
+
+
+def test_blowfish_release_of_an_answer_equals_laplace_mechanism(tmp_path):
+    cal = BlowfishCalibration(POLICY, epsilon=0.5, sensitivity=2.0)
+    acc = puffgm.PrivacyAccountant(budget=2.0, ledger=tmp_path / "blowfish.db")
+    rel = puffgm.release(cal, answer=[4.0, 1.0], accountant=acc, random_state=2)
+    want = laplace_mechanism([4.0, 1.0], POLICY, epsilon=0.5, sensitivity=2.0, random_state=2)
+    assert np.array_equal(rel.value, want.value) and rel.scale == cal.scale == 4.0
+    assert "Blowfish" in acc.theorem and "Blowfish" in acc.report().explain() and acc.total == 0.5
 
 
 def test_chain_query_release_equals_the_manual_road(chain):
@@ -199,21 +258,57 @@ def test_release_refuses_what_is_no_calibration(obj, match):
         puffgm.release(obj, answer=1.0)
 
 
-def test_release_points_curves_blowfish_and_noise_laws_to_their_functions(cals):
-    from puffgm.blowfish import Domain, Policy, distance_threshold_graph
-
+def test_release_points_curves_policies_and_noise_laws_to_their_form(cals):
     curve = puffgm.influence_curve("example:asia")
-    with pytest.raises(ParameterError, match=r"pufferfish_laplace\(answer, curve"):
+    with pytest.raises(ParameterError, match=r"translate it first, puffgm\.release\(puffgm\.translate\(curve, epsilon=E\)"):
         puffgm.release(curve, answer=1.0)
-    with pytest.raises(ParameterError, match="pufferfish_laplace"):
-        puffgm.release(puffgm.translate(curve, epsilon=2.0), answer=1.0)
-    with pytest.raises(ParameterError, match="puffgm.blowfish.mechanisms"):
-        puffgm.release(Policy(distance_threshold_graph(Domain.ordered(10), 2)), answer=1.0)
+    with pytest.raises(ParameterError, match=r"BlowfishCalibration\(policy, epsilon=E, query='histogram'\)"):
+        puffgm.release(POLICY, [1, 2])
     with pytest.raises(ParameterError, match=r"the QueryCalibration whose optimal_noise"):
         puffgm.release(cals["optimal-noise"].optimal_noise, RECORD)
     rel = puffgm.release(cals["wasserstein"], RECORD, random_state=0)
     with pytest.raises(ParameterError, match="already a release"):
         puffgm.release(rel, RECORD)
+
+
+def test_wrong_combinations_with_translations_and_blowfish_name_the_right_form(cals):
+    curve = puffgm.influence_curve("example:asia")
+    t = puffgm.translate(curve, epsilon=4.0)
+    hist = BlowfishCalibration(POLICY, epsilon=1.0, query="histogram")
+    own = BlowfishCalibration(POLICY, epsilon=1.0, sensitivity=1.0)
+    cases = [
+        (lambda: puffgm.release(t, RECORD), r"cannot compute the answer from data: .*answer=\.\.\., lipschitz=L"),
+        (lambda: puffgm.release(t), r"give the exact answer of your query as answer="),
+        (lambda: puffgm.release(dataclasses.replace(t, curve=None), answer=1.0),
+         r"pufferfish_laplace\(answer, curve, epsilon=4, lipschitz=L\)"),
+        (lambda: puffgm.release(cals["wasserstein"], RECORD, lipschitz=2.0), "lipschitz= applies to a Translation"),
+        (lambda: puffgm.release(puffgm.calibrate("example:asia", epsilon=4.0), answer=1.0, lipschitz=2.0),
+         "lipschitz= applies to a Translation"),
+        (lambda: puffgm.release(hist, answer=3.0), r"computed from the data: .*puffgm\.release\(cal, data_set\)"),
+        (lambda: puffgm.release(hist), "give the data set"),
+        (lambda: puffgm.release(hist, DATA_SET, lipschitz=2.0), "lipschitz= applies to a Translation"),
+        (lambda: puffgm.release(own, DATA_SET), r"cannot compute the answer from data: .*answer=\.\.\."),
+        (lambda: puffgm.release(own), "give the exact answer"),
+    ]
+    for call, match in cases:
+        with pytest.raises(ParameterError, match=match):
+            call()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({}, "exactly one of query= .* and sensitivity="),
+    ({"query": "histogram", "sensitivity": 1.0}, "exactly one of query="),
+    ({"query": "median"}, r"must be one of \('histogram', 'cumulative', 'linear_sum'\)\. Got 'median'"),
+    ({"query": "cumulative", "partition": [[0], [1]]}, "needs query='histogram'"),
+    ({"query": "histogram", "values": [1.0] * 10}, "needs query='linear_sum'"),
+    ({"query": "histogram", "epsilon": -1.0}, "epsilon"),
+    ({"sensitivity": -2.0}, "sensitivity"),
+])
+def test_bad_blowfish_calibrations_are_refused(kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        BlowfishCalibration(POLICY, **{"epsilon": 1.0, **kwargs})
+    with pytest.raises(ParameterError, match="must be a Blowfish Policy"):
+        BlowfishCalibration("policy", epsilon=1.0, query="histogram")
 
 
 def test_a_calibration_without_its_query_names_the_manual_road(cals):
@@ -238,3 +333,16 @@ def test_the_bound_query_stays_out_of_records(cals):
     assert "bound" not in cal.to_dict() and "layout" not in cal.to_dict()
     assert "bound=" not in repr(cal)
     assert cal == dataclasses.replace(cal, bound=None, layout=None)  # not compared
+
+
+def test_the_frame_to_table_example_runs():
+    import pathlib
+    import subprocess
+    import sys
+
+    pytest.importorskip("statsmodels")
+    script = pathlib.Path(__file__).resolve().parents[2] / "examples" / "frame_to_table.py"
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "joint optimal Laplace" in proc.stdout and "released: {'Democratic answers'" in proc.stdout
+    assert "1-Pufferfish private" in proc.stdout
