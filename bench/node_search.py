@@ -4,7 +4,9 @@ Times :meth:`puffgm.networks.quilt_scores.QuiltSearch.best` (the candidate famil
 scan of one protected node, everything the calibration does before the refinement of the
 worst nodes) over every k-th node of bundled networks, in this process and one search per
 network, and prints one JSON object: seconds per node, the largest score met (the
-structured sigma_max of the sampled nodes) and the influence queries.  Compare two
+structured sigma_max of the sampled nodes) and the influence queries.  The compiled kernels
+(:mod:`puffgm.core.kernels`) are loaded before the clock starts; ``PUFFGM_KERNELS=numpy``
+forces their numpy twins (``python3 bench/kernels.py`` compares both).  Compare two
 revisions on the same machine in the same session:
 
     PYTHONPATH=/path/to/other/checkout python3 bench/node_search.py pigs:20 andes:7 munin:100
@@ -27,6 +29,7 @@ def node_searches(name: str, every: int) -> dict:
 
     pc = load_prior_class("example:" + name)
     nodes = list(pc.nodes)[::every]
+    kernels = _warm_kernels()
     search = QuiltSearch(pc)
     start = time.perf_counter()
     best = {n: search.best(n, epsilon=1.0) for n in nodes}
@@ -34,7 +37,18 @@ def node_searches(name: str, every: int) -> dict:
     return {"network": name, "every": every, "nodes_searched": len(nodes), "seconds": round(seconds, 3),
             "seconds_per_node": round(seconds / len(nodes), 4),
             "max_score": max(c.score for c in best.values()),
-            "influence_evaluations": search.engine.evaluations}
+            "influence_evaluations": search.engine.evaluations, **kernels}
+
+
+def _warm_kernels() -> dict:
+    """Load the compiled kernels before the clock starts (numba's import and cache load are reported apart)."""
+    try:
+        from puffgm.core import kernels
+    except ImportError:  # a revision without puffgm.core.kernels
+        return {"kernels": "numpy (no puffgm.core.kernels)"}
+    start = time.perf_counter()
+    used = kernels.backend()
+    return {"kernels": used, "kernels_load_s": round(time.perf_counter() - start, 3)}
 
 
 def main(argv=None) -> None:

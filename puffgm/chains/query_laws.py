@@ -32,6 +32,7 @@ import numpy as np
 
 from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import node_name
+from puffgm.core.kernels import log_convolve
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import NotApplicableError
 from puffgm.mechanisms.query import NodeLaws, w_inf_near
@@ -136,16 +137,8 @@ def _backward(logP, S, work: _Work):
 
 
 def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise log-space convolution of (k, la) and (k, lb)."""
-    if a.shape[1] > b.shape[1]:
-        a, b = b, a
-    la, lb = a.shape[1], b.shape[1]
-    out = np.full((a.shape[0], la + lb - 1), -np.inf)
-    with np.errstate(invalid="ignore"):
-        for t in range(la):
-            seg = out[:, t:t + lb]
-            np.logaddexp(seg, a[:, t:t + 1] + b, out=seg)
-    return out
+    """Row-wise log-space convolution of (k, la) and (k, lb) (:func:`puffgm.core.kernels.log_convolve`)."""
+    return log_convolve(a, b)
 
 
 def work_per_entry(k: int) -> int:

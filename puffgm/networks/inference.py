@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.kernels import log_sum_exp
 from puffgm.exceptions import InferenceLimitError
 
 __all__ = ["LogVariableElimination", "logsumexp_axis", "elimination_tree", "DEFAULT_MAX_TABLE_ENTRIES"]
@@ -57,12 +58,11 @@ PAIR_PASS_MAX_ENTRIES = 1 << 24
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
-    """log(sum(exp(t), axis)) with max-shifting; all ``-inf`` gives ``-inf`` (no NaN)."""
-    m = np.max(t, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(np.sum(np.exp(t - m), axis=axis, keepdims=True)) + m
-    return np.squeeze(out, axis=axis)
+    """log(sum(exp(t), axis)) with max-shifting; all ``-inf`` gives ``-inf`` (no NaN).
+
+    :func:`puffgm.core.kernels.log_sum_exp` (compiled when numba is installed).
+    """
+    return log_sum_exp(t, axis)
 
 
 def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: int | None = None):
@@ -207,9 +207,16 @@ def _joint_size(operands) -> int:
     return math.prod(size.values())
 
 
-def _divided(table, top: float):
-    """table / top, in place when ``table`` owns its memory (a fresh einsum result)."""
-    if isinstance(table, np.ndarray) and table.base is None and table.flags.writeable:
+def _divided(table, top: float, operands):
+    """table / top, in place when ``table`` is a contraction's fresh result.
+
+    A contraction that sums out a variable returns new memory, possibly as a permuted
+    view of einsum's last intermediate (its greedy path ends in a batched matrix product):
+    such a view is divided in place too, not copied (a copy of a table of 2^24 entries
+    costs its page faults), unless it shares memory with one of the ``operands``.
+    """
+    if isinstance(table, np.ndarray) and table.flags.writeable and (
+            table.base is None or not any(np.may_share_memory(table, t) for _, t in operands)):
         table /= top
         return table
     return table / top
@@ -449,7 +456,8 @@ class LogVariableElimination:
             if lo < _LOG_FLOOR:
                 raise _Underflow
             out_vars = tuple(u for u in scope if u != v)
-            table = _contract([(fvars[f], ftab[f]) for f in fids], scope, out_vars)
+            operands = [(fvars[f], ftab[f]) for f in fids]
+            table = _contract(operands, scope, out_vars)
             for f in fids:
                 for u in fvars[f]:
                     if u != v:
@@ -459,7 +467,7 @@ class LogVariableElimination:
             if not top > 0.0:  # an all-zero message: cannot happen for a proper network
                 raise _Underflow
             if top != 1.0:
-                table = _divided(table, top)
+                table = _divided(table, top, operands)
                 logscale += math.log(top)
             if not out_vars:
                 continue

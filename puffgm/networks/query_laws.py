@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from puffgm.core.kernels import log_convolve
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.mechanisms.query import NodeLaws
@@ -92,20 +93,11 @@ def convolve(f: SumFactor, g: SumFactor, scope: tuple) -> SumFactor:
     """The product of two factors over ``scope``, their partial-sum axes convolved (in log space).
 
     ``out[x, s] = log sum_t exp(f[x, t] + g[x, s - t])``: a sum of products of
-    non-negative terms, each evaluated as a log-add-exp, so no relative precision
-    is lost however small a term is.
+    non-negative terms evaluated in log space (:func:`puffgm.core.kernels.log_convolve`,
+    compiled when numba is installed), so no relative precision is lost however small a
+    term is.
     """
-    a, b = f.aligned(scope), g.aligned(scope)
-    if a.shape[-1] > b.shape[-1]:
-        a, b = b, a
-    la, lb = a.shape[-1], b.shape[-1]
-    shape = np.broadcast_shapes(a.shape[:-1], b.shape[:-1]) + (la + lb - 1,)
-    out = np.full(shape, -np.inf)
-    with np.errstate(invalid="ignore"):
-        for t in range(la):
-            seg = out[..., t:t + lb]
-            np.logaddexp(seg, a[..., t:t + 1] + b, out=seg)
-    return SumFactor(scope, out)
+    return SumFactor(scope, log_convolve(f.aligned(scope), g.aligned(scope)))
 
 
 def add_score(f: SumFactor, var: int, scores: np.ndarray) -> SumFactor:

@@ -1,0 +1,97 @@
+"""The numba kernels behind :mod:`puffgm.core.kernels` (imported only through it, on first use).
+
+Each function has an explicit signature, so it is compiled when this module is imported
+(once per machine: ``cache=True`` keeps the machine code in numba's cache, next to this
+file or in the user's cache directory) and never again for another argument type.
+Callers pass C-contiguous, writeable float64 and int64 arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+__all__ = ["convolve_rows", "log_sum_exp_middle", "LINEAR_FLOOR"]
+
+#: A convolution entry whose linear-space sum is at least this is exact to rounding; below it
+#: (tails, and exact zeros) the entry is recomputed as a max-shifted log-sum-exp.
+LINEAR_FLOOR = 1e-250
+
+
+@numba.njit("float64(float64[::1], float64[::1], int64, int64, int64)", cache=True, nogil=True)
+def exact_entry(ra, rb, s, t0, t1):  # pragma: no cover - compiled
+    """log sum_{t0 <= t < t1} exp(ra[t] + rb[s - t]), shifted by the largest term; a term
+    750 below it is exactly 0 in double precision and skipped."""
+    m = -np.inf
+    for t in range(t0, t1):
+        v = ra[t] + rb[s - t]
+        if v > m:
+            m = v
+    if m == -np.inf:
+        return -np.inf
+    acc = 0.0
+    for t in range(t0, t1):
+        v = ra[t] + rb[s - t] - m
+        if v > -750.0:
+            acc += math.exp(v)
+    return m + math.log(acc)
+
+
+@numba.njit("void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], float64[:, ::1])",
+            cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def convolve_rows(a, b, ia, ib, out):  # pragma: no cover - compiled
+    """``out[r, s] = log sum_t exp(a[ia[r], t] + b[ib[r], s - t])``.
+
+    Each row of ``a`` and ``b`` is shifted by its maximum and exponentiated once
+    (entries in [0, 1]); an entry is then a dot product of those, exact to rounding when
+    it is at least :data:`LINEAR_FLOOR` (the underflow error of each term is below 2.3e-308,
+    less than 1e-57 of the sum).  Smaller sums (the tails, exact zeros) are recomputed
+    in log space by :func:`exact_entry`, so no relative precision is lost.
+    """
+    la, lb = a.shape[1], b.shape[1]
+    ea, ebr = np.empty(la), np.empty(lb)
+    for r in range(out.shape[0]):
+        ra, rb = a[ia[r]], b[ib[r]]
+        ma, mb = ra.max(), rb.max()
+        if ma == -np.inf or mb == -np.inf:
+            out[r, :] = -np.inf
+            continue
+        for t in range(la):
+            ea[t] = math.exp(ra[t] - ma)
+        for u in range(lb):
+            ebr[lb - 1 - u] = math.exp(rb[u] - mb)
+        for s in range(la + lb - 1):
+            t0, t1 = max(0, s - lb + 1), min(la, s + 1)
+            off = lb - 1 - s
+            acc = 0.0
+            for t in range(t0, t1):
+                acc += ea[t] * ebr[off + t]
+            if acc >= LINEAR_FLOOR:
+                out[r, s] = math.log(acc) + ma + mb
+            else:
+                out[r, s] = exact_entry(ra, rb, s, t0, t1)
+
+
+@numba.njit("void(float64[:, :, ::1], float64[:, ::1])", cache=True, nogil=True)
+def log_sum_exp_middle(t, out):  # pragma: no cover - compiled
+    """``out[p, q] = log sum_x exp(t[p, x, q])``, shifted by the largest term (``-inf`` if all are)."""
+    n_x, n_q = t.shape[1], t.shape[2]
+    m = np.empty(n_q)
+    acc = np.empty(n_q)
+    for p in range(t.shape[0]):
+        m[:] = -np.inf
+        for x in range(n_x):
+            for q in range(n_q):
+                if t[p, x, q] > m[q]:
+                    m[q] = t[p, x, q]
+        for q in range(n_q):
+            if m[q] == -np.inf:
+                m[q] = 0.0
+        acc[:] = 0.0
+        for x in range(n_x):
+            for q in range(n_q):
+                acc[q] += math.exp(t[p, x, q] - m[q])
+        for q in range(n_q):
+            out[p, q] = math.log(acc[q]) + m[q] if acc[q] > 0.0 else -np.inf
