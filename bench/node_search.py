@@ -7,7 +7,7 @@ network, and prints one JSON object: seconds per node, the largest score met (th
 structured sigma_max of the sampled nodes) and the influence queries.  The compiled kernels
 (:mod:`puffgm.core.kernels`) are loaded before the clock starts; ``PUFFGM_KERNELS=numpy``
 forces their numpy twins (``python3 bench/kernels.py`` compares both).  Compare two
-revisions on the same machine in the same session:
+revisions on the same machine, interleaved:
 
     PYTHONPATH=/path/to/other/checkout python3 bench/node_search.py pigs:20 andes:7 munin:100
     python3 bench/node_search.py pigs:20 andes:7 munin:100
