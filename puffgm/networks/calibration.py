@@ -38,13 +38,13 @@ import math
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from puffgm.core.results import CalibrationResult
 from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_time_limit
-from puffgm.exceptions import ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
+from puffgm.exceptions import InferenceLimitError, ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
 from puffgm.networks.priors import PriorClass, load_prior_class
 from puffgm.networks.quilt_certify import check_certify_budget
@@ -117,7 +117,7 @@ def _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table
 def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon,
                 deadline=None):
     """Worker of the parallel road: active quilts of ``nodes``, the influences computed for them, and
-    the evaluation and skipped counts of this task."""
+    the evaluation and skipped counts of this task, and the nodes that fell back to the trivial quilt."""
     search = _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
     name = prior_class.priors[0].name
 
@@ -132,7 +132,8 @@ def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_en
     engine.deadline_check = check if deadline is not None else None
     evaluations, skipped = engine.evaluations, search.skipped
     out = {n: search.best(n, epsilon=epsilon) for n in nodes}
-    return out, engine._cache, engine.evaluations - evaluations, search.skipped - skipped
+    fallback = [n for n in nodes if n in search.fallback]
+    return out, engine._cache, engine.evaluations - evaluations, search.skipped - skipped, fallback
 
 
 #: The projection of a calibration's time refuses at once when it exceeds the limit this many
@@ -225,13 +226,14 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     try:
-        for out, cache, evaluations, skipped in Parallel(n_jobs=n_jobs, return_as="generator")(
+        for out, cache, evaluations, skipped, fallback in Parallel(n_jobs=n_jobs, return_as="generator")(
                 delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks):
             best.update(out)
             for key, value in cache.items():
                 search.engine._cache.setdefault(key, value)
             search.engine.evaluations += evaluations
             search.skipped += skipped
+            search.fallback.update(fallback)
             if bar is not None:
                 bar.update(len(out))
             if clock is not None:
@@ -269,11 +271,18 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     stops them and keeps every node's best quilt so far, with the single-node bound
     (computed outside the time budget: it needs no new inference).
 
+    A node whose search needed a table past ``max_table_entries`` keeps its trivial quilt
+    (:meth:`QuiltSearch.best`, named in ``search.fallback``): steps 2 and 3 and the lower
+    bound take the other nodes only (a bound on their max is one on max_i sigma_i*).
+
     Returns (active quilts, lower bound on max_i sigma_i*, certificates, stopped), with
     ``stopped`` True when the time limit cut steps 2-3 short.
     """
     refined, budget, certify_budget = run.refined, run.opts.search_budget, run.opts.certify_budget
     best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock)
+    every, nodes = nodes, [n for n in nodes if n not in search.fallback]
+    if not nodes:  # every node fell back: no lower bound but the trivial 0
+        return _with_prior(best, prior_index), 0.0, {}, False
     engine = search.engine
     check, engine.deadline_check = engine.deadline_check, None
     try:
@@ -290,8 +299,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
             if not better(lower0, max(c.score for c in quick.values())):
                 return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
         if not search.exhaustive:
-            _refine_worst(search, best, nodes, epsilon,
-                          lambda n: refined.append((prior_index, n) if prior_index else n))
+            _refine_worst(search, best, every, epsilon,
+                          lambda n: refined.append((prior_index, n) if prior_index else n), search.fallback)
         best, lower, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=budget,
                                                  certify_budget=certify_budget)
         stopped = False
@@ -302,7 +311,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     return _with_prior(best, prior_index), max(lower, lower0), certs, stopped
 
 
-def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started) -> None:
+def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started, fixed=frozenset()) -> None:
     """Grow the quilt of the worst node one step at a time while it is the worst (in place).
 
     Every node's growth (:meth:`QuiltSearch.refine_steps`) starts from its active quilt the
@@ -313,10 +322,11 @@ def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started) -> N
     max_i r_i, the value of growing every node completely (and of growing the worst node
     completely until the worst is one grown), for a fraction of the work: a node whose
     score drops below the worst's mid-way is not grown further unless it becomes the
-    worst again.
+    worst again.  The nodes in ``fixed`` (those that fell back to the trivial quilt) are not
+    grown: when one of them is the worst, the refinement ends.
     """
     growth: dict = {}
-    complete: set = set()
+    complete: set = set(fixed)
     while True:
         node = _first_worst(nodes, lambda n: best[n].score)  # first of the maxima, in node order
         if node in complete:
@@ -324,7 +334,10 @@ def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started) -> N
         if node not in growth:
             started(node)
             growth[node] = search.refine_steps(node, epsilon=epsilon, incumbent=best[node])
-        step = next(growth[node], None)
+        try:
+            step = next(growth[node], None)
+        except InferenceLimitError:  # a quilt past max_table_entries: the node keeps its valid quilt
+            step = None
         if step is None:
             complete.add(node)
         else:
@@ -378,9 +391,10 @@ class NetworkOptions:
     max_table_entries : int, optional
         Largest table exact inference may build (default 2**25 entries, 256 MiB).
         A candidate quilt that needs more is skipped (counted in
-        ``details["skipped_quilts"]`` and noted; the result stays valid); if even a
-        single-node influence needs more, calibrate raises
-        :class:`~puffgm.exceptions.InferenceLimitError` naming this limit.
+        ``details["skipped_quilts"]`` and noted; the result stays valid); a node whose
+        search needs a single-node influence past the limit gets the trivial quilt (score
+        card(X_N) / epsilon, valid for Theorem 4.3), named in ``details["fallback_nodes"]``
+        (with ``details["fallback_sigma"]``, their largest score) and in a note.
     progress : bool or None
         A tqdm progress bar on stderr, shown only once the calibration has run for
         2 seconds; None (default) shows it when stderr is a terminal, False never.
@@ -458,6 +472,9 @@ class _Found:
     skipped: int = 0
     family: str | None = None
     stopped: bool = False
+    fallback: list = field(default_factory=list)  # nodes (or (prior, node)) given the trivial quilt
+    fallback_sigma: float = 0.0  # their largest score card(X_N) / epsilon
+    searched_sigma: float = 0.0  # the largest score of the other nodes
 
 
 def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
@@ -541,6 +558,7 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
         found.evaluations += search.engine.evaluations
         found.skipped += search.skipped
         found.per_prior.append(max(c.score for c in mine.values()))
+        _record_fallback(found, mine, [v for v in nodes if v in search.fallback], t)
         for n in nodes:
             if n not in found.best or mine[n].score > found.best[n].score:  # ties keep the earlier prior
                 found.best[n] = mine[n]
@@ -549,11 +567,36 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
     return found
 
 
+def _record_fallback(found: _Found, mine: dict, fallback: list, prior_index: int) -> None:
+    """Add one prior's fallback nodes (given the trivial quilt) and the two largest scores to ``found``."""
+    found.fallback.extend(((prior_index, v) if prior_index else v) for v in fallback)
+    for v, c in mine.items():
+        if v in fallback:
+            found.fallback_sigma = max(found.fallback_sigma, c.score)
+        else:
+            found.searched_sigma = max(found.searched_sigma, c.score)
+
+
+def _fallback_note(found: _Found, limit: int, sigma_max: float) -> str:
+    """The note naming the nodes that fell back to the trivial quilt and the sigma it implies."""
+    names = [v if isinstance(v, str) else f"{v[1]} (prior {v[0]})" for v in found.fallback]
+    shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+    effect = ("sets sigma_max" if found.fallback_sigma >= sigma_max
+              else f"is below sigma_max = {sigma_max:.6g}")
+    return (f"{len(names)} node(s) fell back to the trivial quilt (X_Q empty, valid for Theorem 4.3) because exact "
+            f"inference of one of their single-node influences would exceed max_table_entries={limit}: {shown}; "
+            f"their largest score card(X_N)/epsilon = {found.fallback_sigma:.6g} {effect} (the other nodes' "
+            f"largest score is {found.searched_sigma:.6g}); raise max_table_entries (--max-table-entries, 8 bytes "
+            "per entry) to search their quilts")
+
+
 def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float, group: float) -> list:
     """The notes of a network calibration: renormalised CPDs, skipped quilts, time limit, no gain."""
     notes = list(pc.notes)
+    limit = opts.max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
+    if found.fallback:
+        notes.append(_fallback_note(found, limit, sigma_max))
     if found.skipped:
-        limit = opts.max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
         notes.append(f"{found.skipped} candidate quilt(s) skipped: exact inference on them would exceed "
                      f"max_table_entries={limit}; the calibration is valid over the remaining candidates")
     if found.stopped:
@@ -595,6 +638,8 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
     group = pc.largest_component() / epsilon
     opts = run.opts
     notes = _calibration_notes(pc, found, opts, sigma_max, group)
+    fallback = ({"fallback_nodes": tuple(found.fallback), "fallback_sigma": found.fallback_sigma}
+                if found.fallback else {})
     return CalibrationResult(
         epsilon=epsilon,
         lipschitz=lipschitz,
@@ -625,6 +670,7 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
             "skipped_quilts": found.skipped,
             "time_limit_reached": found.stopped,
             "quilt_set": _quilt_set(found.family, epsilon, opts.search_budget, opts.certify_budget),
+            **fallback,  # present only when some node fell back to the trivial quilt
         },
         options={name: getattr(opts, name) for name in _QUILT_SET_OPTIONS},
     )

@@ -28,7 +28,7 @@ from itertools import combinations
 from puffgm.core.results import QuiltChoice
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import InferenceLimitError, ParameterError
-from puffgm.networks.influence import InfluenceEngine
+from puffgm.networks.influence import Influence, InfluenceEngine
 from puffgm.networks.priors import load_prior_class
 from puffgm.networks.quilts import (
     DEFAULT_MAX_QUILT_STATES,
@@ -109,7 +109,9 @@ class QuiltSearch:
         Largest table exact inference may build (default
         :data:`puffgm.networks.inference.DEFAULT_MAX_TABLE_ENTRIES`).  While searching for an
         active quilt, a candidate whose inference would need more is skipped
-        (counted in :attr:`skipped`); the trivial quilt needs none.
+        (counted in :attr:`skipped`); the trivial quilt needs none.  A node whose search
+        needs a single-node influence past the limit gets the trivial quilt (named in
+        :attr:`fallback`, see :meth:`best`).
     """
 
     def __init__(self, prior_class, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES, exhaustive=None,
@@ -123,6 +125,7 @@ class QuiltSearch:
         self.max_table_entries = max_table_entries
         self.engine = InfluenceEngine(prior_class, self.secrets, max_table_entries)
         self.skipped = 0  # candidates skipped by best/refine because inference exceeded max_table_entries
+        self.fallback: set = set()  # nodes given the trivial quilt: a single-node influence exceeded the limit
         self.dag = prior_class.dag
         self._moral = None
         self._moral_bits = None
@@ -153,7 +156,7 @@ class QuiltSearch:
     def _single(self, node, j) -> float:
         """e({X_j} | X_i): max-influence is monotone in the quilt (a marginal of a
         conditional law is no more distinguishable), so e(Q) >= max_j in Q of this."""
-        return self.engine.max_influence(node, (j,)).value
+        return self._influence_or_skip(node, (j,)).value
 
     def influence_if_fits(self, node, quilt):
         """e(quilt | node) exactly, or None when the quilt has more than ``max_quilt_states`` joint
@@ -171,12 +174,18 @@ class QuiltSearch:
     def _influence_or_skip(self, node, quilt):
         """e(quilt | node) as an Influence, or None (counted in :attr:`skipped`) when exact
         inference on a quilt of two or more nodes would exceed ``max_table_entries``; a
-        single-node influence past the limit raises (it drives the search itself)."""
+        single-node influence past the limit raises (it drives the search itself; :meth:`best`
+        then falls back to the trivial quilt), unless X_j is d-separated from X_i by the empty
+        set: then e({X_j} | X_i) = 0 exactly (X_j is independent of X_i), and is cached as such."""
         try:
             return self.engine.max_influence(node, quilt)
         except InferenceLimitError:
             if len(quilt) < 2:
-                raise
+                if not quilt or next(iter(quilt)) not in self._make(node, frozenset()).remote:
+                    raise
+                zero = Influence(0.0, None)
+                self.engine._cache[(node, tuple(quilt))] = zero
+                return zero
             self.skipped += 1
             return None
 
@@ -230,7 +239,7 @@ class QuiltSearch:
 
         def strength(j):
             if j not in single:
-                single[j] = self.engine.max_influence(node, (j,)).value
+                single[j] = self._single(node, j)
             return single[j]
 
         dsep, mbits = self._dsep, self._moral_bits
@@ -429,6 +438,36 @@ class QuiltSearch:
             current = self._make(node, quilt)
 
     def best(self, node, *, epsilon) -> QuiltChoice:
+        """The active quilt of ``node``: the candidate of smallest score, or the trivial quilt
+        when the search needs exact inference past ``max_table_entries``.
+
+        The search (:meth:`search_best`) drives its region growing and its floors by the
+        single-node influences e({X_j} | X_i); when one of them needs a table of more than
+        ``max_table_entries`` entries, the node gets the trivial quilt (X_Q empty, X_R the
+        nodes independent of X_i, score card(X_N) / epsilon; no inference) and is added to
+        :attr:`fallback`.  The trivial quilt is a Markov quilt of every node (Song et al.,
+        Definition 4.2 with X_Q empty), so the node's score is valid for Theorem 4.3, and no
+        smaller than the optimum over the node's quilts.
+
+        Parameters
+        ----------
+        node : str
+            The protected node X_i.
+        epsilon : float
+            The privacy parameter the scores are computed at.
+
+        Returns
+        -------
+        QuiltChoice
+            The active quilt of ``node`` among :meth:`candidates`, or its trivial quilt.
+        """
+        try:
+            return self.search_best(node, epsilon=epsilon)
+        except InferenceLimitError:
+            self.fallback.add(node)
+            return self.choice(self._make(node, frozenset()), epsilon=epsilon)  # e = 0, no inference
+
+    def search_best(self, node, *, epsilon) -> QuiltChoice:
         """The active quilt of ``node``: the candidate of smallest score.
 
         The result is that of a scan by increasing (card(X_N), card(X_Q)) that keeps the
@@ -456,6 +495,11 @@ class QuiltSearch:
         -------
         QuiltChoice
             The active quilt of ``node`` (Definition 4.5) among :meth:`candidates`.
+
+        Raises
+        ------
+        InferenceLimitError
+            When a single-node influence needs a table past ``max_table_entries``.
         """
         cands = sorted(self.candidates(node), key=lambda c: (len(c.nearby), len(c.quilt)))
         known = {k: self.choice(c, epsilon=epsilon) for k, c in enumerate(cands) if not c.quilt}  # no inference

@@ -193,15 +193,17 @@ def test_parallel_nodes_give_identical_results():
     assert one.details == two.details
 
 
-def test_table_limit_skips_candidates_or_refuses_with_the_option_named():
+def test_table_limit_skips_candidates_or_falls_back_with_the_option_named():
     pc = load_prior_class("example:alarm")
     full = calibrate(pc, epsilon=1.0, protected=["CO"])
     small = calibrate(pc, epsilon=1.0, protected=["CO"], max_table_entries=2000)
     assert small.details["skipped_quilts"] > 0
     assert any("max_table_entries=2000" in n for n in small.notes)
     assert small.sigma_max >= full.sigma_max  # fewer candidates: valid, never below the optimum
-    with pytest.raises(InferenceLimitError, match="max_table_entries=4"):
-        calibrate(pc, epsilon=1.0, protected=["CO"], max_table_entries=4)
+    tiny = calibrate(pc, epsilon=1.0, protected=["CO"], max_table_entries=4)  # CO's search cannot run
+    assert tiny.details["fallback_nodes"] == ("CO",) and tiny.worst.quilt == ()
+    assert tiny.sigma_max == len(tiny.worst.nearby) <= tiny.groupdp_sigma  # trivial: X_R = independent nodes
+    assert any("fell back to the trivial quilt" in n and "max_table_entries=4" in n for n in tiny.notes)
     with pytest.raises(ValueError, match="max_table_entries"):
         calibrate(pc, epsilon=1.0, max_table_entries=0)
 
@@ -420,11 +422,11 @@ def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_s
     kept = calibration._worker_search(*args)
     second = calibration._best_chunk(*args, list(pc.nodes[5:12]), 1.0)
     assert calibration._worker_search(*args) is kept  # the junction tree and conditionals are kept
-    for (out, cache, evaluations, skipped), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
+    for (out, cache, evaluations, skipped, fallback), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
         fresh = QuiltSearch(pc, None, 10**5, False)
         assert out == {n: fresh.best(n, epsilon=1.0) for n in nodes}
         assert cache == fresh.engine._cache and evaluations == fresh.engine.evaluations
-        assert skipped == fresh.skipped == 0
+        assert skipped == fresh.skipped == 0 and fallback == [] and not fresh.fallback
 
 
 def test_a_quilt_beyond_the_inference_limit_is_unavailable_to_the_improvement_steps():
