@@ -79,7 +79,8 @@ def calibrate_cli(name: str, *, epsilon: float = 1.0, time_limit: float | None =
     out.update({"outcome": "calibrated", "sigma_max": d["sigma_max"], "sigma_lower_bound": d.get("sigma_lower_bound"),
                 "optimality_gap": d.get("optimality_gap"), "groupdp_sigma": d.get("groupdp_sigma"),
                 "gain": d.get("gain"), "time_limit_reached": details.get("time_limit_reached"),
-                "influence_evaluations": details.get("influence_evaluations")})
+                "influence_evaluations": details.get("influence_evaluations"),
+                "fallback_nodes": len(details.get("fallback_nodes", ()))})
     return out
 
 
@@ -91,6 +92,8 @@ def _row(r: dict) -> str:
         return size + f"| {c['wall_s']:.1f} s | {c['outcome']}: {why} | | | | | |"
     gap = c["optimality_gap"]
     cut = " (budget reached)" if c.get("time_limit_reached") else ""
+    if c.get("fallback_nodes"):
+        cut += f" ({c['fallback_nodes']} nodes on the trivial quilt: table limit)"
     return size + (f"| {c['wall_s']:.1f} s | calibrated{cut} | {c['sigma_max']:.3f} | {c['sigma_lower_bound']:.3f} | "
                    f"{'0 (optimal)' if gap == 0 else format(gap, '.1%')} | {c['groupdp_sigma']:g} | x{c['gain']:.3f} |")
 
