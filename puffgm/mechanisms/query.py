@@ -62,7 +62,7 @@ __all__ = [
     "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "loss_resolution", "check_resolvable",
     "RESOLUTION_FACTOR", "QueryCalibration", "QueryRelease",
-    "release_query", "answer_in_range", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "release_query", "answer_in_range", "least_passing", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
 ]
 
@@ -524,25 +524,41 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
     target = epsilon - check_resolvable(laws, epsilon=epsilon, scale_per_epsilon=float(upper) * epsilon)
     if best[0] <= target:
         return 0.0, best[0], best[1], best[2], evals
-    hi = max(float(upper), 1e-12)
-    best = at(hi)
-    evals += 1
-    while best[0] > target:
+    hi, best, more = least_passing(at, threshold=target, start=upper, rtol=rtol,
+                                   refusal="No Laplace scale reaches the privacy target (the loss does not fall "
+                                           "to epsilon).")
+    return hi, best[0], best[1], best[2], evals + more
+
+
+def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: str):
+    """The least scale s in (0, inf) with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
+    non-increasing in s: ``start`` doubled until it passes, then bisection on [0, that].
+
+    Returns
+    -------
+    (s, at(s), evaluations)
+
+    Raises
+    ------
+    AuditError
+        With ``refusal`` when no scale up to 1e300 passes.
+    """
+    hi = max(float(start), 1e-12)
+    best, evals = at(hi), 1
+    while best[0] > threshold:
         hi *= 2.0
-        best = at(hi)
-        evals += 1
         if hi > 1e300:
-            raise AuditError("No Laplace scale reaches the privacy target (the loss does not fall to epsilon).")
+            raise AuditError(refusal)
+        best, evals = at(hi), evals + 1
     lo = 0.0
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
-        res = at(mid)
-        evals += 1
-        if res[0] <= target:
-            hi, best = mid, res
+        cand, evals = at(mid), evals + 1
+        if cand[0] <= threshold:
+            hi, best = mid, cand
         else:
             lo = mid
-    return hi, best[0], best[1], best[2], evals
+    return hi, best, evals
 
 
 # ------------------------------------------------------------------ results

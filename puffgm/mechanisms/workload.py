@@ -57,8 +57,14 @@ from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
 from puffgm.core.workload import BoundWorkload
-from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
-from puffgm.mechanisms.query import RESOLUTION_FACTOR, QueryLaws, answer_in_range, laplace_log_density
+from puffgm.exceptions import NumericalError, ParameterError, TimeLimitError
+from puffgm.mechanisms.query import (
+    RESOLUTION_FACTOR,
+    QueryLaws,
+    answer_in_range,
+    laplace_log_density,
+    least_passing,
+)
 
 __all__ = ["WorkloadLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights", "WorkloadCalibration",
            "WorkloadRelease", "release_workload", "THEOREM_WORKLOAD"]
@@ -222,22 +228,9 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
                              f"in double precision (epsilon must be at least {RESOLUTION_FACTOR * res:.1e}); MQM "
                              "(--method exact) takes any epsilon.")
     target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
-    hi = max(float(start), 1e-12)
-    best, evals = at(hi), evals + 1
-    while best[0] > target:
-        hi *= 2.0
-        if hi > 1e300:
-            raise AuditError("No Laplace scale brings the workload's loss to epsilon.")
-        best, evals = at(hi), evals + 1
-    lo = 0.0
-    while hi - lo > rtol * hi:
-        mid = 0.5 * (lo + hi)
-        cand, evals = at(mid), evals + 1
-        if cand[0] <= target:
-            hi, best = mid, cand
-        else:
-            lo = mid
-    return hi, best[0], best[1], best[2], evals
+    hi, best, more = least_passing(at, threshold=target, start=start, rtol=rtol,
+                                   refusal="No Laplace scale brings the workload's loss to epsilon.")
+    return hi, best[0], best[1], best[2], evals + more
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,
