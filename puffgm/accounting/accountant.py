@@ -30,9 +30,16 @@ refuses the others:
   accountant holds it only alone and refuses any second release.
 
 The accountant reads the rule from the release itself: every release record
-derives from :class:`puffgm.core.release.Release` and names its rule in
-``composition`` (``"markov-quilt"``, ``"curve"``, ``"blowfish"``,
-``"query-specific"`` or ``"none"``).  Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
+derives from :class:`puffgm.core.release.Release` and exposes its ``composition``,
+an object of :mod:`puffgm.core.composition` built by the mechanism's own module
+(:class:`~puffgm.mechanisms.laplace.MarkovQuiltComposition`,
+:class:`~puffgm.mechanisms.pufferfish.CurveComposition`,
+:class:`~puffgm.blowfish.mechanisms.BlowfishComposition`,
+:class:`~puffgm.core.composition.HeldAlone`, :class:`~puffgm.core.composition.Uncomposable`);
+the accountant calls only these objects (:func:`puffgm.core.composition.composed_total`)
+and holds no table of rules.  Composition is per unit: entries whose ``units``
+intersect are composed by their rule, and the total is the max over units (releases
+on disjoint units compose in parallel).  Releases of a "bare" Pufferfish mechanism (no DP constraint, no curve point)
 are refused with :class:`~puffgm.exceptions.CompositionError`: Bai et al.,
 section 4, give mechanisms with zero leakage alone that reveal the data when run
 twice (privacy collapse).  MQM releases and curve-based releases are not mixed
@@ -46,7 +53,13 @@ and they are not mixed with Pufferfish releases either.
 
 There is no hidden global accountant: create one and pass it to each release.
 A release that would exceed the budget raises :class:`~puffgm.exceptions.BudgetError`
-before any noise is drawn, so nothing is released.
+before any noise is drawn, so nothing is released.  The accountant records only the
+releases it charged: a charge is one atomic step (under a lock in memory, under
+SQLite's write lock in a file), and the drawn release is recorded only if it matches
+its charge field for field (an HMAC with a per-process secret binds the charge to the
+accountant and to the digest of every field its composition reads).  A release built by
+hand, edited (``dataclasses.replace``, ``object.__setattr__``), copied or unpickled is
+refused, and a charge whose release fails or never comes stays: budget lost, privacy kept.
 
 Examples
 --------
@@ -63,12 +76,18 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import hmac
+import json
 import math
+import secrets
+import threading
 from dataclasses import dataclass
 from typing import Any, cast
 
 from puffgm.accounting.ledger import LedgerEntry, MemoryLedger, SQLiteLedger, now
-from puffgm.core.release import Release, composition_key, was_issued
+from puffgm.core.composition import Composition, composed_total, theorem_of
+from puffgm.core.release import Release, jsonable
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
 
@@ -84,45 +103,20 @@ THEOREM_BLOWFISH = (
     "with a cardinality constraint, of releases under one Blowfish policy)"
 )
 
-_COLLAPSE = (
-    "it has no curve point (a, b) and epsilon_DP, so no composition theorem applies: Bai et al., "
-    "section 4, show that Pufferfish mechanisms without DP-style constraints can collapse when composed"
-)
-
 _TOL = 1e-12
 
-_SINGLE = (
-    "it was calibrated for one query, or one table of queries released together, from their exact conditional "
-    "laws, and no composition theorem (Song et al., Bai et al., Kifer and Machanavajjhala) covers such releases "
-    "together with any other: Pufferfish releases need not compose (Bai et al., section 4). Put every statistic "
-    "in one workload, or use MQM or curve-based releases to compose"
+#: The per-process key of the charge tokens and release seals (never stored, never shown).
+_SECRET = secrets.token_bytes(32)
+
+#: The attribute a recorded release carries its seal in (not a dataclass field: copies do not carry it).
+_SEAL = "_puffgm_seal"
+
+_NOT_CHARGED = (
+    "The accountant records only the releases it charged before their noise was drawn (pass it as accountant= "
+    "to the release function), and this {kind} is not one it can verify: made without it, built by hand, or "
+    "changed after it was released (dataclasses.replace, object.__setattr__, copy or pickle), so nothing is "
+    "recorded and its charges stay."
 )
-
-
-#: What each kind of ledger entry is, and the only theorem that composes it (for refusals).
-_KIND_RULE = {
-    "mqm": ("Markov Quilt Mechanism releases", "a Markov Quilt Mechanism release",
-            "Song et al. Theorem 4.4 composes MQM releases only with MQM releases over the same quilt sets"),
-    "dp": ("DP-based releases along an a(b)-influence curve", "a DP-based release along an a(b)-influence curve",
-           "Bai et al. Theorem 7 composes DP-based releases translated along one a(b)-influence curve only"),
-    "blowfish": ("Blowfish releases", "a Blowfish release",
-                 "He et al. Theorems 4.1 and 4.2 compose releases under one Blowfish policy only, and their "
-                 "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a prior "
-                 "class"),
-}
-
-
-def _mixing_refusal(held: str, new: str) -> CompositionError:
-    """The refusal to compose a release of kind ``new`` with held releases of kind ``held``, with the reason."""
-    held_name, _, held_rule = _KIND_RULE[held]
-    _, new_name, new_rule = _KIND_RULE[new]
-    if {held, new} == {"mqm", "dp"}:
-        why = ("no theorem in Song, Wang and Chaudhuri 2017 or in Bai et al. covers this mix: "
-               f"{held_rule}, and {new_rule}; Pufferfish releases need not compose (Bai et al., section 4)")
-    else:
-        why = f"no theorem composes releases of another kind with them: {held_rule}; {new_rule}"
-    return CompositionError(f"The accountant holds {held_name}, so it refuses {new_name}: {why}. "
-                            "Nothing was released.")
 
 
 @dataclass(frozen=True)
@@ -132,7 +126,7 @@ class AccountingReport:
     Attributes
     ----------
     total : float
-        The composed privacy parameter.
+        The composed privacy parameter (the max over units of each unit's composed loss).
     budget : float or None
         The accountant's budget.
     n_releases : int
@@ -145,6 +139,10 @@ class AccountingReport:
         ``"Pufferfish"`` (epsilon-Pufferfish privacy for the prior class and secrets of
         the releases) or ``"Blowfish"`` ((epsilon, P)-Blowfish privacy under the policy P
         of the releases, He et al. Definition 4.3; not a Pufferfish guarantee for a prior class).
+    closed : tuple
+        The unit scopes closed to further releases by a release held alone
+        (:class:`~puffgm.core.composition.HeldAlone`): ``None`` for the whole data set, else a
+        frozenset of unit ids.
     """
 
     total: float
@@ -153,18 +151,36 @@ class AccountingReport:
     theorem: str
     entries: tuple
     guarantee: str = "Pufferfish"
+    closed: tuple = ()
+
+    @property
+    def closed_to_all(self) -> bool:
+        """True when a release held alone on the whole data set closes the ledger to every further release."""
+        return any(units is None for units in self.closed)
 
     @property
     def remaining(self) -> float:
-        """Budget left (inf without a budget)."""
+        """Budget left (inf without a budget; 0 once the ledger is closed to every further release)."""
+        if self.closed_to_all:
+            return 0.0
         return math.inf if self.budget is None else max(0.0, self.budget - self.total)
 
-    def explain(self) -> str:
-        """One line: number of releases, composed guarantee, budget, theorem."""
+    def _budget_text(self) -> str:
+        if self.closed_to_all:
+            return "the ledger is closed to further releases: a query-specific release is held alone"
         b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
+        if self.closed:
+            units = sorted(set().union(*self.closed), key=str)
+            shown = ", ".join(map(str, units[:10])) + (", ..." if len(units) > 10 else "")
+            b = f"the ledger is closed to further releases of units {shown} (held alone); {b} for other units"
+        return b
+
+    def explain(self) -> str:
+        """One line: number of releases, composed guarantee, budget (or closure), theorem."""
+        b = self._budget_text()
         if self.guarantee == "Blowfish":
             e = self.entries[0] if self.entries else None
-            policy = "" if e is None else f" ({e.policy}; key {e.key})" if e.policy else f" (key {e.key})"
+            policy = "" if e is None else f" ({e.composition.describe()})"
             return (f"{self.n_releases} release(s): ({self.total:g}, P)-Blowfish private under their policy P"
                     f"{policy}, not a Pufferfish guarantee for a prior class ({b}); by {self.theorem}")
         return f"{self.n_releases} release(s): {self.total:g}-Pufferfish private ({b}); by {self.theorem}"
@@ -177,9 +193,10 @@ class PrivacyAccountant:
     """Records releases and reports their composed Pufferfish guarantee.
 
     The accountant takes releases only from puffgm's release functions (pass it as
-    ``accountant=``; :func:`puffgm.core.release.was_issued`) and derives every
-    composition key from the release itself (:func:`puffgm.core.release.composition_key`):
-    no caller names a key, and a record built or edited by hand is refused.
+    ``accountant=``): it charges each before its noise is drawn and records it only against
+    that charge, verified field for field.  Every composition fact comes from the release's
+    own ``composition`` object (:mod:`puffgm.core.composition`): no caller names a key, and a
+    record built or edited by hand is refused.  One accountant may be shared by threads.
 
     Parameters
     ----------
@@ -192,7 +209,9 @@ class PrivacyAccountant:
         budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
         self._store = MemoryLedger(budget=budget) if ledger is None else SQLiteLedger(ledger, budget=budget)
         self.budget = self._store.budget
-        self._held: list[Release] = []  # the releases recorded in this process (identity: one record once)
+        self._nonce = secrets.token_bytes(16)  # binds tokens and seals to this accountant
+        self._lock = threading.Lock()
+        self._tokens: dict[int, bytes] = {}  # the open charges this accountant made: position -> token
 
     @property
     def _entries(self) -> tuple:
@@ -205,23 +224,24 @@ class PrivacyAccountant:
         Raises
         ------
         CompositionError
-            If ``release`` is not a puffgm release record, declares no composition rule
-            puffgm knows, or cannot be composed with what is recorded.
+            If ``release`` is not a puffgm release record, has no composition puffgm knows, or
+            cannot be composed with what is recorded.
         BudgetError
             If the composed total would exceed the budget.
         ParameterError
             If the release's privacy parameter is not a finite number > 0.
         """
-        return self._total_with(self._entry(release, None), self._entries)
+        return self._total_with(self._entry(release, None).composition, self._entries)
 
     def charge(self, release, *, label: str | None = None) -> int:
         """Charge the release ``release`` describes before its noise is drawn; return its ledger position.
 
         Release functions call it with the record of the release they are about to make (its
         value not drawn yet), then :meth:`record` the release with ``charged=`` the position.
-        The check and the charge are one transaction (in a SQLite ledger, under its write lock),
-        so concurrent accountants on one ledger never spend past the budget together.  A charge
-        whose release never comes stays in the ledger: it costs budget, never privacy.
+        The check and the charge are one atomic step (under a lock in memory, under the write
+        lock of a SQLite ledger), so threads sharing an accountant, and accountants sharing a
+        ledger file, never spend past the budget together.  A charge whose release never comes
+        stays in the ledger: it costs budget, never privacy.
 
         Raises
         ------
@@ -230,64 +250,68 @@ class PrivacyAccountant:
         """
         entry = dataclasses.replace(self._entry(release, label), time=now())
         with self._store.transaction() as (held, append):
-            self._total_with(entry, held)
+            self._total_with(entry.composition, held)
             append(entry)
-            return len(held)
+            position = len(held)
+            with self._lock:
+                self._tokens[position] = self._mac("charge", str(position), entry.digest)
+        return position
 
     def record(self, release, *, label: str | None = None, charged: int | None = None) -> None:
-        """Record a release made by one of puffgm's release functions, by the rule it declares.
-
-        * ``"markov-quilt"``: Song et al. Theorem 4.4, within one instantiation and quilt sets;
-        * ``"curve"``: Bai et al. Theorem 7, along one a(b)-influence curve;
-        * ``"blowfish"``: He et al. Theorems 4.1 and 4.2, under one policy;
-        * ``"query-specific"``: held only alone;
-        * ``"none"``: refused (Bai et al., section 4: no composition theorem applies).
+        """Record a release against the charge :meth:`charge` made for it, by its composition.
 
         Parameters
         ----------
         release : Release
         label : str, optional
-            The release's name in the ledger.
-        charged : int, optional
-            The position :meth:`charge` returned for this release (release functions pass it);
-            without it the release is charged now.
+            Unused (the label is the charge's); kept for the release functions' calls.
+        charged : int
+            The position :meth:`charge` returned for this release (release functions pass it).
+            Without it nothing is recorded: the accountant records only releases it charged
+            before their noise was drawn.
 
         Raises
         ------
         CompositionError
-            If ``release`` was not returned by a puffgm release function in this process
-            (built by hand, edited, unpickled), is already recorded, does not match its charge,
-            or cannot be composed.
-        BudgetError
-            If the composed total would exceed the budget.
+            If ``release`` is not the release this accountant charged at ``charged`` (built by
+            hand, edited, copied or unpickled, or made without this accountant), or is already
+            recorded.  Its charges stay.
         """
         entry = self._entry(release, label)
-        if not was_issued(release):
-            raise CompositionError(
-                f"The accountant records only releases returned by puffgm's release functions in this process, and "
-                f"this {type(release).__name__} is not one (built by hand, edited or unpickled), so no composition "
-                "theorem is known to hold for it."
-            )
-        if any(held is release for held in self._held):
+        if self._sealed(release):
             raise CompositionError("This release is already recorded in the accountant; a release counts once.")
         if charged is None:
-            charged = self.charge(release, label=label)
-        else:
-            self._match_charge(entry, charged)
-        self._store.mark_released(charged)
-        self._held.append(release)
+            raise CompositionError(_NOT_CHARGED.format(kind=type(release).__name__))
+        with self._lock:
+            token = self._tokens.get(charged) if isinstance(charged, int) else None
+        if token is None or not hmac.compare_digest(token, self._mac("charge", str(charged), entry.digest)):
+            raise CompositionError(f"Ledger position {charged} holds no open charge of this accountant for this "
+                                   f"release (its every composition fact and epsilon must be the charge's), so "
+                                   f"the accountant cannot record it there; the charge stays.")
+        if not self._store.mark_released(charged, entry.digest):
+            raise CompositionError(f"Ledger position {charged} holds no open charge for this release, so the "
+                                   "accountant cannot record it there; the charge stays.")
+        with self._lock:
+            self._tokens.pop(charged, None)
+        seal = self._mac("seal", str(charged), entry.digest, _value_digest(release))
+        object.__setattr__(release, _SEAL, (self._nonce, charged, seal))
 
-    def _match_charge(self, entry: LedgerEntry, position: int) -> None:
-        """Refuse a release that is not the one charged at ``position``."""
-        held = self._entries
-        c = held[position] if 0 <= position < len(held) else None
-        if c is None or c.status != "charged" or (c.kind, c.key, c.epsilon) != (entry.kind, entry.key, entry.epsilon):
-            raise CompositionError(f"Ledger position {position} holds no open charge for this release, so the "
-                                   "accountant cannot record it there.")
+    # ------------------------------------------------------------ tokens
+    def _mac(self, *parts: str) -> bytes:
+        """HMAC-SHA256 under the process's secret of this accountant's nonce and ``parts``."""
+        return hmac.new(_SECRET, b"|".join([self._nonce, *(p.encode() for p in parts)]), hashlib.sha256).digest()
+
+    def _sealed(self, release) -> bool:
+        """True if ``release`` is, unchanged, one this accountant recorded (its seal verifies)."""
+        seal = getattr(release, _SEAL, None)
+        if not (isinstance(seal, tuple) and len(seal) == 3 and seal[0] == self._nonce):
+            return False
+        expected = self._mac("seal", str(seal[1]), release.composition.digest(), _value_digest(release))
+        return hmac.compare_digest(seal[2], expected)
 
     # ----------------------------------------------------------- entries
     def _entry(self, release, label: str | None) -> LedgerEntry:
-        """The ledger entry of ``release``: its rule, validated epsilon and derived key (or a refusal)."""
+        """The ledger entry of ``release``: its checked composition (or a refusal)."""
         if not isinstance(release, Release):
             name = getattr(release, "mechanism", None) or "an unknown mechanism"
             raise CompositionError(
@@ -295,48 +319,24 @@ class PrivacyAccountant:
                 "record (puffgm.core.release.Release), so no composition theorem is known to hold for it "
                 "(Bai et al., section 4: Pufferfish releases need not compose)."
             )
-        rec = cast(Any, release)  # subclasses provide mechanism, epsilon and secure
-        rule = release.composition
-        if rule == "none":
-            raise CompositionError(f"The accountant cannot compose a release of {rec.mechanism}: {_COLLAPSE}.")
-        if rule not in _RULE_KIND:
-            raise CompositionError(f"The release of {rec.mechanism} declares the composition rule {rule!r}; "
-                                   "the accountant knows 'markov-quilt', 'curve', 'blowfish', 'query-specific' "
-                                   "and 'none'.")
-        epsilon = check_positive_finite(rec.epsilon, "epsilon", f"the accountant's record of {rec.mechanism}")
-        label = label if label is not None else _label_of(release)
-        entry = LedgerEntry(_RULE_KIND[rule], epsilon, composition_key(release), label, rec.mechanism,
-                            bool(rec.secure), theorem=str(rec.theorem))
-        if rule == "curve":
-            return _curve_entry(entry, rec)
-        if rule == "blowfish":
-            subset = None if rec.subset is None else frozenset(rec.subset)
-            if subset is not None and rec.constrained:
-                raise CompositionError(
-                    "Parallel composition over subsets of individuals needs a policy without count constraints "
-                    "(He et al. Theorem 4.2); constraints can correlate individuals across subsets (Theorem 4.3)."
-                )
-            if subset is not None and not subset:
-                raise CompositionError("The subset of individuals of a parallel release is empty.")
-            return dataclasses.replace(entry, subset=subset, policy=_policy_description(release))
-        return entry
+        rec = cast(Any, release)  # the base's contract: mechanism, secure, theorem
+        comp = release.composition
+        if not isinstance(comp, Composition):
+            raise CompositionError(f"The release of {rec.mechanism} declares the composition rule {comp!r}, which is "
+                                   "not a puffgm.core.composition.Composition, so no composition theorem is known "
+                                   "to hold for it.")
+        comp.check(str(rec.mechanism))
+        return LedgerEntry(comp, label, str(rec.mechanism), bool(rec.secure), theorem=str(rec.theorem),
+                           digest=comp.digest())
 
-    def _total_with(self, entry: LedgerEntry, held: tuple) -> float:
-        """The composed total of ``held`` with ``entry`` added; raises when no theorem composes it or it is over
+    def _total_with(self, new: Composition, held: tuple) -> float:
+        """The composed total of ``held`` with ``new`` added; raises when no theorem composes it or it is over
         budget."""
-        if entry.kind == "single" and held:
-            raise CompositionError(f"The accountant cannot compose {entry.mechanism} with the {len(held)} "
-                                   f"release(s) it holds: {_SINGLE}.")
-        if held and held[0].kind == "single":
-            raise CompositionError(f"The accountant holds a query-specific release ({held[0].mechanism}), so it "
-                                   f"cannot compose {_KIND_RULE[entry.kind][1]} with it: {_SINGLE}.")
-        other = next((e.kind for e in held if e.kind != entry.kind), None)
-        if other is not None:
-            raise _mixing_refusal(other, entry.kind)
-        total = _TOTAL[entry.kind]([*held, entry])
+        comps = [e.composition for e in held]
+        total = composed_total(comps, new)
         if self.budget is not None and total > self.budget * (1 + _TOL):
             raise BudgetError(
-                f"This release would bring the composed guarantee to {total:g} ({_THEOREM_OF[entry.kind]}), "
+                f"This release would bring the composed guarantee to {total:g} ({theorem_of([*comps, new])}), "
                 f"over the budget of {self.budget:g}; nothing was released."
             )
         return total
@@ -350,107 +350,40 @@ class PrivacyAccountant:
     @property
     def total(self) -> float:
         """The composed privacy parameter of everything charged."""
-        held = self._entries
-        return _TOTAL[held[0].kind](list(held)) if held else 0.0
+        return self.report().total
 
     @property
     def guarantee(self) -> str:
         """``"Blowfish"`` when the releases are Blowfish releases (private under their policy), else
         ``"Pufferfish"``."""
-        return "Blowfish" if any(e.kind == "blowfish" for e in self._entries) else "Pufferfish"
+        return self.report().guarantee
 
     @property
     def theorem(self) -> str:
         """The composition theorem the total relies on."""
-        held = self._entries
-        return _THEOREM_OF[held[0].kind] if held else THEOREM_MQM
+        return self.report().theorem
 
     @property
     def remaining(self) -> float:
-        """Budget left (inf without a budget)."""
-        return math.inf if self.budget is None else max(0.0, self.budget - self.total)
+        """Budget left (inf without a budget; 0 once a release held alone closes the ledger)."""
+        return self.report().remaining
 
     def report(self) -> AccountingReport:
         """The composed guarantee of every charged release, with the theorem it rests on."""
         held = self._entries
+        comps = [e.composition for e in held]
         return AccountingReport(
-            total=_TOTAL[held[0].kind](list(held)) if held else 0.0,
+            total=composed_total(comps),
             budget=self.budget,
             n_releases=len(held),
-            theorem=_THEOREM_OF[held[0].kind] if held else THEOREM_MQM,
+            theorem=theorem_of(comps) if held else THEOREM_MQM,
             entries=held,
-            guarantee="Blowfish" if any(e.kind == "blowfish" for e in held) else "Pufferfish",
+            guarantee="Blowfish" if any(c.guarantee == "Blowfish" for c in comps) else "Pufferfish",
+            closed=tuple(c.units for c in comps if c.closes),
         )
 
 
-def _curve_entry(entry: LedgerEntry, rec) -> LedgerEntry:
-    """A curve release's entry with its point (a, b) and epsilon_DP, checked as Theorem 7 needs."""
-    a, b, eps_dp = float(rec.a), rec.b, float(rec.epsilon_dp)
-    if not (math.isfinite(a) and 0 <= a < entry.epsilon):
-        raise CompositionError(f"Theorem 7 needs a curve point with 0 <= a < epsilon_puffer; got a = {a!r} for "
-                               f"epsilon_puffer = {entry.epsilon:g}.")
-    if isinstance(b, bool) or int(b) != b or int(b) < 1:
-        raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
-    if not (math.isfinite(eps_dp) and eps_dp > 0):
-        raise CompositionError(f"The release's epsilon_DP must be a finite number > 0; got {eps_dp!r}.")
-    return dataclasses.replace(entry, a=a, b=int(b), epsilon_dp=eps_dp)
-
-
-def _one_key(entries, refusal: str) -> None:
-    """Raise CompositionError(refusal) unless every entry has the same key."""
-    if len({e.key for e in entries}) > 1:
-        raise CompositionError(refusal)
-
-
-def _mqm_total(entries) -> float:
-    """Song et al. Theorem 4.4 and the remark after it: K * max_k epsilon_k over one key."""
-    _one_key(entries, "These Markov Quilt Mechanism releases use different instantiations or quilt sets, "
-                      "so Theorem 4.4 of Song et al. does not apply and Pufferfish releases need not compose "
-                      "(Bai et al., section 4); use one calibration's quilt sets for every release.")
-    return len(entries) * max(e.epsilon for e in entries)
-
-
-def _dp_total(entries) -> float:
-    """Bai et al. Theorem 7: max_l a_l + sum_l (epsilon_puffer_l - a_l) along one curve."""
-    _one_key(entries, "These releases were translated along a(b)-influence curves of different prior classes or "
-                      "secrets, so Theorem 7 of Bai et al. does not apply; use curve points of one (Theta, S).")
-    return max(e.a for e in entries) + sum(e.epsilon - e.a for e in entries)
-
-
-def _blowfish_total(entries) -> float:
-    """He et al. Theorems 4.1 (sequential) and 4.2 (parallel): the largest, over individuals, sum of the
-    epsilons of the releases that read that individual, under one policy."""
-    _one_key(entries, "These Blowfish releases use different policies; Theorems 4.1 and 4.2 of He et al. compose "
-                      "releases under one policy only, so the accountant refuses to add them up.")
-    everyone = sum(e.epsilon for e in entries if e.subset is None)
-    ids = set().union(*[e.subset for e in entries if e.subset is not None])
-    return everyone + max((sum(e.epsilon for e in entries if e.subset is not None and i in e.subset) for i in ids),
-                          default=0.0)
-
-
-def _single_total(entries) -> float:
-    """A query-specific release is held alone: its own epsilon."""
-    return entries[0].epsilon
-
-
-#: The ledger kind of each composition rule a release may declare.
-_RULE_KIND = {"markov-quilt": "mqm", "curve": "dp", "blowfish": "blowfish", "query-specific": "single"}
-
-_TOTAL = {"mqm": _mqm_total, "dp": _dp_total, "blowfish": _blowfish_total, "single": _single_total}
-
-_THEOREM_OF = {"mqm": THEOREM_MQM, "dp": THEOREM_7, "blowfish": THEOREM_BLOWFISH,
-               "single": "a single query-specific release (no composition)"}
-
-
-def _label_of(release) -> str | None:
-    """The label a release records in its details (None if it records none)."""
-    details = getattr(release, "details", None) or {}
-    label = details.get("label") if hasattr(details, "get") else None
-    return None if label is None else str(label)
-
-
-def _policy_description(release) -> str | None:
-    """The policy description a Blowfish release records in its details (None if it records none)."""
-    details = getattr(release, "details", None) or {}
-    policy = details.get("policy") if hasattr(details, "get") else None
-    return None if policy is None else str(policy)
+def _value_digest(release) -> str:
+    """SHA-256 of the release's value as canonical JSON."""
+    text = json.dumps(jsonable(cast(Any, release).value), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()

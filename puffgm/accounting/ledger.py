@@ -10,7 +10,10 @@ privacy.
 
 The file is an ordinary SQLite database (Python's ``sqlite3``): a ``meta`` table (the
 format and the budget, fixed when the file is created) and an ``entries`` table, one row
-per release with its status, its time (UTC) and the entry as JSON.
+per release with its status, its time (UTC) and the entry as JSON: its composition
+(:mod:`puffgm.core.composition`; the class's import path and every field it reads, the unit
+scope included), label, mechanism and digest.  Entries written before compositions were
+objects (a ``kind`` and a ``key``) are read as the composition of their kind.
 """
 
 from __future__ import annotations
@@ -18,11 +21,15 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
+import importlib
 import json
 import os
 import sqlite3
+import threading
 from dataclasses import dataclass
+from typing import Any
 
+from puffgm.core.composition import Composition
 from puffgm.exceptions import ParameterError
 
 __all__ = ["LedgerEntry", "MemoryLedger", "SQLiteLedger", "LEDGER_FORMAT"]
@@ -37,56 +44,105 @@ class LedgerEntry:
 
     Attributes
     ----------
-    kind : str
-        ``"mqm"`` (Song et al. Theorem 4.4), ``"dp"`` (Bai et al. Theorem 7), ``"blowfish"``, or
-        ``"single"`` (a query-specific release, held alone).
-    epsilon : float
-        The release's own privacy parameter.
-    key : str
-        Quilt-set key, curve key or policy key: releases compose only within one key.
+    composition : Composition
+        How the release composes (:mod:`puffgm.core.composition`): its epsilon, its units and
+        every fact its composition theorem reads.
     label, mechanism, secure
         As given by the release.
-    a, b, epsilon_dp
-        Curve point and DP parameter of a ``"dp"`` release (None otherwise).
-    subset : frozenset or None
-        Individuals a ``"blowfish"`` release reads (None: all).
-    policy : str or None
-        The description of the policy of a ``"blowfish"`` release, when the release records one.
     status : str
         ``"charged"`` (the budget is spent, the value not yet drawn or lost) or ``"released"``.
     time : str
         When the release was charged (ISO 8601, UTC).
     theorem : str
         The guarantee the release relies on alone.
+    digest : str
+        :meth:`~puffgm.core.composition.Composition.digest` of the composition: a release is
+        recorded against a charge only if its digest is the charge's.
     """
 
-    kind: str
-    epsilon: float
-    key: str
+    composition: Composition
     label: str | None
     mechanism: str
     secure: bool
-    a: float | None = None
-    b: int | None = None
-    epsilon_dp: float | None = None
-    subset: frozenset | None = None
-    policy: str | None = None
     status: str = "charged"
     time: str = ""
     theorem: str = ""
+    digest: str = ""
+
+    @property
+    def epsilon(self) -> float:
+        """The release's own privacy parameter."""
+        return float(self.composition.epsilon)
+
+    @property
+    def key(self) -> str:
+        """What must agree for releases to compose (quilt-set key, curve key, policy key...)."""
+        return self.composition.key
+
+    @property
+    def kind(self) -> str:
+        """The name of the composition class."""
+        return type(self.composition).__name__
+
+    @property
+    def units(self) -> frozenset | None:
+        """The unit ids the release reads (None: the whole data set)."""
+        return self.composition.units
 
     def to_json(self) -> str:
-        """The entry as JSON text (the subset as a sorted list)."""
-        d = dataclasses.asdict(self)
-        d["subset"] = None if self.subset is None else sorted(self.subset, key=str)
-        return json.dumps(d, sort_keys=True)
+        """The entry as JSON text: the composition (class path and fields), then the rest, with ``kind``,
+        ``epsilon``, ``key`` and ``units`` spelled out for readers."""
+        d = {"composition": self.composition.canonical(), "label": self.label, "mechanism": self.mechanism,
+             "secure": self.secure, "status": self.status, "time": self.time, "theorem": self.theorem,
+             "digest": self.digest, "kind": self.kind, "epsilon": self.epsilon, "key": self.key,
+             "units": None if self.units is None else sorted(self.units, key=str)}
+        return json.dumps(d, sort_keys=True, default=str)
 
     @classmethod
     def from_json(cls, text: str) -> LedgerEntry:
-        """The entry :meth:`to_json` wrote."""
+        """The entry :meth:`to_json` wrote (or an entry of the first format, read compatibly)."""
         d = json.loads(text)
-        d["subset"] = None if d.get("subset") is None else frozenset(d["subset"])
-        return cls(**{f.name: d[f.name] for f in dataclasses.fields(cls) if f.name in d})
+        comp = _composition_from(d["composition"]) if "composition" in d else _legacy_composition(d)
+        return cls(comp, d.get("label"), str(d.get("mechanism", "")), bool(d.get("secure")),
+                   status=str(d.get("status", "charged")), time=str(d.get("time", "")),
+                   theorem=str(d.get("theorem", "")), digest=str(d.get("digest") or comp.digest()))
+
+
+def _composition_class(path: str) -> type:
+    """The Composition subclass at ``"module:qualname"``, imported on demand (puffgm's own modules only)."""
+    module, _, name = path.partition(":")
+    if not (module == "puffgm" or module.startswith("puffgm.")):
+        raise ParameterError(f"A ledger entry names the composition class {path!r}, which is not puffgm's.")
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part, None)
+    if not (isinstance(obj, type) and issubclass(obj, Composition)):
+        raise ParameterError(f"A ledger entry names the composition class {path!r}, which puffgm does not have.")
+    return obj
+
+
+def _composition_from(d: dict) -> Composition:
+    return _composition_class(str(d["class"])).from_fields(dict(d["fields"]))
+
+
+#: Entries of the first ledger format named their rule by a kind; each maps to its composition class.
+_LEGACY_CLASS = {"mqm": "puffgm.mechanisms.laplace:MarkovQuiltComposition",
+                 "dp": "puffgm.mechanisms.pufferfish:CurveComposition",
+                 "blowfish": "puffgm.blowfish.mechanisms:BlowfishComposition",
+                 "single": "puffgm.core.composition:HeldAlone"}
+
+
+def _legacy_composition(d: dict) -> Composition:
+    """The composition of an entry written before compositions were objects (``kind``, ``key``, flat fields)."""
+    kind = d.get("kind")
+    if kind not in _LEGACY_CLASS:
+        raise ParameterError(f"A ledger entry has the unknown kind {kind!r}.")
+    cls = _composition_class(_LEGACY_CLASS[kind])
+    eps, key = float(d["epsilon"]), str(d.get("key"))
+    fields = {"mqm": {"quilt_key": key}, "single": {"mechanism": str(d.get("mechanism"))},
+              "dp": {"curve_key": key, "a": d.get("a"), "b": d.get("b"), "epsilon_dp": d.get("epsilon_dp")},
+              "blowfish": {"policy_key": key, "policy": d.get("policy"), "units": d.get("subset")}}[kind]
+    return cls(eps, **fields)
 
 
 def now() -> str:
@@ -95,7 +151,10 @@ def now() -> str:
 
 
 class MemoryLedger:
-    """The entries of one accountant in this process.
+    """The entries of one accountant in this process, safe under threads.
+
+    Every operation holds one lock (:class:`threading.RLock`), so a charge (read the entries,
+    check, append) is one atomic step, as in the SQLite ledger under its write lock.
 
     Parameters
     ----------
@@ -105,19 +164,29 @@ class MemoryLedger:
     def __init__(self, *, budget: float | None):
         self.budget = budget
         self._entries: list[LedgerEntry] = []
+        self._lock = threading.RLock()
 
     @contextlib.contextmanager
     def transaction(self):
-        """Yield ``(entries, append)``: the current entries and a function that appends one."""
-        yield tuple(self._entries), self._entries.append
+        """Yield ``(entries, append)`` under the lock: the current entries and a function that appends one."""
+        with self._lock:
+            yield tuple(self._entries), self._entries.append
 
     def entries(self) -> tuple:
         """Every entry, in order."""
-        return tuple(self._entries)
+        with self._lock:
+            return tuple(self._entries)
 
-    def mark_released(self, position: int) -> None:
-        """Mark the entry at ``position`` (0-based) released."""
-        self._entries[position] = dataclasses.replace(self._entries[position], status="released")
+    def mark_released(self, position: int, digest: str) -> bool:
+        """Mark the entry at ``position`` (0-based) released if it is an open charge with ``digest``; say if it was."""
+        with self._lock:
+            if not 0 <= position < len(self._entries):
+                return False
+            e = self._entries[position]
+            if e.status != "charged" or e.digest != digest:
+                return False
+            self._entries[position] = dataclasses.replace(e, status="released")
+            return True
 
 
 class SQLiteLedger:
@@ -199,8 +268,15 @@ class SQLiteLedger:
         with self._write() as con:
             return self._read(con)
 
-    def mark_released(self, position: int) -> None:
-        """Mark the entry at ``position`` (0-based, in order) released."""
+    def mark_released(self, position: int, digest: str) -> bool:
+        """Mark the entry at ``position`` (0-based, in order) released if it is an open charge with ``digest``;
+        say if it was (one step under the write lock)."""
         with self._write() as con:
-            rows = con.execute("SELECT position FROM entries ORDER BY position").fetchall()
-            con.execute("UPDATE entries SET status = 'released' WHERE position = ?", (rows[position][0],))
+            rows = con.execute("SELECT position, status, entry FROM entries ORDER BY position").fetchall()
+            if not 0 <= position < len(rows):
+                return False
+            row, status, text = rows[position]
+            if status != "charged" or LedgerEntry.from_json(text).digest != digest:
+                return False
+            con.execute("UPDATE entries SET status = 'released' WHERE position = ?", (row,))
+            return True

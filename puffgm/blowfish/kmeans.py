@@ -42,7 +42,6 @@ import numpy as np
 
 from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.exceptions import CompositionError
@@ -262,7 +261,7 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
                        {"iterations": iterations, "guarantee": sensitivity_override is None,
                         "epsilon_per_query": eps_q})
     if accountant is not None:
-        accountant.record(issue(dataclasses.replace(planned, value=cents)), label=label, charged=charged)
+        accountant.record(dataclasses.replace(planned, value=cents), label=label, charged=charged)
     return res
 
 

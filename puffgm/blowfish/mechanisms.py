@@ -14,9 +14,9 @@ releases under different policies are refused).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -29,15 +29,85 @@ from puffgm.blowfish.sensitivity import (
     linear_sum_sensitivity,
     values_matrix,
 )
+from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
+from puffgm.exceptions import CompositionError
 
-__all__ = ["BlowfishRelease", "ReleaseOptions", "laplace_mechanism", "release_histogram", "release_cumulative",
-           "release_linear_sum", "THEOREM_5_1"]
+__all__ = ["BlowfishComposition", "BlowfishRelease", "ReleaseOptions", "laplace_mechanism", "release_histogram",
+           "release_cumulative", "release_linear_sum", "THEOREM_5_1", "THEOREM_BLOWFISH"]
 
 THEOREM_5_1 = "He, Machanavajjhala and Ding 2014, Theorem 5.1 (Laplace mechanism at the policy-specific sensitivity)"
+
+THEOREM_BLOWFISH = (
+    "He, Machanavajjhala and Ding 2014, Theorems 4.1 and 4.2 (sequential composition, and parallel composition "
+    "with a cardinality constraint, of releases under one Blowfish policy)"
+)
+
+
+@dataclass(frozen=True)
+class BlowfishComposition(Composition):
+    """He, Machanavajjhala and Ding 2014 ("Blowfish privacy: tuning privacy-utility trade-offs using
+    policies", SIGMOD), Theorems 4.1 and 4.2.
+
+    Under one policy P, releases at epsilon_1..epsilon_k are (sum_k epsilon_k, P)-Blowfish private
+    (Theorem 4.1, sequential); releases computed from disjoint subsets of individuals of a policy
+    without count constraints take the max (Theorem 4.2, parallel).  The ``units`` are the
+    individuals the release reads (its ``subset``; None: all).  The guarantee is
+    (epsilon, P)-Blowfish privacy under the policy, not Pufferfish privacy for a prior class.
+
+    Attributes
+    ----------
+    policy_key : str
+        Fingerprint of the policy: every release in one ledger must share it.
+    constrained : bool
+        True if the policy has count constraints (no parallel composition, Theorem 4.3).
+    policy : str or None
+        The policy's description, for reports.
+    """
+
+    policy_key: str = ""
+    constrained: bool = False
+    policy: str | None = None
+
+    guarantee: ClassVar[str] = "Blowfish"
+    kinds: ClassVar[str] = "Blowfish releases"
+    one: ClassVar[str] = "a Blowfish release"
+    rule: ClassVar[str] = ("He et al. Theorems 4.1 and 4.2 compose releases under one Blowfish policy only, and their "
+                           "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a "
+                           "prior class")
+    theorem: ClassVar[str] = THEOREM_BLOWFISH
+
+    @property
+    def key(self) -> str:
+        return str(self.policy_key)
+
+    def check(self, mechanism: str) -> None:
+        """Parallel composition needs a non-empty subset and a policy without count constraints."""
+        if self.units is not None and not self.units:
+            raise CompositionError("The subset of individuals of a parallel release is empty.")
+        super().check(mechanism)
+        if self.units is not None and self.constrained:
+            raise CompositionError(
+                "Parallel composition over subsets of individuals needs a policy without count constraints "
+                "(He et al. Theorem 4.2); constraints can correlate individuals across subsets (Theorem 4.3).")
+
+    def joins(self, held: Composition) -> str | None:
+        """Releases under different policies never share a ledger, whatever individuals they read."""
+        if isinstance(held, BlowfishComposition) and held.policy_key != self.policy_key:
+            return ("These Blowfish releases use different policies; Theorems 4.1 and 4.2 of He et al. compose "
+                    "releases under one policy only, so the accountant refuses to add them up.")
+        return super().joins(held)
+
+    @classmethod
+    def compose(cls, entries: Sequence[Composition]) -> float:
+        """Theorem 4.1: the sum of the epsilons of the releases reading one individual."""
+        return sum(e.epsilon for e in entries)
+
+    def describe(self) -> str:
+        return f"{self.policy}; key {self.key}" if self.policy else f"key {self.key}"
 
 
 @dataclass(frozen=True)
@@ -67,8 +137,6 @@ class BlowfishRelease(Release):
     details : Mapping
     """
 
-    composition = "blowfish"
-
     value: Any
     mechanism: str
     epsilon: float
@@ -84,6 +152,14 @@ class BlowfishRelease(Release):
 
     def __post_init__(self):
         freeze_record(self)
+
+    @property
+    def composition(self) -> BlowfishComposition:
+        """He et al. Theorems 4.1 and 4.2 under the release's policy, on its subset of individuals."""
+        subset = None if self.subset is None else frozenset(self.subset)
+        policy = self.details.get("policy")
+        return BlowfishComposition(self.epsilon, policy_key=self.policy_key, constrained=bool(self.constrained),
+                                   policy=None if policy is None else str(policy), units=subset)
 
     @property
     def prior(self) -> str:

@@ -49,7 +49,6 @@ from puffgm.blowfish.mechanisms import BlowfishRelease, ReleaseOptions
 from puffgm.blowfish.policy import Policy, PolicyError
 from puffgm.blowfish.sensitivity import cumulative_sensitivity
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int
 
@@ -449,7 +448,7 @@ def _cumulative_release(plan: CumulativePlan, data, policy: Policy, epsilon: flo
     charged = None if accountant is None else accountant.charge(planned, label=release.label)  # before the noise
     raw = plan.noisy_cumulative(np.bincount(idx, minlength=policy.domain.size), noise)
     value = _isotonic(raw, float(idx.size)) if inference else np.asarray(raw, dtype=float)
-    rel = issue(dataclasses.replace(planned, value=value, details={**planned.details, "raw": raw}))
+    rel = dataclasses.replace(planned, value=value, details={**planned.details, "raw": raw})
     if accountant is not None:
         accountant.record(rel, label=release.label, charged=charged)
     return rel

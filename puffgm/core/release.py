@@ -6,21 +6,23 @@ Pufferfish mechanisms of Bai et al., Blowfish releases, the Wasserstein
 mechanism, releases under continuous secrets).  The base names the five facts
 an auditor asks for -- ``value``, ``epsilon``, ``mechanism``, ``prior`` (the
 prior class or policy the guarantee holds for) and ``theorem`` -- and gives every
-record the same ``to_dict()`` and ``explain()``.  The accountant
-(:class:`puffgm.accounting.PrivacyAccountant`) composes releases by their
-``composition`` rule.
+record the same ``to_dict()`` and ``explain()``.  Every record exposes its
+``composition`` (:mod:`puffgm.core.composition`): the object, built by the
+mechanism's own module, that holds what decides how the release composes and the
+theorem that composes it.  The accountant (:class:`puffgm.accounting.PrivacyAccountant`)
+calls only that object.
 
-Two rules keep the accountant from being talked into a guarantee no theorem
-gives:
+Two rules keep the accountant from being talked into a guarantee no theorem gives:
 
-* **Only releases puffgm made.**  puffgm's release functions pass every record
-  they return through :func:`issue`; the accountant records a release only if
-  :func:`was_issued` says so.  A record built by hand, edited with
-  ``dataclasses.replace`` or unpickled is refused.
-* **One composition key, derived from the release.**  :func:`composition_key`
-  is the only place a key is derived: from the quilt sets of a Markov Quilt
-  Mechanism calibration (:func:`quilt_set_key`), the (Theta, S) of an
-  a(b)-influence curve, or the Blowfish policy.  No caller names a key.
+* **Only releases it charged.**  :func:`make_release` has the accountant charge the
+  record before the noise is drawn and record the drawn release against that charge;
+  the accountant verifies the release matches its charge field for field (every field its
+  composition reads, and epsilon) and refuses anything else: a record built by hand,
+  edited with ``dataclasses.replace`` or ``object.__setattr__``, copied or unpickled.
+  No public function marks a release as made by puffgm.
+* **Keys derived from the release.**  The keys are derived in one place each: the quilt
+  sets of a Markov Quilt Mechanism calibration (:func:`quilt_set_key`), the (Theta, S)
+  of an a(b)-influence curve (:func:`curve_key`), the Blowfish policy.  No caller names a key.
 
 No record keeps the exact answer: a release holds the noisy value and what the
 guarantee needs, so its ``repr``, ``str``, ``to_dict()`` and pickle cannot show
@@ -30,21 +32,19 @@ the data.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 import json
 import math
-import weakref
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from puffgm.core.composition import Composition, HeldAlone, Uncomposable, canonical_units
 from puffgm.core.validation import check_positive_finite
 
 __all__ = ["Release", "wrong_calibration", "released_by",
-           "CalibratedRelease", "jsonable", "issue", "was_issued", "make_release", "composition_key",
-           "quilt_set_key", "curve_key", "EXECUTION_OPTIONS"]
+           "CalibratedRelease", "jsonable", "make_release", "quilt_set_key", "curve_key", "EXECUTION_OPTIONS"]
 
 #: Calibration options that change how fast a calibration runs or what it shows, never the quilt sets
 #: it searches: they are left out of the composition key.
@@ -52,10 +52,6 @@ EXECUTION_OPTIONS = frozenset({"n_jobs", "progress", "per_node"})
 
 #: Details of a calibration that name its secrets and quilt sets (when its road records them).
 _QUILT_SET_DETAILS = ("secrets", "quilt_family", "quilt_set", "l")
-
-#: id -> weak reference of every release record puffgm's release functions returned in this process.
-_ISSUED: dict[int, weakref.ref] = {}
-
 
 def jsonable(x: Any) -> Any:
     """``x`` as plain JSON data.
@@ -91,21 +87,15 @@ class Release:
     ``secure`` (fields or properties), and implement :attr:`prior` and
     :meth:`explain`.
 
-    Attributes
-    ----------
-    composition : str
-        How the accountant composes this release, and the attributes it reads:
-
-        * ``"markov-quilt"`` (Song et al. Theorem 4.4): ``quilt_key``;
-        * ``"curve"`` (Bai et al. Theorem 7): ``epsilon_puffer``, ``epsilon_dp``,
-          the curve point ``a``, ``b`` and ``curve_key``;
-        * ``"blowfish"`` (He et al. Theorems 4.1 and 4.2): ``policy_key``,
-          ``subset`` and ``constrained``;
-        * ``"none"``: no composition theorem covers the release; the accountant
-          refuses it.
+    Every record exposes :attr:`composition`; the base gives :class:`~puffgm.core.composition.Uncomposable`
+    (no composition theorem covers the release: the accountant refuses it), and each mechanism
+    overrides it with the composition class of its own module.
     """
 
-    composition: ClassVar[str] = "none"
+    @property
+    def composition(self) -> Composition:
+        """How the accountant composes this release (:mod:`puffgm.core.composition`)."""
+        return Uncomposable(cast(Any, self).epsilon)
 
     @property
     def prior(self) -> str:
@@ -132,7 +122,7 @@ class Release:
         return self.explain()
 
     def __reduce__(self):
-        """Picklable (``details`` is a read-only mapping); the copy is not an issued release (:func:`issue`)."""
+        """Picklable (``details`` is a read-only mapping); the accountant does not take the copy for the original."""
         state = {f.name: getattr(self, f.name) for f in dataclasses.fields(cast(Any, self))}
         if isinstance(state.get("details"), Mapping):
             state["details"] = dict(state["details"])
@@ -157,12 +147,20 @@ class CalibratedRelease(Release):
         True for OpenDP's secure sampler; False for a seeded generator (not for production).
     noise : str
         Description of the noise source.
+    units : frozenset or None
+        The unit ids the release reads (None: the whole data set); see :func:`make_release`.
     """
 
     value: Any
     calibration: Any
     secure: bool
     noise: str
+    units: frozenset | None = None
+
+    @property
+    def composition(self) -> Composition:
+        """Held alone on its units (:class:`~puffgm.core.composition.HeldAlone`): calibrated for itself only."""
+        return HeldAlone(self.epsilon, mechanism=self.mechanism, units=self.units)
 
     @property
     def epsilon(self) -> float:
@@ -191,38 +189,16 @@ def _rebuild_release(cls, state: dict) -> Release:
 R = TypeVar("R", bound=Release)
 
 
-def issue(release: R) -> R:
-    """Mark ``release`` as made by one of puffgm's release functions, and return it.
-
-    Every release function of puffgm calls this on the record it returns, after the noise
-    is drawn; :meth:`puffgm.accounting.PrivacyAccountant.record` accepts only records
-    :func:`was_issued` recognises.  The mark is the object's identity in this process, so
-    a copy (``dataclasses.replace``, ``copy``, pickle) is not marked.
-    """
-    key = id(release)
-    _ISSUED[key] = weakref.ref(release, functools.partial(_forget, key))
-    return release
-
-
-def _forget(key: int, _ref) -> None:
-    """Drop a collected release from the issued ones (its id may be reused)."""
-    _ISSUED.pop(key, None)
-
-
-def was_issued(release) -> bool:
-    """True if ``release`` is a record one of puffgm's release functions returned in this process."""
-    ref = _ISSUED.get(id(release))
-    return ref is not None and ref() is release
-
-
-def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label: str | None = None) -> R:
-    """The release ``planned`` describes, with the value ``draw()`` returns, checked and recorded.
+def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label: str | None = None,
+                 units=None) -> R:
+    """The release ``planned`` describes, with the value ``draw()`` returns, charged and recorded.
 
     The accountant (if any) charges ``planned`` (the record without its value) before
     ``draw`` is called, so a refused release draws no noise and a charged one is paid for
-    even if the process dies before the output; the record with the drawn value is then
-    :func:`issue`-d and recorded against that charge.  Every release function of puffgm goes
-    through here or does the same three steps.
+    even if ``draw`` fails or the process dies before the output (the charge stays: budget
+    lost, privacy kept); the record with the drawn value is then recorded against that
+    charge, which the accountant verifies.  Every release function of puffgm goes through
+    here or does the same three steps.
 
     Parameters
     ----------
@@ -233,11 +209,18 @@ def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label:
     accountant : PrivacyAccountant, optional
     label : str, optional
         The release's name in the accountant's ledger.
+    units : iterable of hashable, optional
+        The unit scope of the release: the ids of the units (of a panel of independent units)
+        its value reads.  It sets the record's ``units`` field, which its composition carries
+        (:mod:`puffgm.core.composition`): the accountant composes per unit and takes the max
+        over units.  None keeps the record's own scope (by default the whole data set).
     """
+    if units is not None:
+        planned = cast(R, dataclasses.replace(cast(Any, planned), units=canonical_units(units)))
     rec: Any = planned
     check_positive_finite(rec.epsilon, "epsilon", f"the release of {rec.mechanism}")
     charged = None if accountant is None else accountant.charge(planned, label=label)
-    rel = issue(dataclasses.replace(rec, value=draw()))
+    rel = dataclasses.replace(rec, value=draw())
     if accountant is not None:
         accountant.record(rel, label=label, charged=charged)
     return rel
@@ -286,25 +269,6 @@ def quilt_set_key(calibration) -> str:
 def curve_key(curve) -> str:
     """Identifies (Theta, S) of an a(b)-influence curve: Bai et al. Theorem 7 composes along one curve only."""
     return _digest({"prior": curve.fingerprint, "secrets": curve.details.get("secrets", "default secrets")})
-
-
-def composition_key(release: Release) -> str:
-    """The key under which the accountant composes ``release``: the one place a key is derived.
-
-    * ``"markov-quilt"``: the quilt sets (:func:`quilt_set_key` of the calibration, kept
-      with the release when it was made);
-    * ``"curve"``: the (Theta, S) of the a(b)-influence curve (:func:`curve_key`);
-    * ``"blowfish"``: the policy's key;
-    * any other rule: the rule itself (the accountant holds such releases alone or refuses them).
-    """
-    rec: Any = release
-    if release.composition == "markov-quilt":
-        return str(rec.quilt_key)
-    if release.composition == "curve":
-        return str(rec.curve_key)
-    if release.composition == "blowfish":
-        return str(rec.policy_key)
-    return str(release.composition)
 
 
 #: What each kind of result is, what makes it, and the function that releases it (by type name,

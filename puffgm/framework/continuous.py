@@ -72,8 +72,9 @@ def aggregate_sum_scale(delta: float, *, epsilon: float) -> float:
 class ContinuousRelease(Release):
     """A noisy statistic with its calibration.
 
-    No composition theorem covers these releases (``composition = "none"``): the
-    accountant refuses them.  The record keeps the noisy value only, never the exact statistic.
+    No composition theorem covers these releases (their composition is the base
+    :class:`~puffgm.core.composition.Uncomposable`): the accountant refuses them.
+    The record keeps the noisy value only, never the exact statistic.
 
     Attributes
     ----------
@@ -89,8 +90,6 @@ class ContinuousRelease(Release):
     theorem : str
     secure : bool
     """
-
-    composition = "none"
 
     value: float
     statistic: str

@@ -27,16 +27,17 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from puffgm.core.noise import resolve_noise
-from puffgm.core.release import CalibratedRelease
+from puffgm.core.release import make_release
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
 from puffgm.framework.instantiation import Instantiation
+from puffgm.mechanisms.query import QueryRelease
 
 __all__ = [
     "w_inf",
@@ -178,6 +179,16 @@ class WassersteinCalibration:
     theorem: str = "Song-Wang-Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein privacy)"
     notes: tuple = ()
 
+    #: The query-specific method this calibration is (names the mechanism of its release).
+    method: ClassVar[str] = "wasserstein"
+
+    @property
+    def prior(self) -> str:
+        """The instantiation the calibration audited, through W and its witness."""
+        where = "" if self.witness is None else f", attained at prior {self.witness[0]} on the pair " \
+                                                f"{tuple(self.witness[1])}"
+        return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {self.W:.6g}{where})"
+
     def to_dict(self) -> dict:
         d = {
             "epsilon": self.epsilon,
@@ -204,34 +215,9 @@ class WassersteinCalibration:
         return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class WassersteinRelease(CalibratedRelease):
-    """A noisy answer F(D) + Lap(W / epsilon) with the calibration behind it (Song et al. Algorithm 1;
-    fields of :class:`~puffgm.core.release.CalibratedRelease`).
-
-    No composition theorem covers Wasserstein releases (``composition = "none"``):
-    the accountant refuses them.  The record keeps the noisy value only, never the exact answer.
-    """
-
-    composition = "none"
-
-    @property
-    def mechanism(self) -> str:
-        """The mechanism's name."""
-        return "Wasserstein Mechanism (Song, Wang and Chaudhuri, Algorithm 1)"
-
-    @property
-    def prior(self) -> str:
-        """The instantiation the calibration audited, through W and its witness."""
-        c = self.calibration
-        where = "" if c.witness is None else f", attained at prior {c.witness[0]} on the pair {tuple(c.witness[1])}"
-        return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {c.W:.6g}{where})"
-
-    def explain(self) -> str:
-        """One line: mechanism, epsilon, W, Laplace scale, noise source."""
-        c = self.calibration
-        return self._tagged(f"{self.mechanism}: epsilon {c.epsilon:g}, W = {c.W:.6g}, Laplace scale {c.scale:.6g}; "
-                            f"noise: {self.noise}")
+#: The release record of the Wasserstein mechanism: the query-specific record of
+#: :mod:`puffgm.mechanisms.query` (one record for one mechanism, held alone by the accountant).
+WassersteinRelease = QueryRelease
 
 
 def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] | None = None) -> float:
@@ -319,14 +305,38 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
     )
 
 
-def release_wasserstein(
-    calibration: WassersteinCalibration, true_value: float, random_state=None
-) -> WassersteinRelease:
-    """Release ``F(D) + Lap(W / epsilon)`` (secure OpenDP noise by default)."""
+def release_wasserstein(calibration: WassersteinCalibration, true_value: float, random_state=None, *,
+                        accountant=None, label: str | None = None) -> QueryRelease:
+    """Release ``F(D) + Lap(W / epsilon)`` (secure OpenDP noise by default).
+
+    Parameters
+    ----------
+    calibration : WassersteinCalibration
+    true_value : float
+        The exact answer F(D).
+    random_state : None, int or numpy Generator
+        None (default) uses OpenDP's secure sampler; a seed gives reproducible, not-for-production noise.
+    accountant : PrivacyAccountant, optional
+        Charged before any noise is drawn; it holds the release only alone (no composition theorem
+        covers a release calibrated for one query by its exact laws).
+    label : str, optional
+        The release's name in the accountant's ledger.
+
+    Returns
+    -------
+    QueryRelease
+        The query-specific release record (:data:`WassersteinRelease`).
+    """
+    if not isinstance(calibration, WassersteinCalibration):
+        raise ParameterError(f"release_wasserstein needs a WassersteinCalibration (from calibrate_wasserstein); "
+                             f"got {type(calibration).__name__}.")
     noise = resolve_noise(random_state)
     v = float(true_value)
     if not math.isfinite(v):
         raise ParameterError("The query answer must be finite.")
-    out = v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
-    return WassersteinRelease(value=out, calibration=calibration, secure=noise.secure,
-                              noise=noise.description)
+    planned = QueryRelease(value=None, calibration=calibration, secure=noise.secure, noise=noise.description)
+
+    def draw():
+        return v if calibration.scale == 0 else float(noise.laplace(v, calibration.scale))
+
+    return make_release(planned, draw, accountant=accountant, label=label)

@@ -10,18 +10,64 @@ instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.cal
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release, quilt_set_key, wrong_calibration
 from puffgm.core.results import CalibrationResult, freeze_record
-from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.exceptions import CompositionError, NotApplicableError, ParameterError
 
-__all__ = ["MarkovQuiltRelease", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key"]
+__all__ = ["MarkovQuiltRelease", "MarkovQuiltComposition", "MarkovQuiltLaplace", "release_laplace", "quilt_set_key",
+           "THEOREM_MQM"]
+
+THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
+
+
+@dataclass(frozen=True)
+class MarkovQuiltComposition(Composition):
+    """Song, Wang and Chaudhuri 2017 ("Pufferfish privacy mechanisms for correlated data", SIGMOD),
+    Theorem 4.4 and the remark after it.
+
+    K Markov Quilt Mechanism releases with the same instantiation (prior class Theta, secrets S)
+    and the same quilt sets S_{Q,i}, at privacy parameters epsilon_1..epsilon_K, are together
+
+        (K * max_k epsilon_k)-Pufferfish private.
+
+    Attributes
+    ----------
+    fingerprint : str
+        The prior class's fingerprint (the instantiation).
+    quilt_key : str
+        Identifies the secrets and quilt sets (:func:`quilt_set_key`).
+    """
+
+    fingerprint: str = ""
+    quilt_key: str = ""
+
+    kinds: ClassVar[str] = "Markov Quilt Mechanism releases"
+    one: ClassVar[str] = "a Markov Quilt Mechanism release"
+    rule: ClassVar[str] = ("Song et al. Theorem 4.4 composes MQM releases only with MQM releases over the same "
+                           "quilt sets")
+    theorem: ClassVar[str] = THEOREM_MQM
+
+    @property
+    def key(self) -> str:
+        return str(self.quilt_key)
+
+    @classmethod
+    def compose(cls, entries: Sequence[Composition]) -> float:
+        """K * max_k epsilon_k over one instantiation and its quilt sets."""
+        if len({e.quilt_key for e in entries if isinstance(e, cls)}) > 1:  # the key hashes the fingerprint
+            raise CompositionError(
+                "These Markov Quilt Mechanism releases use different instantiations or quilt sets, so Theorem 4.4 "
+                "of Song et al. does not apply and Pufferfish releases need not compose (Bai et al., section 4); "
+                "use one calibration's quilt sets for every release.")
+        return len(entries) * max(e.epsilon for e in entries)
 
 
 @dataclass(frozen=True)
@@ -52,9 +98,9 @@ class MarkovQuiltRelease(Release):
     details : Mapping
         Mechanism-specific record (quilt-set key, Lipschitz constant, sigma_max,
         worst node, label).
+    units : frozenset or None
+        The unit ids the release reads (None: the whole data set).
     """
-
-    composition = "markov-quilt"
 
     value: Any
     mechanism: str
@@ -65,9 +111,16 @@ class MarkovQuiltRelease(Release):
     fingerprint: str
     theorem: str
     details: Mapping = field(default_factory=dict)
+    units: frozenset | None = None
 
     def __post_init__(self):
         freeze_record(self)
+
+    @property
+    def composition(self) -> MarkovQuiltComposition:
+        """Song et al. Theorem 4.4 over the instantiation and quilt sets of the calibration."""
+        return MarkovQuiltComposition(self.epsilon, fingerprint=self.fingerprint, quilt_key=str(self.quilt_key),
+                                      units=self.units)
 
     @property
     def quilt_key(self) -> str | None:

@@ -971,8 +971,8 @@ class OptimalNoiseRelease(QueryRelease):
     """A noisy answer F(D) + Z / unit with Z drawn from an :class:`OptimalNoise` law (its ``calibration``).
 
     A query-specific release like :class:`puffgm.mechanisms.query.QueryRelease`,
-    whose ``epsilon``, ``theorem``, ``prior`` and ``composition = "query-specific"``
-    (no composition theorem covers it: the accountant takes it only alone) it keeps;
+    whose ``epsilon``, ``theorem``, ``prior`` and composition (held alone: no composition
+    theorem covers it, so the accountant takes it only alone) it keeps;
     like every release record, it keeps the noisy value only, never the exact answer.
     """
 

@@ -43,20 +43,24 @@ label : str, optional
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import numbers
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
-from puffgm.core.release import Release, curve_key, issue
+from puffgm.core.release import Release, curve_key
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int, refuse_unexpected, renamed
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import CompositionError, ParameterError
 from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
 __all__ = [
+    "THEOREM_7",
+    "CurveComposition",
     "PufferfishRelease",
     "PufferfishLaplace",
     "PufferfishExponential",
@@ -68,6 +72,77 @@ __all__ = [
     "exponential_log_probabilities",
     "top_k_log_probability",
 ]
+
+
+THEOREM_7 = ("Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an "
+             "a(b)-influence curve)")
+
+
+def _real(x) -> bool:
+    return isinstance(x, numbers.Real) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class CurveComposition(Composition):
+    """Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish privacy"), Theorem 7.
+
+    Releases l = 1..k of per-entry epsilon_DP_l-DP mechanisms translated at curve points
+    (a_l, b_l) of one a(b)-influence curve of (Theta, S), each epsilon_l-Pufferfish by Theorem 6
+    (0 <= a_l < epsilon_l), are together
+
+        max_l a_l + sum_l (epsilon_l - a_l)
+
+    -Pufferfish private: the correlation penalty is paid once.
+
+    Attributes
+    ----------
+    fingerprint : str
+        The prior class's fingerprint.
+    curve_key : str
+        Identifies (Theta, S) (:func:`puffgm.core.release.curve_key`).
+    a, b : float, int
+        The curve point used.
+    epsilon_dp : float
+        The per-entry DP parameter used.
+    """
+
+    fingerprint: str = ""
+    curve_key: str = ""
+    a: float = math.nan
+    b: int = 0
+    epsilon_dp: float = math.nan
+
+    kinds: ClassVar[str] = "DP-based releases along an a(b)-influence curve"
+    one: ClassVar[str] = "a DP-based release along an a(b)-influence curve"
+    rule: ClassVar[str] = ("Bai et al. Theorem 7 composes DP-based releases translated along one a(b)-influence "
+                           "curve only")
+    theorem: ClassVar[str] = THEOREM_7
+
+    @property
+    def key(self) -> str:
+        return str(self.curve_key)
+
+    def check(self, mechanism: str) -> None:
+        """Theorem 7's conditions: 0 <= a < epsilon, an integer b >= 1, a finite epsilon_DP > 0."""
+        super().check(mechanism)
+        a, b, eps_dp = self.a, self.b, self.epsilon_dp
+        if not (_real(a) and math.isfinite(a) and 0 <= a < self.epsilon):
+            raise CompositionError(f"Theorem 7 needs a curve point with 0 <= a < epsilon_puffer; got a = {a!r} for "
+                                   f"epsilon_puffer = {self.epsilon:g}.")
+        if not _real(b) or not math.isfinite(b) or int(b) != b or int(b) < 1:
+            raise CompositionError(f"The curve point's b must be an integer >= 1; got {b!r}.")
+        if not (_real(eps_dp) and math.isfinite(eps_dp) and eps_dp > 0):
+            raise CompositionError(f"The release's epsilon_DP must be a finite number > 0; got {eps_dp!r}.")
+
+    @classmethod
+    def compose(cls, entries: Sequence[Composition]) -> float:
+        """max_l a_l + sum_l (epsilon_l - a_l) along one curve."""
+        if len({e.curve_key for e in entries if isinstance(e, cls)}) > 1:  # the key hashes the fingerprint
+            raise CompositionError("These releases were translated along a(b)-influence curves of different prior "
+                                   "classes or secrets, so Theorem 7 of Bai et al. does not apply; use curve points "
+                                   "of one (Theta, S).")
+        points = [e for e in entries if isinstance(e, cls)]
+        return max(e.a for e in points) + sum(e.epsilon - e.a for e in points)
 
 
 @dataclass(frozen=True)
@@ -97,9 +172,9 @@ class PufferfishRelease(Release):
         Identifies (Theta, S): Theorem 7 composes releases along one curve only.
     theorem : str
     details : Mapping
+    units : frozenset or None
+        The unit ids the release reads (None: the whole data set).
     """
-
-    composition = "curve"
 
     value: Any
     mechanism: str
@@ -113,9 +188,16 @@ class PufferfishRelease(Release):
     curve_key: str
     theorem: str = THEOREM6
     details: Mapping = field(default_factory=dict)
+    units: frozenset | None = None
 
     def __post_init__(self):
         freeze_record(self)
+
+    @property
+    def composition(self) -> CurveComposition:
+        """Bai et al. Theorem 7 along the curve of (Theta, S), at this release's point and epsilon_DP."""
+        return CurveComposition(self.epsilon_puffer, fingerprint=self.fingerprint, curve_key=self.curve_key,
+                                a=self.a, b=self.b, epsilon_dp=self.epsilon_dp, units=self.units)
 
     @property
     def epsilon(self) -> float:
@@ -188,7 +270,7 @@ class _DPBased:
         return accountant.charge(self._record(None, None, label, {}), label=label)
 
     def _release(self, value, source, accountant, label, details, charged=None) -> PufferfishRelease:
-        rel = issue(self._record(value, source, label, details))
+        rel = self._record(value, source, label, details)
         if accountant is not None:
             accountant.record(rel, label=label, charged=charged)
         return rel

@@ -719,13 +719,12 @@ class QueryRelease(CalibratedRelease):
     """A noisy answer F(D) + Lap(scale) calibrated for this one query (fields of
     :class:`~puffgm.core.release.CalibratedRelease`).
 
-    No composition theorem covers query-specific releases (``composition =
-    "query-specific"``): the accountant takes one alone and refuses to compose
-    it with any other release.  The record keeps the noisy value only, never the
-    exact answer.
+    No composition theorem covers query-specific releases: their composition is
+    :class:`~puffgm.core.composition.HeldAlone` (the accountant takes one alone on its
+    units and refuses to compose it with any other release).  The Wasserstein mechanism
+    of :mod:`puffgm.framework.wasserstein` releases this record too.  The record keeps the
+    noisy value only, never the exact answer.
     """
-
-    composition = "query-specific"
 
     @property
     def mechanism(self) -> str:

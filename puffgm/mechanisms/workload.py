@@ -410,12 +410,10 @@ class WorkloadRelease(CalibratedRelease):
     """A noisy table (F_1 + Z_1, ..., F_k + Z_k) calibrated jointly for this workload (fields of
     :class:`~puffgm.core.release.CalibratedRelease`; ``value`` a tuple in workload order).
 
-    Like a query-specific release (``composition = "query-specific"``), the accountant holds
-    it alone: it was calibrated for this table by the exact joint laws, and no composition
-    theorem covers it together with another release.  The record keeps the noisy values only.
+    Like a query-specific release (composition :class:`~puffgm.core.composition.HeldAlone`), the
+    accountant holds it alone: it was calibrated for this table by the exact joint laws, and no
+    composition theorem covers it together with another release.  The record keeps the noisy values only.
     """
-
-    composition = "query-specific"
 
     @property
     def mechanism(self) -> str:
