@@ -79,6 +79,7 @@ class BlowfishComposition(Composition):
                            "guarantee, (epsilon, P)-Blowfish privacy under a policy, is not Pufferfish privacy for a "
                            "prior class")
     theorem: ClassVar[str] = THEOREM_BLOWFISH
+    source: ClassVar[str] = "He, Machanavajjhala and Ding 2014"
 
     @property
     def key(self) -> str:

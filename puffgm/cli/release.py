@@ -206,11 +206,19 @@ def _output(args, rel, report, limit: dict) -> str:
     else:
         value = _number(rel.value)
     lines = [f"released: {value}", rel.explain(), f"guarantee: {report.explain()}",
-             "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
+             "remaining budget: " + _remaining_text(report)]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
     lines.append(limit_line(limit))
     return "\n".join(lines)
+
+
+def _remaining_text(report) -> str:
+    """The budget left, or why none is left to spend (a release held alone closes the ledger)."""
+    if report.closed_to_all:
+        budget = "no budget" if report.budget is None else f"budget {report.budget:g}"
+        return f"none (the ledger is closed to further releases; {budget})"
+    return "unlimited (no --budget)" if math.isinf(report.remaining) else f"{report.remaining:g}"
 
 
 def _number(value) -> str:

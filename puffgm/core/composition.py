@@ -82,8 +82,8 @@ class Composition:
 
     Class attributes (texts for reports and refusals): ``guarantee`` (``"Pufferfish"`` or
     ``"Blowfish"``), ``kinds`` (plural name), ``one`` (singular name), ``rule`` (which releases
-    the theorem composes), ``theorem`` (the theorem), ``closes`` (True: the release is held
-    alone and closes its units to further releases).
+    the theorem composes), ``theorem`` (the theorem), ``source`` (the paper it is in, short),
+    ``closes`` (True: the release is held alone and closes its units to further releases).
     """
 
     epsilon: float
@@ -94,6 +94,7 @@ class Composition:
     one: ClassVar[str] = "a release"
     rule: ClassVar[str] = "no composition theorem covers it"
     theorem: ClassVar[str] = "no composition theorem"
+    source: ClassVar[str] = "Kifer and Machanavajjhala"
     closes: ClassVar[bool] = False
 
     def __post_init__(self):
@@ -176,7 +177,8 @@ def _plain(x: Any):
 def _mixing(held: Composition, new: Composition) -> str:
     """The refusal of ``new`` beside ``held`` of another class, with the rules of both."""
     if held.guarantee == new.guarantee == "Pufferfish":
-        why = f"no composition theorem covers this mix: {held.rule}, and {new.rule}; {_NEED_NOT}"
+        sources = " or in ".join(sorted({held.source, new.source}, reverse=True))  # a fixed order
+        why = f"no theorem in {sources} covers this mix: {held.rule}, and {new.rule}; {_NEED_NOT}"
     else:
         why = f"no theorem composes releases of another kind with them: {held.rule}; {new.rule}"
     return f"The accountant holds {held.kinds}, so it refuses {new.one}: {why}. Nothing was released."
@@ -210,6 +212,7 @@ class HeldAlone(Composition):
     one: ClassVar[str] = "a query-specific release"
     rule: ClassVar[str] = "a query-specific release is held only alone"
     theorem: ClassVar[str] = "a single query-specific release (no composition)"
+    source: ClassVar[str] = "Song et al., Bai et al. or Kifer and Machanavajjhala"
     closes: ClassVar[bool] = True
 
     @property

@@ -54,6 +54,7 @@ class MarkovQuiltComposition(Composition):
     rule: ClassVar[str] = ("Song et al. Theorem 4.4 composes MQM releases only with MQM releases over the same "
                            "quilt sets")
     theorem: ClassVar[str] = THEOREM_MQM
+    source: ClassVar[str] = "Song, Wang and Chaudhuri 2017"
 
     @property
     def key(self) -> str:

@@ -117,6 +117,7 @@ class CurveComposition(Composition):
     rule: ClassVar[str] = ("Bai et al. Theorem 7 composes DP-based releases translated along one a(b)-influence "
                            "curve only")
     theorem: ClassVar[str] = THEOREM_7
+    source: ClassVar[str] = "Bai et al."
 
     @property
     def key(self) -> str:

@@ -82,9 +82,15 @@ def test_a_release_is_recorded_only_against_its_own_charge(tmp_path):
     rel = release_laplace(1.0, cal, random_state=0)
     with pytest.raises(CompositionError, match="no open charge"):
         acc.record(rel, charged=0)
-    acc.record(rel)
+    with pytest.raises(CompositionError, match="charged before their noise was drawn"):
+        acc.record(rel)
+    position = acc.charge(rel)
+    with pytest.raises(CompositionError, match="no open charge"):  # another accountant on the file did not charge it
+        PrivacyAccountant(ledger=tmp_path / "c.db").record(rel, charged=position)
+    acc.record(rel, charged=position)
     with pytest.raises(CompositionError, match="already recorded"):
         acc.record(rel)
+    assert [e.status for e in PrivacyAccountant(ledger=tmp_path / "c.db").entries] == ["released"]
 
 
 def _race(path, seed, out):

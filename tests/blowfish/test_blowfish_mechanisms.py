@@ -115,7 +115,7 @@ def test_sequential_and_parallel_composition_in_the_accountant():
     laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0, accountant=acc, subset={1})
     assert acc.total == pytest.approx(1.5)
     other = PrivacyAccountant()
-    other.record(laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0))  # the generic entry point routes Blowfish
+    other.charge(laplace_mechanism(1.0, p, epsilon=0.25, sensitivity=1.0, random_state=0))  # the generic entry point routes Blowfish
     assert other.total == pytest.approx(0.25) and other.theorem == THEOREM_BLOWFISH
     with pytest.raises(BudgetError):
         laplace_mechanism(1.0, p, epsilon=0.6, sensitivity=1.0, random_state=0, accountant=acc)

@@ -41,8 +41,8 @@ def test_network_from_a_one_row_csv_equals_the_api(cli, files):
               "--epsilon", "1", "--seed", "4")
     cal = puffgm.calibrate_query("example:asia", {"count": "yes"}, epsilon=1.0, method="optimal-laplace")
     assert d["value"] == puffgm.release(cal, RECORD, random_state=4).value
-    assert d["release"]["kind"] == "QueryRelease" and d["remaining"] is None and d["total"] == 1.0
-    assert "1-Pufferfish private" in d["guarantee"]
+    assert d["release"]["kind"] == "QueryRelease" and d["remaining"] == 0.0 and d["total"] == 1.0
+    assert "1-Pufferfish private" in d["guarantee"] and "closed to further releases" in d["guarantee"]
     assert _json(cli, "example:asia", "--data", files["record.json"], "--query", COUNT_YES, "--method",
                  "optimal-laplace", "--epsilon", "1", "--seed", "4")["value"] == d["value"]
 
@@ -61,8 +61,9 @@ def test_text_output_and_a_workload(cli, files):
     lines = out.splitlines()
     assert lines[0].startswith("released: yes ") and ", no " in lines[0]
     assert "NOT FOR PRODUCTION" in lines[1]
-    assert lines[2].startswith("guarantee: 1 release(s): 1-Pufferfish private (budget 2, remaining 1)")
-    assert lines[3] == "remaining budget: 1"
+    assert lines[2].startswith("guarantee: 1 release(s): 1-Pufferfish private (the ledger is closed to further "
+                               "releases: a query-specific release is held alone)")
+    assert lines[3] == "remaining budget: none (the ledger is closed to further releases; budget 2)"
 
 
 def test_optimal_noise_release(cli, files):
@@ -88,7 +89,8 @@ def test_the_ledger_and_its_budget_last_across_runs(cli, files, tmp_path):
 def test_a_query_specific_release_is_held_alone_in_the_ledger(cli, files, tmp_path):
     query = ("example:asia", "--data", files["asia.csv"], "--query", COUNT_YES, "--method", "wasserstein",
              "--epsilon", "1", "--ledger", tmp_path / "q.db", "--budget", "5")
-    assert _json(cli, *query)["remaining"] == 4.0
+    d = _json(cli, *query)
+    assert d["remaining"] == 0.0 and d["budget"] == 5.0 and "closed to further releases" in d["guarantee"]
     code, out, err = cli("release", *query)
     assert code == 2 and err.count("\n") == 1 and "cannot compose" in err
 

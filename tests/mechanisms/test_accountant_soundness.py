@@ -1,9 +1,9 @@
 """The accountant cannot be talked into a guarantee no theorem gives, and no release shows its exact answer.
 
 Every refusal has a test here: a caller-named key does not exist, keys are derived from the release
-(quilt sets and the options that define them, secrets, curve, policy), only records that puffgm's
-release functions returned are recorded, each once, and every epsilon, scale and answer is checked
-before anything is released.
+(quilt sets and the options that define them, secrets, curve, policy), only releases the accountant
+charged are recorded, each once, and every epsilon, scale and answer is checked before anything is
+released.
 """
 
 import dataclasses
@@ -16,7 +16,7 @@ import pytest
 import puffgm
 from puffgm.accounting import PrivacyAccountant
 from puffgm.chains import ChainPriorClass
-from puffgm.core.release import Release, composition_key, was_issued
+from puffgm.core.release import Release
 from puffgm.exceptions import CompositionError, ParameterError
 from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import release_optimal_noise
@@ -44,7 +44,7 @@ def test_releases_protecting_smoke_and_lung_do_not_compose():
         release_laplace(1.0, lung, accountant=acc, random_state=1)
     second = release_laplace(1.0, lung, random_state=1)
     with pytest.raises(CompositionError, match="different instantiations or quilt sets"):
-        acc.record(second)
+        acc.check(second)
     with pytest.raises(TypeError):
         acc.record(second, quilt_key=first.quilt_key)  # no caller names a key
     assert len(acc.entries) == 1 and acc.total == 1.0
@@ -82,21 +82,20 @@ def test_calibrations_made_outside_the_dispatch_compose_only_with_themselves():
     assert acc.total == pytest.approx(2.0)
 
 
-def test_only_releases_puffgm_made_are_recorded_each_once():
+def test_only_releases_the_accountant_charged_are_recorded_each_once():
     cal = puffgm.calibrate("example:asia", epsilon=1.0)
-    rel = release_laplace(1.0, cal, random_state=0)
-    assert was_issued(rel)
+    acc = PrivacyAccountant()
+    rel = release_laplace(1.0, cal, accountant=acc, random_state=0)
     forged = MarkovQuiltRelease(value=1.0, mechanism="m", epsilon=1.0, scale=0.001, secure=True, noise="none",
                                 fingerprint=cal.fingerprint, theorem="t", details={"quilt_key": rel.quilt_key})
-    for bad in (forged, dataclasses.replace(rel, scale=0.001), pickle.loads(pickle.dumps(rel))):
-        assert not was_issued(bad)
-        with pytest.raises(CompositionError, match="returned by puffgm's release functions"):
-            PrivacyAccountant().record(bad)
-    acc = PrivacyAccountant()
-    acc.record(rel)
+    unaccounted = release_laplace(1.0, cal, random_state=0)
+    for bad in (forged, dataclasses.replace(rel, scale=0.001), pickle.loads(pickle.dumps(rel)), unaccounted):
+        for target in (acc, PrivacyAccountant()):
+            with pytest.raises(CompositionError, match="charged before their noise was drawn"):
+                target.record(bad)
     with pytest.raises(CompositionError, match="already recorded"):
         acc.record(rel)
-    assert acc.total == 1.0 and composition_key(rel) == rel.quilt_key
+    assert acc.total == 1.0 and rel.composition.key == rel.quilt_key
 
 
 def test_the_accountant_has_no_public_back_doors():
@@ -227,7 +226,7 @@ def _refusal_cases():
         ("no theorem", [], lambda: release_sum_absolute_error([1.0], k=1.0, epsilon=1.0, random_state=0),
          r"section 4"),
         ("unknown rule", [], lambda: unknown, r"declares the composition rule 'my-theorem'"),
-        ("not issued", [], lambda: dataclasses.replace(mqm(), epsilon=0.5), r"returned by puffgm's release"),
+        ("not charged", [], lambda: dataclasses.replace(mqm(), epsilon=0.5), r"charged before their noise"),
         ("bad epsilon", [], lambda: dataclasses.replace(mqm(), epsilon=-1.0), r"'epsilon'"),
         ("bad point a", [], lambda: dataclasses.replace(dp(), a=2.0), r"a < epsilon_puffer"),
         ("bad point b", [], lambda: dataclasses.replace(dp(), b=0), r"integer >= 1"),
@@ -255,9 +254,9 @@ def test_every_refusal_of_the_accountant_is_one_sentence_and_records_nothing(cas
     name, first, refused, pattern = _refusal_cases()[case]
     acc = PrivacyAccountant()
     for make in first:
-        acc.record(make())
+        acc.charge(make())
     with pytest.raises((CompositionError, ParameterError), match=pattern) as info:
-        acc.record(refused())
+        (acc.record if name == "not charged" else acc.charge)(refused())
     msg = str(info.value)
     assert "\n" not in msg and msg.endswith(".") and len(acc.entries) == len(first), name
 
@@ -267,5 +266,5 @@ def test_the_budget_refusal_names_the_theorem():
     acc = PrivacyAccountant(budget=1.5)
     release_laplace(1.0, cal, accountant=acc, random_state=0)
     with pytest.raises(Exception, match=r"to 2 \(Song, Wang and Chaudhuri 2017, Theorem 4.4.*over the budget of 1.5"):
-        acc.record(release_laplace(1.0, cal, random_state=1))
+        release_laplace(1.0, cal, accountant=acc, random_state=1)
     assert len(acc.entries) == 1

@@ -42,7 +42,7 @@ def test_theorem7_total_and_report():
     assert acc.total < sum(e for e, _ in pts) or all(a == 0 for _, a in pts)
     rep = acc.report()
     assert rep.theorem == THEOREM_7 and "Theorem 7" in rep.explain() and rep.n_releases == 3
-    assert [e.kind for e in rep.entries] == ["dp"] * 3 and rep.entries[0].a == rels[0].a
+    assert [e.kind for e in rep.entries] == ["CurveComposition"] * 3 and rep.entries[0].composition.a == rels[0].a
 
 
 def test_budget_refusal_draws_no_noise():

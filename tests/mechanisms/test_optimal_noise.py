@@ -411,7 +411,7 @@ def test_release():
     laws = query_laws(pc, {"count": 0})
     res = optimal_noise_of(laws, epsilon=EPS)
     rel = release_optimal_noise(3, res, random_state=7)
-    assert rel.value == round(rel.value) and not rel.secure and rel.composition == "query-specific"
+    assert rel.value == round(rel.value) and not rel.secure and type(rel.composition).__name__ == "HeldAlone"
     d = json.loads(json.dumps(rel.to_dict(), allow_nan=False))
     assert "true_value" not in d and d["epsilon"] == EPS
     assert "NOT FOR PRODUCTION" in rel.explain()
@@ -435,7 +435,7 @@ def test_release_consults_the_accountant_before_drawing():
     res = optimal_noise_of(query_laws(pc, {"count": 0}), epsilon=EPS)
     acc = PrivacyAccountant(budget=5.0)
     release_optimal_noise(2, res, random_state=3, accountant=acc)
-    assert [e.kind for e in acc.entries] == ["single"] and acc.total == EPS
+    assert [e.kind for e in acc.entries] == ["HeldAlone"] and acc.total == EPS
     with pytest.raises(CompositionError, match="one query"):  # refused before any draw: nothing recorded
         release_optimal_noise(2, res, random_state=3, accountant=acc)
     assert len(acc.entries) == 1

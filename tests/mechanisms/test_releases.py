@@ -1,5 +1,5 @@
 """Every release record derives from puffgm.core.release.Release and explains and serialises itself;
-the accountant composes by ``release.composition`` and refuses anything else."""
+the accountant composes by the ``release.composition`` object and refuses anything else."""
 
 import dataclasses
 import importlib
@@ -16,6 +16,8 @@ import puffgm
 from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyAccountant
 from puffgm.blowfish import Domain, Policy, line_graph
 from puffgm.blowfish.mechanisms import BlowfishRelease, laplace_mechanism, release_histogram
+from puffgm.blowfish.mechanisms import BlowfishComposition
+from puffgm.core.composition import Composition, HeldAlone, Uncomposable
 from puffgm.core.curve import curve_from_points
 from puffgm.core.release import CalibratedRelease, Release, jsonable
 from puffgm.exceptions import CompositionError, PuffgmError
@@ -27,17 +29,23 @@ from puffgm.framework.continuous import (
     release_sum_absolute_error,
 )
 from puffgm.framework.wasserstein import WassersteinRelease, calibrate_wasserstein, release_wasserstein
-from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
+from puffgm.mechanisms.laplace import MarkovQuiltComposition, MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import OptimalNoiseRelease
-from puffgm.mechanisms.pufferfish import PufferfishLaplace, PufferfishRelease, PufferfishTopK
+from puffgm.mechanisms.pufferfish import CurveComposition, PufferfishLaplace, PufferfishRelease, PufferfishTopK
 from puffgm.mechanisms.query import QueryRelease
 from puffgm.mechanisms.workload import WorkloadRelease
 from puffgm.networks.calibration import calibrate
 
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
-RELEASE_CLASSES = {MarkovQuiltRelease: "markov-quilt", PufferfishRelease: "curve", BlowfishRelease: "blowfish",
-                   ContinuousRelease: "none", WassersteinRelease: "none", QueryRelease: "query-specific",
-                   OptimalNoiseRelease: "query-specific", WorkloadRelease: "query-specific"}
+RELEASE_CLASSES = {MarkovQuiltRelease: MarkovQuiltComposition, PufferfishRelease: CurveComposition,
+                   BlowfishRelease: BlowfishComposition, ContinuousRelease: Uncomposable, QueryRelease: HeldAlone,
+                   OptimalNoiseRelease: HeldAlone, WorkloadRelease: HeldAlone}
+#: The composition class of each kind of release made by ``_releases``.
+COMPOSITION_OF = {"markov quilt": MarkovQuiltComposition, "pufferfish laplace": CurveComposition,
+                  "pufferfish top-k": CurveComposition, "blowfish laplace": BlowfishComposition,
+                  "blowfish histogram": BlowfishComposition, "blowfish without scale": BlowfishComposition,
+                  "continuous sum": Uncomposable, "continuous relative": Uncomposable,
+                  "continuous aggregate": Uncomposable, "wasserstein": HeldAlone}
 
 
 @pytest.fixture(scope="module")
@@ -82,12 +90,18 @@ def _release_classes_in_puffgm():
     return found
 
 
-def test_every_release_class_derives_from_release_and_names_its_composition():
+def test_every_release_class_derives_from_release_and_names_its_composition(mqm_calibration,
+                                                                           wasserstein_calibration):
     assert _release_classes_in_puffgm() == set(RELEASE_CLASSES)
-    for cls, rule in RELEASE_CLASSES.items():
+    assert WassersteinRelease is QueryRelease  # one record for the Wasserstein mechanism
+    for cls in RELEASE_CLASSES:
         assert issubclass(cls, Release) and dataclasses.is_dataclass(cls)
-        assert cls.__dataclass_params__.frozen
-        assert cls.composition == rule
+        assert cls.__dataclass_params__.frozen and isinstance(inspect.getattr_static(cls, "composition"), property)
+    for kind, rel in _releases(mqm_calibration, wasserstein_calibration, 0).items():
+        comp = rel.composition
+        assert type(comp) is COMPOSITION_OF[kind] and isinstance(comp, Composition), kind
+        assert dataclasses.is_dataclass(comp) and comp.__dataclass_params__.frozen and comp.epsilon == rel.epsilon
+        assert type(comp) is RELEASE_CLASSES[type(rel)] and comp.units is None
 
 
 @pytest.mark.parametrize("kind", ["markov quilt", "pufferfish laplace", "pufferfish top-k", "blowfish laplace",
@@ -135,21 +149,25 @@ def test_jsonable_makes_plain_json():
 def test_accountant_dispatches_on_composition(mqm_calibration, wasserstein_calibration):
     rels = _releases(mqm_calibration, wasserstein_calibration, 1)
     acc = PrivacyAccountant()
-    acc.record(rels["pufferfish laplace"])
-    acc.record(rels["pufferfish top-k"])
-    assert acc.theorem == THEOREM_7 and [e.kind for e in acc.entries] == ["dp", "dp"]
+    acc.charge(rels["pufferfish laplace"])
+    acc.charge(rels["pufferfish top-k"])
+    assert acc.theorem == THEOREM_7 and [e.kind for e in acc.entries] == ["CurveComposition"] * 2
     mqm = PrivacyAccountant()
-    mqm.record(rels["markov quilt"])  # the release carries its quilt sets
+    first = release_laplace([3.0, 4.0], mqm_calibration, accountant=mqm, random_state=1)  # carries its quilt sets
     release_laplace(1.0, mqm_calibration, accountant=mqm, random_state=2)
     assert mqm.theorem == THEOREM_MQM and mqm.total == pytest.approx(2.0)
     with pytest.raises(CompositionError, match="already recorded"):
-        mqm.record(rels["markov quilt"])
+        mqm.record(first)
     blow = PrivacyAccountant()
-    blow.record(rels["blowfish laplace"])
+    blow.charge(rels["blowfish laplace"])
     assert blow.theorem == THEOREM_BLOWFISH and blow.total == pytest.approx(1.0)
-    for kind in ("continuous sum", "wasserstein"):
-        with pytest.raises(CompositionError, match="section 4"):
-            PrivacyAccountant().record(rels[kind])
+    with pytest.raises(CompositionError, match="section 4"):
+        PrivacyAccountant().charge(rels["continuous sum"])
+    alone = PrivacyAccountant()
+    release_wasserstein(wasserstein_calibration, 2.0, random_state=1, accountant=alone)
+    assert alone.total == 1.0 and alone.report().closed == (None,)
+    with pytest.raises(CompositionError, match="cannot compose Wasserstein Mechanism"):
+        release_wasserstein(wasserstein_calibration, 2.0, random_state=2, accountant=alone)
 
 
 @pytest.mark.parametrize("obj", [SimpleNamespace(epsilon=1.0, mechanism="a homemade mechanism", secure=True),
