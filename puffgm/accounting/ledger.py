@@ -108,7 +108,7 @@ class LedgerEntry:
                    theorem=str(d.get("theorem", "")), digest=str(d.get("digest") or comp.digest()))
 
 
-def _composition_class(path: str) -> type:
+def _composition_class(path: str) -> type[Composition]:
     """The Composition subclass at ``"module:qualname"``, imported on demand (puffgm's own modules only)."""
     module, _, name = path.partition(":")
     if not (module == "puffgm" or module.startswith("puffgm.")):
@@ -122,7 +122,11 @@ def _composition_class(path: str) -> type:
 
 
 def _composition_from(d: dict) -> Composition:
-    return _composition_class(str(d["class"])).from_fields(dict(d["fields"]))
+    cls = _composition_class(str(d["class"]))
+    try:
+        return cls.from_fields(dict(d["fields"]))
+    except (TypeError, ValueError, KeyError) as exc:
+        raise ParameterError(f"A ledger entry's composition ({cls.__name__}) cannot be read ({exc}).") from None
 
 
 #: Entries of the first ledger format named their rule by a kind; each maps to its composition class.
@@ -139,10 +143,12 @@ def _legacy_composition(d: dict) -> Composition:
         raise ParameterError(f"A ledger entry has the unknown kind {kind!r}.")
     cls = _composition_class(_LEGACY_CLASS[kind])
     eps, key = float(d["epsilon"]), str(d.get("key"))
-    fields = {"mqm": {"quilt_key": key}, "single": {"mechanism": str(d.get("mechanism"))},
-              "dp": {"curve_key": key, "a": d.get("a"), "b": d.get("b"), "epsilon_dp": d.get("epsilon_dp")},
-              "blowfish": {"policy_key": key, "policy": d.get("policy"), "units": d.get("subset")}}[kind]
-    return cls(eps, **fields)
+    fields: dict[str, dict[str, Any]] = {"mqm": {"quilt_key": key}, "single": {"mechanism": str(d.get("mechanism"))},
+                                         "dp": {"curve_key": key, "a": d.get("a"), "b": d.get("b"),
+                                                "epsilon_dp": d.get("epsilon_dp")},
+                                         "blowfish": {"policy_key": key, "policy": d.get("policy"),
+                                                      "units": d.get("subset")}}
+    return cls(eps, **fields[kind])
 
 
 def now() -> str:

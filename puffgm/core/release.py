@@ -160,7 +160,7 @@ class CalibratedRelease(Release):
     @property
     def composition(self) -> Composition:
         """Held alone on its units (:class:`~puffgm.core.composition.HeldAlone`): calibrated for itself only."""
-        return HeldAlone(self.epsilon, mechanism=self.mechanism, units=self.units)
+        return HeldAlone(self.epsilon, mechanism=cast(Any, self).mechanism, units=self.units)
 
     @property
     def epsilon(self) -> float:

@@ -15,8 +15,7 @@ import pytest
 import puffgm
 from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM, PrivacyAccountant
 from puffgm.blowfish import Domain, Policy, line_graph
-from puffgm.blowfish.mechanisms import BlowfishRelease, laplace_mechanism, release_histogram
-from puffgm.blowfish.mechanisms import BlowfishComposition
+from puffgm.blowfish.mechanisms import BlowfishComposition, BlowfishRelease, laplace_mechanism, release_histogram
 from puffgm.core.composition import Composition, HeldAlone, Uncomposable
 from puffgm.core.curve import curve_from_points
 from puffgm.core.release import CalibratedRelease, Release, jsonable
