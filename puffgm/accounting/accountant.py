@@ -75,6 +75,7 @@ Examples
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import hmac
@@ -93,6 +94,7 @@ from puffgm.exceptions import BudgetError, CompositionError
 
 __all__ = ["PrivacyAccountant", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
 
+#: The theorems of the composition classes (their ``theorem``), named here for reports and imports.
 THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential composition of MQM with shared quilt sets)"
 
 THEOREM_7 = ("Bai, He, Gu, Kifer and Maeng, Theorem 7 (composition of DP-based Pufferfish mechanisms along an "
@@ -294,7 +296,8 @@ class PrivacyAccountant:
         with self._lock:
             self._tokens.pop(charged, None)
         seal = self._mac("seal", str(charged), entry.digest, _value_digest(release))
-        object.__setattr__(release, _SEAL, (self._nonce, charged, seal))
+        with contextlib.suppress(AttributeError):  # a record without a __dict__ is recorded, unsealed
+            object.__setattr__(release, _SEAL, (self._nonce, charged, seal))
 
     # ------------------------------------------------------------ tokens
     def _mac(self, *parts: str) -> bytes:

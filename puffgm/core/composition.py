@@ -44,6 +44,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -58,15 +59,28 @@ _NEED_NOT = "Pufferfish releases need not compose (Bai et al., section 4)"
 
 
 def canonical_units(units) -> frozenset | None:
-    """``units`` as a frozenset of unit ids (None stays None: the whole data set)."""
+    """``units`` as a frozenset of unit ids (None stays None: the whole data set).
+
+    Unit ids are ints, strings, or tuples of them (lists become tuples, numpy integers ints), so
+    they survive the JSON of a ledger file unchanged.
+    """
     if units is None:
         return None
     if isinstance(units, (str, bytes)):
         units = (units,)
     try:
-        return frozenset(units)
+        return frozenset(_unit_id(u) for u in units)
     except TypeError:
         raise CompositionError("The units of a release must be an iterable of hashable unit ids.") from None
+
+
+def _unit_id(u):
+    if isinstance(u, (list, tuple)):
+        return tuple(_unit_id(v) for v in u)
+    if isinstance(u, numbers.Integral) and not isinstance(u, bool):
+        return int(u)
+    hash(u)
+    return u
 
 
 @dataclass(frozen=True)
@@ -167,10 +181,12 @@ def _plain(x: Any):
         return sorted((_plain(v) for v in x), key=lambda v: json.dumps(v, sort_keys=True, default=str))
     if isinstance(x, (list, tuple)):
         return [_plain(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return repr(x)
-    if x is None or isinstance(x, (bool, int, float, str)):
+    if x is None or isinstance(x, (bool, str)):
         return x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x) if math.isfinite(float(x)) else repr(float(x))
     return str(x)
 
 

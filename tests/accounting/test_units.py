@@ -183,3 +183,20 @@ def test_exact_joint_audit_on_disjoint_and_overlapping_units(epsilon):
     # the audit sees a wrong scope: the sum reads unit 1, declared on unit 2 only
     loss, reported = _audit([(x1, {1}), (total, {2})], epsilon)
     assert loss > reported * (1 + 1e-3)
+
+
+def test_every_composition_class_survives_the_ledger_json():
+    from puffgm.accounting import THEOREM_7, THEOREM_BLOWFISH, THEOREM_MQM
+    from puffgm.accounting.ledger import LedgerEntry
+    from puffgm.blowfish.mechanisms import BlowfishComposition
+    from puffgm.mechanisms.pufferfish import CurveComposition
+
+    comps = [MarkovQuiltComposition(np.float64(1.0), quilt_key="k", units=[np.int64(1), [2, 3], "a"]),
+             CurveComposition(2.0, curve_key="c", a=0.5, b=np.int64(2), epsilon_dp=0.75, units=None),
+             BlowfishComposition(0.5, policy_key="p", constrained=False, policy="line", units={4, 5}),
+             HeldAlone(1.0, mechanism="one query", units={("panel", 7)})]
+    for comp in comps:
+        entry = LedgerEntry(comp, "label", "m", True, digest=comp.digest())
+        back = LedgerEntry.from_json(entry.to_json())
+        assert back == entry and back.composition.digest() == comp.digest() and back.units == comp.units
+    assert (comps[0].theorem, comps[1].theorem, comps[2].theorem) == (THEOREM_MQM, THEOREM_7, THEOREM_BLOWFISH)
