@@ -174,7 +174,7 @@ class AccountingReport:
         if self.closed:
             units = sorted(set().union(*self.closed), key=str)
             shown = ", ".join(map(str, units[:10])) + (", ..." if len(units) > 10 else "")
-            b = f"the ledger is closed to further releases of units {shown} (held alone); {b} for other units"
+            b = f"the ledger is closed to further releases of units {shown} (held alone); other units: {b}"
         return b
 
     def explain(self) -> str:

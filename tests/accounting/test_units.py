@@ -82,7 +82,8 @@ def test_a_release_held_alone_closes_its_units_only():
     make_release(held, lambda: 1.0, accountant=acc, units={3})
     report = acc.report()
     assert report.closed == (frozenset({1}), frozenset({3})) and report.total == 1.0
-    assert "closed to further releases of units 1, 3" in report.explain() and report.remaining == 2.0
+    assert "closed to further releases of units 1, 3 (held alone); other units: budget 3, remaining 2" \
+        in report.explain() and report.remaining == 2.0
     whole = PrivacyAccountant(budget=3.0)
     make_release(held, lambda: 1.0, accountant=whole)
     assert whole.report().closed == (None,) and whole.remaining == 0.0
