@@ -43,7 +43,8 @@ class MarkovQuiltComposition(Composition):
     fingerprint : str
         The prior class's fingerprint (the instantiation).
     quilt_key : str
-        Identifies the secrets and quilt sets (:func:`quilt_set_key`).
+        Identifies the secrets and quilt sets (:func:`quilt_set_key`, which hashes the fingerprint
+        too): releases compose when their keys agree.
     """
 
     fingerprint: str = ""
