@@ -1,8 +1,11 @@
 """The holes an audit found in the accountant, one test each: nothing forged counts, threads never
 overspend, and a charge is never counted twice nor recorded by another release.
 
-Each test here fails on the code before the composition objects (a public ``issue``, an
-unlocked in-memory ledger, a charge matched by (kind, key, epsilon) only).
+The tests of the holes fail on the code before the composition objects (a public ``issue``; a
+release edited in place with ``object.__setattr__`` and recorded afterwards; an unlocked in-memory
+ledger, whose racing threads overspent and left orphan charges; a charge matched by (kind, key,
+epsilon) only, not the Blowfish subset).  The edits by ``dataclasses.replace``, copy and pickle, and a
+failed draw keeping its charge, were refused or right before; their tests keep them so.
 """
 
 from __future__ import annotations
