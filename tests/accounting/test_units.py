@@ -201,3 +201,49 @@ def test_every_composition_class_survives_the_ledger_json():
         back = LedgerEntry.from_json(entry.to_json())
         assert back == entry and back.composition.digest() == comp.digest() and back.units == comp.units
     assert (comps[0].theorem, comps[1].theorem, comps[2].theorem) == (THEOREM_MQM, THEOREM_7, THEOREM_BLOWFISH)
+
+
+def test_a_new_rule_is_one_class_and_nothing_in_the_accountant():
+    """A toy mechanism declares sequential composition (the sum) in its own class; the accountant composes it,
+    refuses it beside another rule with both rules' texts, and never learns its name."""
+    from dataclasses import dataclass
+    from typing import Any, ClassVar
+
+    from puffgm.core.composition import Composition
+    from puffgm.core.release import Release
+
+    @dataclass(frozen=True)
+    class Summed(Composition):
+        kinds: ClassVar[str] = "toy releases"
+        one: ClassVar[str] = "a toy release"
+        rule: ClassVar[str] = "the toy theorem adds toy releases only"
+        source: ClassVar[str] = "the toy paper"
+        theorem: ClassVar[str] = "toy theorem (sequential composition)"
+
+        @classmethod
+        def compose(cls, entries):
+            return sum(e.epsilon for e in entries)
+
+    @dataclass(frozen=True)
+    class ToyRelease(Release):
+        value: Any
+        epsilon: float
+        mechanism: str = "toy"
+        theorem: str = "toy"
+        secure: bool = False
+        units: Any = None
+
+        @property
+        def composition(self):
+            return Summed(self.epsilon, units=self.units)
+
+    acc = PrivacyAccountant(budget=3.0)
+    for eps in (0.5, 0.75):
+        make_release(ToyRelease(None, eps), lambda: 0.0, accountant=acc)
+    make_release(ToyRelease(None, 1.0), lambda: 0.0, accountant=acc, units={1})
+    make_release(ToyRelease(None, 0.5), lambda: 0.0, accountant=acc, units={2})
+    assert acc.total == pytest.approx(2.25)  # unit 1: 0.5 + 0.75 + 1 (the whole-data releases touch it)
+    assert acc.theorem.startswith("toy theorem")
+    with pytest.raises(CompositionError, match="holds toy releases, so it refuses a Markov Quilt Mechanism release: "
+                                               "no theorem in the toy paper or in Song"):
+        _release(acc, 1.0, units=[1])
