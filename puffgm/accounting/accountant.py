@@ -67,7 +67,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, cast
 
-from puffgm.accounting.ledger import LedgerEntry, MemoryLedger, SQLiteLedger, now
+from puffgm.accounting.ledger import LedgerEntry, now, open_ledger
 from puffgm.core.release import Release, composition_key, was_issued
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
@@ -161,7 +161,7 @@ class AccountingReport:
 
     def explain(self) -> str:
         """One line: number of releases, composed guarantee, budget, theorem."""
-        b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
+        b = "unlimited budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
         if self.guarantee == "Blowfish":
             e = self.entries[0] if self.entries else None
             policy = "" if e is None else f" ({e.policy}; key {e.key})" if e.policy else f" (key {e.key})"
@@ -185,12 +185,18 @@ class PrivacyAccountant:
     ----------
     budget : float, optional
         Total privacy budget; releases beyond it are refused (nothing released).
-        Keyword-only: ``PrivacyAccountant(budget=8.0)``.
+        Keyword-only: ``PrivacyAccountant(budget=8.0)``.  ``math.inf`` is an unlimited
+        budget, chosen explicitly (reports say "unlimited budget"); None in memory means the same.
+    ledger : str, os.PathLike or ledger object, optional
+        A SQLite file that keeps the entries across processes (:class:`~puffgm.accounting.ledger.SQLiteLedger`).
+        A new file needs ``budget`` (a number, or ``math.inf``); an existing one keeps the
+        budget it was created with.
     """
 
     def __init__(self, *, budget: float | None = None, ledger=None):
-        budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
-        self._store = MemoryLedger(budget=budget) if ledger is None else SQLiteLedger(ledger, budget=budget)
+        if budget is not None and not (_is_number(budget) and budget == math.inf):  # inf: unlimited, by choice
+            budget = check_positive_finite(budget, "budget", "PrivacyAccountant")
+        self._store = open_ledger(ledger, budget=budget)
         self.budget = self._store.budget
         self._held: list[Release] = []  # the releases recorded in this process (identity: one record once)
 
@@ -440,6 +446,11 @@ _TOTAL = {"mqm": _mqm_total, "dp": _dp_total, "blowfish": _blowfish_total, "sing
 
 _THEOREM_OF = {"mqm": THEOREM_MQM, "dp": THEOREM_7, "blowfish": THEOREM_BLOWFISH,
                "single": "a single query-specific release (no composition)"}
+
+
+def _is_number(value) -> bool:
+    """A real number (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _label_of(release) -> str | None:

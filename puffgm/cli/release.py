@@ -16,7 +16,8 @@ caller's query, named as such: ``--answer X`` (comma-separated for a vector).
 
 Every release goes through a :class:`puffgm.accounting.PrivacyAccountant`: ``--ledger FILE.db``
 keeps it in a durable SQLite ledger (``--budget`` sets the ledger's total when the file is
-created, and must agree with it afterwards), so the budget lasts across runs.  The output is
+created -- a new ledger needs it, ``--budget unlimited`` by explicit choice -- and must agree
+with it afterwards), so the budget lasts across runs.  The output is
 the noisy value, the release, the accountant's guarantee and the remaining budget; ``--json``
 prints one object.  A refusal of the accountant (over budget, or no composition theorem) is
 one line on stderr and exit code 2, and no noise is drawn.
@@ -53,9 +54,9 @@ def register(p) -> None:
     p.add_argument("--ledger", metavar="FILE.db", default=None,
                    help="keep the accountant in this durable SQLite ledger (created if absent), so the budget "
                         "lasts across runs; 'puffgm ledger show FILE.db' prints it")
-    p.add_argument("--budget", type=number, default=None,
-                   help="the total privacy budget (with --ledger: stored when the file is created, and it must "
-                        "agree afterwards)")
+    p.add_argument("--budget", type=budget_value, default=None, metavar="B",
+                   help="the total privacy budget, or 'unlimited' (with --ledger: a new ledger needs one, stored "
+                        "when the file is created; it must agree afterwards)")
     p.add_argument("--seed", type=integer, default=None,
                    help="seeded numpy noise, reproducible and NOT for production (default: secure samplers)")
     p.add_argument("--label", default=None, help="the release's name in the ledger")
@@ -111,8 +112,15 @@ def _accountant(args):
     from puffgm.accounting import PrivacyAccountant
     from puffgm.core.validation import check_positive_finite
 
-    budget = None if args.budget is None else check_positive_finite(args.budget, "budget", "puffgm release")
+    budget = args.budget
+    if budget is not None and budget != math.inf:
+        budget = check_positive_finite(budget, "budget", "puffgm release")
     return PrivacyAccountant(budget=budget, ledger=args.ledger)
+
+
+def budget_value(text: str) -> float:
+    """``--budget``: a number, or ``unlimited`` (math.inf, an explicit choice)."""
+    return math.inf if text.strip().lower() == "unlimited" else number(text)
 
 
 def read_data_file(path: str, *, trace: bool):
@@ -206,7 +214,7 @@ def _output(args, rel, report, limit: dict) -> str:
     else:
         value = _number(rel.value)
     lines = [f"released: {value}", rel.explain(), f"guarantee: {report.explain()}",
-             "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
+             "remaining budget: " + ("unlimited" if remaining is None else f"{remaining:g}")]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
     lines.append(limit_line(limit))
