@@ -37,11 +37,11 @@ def register(p) -> None:
 def run(args) -> str:
     from puffgm.accounting import PrivacyAccountant
     from puffgm.accounting.ledger import SQLiteLedger
-
     from puffgm.core.validation import check_positive_finite
 
     timeout = check_positive_finite(args.timeout, "timeout", "puffgm ledger show")
-    store = SQLiteLedger(args.file, budget=None, read_only=True, timeout=timeout)  # refuses any other file, changes nothing
+    # read-only: refuses any other file and changes nothing
+    store = SQLiteLedger(args.file, budget=None, read_only=True, timeout=timeout)
     report = PrivacyAccountant(ledger=store).report()
     if args.json:
         return json.dumps({"file": args.file, "total": report.total, "budget": report.budget,
