@@ -203,6 +203,11 @@ def _is_real(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _is_scalar(x) -> bool:
+    """A state: a string, a number or a boolean (not a list or an object)."""
+    return isinstance(x, (str, int, float, bool))
+
+
 def _names(x) -> bool:
     """True for a list of strings."""
     return isinstance(x, list) and all(isinstance(v, str) for v in x)
@@ -224,13 +229,14 @@ def _secret(d):
     from puffgm.exceptions import SecretError
     from puffgm.framework import Secret
 
-    if not isinstance(d, dict) or "node" not in d:
-        raise SecretError(f"A secret must be an object with a 'node' key; got {d!r}.")
+    if not isinstance(d, dict) or not isinstance(d.get("node"), str):
+        raise SecretError(f"A secret must be an object with a 'node' key naming a node; got {d!r}.")
+    if "value" in d and not _is_scalar(d["value"]) or "in" in d and not (
+            isinstance(d["in"], list) and all(_is_scalar(x) for x in d["in"])):
+        raise SecretError(f"The secret {d!r} needs a state under 'value', or a list of states under 'in'.")
     if "value" in d:
         return Secret.value(d["node"], d["value"])
     if "in" in d:
-        if not isinstance(d["in"], list):
-            raise SecretError(f"The secret {d!r} needs a list of values under 'in'.")
         return Secret.in_set(d["node"], d["in"])
     if "low" in d or "high" in d:
         low, high = d.get("low", -math.inf), d.get("high", math.inf)
@@ -346,7 +352,7 @@ def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("m
         kw["nodes"] = spec["nodes"]
     if "states" in spec:
         st = spec["states"]
-        ok = (all(isinstance(v, list) for v in st.values()) if isinstance(st, dict)
+        ok = (all(isinstance(v, list) and all(_is_scalar(x) for x in v) for v in st.values()) if isinstance(st, dict)
               else isinstance(st, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in st))
         if not ok:
             raise ParameterError("The spec's 'states' must be an object node -> list of states, or a list of the "
