@@ -138,13 +138,16 @@ def read_data_file(path: str, *, trace: bool):
     Returns
     -------
     dict (node -> state) or list of states
-        Empty cells are gaps (None), which the release refuses.
+        Empty cells are gaps (None), which the release refuses; a blank line inside a chain's
+        column is a gap at its position too (never dropped, so no later state moves).  Blank
+        lines before the header and after the last row are ignored.
 
     Raises
     ------
     ParameterError
         One sentence: no such file, no data row, several rows of a network (a calibration covers
-        one database), several columns of a chain, or a row whose length is not the header's.
+        one database), several columns of a chain, a row whose length is not the header's, or a
+        file the csv module cannot parse (``csv.Error``) or that is not UTF-8 text.
     """
     from puffgm.exceptions import ParameterError
 
@@ -157,17 +160,59 @@ def read_data_file(path: str, *, trace: bool):
             except json.JSONDecodeError as exc:
                 raise ParameterError(f"The data file {path!r} is not valid JSON: {exc.msg} (line {exc.lineno}).") \
                     from None
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
-    if not rows:
+    numbered = _csv_rows(path)
+    while numbered and not _filled(numbered[0][1]):  # blank lines before the header
+        numbered.pop(0)
+    while numbered and not _filled(numbered[-1][1]):  # blank lines after the last row: no position moves
+        numbered.pop()
+    if not numbered:
         raise ParameterError(f"The data file {path!r} is empty: give a header row and the data.")
-    header, body = [h.strip() for h in rows[0]], rows[1:]
+    header = [h.strip() for h in numbered[0][1]]
     if len(set(header)) != len(header):
         raise ParameterError(f"The header of {path!r} names a column twice.")
-    for i, row in enumerate(body, 2):
+    body = []
+    for line, row in numbered[1:]:
+        row = row or [""] * len(header)  # a blank line inside the data: every cell of the row is a gap
         if len(row) != len(header):
-            raise ParameterError(f"Line {i} of {path!r} has {len(row)} cell(s), but the header has {len(header)}.")
+            raise ParameterError(f"Line {line} of {path!r} has {len(row)} cell(s), but the header has {len(header)}.")
+        body.append(row)
     return _trace_of(path, header, body) if trace else _record_of(path, header, body)
+
+
+def _csv_rows(path: str) -> list:
+    """(line number, cells) of every row of a CSV file, blank lines kept (``[]``).
+
+    Fields of any length up to the file's size are read (the csv module's default limit,
+    131,072 characters, is raised for the read and restored after); a malformed file
+    (``csv.Error``) is refused in one sentence.
+    """
+    from puffgm.exceptions import ParameterError
+
+    old = csv.field_size_limit()
+    try:
+        csv.field_size_limit(max(old, min(os.path.getsize(path) + 1, _FIELD_LIMIT)))
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, strict=True)
+            out = []
+            for row in reader:
+                out.append((reader.line_num, row))
+            return out
+    except csv.Error as exc:
+        raise ParameterError(f"The data file {path!r} is not CSV that puffgm reads (line "
+                             f"{reader.line_num}: {exc}).") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"The data file {path!r} is not UTF-8 text.") from None
+    finally:
+        csv.field_size_limit(old)
+
+
+#: The largest CSV field the data reader accepts (the csv module's limit is a C long).
+_FIELD_LIMIT = 2**31 - 1
+
+
+def _filled(row: list) -> bool:
+    """A row with at least one non-blank cell."""
+    return any(c.strip() for c in row)
 
 
 def _cell(text: str):
