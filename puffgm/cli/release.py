@@ -139,7 +139,7 @@ def read_data_file(path: str, *, trace: bool):
     -------
     dict (node -> state) or list of states
         Empty cells are gaps (None), which the release refuses; a blank line inside a chain's
-        column is a gap at its position too (never dropped, so no later state moves).  Blank
+        column is a gap at its position too (never dropped, so no later state moves).  Empty
         lines before the header and after the last row are ignored.
 
     Raises
@@ -161,9 +161,9 @@ def read_data_file(path: str, *, trace: bool):
                 raise ParameterError(f"The data file {path!r} is not valid JSON: {exc.msg} (line {exc.lineno}).") \
                     from None
     numbered = _csv_rows(path)
-    while numbered and not _filled(numbered[0][1]):  # blank lines before the header
+    while numbered and not numbered[0][1]:  # empty lines before the header
         numbered.pop(0)
-    while numbered and not _filled(numbered[-1][1]):  # blank lines after the last row: no position moves
+    while numbered and not numbered[-1][1]:  # empty lines after the last row: no position moves
         numbered.pop()
     if not numbered:
         raise ParameterError(f"The data file {path!r} is empty: give a header row and the data.")
@@ -208,11 +208,6 @@ def _csv_rows(path: str) -> list:
 
 #: The largest CSV field the data reader accepts (the csv module's limit is a C long).
 _FIELD_LIMIT = 2**31 - 1
-
-
-def _filled(row: list) -> bool:
-    """A row with at least one non-blank cell."""
-    return any(c.strip() for c in row)
 
 
 def _cell(text: str):
