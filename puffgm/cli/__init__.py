@@ -74,9 +74,10 @@ def main(argv=None) -> int:
     stderr); 1 for an internal error, a bug (one line asking for a report; ``--debug`` or
     ``PUFFGM_DEBUG=1`` prints the traceback).
     """
+    argv, debug = _debug_flag(sys.argv[1:] if argv is None else [str(a) for a in argv])
     parser = build_parser()
     args = parser.parse_args(argv)
-    debug = bool(args.debug) or os.environ.get("PUFFGM_DEBUG", "").strip() not in ("", "0")
+    debug = debug or os.environ.get("PUFFGM_DEBUG", "").strip() not in ("", "0")
     try:
         out = args._run(args)
     except KeyboardInterrupt:  # pragma: no cover
@@ -91,6 +92,13 @@ def main(argv=None) -> int:
     if out:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
+
+
+def _debug_flag(argv: list) -> tuple:
+    """``(argv without --debug, whether it was given)``: ``--debug`` works before or after the subcommand."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    given = "--debug" in argv[:end]
+    return [a for a in argv[:end] if a != "--debug"] + argv[end:], given
 
 
 def error_line(exc: BaseException) -> tuple:

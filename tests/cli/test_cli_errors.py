@@ -44,6 +44,8 @@ def test_a_bug_is_an_internal_error_exit_1(cli, monkeypatch, tmp_path, exc):
 
 def test_debug_shows_the_traceback(cli, monkeypatch, tmp_path):
     monkeypatch.setattr(ledger_cli, "run", _raising(TypeError("boom")))
+    code, out, err = cli("ledger", "show", tmp_path / "x.db", "--debug")  # anywhere on the line
+    assert code == 1 and "Traceback (most recent call last)" in err and "TypeError: boom" in err
     code, out, err = cli("--debug", "ledger", "show", tmp_path / "x.db")
     assert code == 1 and "Traceback (most recent call last)" in err and "TypeError: boom" in err
     monkeypatch.setenv("PUFFGM_DEBUG", "1")
