@@ -135,3 +135,28 @@ def test_the_release_command_creates_a_ledger_only_with_a_budget(cli, tmp_path):
     assert code == 2 and "--budget B" in err and "--budget unlimited" in err and not path.exists()
     code, out, err = cli(*mqm, "--budget", "unlimited")
     assert code == 0 and "remaining budget: unlimited" in out and "unlimited budget" in out, err
+
+
+def test_a_ledger_that_cannot_be_written_is_one_sentence(tmp_path, cal, monkeypatch):
+    # root ignores file modes, so SQLite's refusal to write is simulated at the first write statement
+    path = tmp_path / "ro.db"
+    acc = PrivacyAccountant(budget=2.0, ledger=path)
+    real = sqlite3.connect
+
+    class ReadOnly:
+        def __init__(self, con):
+            self.con = con
+
+        def execute(self, sql, *args):
+            if sql.startswith("INSERT"):
+                raise sqlite3.OperationalError("attempt to write a readonly database")
+            return self.con.execute(sql, *args)
+
+        def __getattr__(self, name):
+            return getattr(self.con, name)
+
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: ReadOnly(real(*a, **k)))
+    with pytest.raises(ParameterError, match=r"cannot be written or opened \(attempt to write a readonly database\)"):
+        release_laplace(1.0, cal, accountant=acc, random_state=0)
+    monkeypatch.undo()
+    assert PrivacyAccountant(ledger=path).entries == ()
