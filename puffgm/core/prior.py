@@ -41,7 +41,7 @@ from puffgm.exceptions import NotApplicableError, ParameterError
 __all__ = ["PriorKind", "check_calibration_request"]
 
 
-def check_calibration_request(epsilon, lipschitz, method, where: str) -> tuple:
+def check_calibration_request(*, epsilon, lipschitz, method, where: str) -> tuple:
     """``(epsilon, lipschitz)`` as floats after checking them and ``method``, or a ParameterError naming ``where``.
 
     Parameters
@@ -152,7 +152,8 @@ class PriorKind:
             Before any engine runs: epsilon or lipschitz not a finite number > 0, a method the kind
             does not have, or an option the method does not take (named as ``puffgm.calibrate``'s).
         """
-        epsilon, lipschitz = check_calibration_request(epsilon, lipschitz, method, "puffgm.calibrate")
+        epsilon, lipschitz = check_calibration_request(epsilon=epsilon, lipschitz=lipschitz, method=method,
+                                                        where="puffgm.calibrate")
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
         result = self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
