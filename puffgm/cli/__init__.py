@@ -105,10 +105,14 @@ def error_line(exc: BaseException) -> tuple:
     """(exit code, one line) for an exception a subcommand raised.
 
     puffgm's own errors (:class:`~puffgm.exceptions.PuffgmError`), files that cannot be read
-    (``OSError``, bad JSON, bad text encoding) and memory exhaustion are the user's input:
-    exit code 2.  Anything else (``TypeError``, ``AttributeError``, ``IndexError``, a plain
+    (``OSError``, bad JSON, bad text encoding, a malformed CSV or SQLite file that a reader did
+    not already turn into a puffgm error) and memory exhaustion are the user's input: exit code 2.
+    Anything else (``TypeError``, ``AttributeError``, ``IndexError``, a plain
     ``ValueError`` ...) is a bug in puffgm, exit code 1.
     """
+    import csv
+    import sqlite3
+
     from puffgm.exceptions import PuffgmError, first_line
 
     detail = " ".join(first_line(exc).split())
@@ -118,6 +122,10 @@ def error_line(exc: BaseException) -> tuple:
         return 2, f"puffgm: error: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
     if isinstance(exc, UnicodeDecodeError):
         return 2, f"puffgm: error: a file is not text in UTF-8 ({detail})"
+    if isinstance(exc, csv.Error):
+        return 2, f"puffgm: error: a CSV file cannot be read: {detail}"
+    if isinstance(exc, sqlite3.Error):
+        return 2, f"puffgm: error: a SQLite file cannot be used: {detail}"
     if isinstance(exc, OSError):
         where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
         return 2, f"puffgm: error: cannot read{where}: {exc.strerror or detail or type(exc).__name__}"

@@ -42,6 +42,17 @@ def test_a_bug_is_an_internal_error_exit_1(cli, monkeypatch, tmp_path, exc):
     assert line.endswith("(please report; rerun with --debug for the traceback)")
 
 
+@pytest.mark.parametrize("exc, line", [
+    (__import__("csv").Error("field larger than field limit (131072)"), "a CSV file cannot be read: field larger"),
+    (__import__("sqlite3").OperationalError("database is locked"), "a SQLite file cannot be used: database is"),
+    (FileNotFoundError(2, "No such file or directory", "x.json"), "cannot read 'x.json': No such file"),
+])
+def test_unconverted_csv_sqlite_and_file_errors_are_still_input_errors(cli, monkeypatch, tmp_path, exc, line):
+    monkeypatch.setattr(ledger_cli, "run", _raising(exc))
+    code, out, err = cli("ledger", "show", tmp_path / "x.db")
+    assert code == 2 and _one_line(err).startswith("puffgm: error: " + line)
+
+
 def test_debug_shows_the_traceback(cli, monkeypatch, tmp_path):
     monkeypatch.setattr(ledger_cli, "run", _raising(TypeError("boom")))
     code, out, err = cli("ledger", "show", tmp_path / "x.db", "--debug")  # anywhere on the line
