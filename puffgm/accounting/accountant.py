@@ -67,7 +67,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, cast
 
-from puffgm.accounting.ledger import LedgerEntry, now, open_ledger
+from puffgm.accounting.ledger import LedgerEntry, check_budget, now, open_ledger
 from puffgm.core.release import Release, composition_key, was_issued
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
@@ -194,9 +194,7 @@ class PrivacyAccountant:
     """
 
     def __init__(self, *, budget: float | None = None, ledger=None):
-        if budget is not None and not (_is_number(budget) and budget == math.inf):  # inf: unlimited, by choice
-            budget = check_positive_finite(budget, "budget", "PrivacyAccountant")
-        self._store = open_ledger(ledger, budget=budget)
+        self._store = open_ledger(ledger, budget=check_budget(budget=budget, where="PrivacyAccountant"))
         self.budget = self._store.budget
         self._held: list[Release] = []  # the releases recorded in this process (identity: one record once)
 
@@ -446,11 +444,6 @@ _TOTAL = {"mqm": _mqm_total, "dp": _dp_total, "blowfish": _blowfish_total, "sing
 
 _THEOREM_OF = {"mqm": THEOREM_MQM, "dp": THEOREM_7, "blowfish": THEOREM_BLOWFISH,
                "single": "a single query-specific release (no composition)"}
-
-
-def _is_number(value) -> bool:
-    """A real number (not a bool)."""
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _label_of(release) -> str | None:

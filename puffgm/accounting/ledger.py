@@ -25,9 +25,11 @@ import sqlite3
 import urllib.parse
 from dataclasses import dataclass
 
+from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError
 
-__all__ = ["LedgerEntry", "MemoryLedger", "SQLiteLedger", "LEDGER_FORMAT", "LOCK_TIMEOUT", "open_ledger"]
+__all__ = ["LedgerEntry", "MemoryLedger", "SQLiteLedger", "LEDGER_FORMAT", "LOCK_TIMEOUT", "open_ledger",
+           "check_budget"]
 
 #: The format tag a ledger file carries in its ``meta`` table.
 LEDGER_FORMAT = "puffgm-ledger-1"
@@ -272,6 +274,13 @@ _NEEDS_BUDGET = ("Creating the ledger {path!r} needs a budget: give budget=B (on
                  "budget=math.inf (--budget unlimited) for a ledger without a limit, by explicit choice.")
 
 _LEDGER_TABLES = {"meta": {"name", "value"}, "entries": {"position", "status", "time", "entry"}}
+
+
+def check_budget(*, budget, where: str) -> float | None:
+    """``budget`` checked: None (none given), ``math.inf`` (unlimited, by explicit choice) or a finite number > 0."""
+    if budget is None or (isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget == math.inf):
+        return budget
+    return check_positive_finite(budget, "budget", where)
 
 
 def open_ledger(ledger, *, budget: float | None):

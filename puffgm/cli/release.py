@@ -110,12 +110,9 @@ def _inputs(args, prior) -> tuple:
 def _accountant(args):
     """The accountant of this release: in a durable ledger with --ledger, else in memory."""
     from puffgm.accounting import PrivacyAccountant
-    from puffgm.core.validation import check_positive_finite
+    from puffgm.accounting.ledger import check_budget
 
-    budget = args.budget
-    if budget is not None and budget != math.inf:
-        budget = check_positive_finite(budget, "budget", "puffgm release")
-    return PrivacyAccountant(budget=budget, ledger=args.ledger)
+    return PrivacyAccountant(budget=check_budget(budget=args.budget, where="puffgm release"), ledger=args.ledger)
 
 
 def budget_value(text: str) -> float:
