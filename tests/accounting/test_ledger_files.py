@@ -40,12 +40,17 @@ def _files(tmp_path, cal) -> dict:
     con.execute("INSERT INTO people VALUES ('ann', 41)")
     con.commit()
     con.close()
+    people = tmp_path / "people.db"  # another schema, no table of a ledger at all
+    con = sqlite3.connect(people)
+    con.execute("CREATE TABLE people (name TEXT, age INTEGER)")
+    con.commit()
+    con.close()
     ledger = tmp_path / "ledger.db"
     release_laplace(1.0, cal, accountant=PrivacyAccountant(budget=3.0, ledger=ledger), random_state=0, label="a")
-    return {"junk": junk, "empty": empty, "other": other, "ledger": ledger}
+    return {"junk": junk, "empty": empty, "other": other, "people": people, "ledger": ledger}
 
 
-@pytest.mark.parametrize("name", ["junk", "empty", "other", "ledger"])
+@pytest.mark.parametrize("name", ["junk", "empty", "other", "people", "ledger"])
 def test_ledger_show_leaves_every_file_byte_identical(cli, tmp_path, cal, name):
     path = _files(tmp_path, cal)[name]
     before, listing = _digest(path), sorted(p.name for p in tmp_path.iterdir())
@@ -68,7 +73,7 @@ def test_ledger_show_refuses_what_a_ledger_holds_nothing_of(tmp_path, cal):
 
 def test_an_accountant_refuses_a_foreign_database_and_changes_nothing(tmp_path, cal):
     files = _files(tmp_path, cal)
-    for name in ("junk", "other"):
+    for name in ("junk", "other", "people"):
         before = _digest(files[name])
         with pytest.raises(ParameterError, match="not a puffgm ledger"):
             PrivacyAccountant(budget=1.0, ledger=files[name])
