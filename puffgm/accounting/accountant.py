@@ -86,10 +86,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, cast
 
-from puffgm.accounting.ledger import LedgerEntry, MemoryLedger, SQLiteLedger, now
+from puffgm.accounting.ledger import LedgerEntry, check_budget, now, open_ledger
 from puffgm.core.composition import Composition, composed_total, theorem_of
 from puffgm.core.release import Release, jsonable
-from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import BudgetError, CompositionError
 
 __all__ = ["PrivacyAccountant", "AccountingReport", "THEOREM_MQM", "THEOREM_7", "THEOREM_BLOWFISH"]
@@ -170,7 +169,7 @@ class AccountingReport:
     def _budget_text(self) -> str:
         if self.closed_to_all:
             return "the ledger is closed to further releases: a query-specific release is held alone"
-        b = "no budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
+        b = "unlimited budget" if self.budget is None else f"budget {self.budget:g}, remaining {self.remaining:g}"
         if self.closed:
             units = sorted(set().union(*self.closed), key=str)
             shown = ", ".join(map(str, units[:10])) + (", ..." if len(units) > 10 else "")
@@ -204,12 +203,16 @@ class PrivacyAccountant:
     ----------
     budget : float, optional
         Total privacy budget; releases beyond it are refused (nothing released).
-        Keyword-only: ``PrivacyAccountant(budget=8.0)``.
+        Keyword-only: ``PrivacyAccountant(budget=8.0)``.  ``math.inf`` is an unlimited
+        budget, chosen explicitly (reports say "unlimited budget"); None in memory means the same.
+    ledger : str, os.PathLike or ledger object, optional
+        A SQLite file that keeps the entries across processes (:class:`~puffgm.accounting.ledger.SQLiteLedger`).
+        A new file needs ``budget`` (a number, or ``math.inf``); an existing one keeps the
+        budget it was created with.
     """
 
     def __init__(self, *, budget: float | None = None, ledger=None):
-        budget = None if budget is None else check_positive_finite(budget, "budget", "PrivacyAccountant")
-        self._store = MemoryLedger(budget=budget) if ledger is None else SQLiteLedger(ledger, budget=budget)
+        self._store = open_ledger(ledger, budget=check_budget(budget=budget, where="PrivacyAccountant"))
         self.budget = self._store.budget
         self._nonce = secrets.token_bytes(16)  # binds tokens and seals to this accountant
         self._lock = threading.Lock()

@@ -23,16 +23,20 @@ import dataclasses
 import datetime
 import importlib
 import json
+import math
 import os
 import sqlite3
 import threading
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
 from puffgm.core.composition import Composition
+from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError
 
-__all__ = ["LedgerEntry", "MemoryLedger", "SQLiteLedger", "LEDGER_FORMAT"]
+__all__ = ["LedgerEntry", "MemoryLedger", "SQLiteLedger", "LEDGER_FORMAT", "LOCK_TIMEOUT", "open_ledger",
+           "check_budget"]
 
 #: The format tag a ledger file carries in its ``meta`` table.
 LEDGER_FORMAT = "puffgm-ledger-1"
@@ -201,63 +205,120 @@ class SQLiteLedger:
     Parameters
     ----------
     path : str or os.PathLike
-        The file (created if absent).
+        The file.  It is created only with a budget; an existing file must be a puffgm
+        ledger (its ``meta`` and ``entries`` tables and format tag), and any other file,
+        SQLite or not, is refused without being changed.
     budget : float or None
-        The total budget.  When the file is created it is stored there; afterwards it must
-        agree with the stored one (None: take the stored one).
+        The total budget.  When the file is created it is stored there (``math.inf``: an
+        unlimited ledger, by explicit choice); afterwards it must agree with the stored one
+        (None: take the stored one).  Creating a ledger with None is refused.
+    read_only : bool
+        Open the file read-only (SQLite's ``mode=ro``, or ``immutable=1`` where the file or
+        its directory cannot be written): nothing is created or changed, and charges are
+        refused.  ``puffgm ledger show`` opens ledgers so.
+    timeout : float, optional
+        Seconds to wait for another process's write lock (default :data:`LOCK_TIMEOUT`).
+
+    Attributes
+    ----------
+    budget : float or None
+        The stored budget; None for an unlimited ledger.
 
     Raises
     ------
     ParameterError
-        If the file is not a puffgm ledger, or its budget differs from ``budget``.
+        One sentence: the file is not a puffgm ledger, its budget differs from ``budget``, a
+        new ledger has no budget, or SQLite fails (a file that cannot be written, a directory,
+        a lock held past ``timeout``, a corrupt file).
     """
 
-    def __init__(self, path, *, budget: float | None):
+    def __init__(self, path, *, budget: float | None, read_only: bool = False, timeout: float | None = None):
         self.path = os.fspath(path)
+        self.read_only = bool(read_only)
+        self.timeout = LOCK_TIMEOUT if timeout is None else float(timeout)
+        if os.path.isdir(self.path):
+            raise ParameterError(f"The ledger path {self.path!r} is a directory; give a file name (FILE.db).")
+        if self.read_only:
+            if not os.path.isfile(self.path):
+                raise ParameterError(f"There is no ledger file {self.path!r}.")
+            with self._read() as con:
+                self.budget = _stored_budget(self.path, _meta(self.path, con))
+            return
+        if budget is None and not _holds_data(self.path):
+            raise ParameterError(_NEEDS_BUDGET.format(path=self.path))
         with self._write() as con:
             self.budget = self._settle_budget(con, budget)
 
+    # ------------------------------------------------------------ connections
+    @contextlib.contextmanager
+    def _read(self):
+        """A read-only connection (``mode=ro``; ``immutable=1`` when SQLite cannot open it so), closed after."""
+        with _sqlite_errors(self.path, self.timeout):
+            con = _connect_read_only(self.path, self.timeout)
+            try:
+                con.execute("BEGIN")  # one snapshot for every read
+                yield con
+            finally:
+                con.close()
+
     @contextlib.contextmanager
     def _write(self):
-        """A connection inside ``BEGIN IMMEDIATE`` (SQLite's write lock), committed on success."""
-        try:
-            con = sqlite3.connect(self.path, timeout=120.0, isolation_level=None)
-            con.execute("BEGIN IMMEDIATE")
-        except sqlite3.DatabaseError as exc:
-            raise ParameterError(f"The ledger {self.path!r} cannot be opened as a SQLite database ({exc}).") from None
-        try:
-            yield con
-            con.execute("COMMIT")
-        except BaseException:
-            con.execute("ROLLBACK")
-            raise
-        finally:
-            con.close()
+        """A connection inside ``BEGIN IMMEDIATE`` (SQLite's write lock), committed on success.
+
+        A file with content is first checked read-only, so a file that is not a puffgm ledger
+        is refused before any write connection touches it.
+        """
+        if self.read_only:
+            raise ParameterError(f"The ledger {self.path!r} is open read-only; open it with an accountant "
+                                 "(PrivacyAccountant(ledger=...)) to charge releases.")
+        if _holds_data(self.path):
+            with self._read() as con:
+                _meta(self.path, con)
+        with _sqlite_errors(self.path, self.timeout):
+            con = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
+            try:
+                con.execute("BEGIN IMMEDIATE")
+                try:
+                    yield con
+                    con.execute("COMMIT")
+                except BaseException:
+                    with contextlib.suppress(sqlite3.Error):
+                        con.execute("ROLLBACK")
+                    raise
+            finally:
+                con.close()
 
     def _settle_budget(self, con, budget: float | None) -> float | None:
-        try:
-            con.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            con.execute("CREATE TABLE IF NOT EXISTS entries (position INTEGER PRIMARY KEY, status TEXT NOT NULL, "
+        """The ledger's budget: stored now if the file is new (refused without one), else checked."""
+        tables = _tables(con)
+        if not tables:
+            if budget is None:
+                raise ParameterError(_NEEDS_BUDGET.format(path=self.path))
+            con.execute("CREATE TABLE meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            con.execute("CREATE TABLE entries (position INTEGER PRIMARY KEY, status TEXT NOT NULL, "
                         "time TEXT NOT NULL, entry TEXT NOT NULL)")
-            meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
-        except sqlite3.DatabaseError as exc:
-            raise ParameterError(f"The file {self.path!r} is not a puffgm ledger ({exc}).") from None
-        if not meta:
+            stored = None if math.isinf(budget) else budget
             con.executemany("INSERT INTO meta VALUES (?, ?)",
-                            [("format", LEDGER_FORMAT), ("budget", json.dumps(budget)), ("created", now())])
-            return budget
-        if meta.get("format") != LEDGER_FORMAT:
-            raise ParameterError(f"The file {self.path!r} is not a puffgm ledger (format {meta.get('format')!r}).")
-        stored = json.loads(meta["budget"])
-        if budget is not None and stored != budget:
-            raise ParameterError(f"The ledger {self.path!r} holds a budget of {stored!r}, set when it was created; "
-                                 f"the budget given ({budget!r}) must agree with it.")
+                            [("format", LEDGER_FORMAT), ("budget", json.dumps(stored)), ("created", now())])
+            return stored
+        stored = _stored_budget(self.path, _meta(self.path, con, tables))
+        if budget is not None and stored != (None if math.isinf(budget) else budget):
+            held = "is unlimited" if stored is None else f"holds a budget of {stored!r}"
+            given = "unlimited" if math.isinf(budget) else repr(budget)
+            raise ParameterError(f"The ledger {self.path!r} {held}, set when it was created; "
+                                 f"the budget given ({given}) must agree with it.")
         return stored
 
-    @staticmethod
-    def _read(con) -> tuple:
-        rows = con.execute("SELECT status, entry FROM entries ORDER BY position").fetchall()
-        return tuple(dataclasses.replace(LedgerEntry.from_json(e), status=s) for s, e in rows)
+    def _entries_of(self, con) -> tuple:
+        rows = con.execute("SELECT position, status, entry FROM entries ORDER BY position").fetchall()
+        out = []
+        for position, status, text in rows:
+            try:
+                out.append(dataclasses.replace(LedgerEntry.from_json(text), status=status))
+            except (ValueError, TypeError, KeyError, AttributeError):
+                raise ParameterError(f"The ledger {self.path!r} holds an entry (row {position}) that is not a "
+                                     "puffgm ledger entry; the file is damaged.") from None
+        return tuple(out)
 
     @contextlib.contextmanager
     def transaction(self):
@@ -267,12 +328,12 @@ class SQLiteLedger:
                 con.execute("INSERT INTO entries (status, time, entry) VALUES (?, ?, ?)",
                             (entry.status, entry.time, entry.to_json()))
 
-            yield self._read(con), append
+            yield self._entries_of(con), append
 
     def entries(self) -> tuple:
-        """Every entry, in order."""
-        with self._write() as con:
-            return self._read(con)
+        """Every entry, in order (read without the write lock: SQLite gives one consistent snapshot)."""
+        with self._read() as con:
+            return self._entries_of(con)
 
     def mark_released(self, position: int, digest: str) -> bool:
         """Mark the entry at ``position`` (0-based, in order) released if it is an open charge with ``digest``;
@@ -286,3 +347,133 @@ class SQLiteLedger:
                 return False
             con.execute("UPDATE entries SET status = 'released' WHERE position = ?", (row,))
             return True
+
+
+#: Seconds a ledger waits for another process's write lock before it refuses (``SQLiteLedger(timeout=)``).
+LOCK_TIMEOUT = 120.0
+
+_NEEDS_BUDGET = ("Creating the ledger {path!r} needs a budget: give budget=B (on the command line --budget B), or "
+                 "budget=math.inf (--budget unlimited) for a ledger without a limit, by explicit choice.")
+
+_LEDGER_TABLES = {"meta": {"name", "value"}, "entries": {"position", "status", "time", "entry"}}
+
+
+def check_budget(*, budget, where: str) -> float | None:
+    """``budget`` checked: None (none given), ``math.inf`` (unlimited, by explicit choice) or a finite number > 0."""
+    if budget is None or (isinstance(budget, (int, float)) and not isinstance(budget, bool) and budget == math.inf):
+        return budget
+    return check_positive_finite(budget, "budget", where)
+
+
+def open_ledger(ledger, *, budget: float | None):
+    """The store of an accountant: a MemoryLedger for None, the ledger itself for a ledger object, else a file.
+
+    Parameters
+    ----------
+    ledger : None, MemoryLedger, SQLiteLedger, str or os.PathLike
+    budget : float or None
+        As :class:`SQLiteLedger` takes it (``math.inf``: unlimited); for an in-memory ledger
+        ``math.inf`` is None (no budget).  With a ledger object it must be None or agree.
+    """
+    if ledger is None:
+        return MemoryLedger(budget=None if budget is None or math.isinf(budget) else budget)
+    if isinstance(ledger, (MemoryLedger, SQLiteLedger)):
+        if budget is not None and (None if math.isinf(budget) else budget) != ledger.budget:
+            raise ParameterError(f"The ledger given holds the budget {ledger.budget!r}; the budget given "
+                                 f"({budget!r}) must agree with it.")
+        return ledger
+    return SQLiteLedger(ledger, budget=budget)
+
+
+def _connect_read_only(path: str, timeout: float):
+    """A connection that cannot write: SQLite's ``mode=ro``, or ``immutable=1`` (no locks, no journal) when the
+    file or its directory is on a medium SQLite cannot open so."""
+    uri = "file:" + urllib.parse.quote(os.path.abspath(path))
+    con = sqlite3.connect(uri + "?mode=ro", uri=True, timeout=timeout, isolation_level=None)
+    try:
+        con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        return con
+    except sqlite3.OperationalError as exc:
+        con.close()
+        if _is_locked(exc) or "readonly" not in str(exc).lower() and "unable to open" not in str(exc).lower():
+            raise
+    except BaseException:
+        con.close()
+        raise
+    return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None)
+
+
+def _holds_data(path: str) -> bool:
+    """True when ``path`` is a file with content (a new or empty file takes a ledger only with a budget)."""
+    try:
+        return os.path.getsize(path) > 0
+    except OSError:
+        return False
+
+
+def _tables(con) -> dict:
+    """table name -> set of column names, of every table in the database."""
+    names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+    return {n: {r[1] for r in con.execute(f"PRAGMA table_info({_quoted(n)})").fetchall()} for n in names}
+
+
+def _quoted(name: str) -> str:
+    """An SQL identifier in double quotes (inner quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _meta(path: str, con, tables: dict | None = None) -> dict:
+    """The ``meta`` table of a puffgm ledger as a dict; refuses any other database."""
+    tables = _tables(con) if tables is None else tables
+    missing = [t for t, cols in _LEDGER_TABLES.items() if not cols <= tables.get(t, set())]
+    if missing:
+        held = ", ".join(sorted(tables)) or "no tables"
+        raise ParameterError(f"The file {path!r} is not a puffgm ledger: it has no {' or '.join(missing)} table "
+                             f"of a ledger (it holds {held}); it was left unchanged.")
+    meta = dict(con.execute("SELECT name, value FROM meta").fetchall())
+    if meta.get("format") != LEDGER_FORMAT or "budget" not in meta:
+        raise ParameterError(f"The file {path!r} is not a puffgm ledger (format {meta.get('format')!r}, expected "
+                             f"{LEDGER_FORMAT!r}); it was left unchanged.")
+    return meta
+
+
+def _stored_budget(path: str, meta: dict) -> float | None:
+    """The budget a ledger's meta row holds (None: unlimited)."""
+    try:
+        stored = json.loads(meta["budget"])
+    except ValueError:
+        stored = "?"
+    if stored is not None and (isinstance(stored, bool) or not isinstance(stored, (int, float))
+                               or not math.isfinite(stored) or stored <= 0):
+        raise ParameterError(f"The ledger {path!r} holds the budget {meta['budget']!r}, which is not a finite "
+                             "number > 0; the file is damaged.")
+    return None if stored is None else float(stored)
+
+
+def _is_locked(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+@contextlib.contextmanager
+def _sqlite_errors(path: str, timeout: float):
+    """Turn every ``sqlite3.Error`` into one ParameterError sentence naming the file and the cause."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise ParameterError(_sqlite_message(path, timeout, exc)) from None
+
+
+def _sqlite_message(path: str, timeout: float, exc: sqlite3.Error) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    low = text.lower()
+    if _is_locked(exc):
+        return (f"The ledger {path!r} is locked by another process: waited {timeout:g} s for the lock "
+                f"({text}); try again when that process has finished.")
+    if "readonly" in low or "read-only" in low or "unable to open" in low or "disk i/o" in low:
+        return (f"The ledger {path!r} cannot be written or opened ({text}): check that the file and its "
+                "directory exist and are writable.")
+    if isinstance(exc, sqlite3.DatabaseError) and ("not a database" in low or "malformed" in low
+                                                   or "corrupt" in low):
+        return f"The file {path!r} is not a puffgm ledger: it is not a SQLite database or is corrupt ({text})."
+    return f"The ledger {path!r} cannot be used: SQLite reports {text}."

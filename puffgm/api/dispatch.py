@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.prior import PriorKind
-from puffgm.core.validation import check_positive_int, deprecated_call, renamed
+from puffgm.core.validation import check_positive_finite, deprecated_call, renamed
 from puffgm.exceptions import ParameterError, PriorError
 
 if TYPE_CHECKING:  # annotations only
@@ -330,9 +330,7 @@ def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> Inf
     >>> c.a_at(c.n_entries)
     0.0
     """
-    if max_b is not None:
-        max_b = check_positive_int(max_b, "max_b", "influence_curve")
-    return as_prior(prior).influence_curve(max_b, **options)
+    return as_prior(prior).influence_curve(max_b, **options)  # checked at the kind's door
 
 
 def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | None = None,
@@ -363,6 +361,13 @@ def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | N
     from puffgm.mechanisms.translation import translate_curve
 
     epsilon = renamed(options, "epsilon_puffer", "epsilon", "puffgm.translate", epsilon)
+    if (epsilon is None) == (epsilon_dp is None):
+        raise ParameterError("puffgm.translate needs exactly one of 'epsilon' (the Pufferfish guarantee) and "
+                             "'epsilon_dp'.")
+    if epsilon is not None:  # checked before any curve is computed, under the name the user called
+        epsilon = check_positive_finite(epsilon, "epsilon", "puffgm.translate")
+    else:
+        epsilon_dp = check_positive_finite(epsilon_dp, "epsilon_dp", "puffgm.translate")
     if isinstance(prior, InfluenceCurve) and (max_b is not None or options):
         raise ParameterError("translate was given a curve: max_b and curve options apply only to a prior class.")
     curve = prior if isinstance(prior, InfluenceCurve) else influence_curve(prior, max_b, **options)

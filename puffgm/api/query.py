@@ -113,7 +113,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     >>> cal.wasserstein, cal.group_dp_scale
     (5.0, 8.0)
     """
-    epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
+    epsilon = check_positive_finite(epsilon, "epsilon", "puffgm.calibrate_query")
     if method not in QUERY_METHODS:
         raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
     time_limit = check_time_limit(time_limit, "calibrate")  # None or 0: no limit

@@ -69,7 +69,7 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     >>> cal.loss <= 1.0, len(cal.scales)
     (True, 2)
     """
-    epsilon = check_positive_finite(epsilon, "epsilon", "calibrate_workload")
+    epsilon = check_positive_finite(epsilon, "epsilon", "puffgm.calibrate_workload")
     time_limit = check_time_limit(time_limit, "calibrate_workload")
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit

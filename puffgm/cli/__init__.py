@@ -2,14 +2,20 @@
 
 Subcommands live in :mod:`puffgm.cli` (one module each, imported lazily so that
 ``puffgm --help`` and the chain paths never import pgmpy).  Every error a
-subcommand raises on purpose becomes one line on stderr and exit code 2.
+subcommand raises on purpose (a :class:`~puffgm.exceptions.PuffgmError`, or a file that
+cannot be read) becomes one line on stderr and exit code 2; any other exception is a bug:
+one line "internal error: ... (please report ...)" and exit code 1, with the traceback
+behind ``puffgm --debug`` or the environment variable ``PUFFGM_DEBUG=1``.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
+import os
 import sys
+import traceback
 
 from puffgm import __version__
 
@@ -44,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Pufferfish privacy for correlated data with graphical-model priors.",
     )
     parser.add_argument("--version", action="version", version=f"puffgm {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="print the traceback of an error (also: environment variable PUFFGM_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_OneLineParser)
     sub.required = True
     for name, module, help_text in COMMANDS:
@@ -60,34 +68,73 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``puffgm`` command; returns the process exit code."""
-    from puffgm.exceptions import PuffgmError, first_line
+    """Entry point of the ``puffgm`` command; returns the process exit code.
 
+    0 on success; 2 for bad input (a puffgm error, or a file that cannot be read: one line on
+    stderr); 1 for an internal error, a bug (one line asking for a report; ``--debug`` or
+    ``PUFFGM_DEBUG=1`` prints the traceback).
+    """
+    argv, debug = _debug_flag(sys.argv[1:] if argv is None else [str(a) for a in argv])
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = debug or os.environ.get("PUFFGM_DEBUG", "").strip() not in ("", "0")
     try:
         out = args._run(args)
-    except (PuffgmError, ValueError, OSError, KeyError) as exc:
-        msg = first_line(exc) or type(exc).__name__
-        if isinstance(exc, KeyError):
-            msg = f"unknown key {msg}"
-        sys.stderr.write(f"puffgm: error: {msg}\n")
-        return 2
-    except (TypeError, AttributeError, IndexError) as exc:  # malformed input that slipped past validation
-        detail = first_line(exc)
-        sys.stderr.write(f"puffgm: error: malformed input ({type(exc).__name__}: {detail[:200]})\n")
-        return 2
-    except (ArithmeticError, MemoryError) as exc:  # overflow, division by zero, out of memory
-        detail = first_line(exc)
-        sys.stderr.write(f"puffgm: error: the computation cannot be carried out for these parameters "
-                         f"({type(exc).__name__}{': ' + detail[:200] if detail else ''})\n")
-        return 2
     except KeyboardInterrupt:  # pragma: no cover
         sys.stderr.write("puffgm: error: interrupted\n")
         return 2
+    except Exception as exc:  # noqa: BLE001 - every error is one line; only input errors are exit 2
+        if debug:
+            traceback.print_exc(file=sys.stderr)
+        code, line = error_line(exc)
+        sys.stderr.write(line + "\n")
+        return code
     if out:
         sys.stdout.write(out if out.endswith("\n") else out + "\n")
     return 0
+
+
+def _debug_flag(argv: list) -> tuple:
+    """``(argv without --debug, whether it was given)``: ``--debug`` works before or after the subcommand."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    given = "--debug" in argv[:end]
+    return [a for a in argv[:end] if a != "--debug"] + argv[end:], given
+
+
+def error_line(exc: BaseException) -> tuple:
+    """(exit code, one line) for an exception a subcommand raised.
+
+    puffgm's own errors (:class:`~puffgm.exceptions.PuffgmError`), files that cannot be read
+    (``OSError``, bad JSON, bad text encoding, a malformed CSV or SQLite file that a reader did
+    not already turn into a puffgm error) and memory exhaustion are the user's input: exit code 2.
+    Anything else (``TypeError``, ``AttributeError``, ``IndexError``, a plain
+    ``ValueError`` ...) is a bug in puffgm, exit code 1.
+    """
+    import csv
+    import sqlite3
+
+    from puffgm.exceptions import PuffgmError, first_line
+
+    detail = " ".join(first_line(exc).split())
+    if isinstance(exc, PuffgmError):
+        return 2, f"puffgm: error: {detail or type(exc).__name__}"
+    if isinstance(exc, json.JSONDecodeError):
+        return 2, f"puffgm: error: invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if isinstance(exc, UnicodeDecodeError):
+        return 2, f"puffgm: error: a file is not text in UTF-8 ({detail})"
+    if isinstance(exc, csv.Error):
+        return 2, f"puffgm: error: a CSV file cannot be read: {detail}"
+    if isinstance(exc, sqlite3.Error):
+        return 2, f"puffgm: error: a SQLite file cannot be used: {detail}"
+    if isinstance(exc, OSError):
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        return 2, f"puffgm: error: cannot read{where}: {exc.strerror or detail or type(exc).__name__}"
+    if isinstance(exc, MemoryError):
+        return 2, "puffgm: error: out of memory: the computation is too large for this machine"
+    if len(detail) > 300:
+        detail = detail[:300] + "..."
+    text = f"{type(exc).__name__}: {detail}" if detail else type(exc).__name__
+    return 1, f"puffgm: internal error: {text} (please report; rerun with --debug for the traceback)"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -180,8 +180,6 @@ def _numeric(v, idx):
 
 
 def _query(spec_q, inst):
-    import numpy as np
-
     from puffgm.exceptions import ParameterError
 
     if spec_q is None or spec_q == "sum":
@@ -189,44 +187,78 @@ def _query(spec_q, inst):
         return lambda a: sum(_numeric(v, idx[n][v]) for n, v in a.items())
     if isinstance(spec_q, dict) and "weights" in spec_q:
         w = spec_q["weights"]
+        if not isinstance(w, dict) or not all(_is_real(x) for x in w.values()):
+            raise ParameterError("The query's 'weights' must be an object node -> number.")
         unknown = [n for n in w if n not in inst.axis]
         if unknown:
             raise ParameterError(f"The query weights name unknown node(s) {unknown!r}.")
         idx = {n: {s: i for i, s in enumerate(inst.states[n])} for n in inst.nodes}
         return lambda a: sum(float(w.get(n, 0.0)) * _numeric(v, idx[n][v]) for n, v in a.items())
     if isinstance(spec_q, dict) and "table" in spec_q:
-        return np.asarray(spec_q["table"], dtype=float)
+        return _array(spec_q["table"], "The query's 'table'")
     raise ParameterError("A query must be \"sum\", {\"weights\": {...}} or {\"table\": [...]}.")
+
+
+def _is_real(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _is_scalar(x) -> bool:
+    """A state: a string, a number or a boolean (not a list or an object)."""
+    return isinstance(x, (str, int, float, bool))
+
+
+def _names(x) -> bool:
+    """True for a list of strings."""
+    return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+
+def _array(value, what: str):
+    """``value`` as a float array, or a ParameterError naming ``what``."""
+    import numpy as np
+
+    from puffgm.exceptions import ParameterError
+
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{what} must be a (nested) list of numbers of one shape.") from None
 
 
 def _secret(d):
     from puffgm.exceptions import SecretError
     from puffgm.framework import Secret
 
-    if not isinstance(d, dict) or "node" not in d:
-        raise SecretError(f"A secret must be an object with a 'node' key; got {d!r}.")
+    if not isinstance(d, dict) or not isinstance(d.get("node"), str):
+        raise SecretError(f"A secret must be an object with a 'node' key naming a node; got {d!r}.")
+    if "value" in d and not _is_scalar(d["value"]) or "in" in d and not (
+            isinstance(d["in"], list) and all(_is_scalar(x) for x in d["in"])):
+        raise SecretError(f"The secret {d!r} needs a state under 'value', or a list of states under 'in'.")
     if "value" in d:
         return Secret.value(d["node"], d["value"])
     if "in" in d:
         return Secret.in_set(d["node"], d["in"])
     if "low" in d or "high" in d:
-        return Secret.region(d["node"], d.get("low", -math.inf), d.get("high", math.inf))
+        low, high = d.get("low", -math.inf), d.get("high", math.inf)
+        if not (_is_real(low) and _is_real(high)):
+            raise SecretError(f"The secret {d!r} needs numbers under 'low' and 'high'.")
+        return Secret.region(d["node"], low, high)
     raise SecretError(f"The secret {d!r} needs 'value', 'in' or 'low'/'high'.")
 
 
 def _load_priors(entries, base):
-    import numpy as np
-
     from puffgm.exceptions import PriorError
 
     out: list[Any] = []  # probability tables and networks
     for e in entries:
         if isinstance(e, dict) and "table" in e:
-            out.append(np.asarray(e["table"], dtype=float))
+            out.append(_array(e["table"], "A prior's 'table'"))
         elif isinstance(e, dict) and "network" in e:
             from puffgm.networks.priors import load_network
 
             path = e["network"]
+            if not isinstance(path, str):
+                raise PriorError(f"A prior's 'network' must be a file name or 'example:NAME'; got {path!r}.")
             if not path.startswith("example:") and not os.path.isabs(path):
                 path = os.path.join(base, path)
             out.append(load_network(path))
@@ -240,7 +272,16 @@ def _audit(inst, mech: dict):
     from puffgm.framework import audit_composition, audit_exponential, audit_finite, audit_laplace
     from puffgm.framework.wasserstein import calibrate_wasserstein
 
+    if not isinstance(mech, dict):
+        raise ParameterError("The spec's 'mechanism' must be an object with a 'type' (laplace, finite, exponential "
+                             f"or wasserstein) and its parameters; got {type(mech).__name__}.")
     kind = mech.get("type", "laplace")
+    if not isinstance(kind, str):
+        raise ParameterError(f"The mechanism's 'type' must be laplace, finite, exponential or wasserstein; "
+                             f"got {kind!r}.")
+    for key in {"finite": ("table",), "exponential": ("utility",)}.get(kind, ()):
+        if key not in mech:
+            raise ParameterError(f"A {kind} mechanism needs {key!r}.")
     if kind == "laplace":
         if "scale" not in mech:
             raise ParameterError("A laplace mechanism needs 'scale'.")
@@ -249,9 +290,7 @@ def _audit(inst, mech: dict):
         runs = mech.get("runs", 1)
         if isinstance(runs, bool) or not isinstance(runs, int) or not 1 <= runs <= 64:
             raise ParameterError(f"The mechanism's 'runs' must be an integer from 1 to 64; got {runs!r}.")
-        import numpy as np
-
-        table = np.asarray(mech["table"], dtype=float)
+        table = _array(mech["table"], "The mechanism's 'table'")
         if runs == 1:
             return audit_finite(inst, table).to_dict()
         return audit_composition(inst, table, k=runs).to_dict()
@@ -308,15 +347,26 @@ def read_spec(path: str, *, max_states: int = 2**16, mechanism_keys: tuple = ("m
     priors = _load_priors(spec["priors"], os.path.dirname(os.path.abspath(path)))
     kw: dict[str, Any] = {"max_states": max_states}
     if "nodes" in spec:
+        if not _names(spec["nodes"]):
+            raise ParameterError("The spec's 'nodes' must be a list of node names (strings).")
         kw["nodes"] = spec["nodes"]
     if "states" in spec:
         st = spec["states"]
+        ok = (all(isinstance(v, list) and all(_is_scalar(x) for x in v) for v in st.values()) if isinstance(st, dict)
+              else isinstance(st, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in st))
+        if not ok:
+            raise ParameterError("The spec's 'states' must be an object node -> list of states, or a list of the "
+                                 "nodes' numbers of states.")
+        if isinstance(st, dict) and "nodes" in spec and set(st) != set(spec["nodes"]):
+            raise ParameterError("The spec's 'states' must name every node of 'nodes', and no other.")
         kw["states"] = {k: tuple(v) for k, v in st.items()} if isinstance(st, dict) else st
     pairs = spec.get("pairs", "default")
     if pairs == "default":
         protect = spec.get("protected", spec.get("protect"))
         if isinstance(protect, str):  # one node name, not a sequence of characters
             protect = [protect]
+        if protect is not None and not _names(protect):
+            raise ParameterError("The spec's 'protected' must be a node name or a list of node names.")
         inst = Instantiation.bayesian_network_default(priors, protected=protect, **kw)
     else:
         if not isinstance(pairs, list) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in pairs):

@@ -16,7 +16,8 @@ caller's query, named as such: ``--answer X`` (comma-separated for a vector).
 
 Every release goes through a :class:`puffgm.accounting.PrivacyAccountant`: ``--ledger FILE.db``
 keeps it in a durable SQLite ledger (``--budget`` sets the ledger's total when the file is
-created, and must agree with it afterwards), so the budget lasts across runs.  The output is
+created -- a new ledger needs it, ``--budget unlimited`` by explicit choice -- and must agree
+with it afterwards), so the budget lasts across runs.  The output is
 the noisy value, the release, the accountant's guarantee and the remaining budget; ``--json``
 prints one object.  A refusal of the accountant (over budget, or no composition theorem) is
 one line on stderr and exit code 2, and no noise is drawn.
@@ -53,9 +54,9 @@ def register(p) -> None:
     p.add_argument("--ledger", metavar="FILE.db", default=None,
                    help="keep the accountant in this durable SQLite ledger (created if absent), so the budget "
                         "lasts across runs; 'puffgm ledger show FILE.db' prints it")
-    p.add_argument("--budget", type=number, default=None,
-                   help="the total privacy budget (with --ledger: stored when the file is created, and it must "
-                        "agree afterwards)")
+    p.add_argument("--budget", type=budget_value, default=None, metavar="B",
+                   help="the total privacy budget, or 'unlimited' (with --ledger: a new ledger needs one, stored "
+                        "when the file is created; it must agree afterwards)")
     p.add_argument("--seed", type=integer, default=None,
                    help="seeded numpy noise, reproducible and NOT for production (default: secure samplers)")
     p.add_argument("--label", default=None, help="the release's name in the ledger")
@@ -109,10 +110,14 @@ def _inputs(args, prior) -> tuple:
 def _accountant(args):
     """The accountant of this release: in a durable ledger with --ledger, else in memory."""
     from puffgm.accounting import PrivacyAccountant
-    from puffgm.core.validation import check_positive_finite
+    from puffgm.accounting.ledger import check_budget
 
-    budget = None if args.budget is None else check_positive_finite(args.budget, "budget", "puffgm release")
-    return PrivacyAccountant(budget=budget, ledger=args.ledger)
+    return PrivacyAccountant(budget=check_budget(budget=args.budget, where="puffgm release"), ledger=args.ledger)
+
+
+def budget_value(text: str) -> float:
+    """``--budget``: a number, or ``unlimited`` (math.inf, an explicit choice)."""
+    return math.inf if text.strip().lower() == "unlimited" else number(text)
 
 
 def read_data_file(path: str, *, trace: bool):
@@ -130,13 +135,16 @@ def read_data_file(path: str, *, trace: bool):
     Returns
     -------
     dict (node -> state) or list of states
-        Empty cells are gaps (None), which the release refuses.
+        Empty cells are gaps (None), which the release refuses; a blank line inside a chain's
+        column is a gap at its position too (never dropped, so no later state moves).  Empty
+        lines before the header and after the last row are ignored.
 
     Raises
     ------
     ParameterError
         One sentence: no such file, no data row, several rows of a network (a calibration covers
-        one database), several columns of a chain, or a row whose length is not the header's.
+        one database), several columns of a chain, a row whose length is not the header's, or a
+        file the csv module cannot parse (``csv.Error``) or that is not UTF-8 text.
     """
     from puffgm.exceptions import ParameterError
 
@@ -149,17 +157,54 @@ def read_data_file(path: str, *, trace: bool):
             except json.JSONDecodeError as exc:
                 raise ParameterError(f"The data file {path!r} is not valid JSON: {exc.msg} (line {exc.lineno}).") \
                     from None
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
-    if not rows:
+    numbered = _csv_rows(path)
+    while numbered and not numbered[0][1]:  # empty lines before the header
+        numbered.pop(0)
+    while numbered and not numbered[-1][1]:  # empty lines after the last row: no position moves
+        numbered.pop()
+    if not numbered:
         raise ParameterError(f"The data file {path!r} is empty: give a header row and the data.")
-    header, body = [h.strip() for h in rows[0]], rows[1:]
+    header = [h.strip() for h in numbered[0][1]]
     if len(set(header)) != len(header):
         raise ParameterError(f"The header of {path!r} names a column twice.")
-    for i, row in enumerate(body, 2):
+    body = []
+    for line, row in numbered[1:]:
+        row = row or [""] * len(header)  # a blank line inside the data: every cell of the row is a gap
         if len(row) != len(header):
-            raise ParameterError(f"Line {i} of {path!r} has {len(row)} cell(s), but the header has {len(header)}.")
+            raise ParameterError(f"Line {line} of {path!r} has {len(row)} cell(s), but the header has {len(header)}.")
+        body.append(row)
     return _trace_of(path, header, body) if trace else _record_of(path, header, body)
+
+
+def _csv_rows(path: str) -> list:
+    """(line number, cells) of every row of a CSV file, blank lines kept (``[]``).
+
+    Fields of any length up to the file's size are read (the csv module's default limit,
+    131,072 characters, is raised for the read and restored after); a malformed file
+    (``csv.Error``) is refused in one sentence.
+    """
+    from puffgm.exceptions import ParameterError
+
+    old = csv.field_size_limit()
+    try:
+        csv.field_size_limit(max(old, min(os.path.getsize(path) + 1, _FIELD_LIMIT)))
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.reader(fh, strict=True)
+            out = []
+            for row in reader:
+                out.append((reader.line_num, row))
+            return out
+    except csv.Error as exc:
+        raise ParameterError(f"The data file {path!r} is not CSV that puffgm reads (line "
+                             f"{reader.line_num}: {exc}).") from None
+    except UnicodeDecodeError:
+        raise ParameterError(f"The data file {path!r} is not UTF-8 text.") from None
+    finally:
+        csv.field_size_limit(old)
+
+
+#: The largest CSV field the data reader accepts (the csv module's limit is a C long).
+_FIELD_LIMIT = 2**31 - 1
 
 
 def _cell(text: str):
@@ -216,7 +261,7 @@ def _output(args, rel, report, limit: dict) -> str:
 def _remaining_text(report) -> str:
     """The budget left, or why none is left to spend (a release held alone closes the ledger)."""
     if report.closed_to_all:
-        budget = "no budget" if report.budget is None else f"budget {report.budget:g}"
+        budget = "unlimited budget" if report.budget is None else f"budget {report.budget:g}"
         return f"none (the ledger is closed to further releases; {budget})"
     return "unlimited (no --budget)" if math.isinf(report.remaining) else f"{report.remaining:g}"
 

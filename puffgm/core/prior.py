@@ -20,6 +20,13 @@ this interface.  A kind declares what it supports -- its calibration methods,
 the options of each method, its curve options -- and the interface refuses
 anything else with a :class:`~puffgm.exceptions.ParameterError` that names what
 is supported, so no option is ever dropped silently.
+
+Validation happens at the door: :meth:`PriorKind.calibrate` and :meth:`PriorKind.influence_curve`
+check epsilon, the Lipschitz constant, ``max_b``, the method and the option names before any
+engine runs, and their messages name the public function (``puffgm.calibrate``,
+``puffgm.influence_curve``), never an engine (``MQMExact.calibrate``, ``gk16``) the user did
+not call.  :func:`check_calibration_request` is that check, for the other doors
+(:func:`puffgm.calibrate_many`, the ``puffgm`` command) to give under their own names.
 """
 
 from __future__ import annotations
@@ -28,10 +35,26 @@ import dataclasses
 from collections.abc import Mapping
 from typing import ClassVar
 
-from puffgm.core.validation import did_you_mean
+from puffgm.core.validation import check_positive_finite, check_positive_int, did_you_mean
 from puffgm.exceptions import NotApplicableError, ParameterError
 
-__all__ = ["PriorKind"]
+__all__ = ["PriorKind", "check_calibration_request"]
+
+
+def check_calibration_request(*, epsilon, lipschitz, method, where: str) -> tuple:
+    """``(epsilon, lipschitz)`` as floats after checking them and ``method``, or a ParameterError naming ``where``.
+
+    Parameters
+    ----------
+    epsilon, lipschitz : float
+        Finite and > 0.
+    method : str
+    where : str
+        The public function the user called (``"puffgm.calibrate"``), named in the message.
+    """
+    if not isinstance(method, str):
+        raise ParameterError(f"The 'method' parameter of {where} must be a string; got {method!r}.")
+    return check_positive_finite(epsilon, "epsilon", where), check_positive_finite(lipschitz, "lipschitz", where)
 
 
 class PriorKind:
@@ -88,7 +111,7 @@ class PriorKind:
     @classmethod
     def check_method(cls, method: str) -> None:
         """Raise a ParameterError naming the methods of the kind if ``method`` is not one of them."""
-        if method not in cls.methods:
+        if not isinstance(method, str) or method not in cls.methods:
             raise ParameterError(
                 f"Method {method!r} does not apply to {cls.kind}{did_you_mean(method, cls.methods)}; "
                 f"they take {', '.join(map(repr, cls.methods))}."
@@ -122,7 +145,15 @@ class PriorKind:
         Returns
         -------
         CalibrationResult
+
+        Raises
+        ------
+        ParameterError
+            Before any engine runs: epsilon or lipschitz not a finite number > 0, a method the kind
+            does not have, or an option the method does not take (named as ``puffgm.calibrate``'s).
         """
+        epsilon, lipschitz = check_calibration_request(epsilon=epsilon, lipschitz=lipschitz, method=method,
+                                                        where="puffgm.calibrate")
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
         result = self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
@@ -154,6 +185,8 @@ class PriorKind:
                 f"Influence curves are not available for {self.kind}; they are for Bayesian networks, "
                 "Markov-chain classes and linear-Gaussian networks."
             )
+        if max_b is not None:
+            max_b = check_positive_int(max_b, "max_b", "puffgm.influence_curve")
         self.check_options(options, self.curve_options, "influence curves")
         return self._influence_curve(max_b=max_b, options=dict(options))
 

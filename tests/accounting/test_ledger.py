@@ -78,7 +78,7 @@ def test_a_charge_whose_release_never_comes_costs_budget_not_privacy(tmp_path):
 
 def test_a_release_is_recorded_only_against_its_own_charge(tmp_path):
     cal = _calibration()
-    acc = PrivacyAccountant(ledger=tmp_path / "c.db")
+    acc = PrivacyAccountant(budget=10.0, ledger=tmp_path / "c.db")
     rel = release_laplace(1.0, cal, random_state=0)
     with pytest.raises(CompositionError, match="no open charge"):
         acc.record(rel, charged=0)
