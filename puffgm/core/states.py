@@ -109,7 +109,7 @@ def numeric_states(states) -> bool:
     return bool(states) and all(number_of(s) is not None for s in states)
 
 
-def match_state(value, states, node: str, error=ParameterError) -> str:
+def match_state(value, states, node: str, error=ParameterError, *, positions: bool = True) -> str:
     """The name of the state of ``node`` that ``value`` stands for (module docstring), or one-sentence ``error``.
 
     Parameters
@@ -123,6 +123,9 @@ def match_state(value, states, node: str, error=ParameterError) -> str:
         The node, for the message.
     error : type
         The exception raised when ``value`` is no state of the node.
+    positions : bool
+        Whether an integer may name a state by its position at a node whose state names are
+        not numbers (False: only names and numbers equal to numeric names).
 
     Examples
     --------
@@ -143,7 +146,7 @@ def match_state(value, states, node: str, error=ParameterError) -> str:
         for s in states:
             if number_of(s) == n:
                 return s
-    elif (isinstance(value, numbers.Integral) and not isinstance(value, bool) and not numeric
+    elif (positions and isinstance(value, numbers.Integral) and not isinstance(value, bool) and not numeric
           and 0 <= int(value) < len(states)):
         return states[int(value)]
     raise error(f"Node {node!r} has no state {value!r}{did_you_mean(value, states)}; its states are "
