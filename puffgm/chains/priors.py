@@ -272,6 +272,16 @@ def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np
     return pi
 
 
+def _exact_stochastic(values, shape, what: str) -> np.ndarray:
+    """``values`` as a read-only float array of ``shape``, refused if a row sum is off 1 by more than 1e-12."""
+    arr = np.array(values, dtype=float, copy=True).reshape(shape)
+    worst = float(np.max(np.abs(arr.sum(axis=-1) - 1.0)))
+    if worst > _SILENT:
+        raise PriorError(f"A row of the {what} is off 1 by {worst:.3g}: a saved chain holds normalised rows.")
+    arr.setflags(write=False)
+    return arr
+
+
 def _restore_frozen(cls, fields):
     """Unpickle an immutable ChainPrior / ChainPriorClass field by field (arrays read-only again)."""
     obj = cls.__new__(cls)
@@ -355,6 +365,27 @@ class ChainPrior:
         object.__setattr__(self, "_pi", pi)
         object.__setattr__(self, "_fp", None)
         object.__setattr__(self, "_frozen", True)
+
+    @classmethod
+    def exact(cls, transition, initial="stationary", length: int = 1, states=None, name: str = "chain") -> ChainPrior:
+        """The chain with exactly these probabilities, bit for bit (a saved prior read back).
+
+        Validated as by the constructor, which renormalises a row whose sum is off 1 by any
+        amount; here a row off 1 by more than 1e-12 is refused instead and the values are
+        kept as given, so the fingerprint of a saved chain is that of the chain read back.
+        """
+        checked = cls(transition, initial, length, states, name)
+        fields = {slot: getattr(checked, slot) for slot in cls.__slots__}
+        P = _exact_stochastic(transition, checked.transition.shape, f"transition matrix of chain {name!r}")
+        fields.update(transition=P, _fp=None)
+        if checked.initial_kind == "vector":
+            fields["initial"] = _exact_stochastic(initial, checked.initial.shape,
+                                                  f"initial distribution of chain {name!r}")
+        if checked.initial_kind == "stationary":
+            pi = stationary_distribution(P)
+            pi.setflags(write=False)
+            fields["_pi"] = pi
+        return _restore_frozen(cls, tuple(fields.items()))
 
     def __setattr__(self, key, value):
         raise AttributeError("ChainPrior is immutable")
