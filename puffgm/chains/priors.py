@@ -379,8 +379,7 @@ class ChainPrior:
         P = _exact_stochastic(transition, checked.transition.shape, f"transition matrix of chain {name!r}")
         fields.update(transition=P, _fp=None)
         if checked.initial_kind == "vector":
-            fields["initial"] = _exact_stochastic(initial, checked.initial.shape,
-                                                  f"initial distribution of chain {name!r}")
+            fields["initial"] = _exact_stochastic(initial, (checked.k,), f"initial distribution of chain {name!r}")
         if checked.initial_kind == "stationary":
             pi = stationary_distribution(P)
             pi.setflags(write=False)
@@ -783,9 +782,9 @@ def fit_chain(data, *, states=None, length: int | None = None, initial="stationa
         The state space, in order (default: the distinct observed values in
         their natural order, :func:`puffgm.core.states.natural_order`: numbers
         by value, intervals by their left edge).  An observed value stands for
-        the state it names (``3`` and ``3.0`` for ``"3"``).  Needed when the data holds non-integral numbers (measurements
-        rather than states: bin them first with
-        :func:`puffgm.chains.data.discretise`) or values that cannot be sorted.
+        the state it names (``3`` and ``3.0`` for ``"3"``).  Needed when the
+        data holds non-integral numbers (measurements rather than states: bin
+        them first with :func:`puffgm.chains.data.discretise`).
     length : int, optional
         T, the number of records of the prior.  Default: the length of the
         longest trace from its first to its last observation, gaps included

@@ -296,7 +296,7 @@ def _bin_labels(col, intervals, edges, given) -> list:
     digits, rounded = 17, points
     for digits in range(3, 18):
         rounded = [float(f"{x:.{digits}g}") for x in points]
-        if all(a < b for a, b in zip(rounded, rounded[1:])):
+        if all(a < b for a, b in zip(rounded[:-1], rounded[1:], strict=True)):
             break
     brackets = [("[" if iv.closed in ("left", "both") else "(", "]" if iv.closed in ("right", "both") else ")")
                 for iv in intervals]
