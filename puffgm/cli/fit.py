@@ -35,7 +35,7 @@ def register(p) -> None:
     net.add_argument("--dag", default=None, metavar="EDGES",
                      help="the DAG: comma-separated PARENT->CHILD edges (\"A->B,B->C\"; \"\" for none), or a "
                           "saved prior or network file whose DAG to use; default: learned (--learn)")
-    net.add_argument("--learn", default="hill-climb", metavar="METHOD",
+    net.add_argument("--learn", default=None, metavar="METHOD",
                      help="structure learning without --dag: hill-climb (BIC), hill-climb:SCORE (bic-d, aic-d, "
                           "bdeu, k2, bds) or tree (Chow-Liu); default hill-climb")
     net.add_argument("--bootstrap", type=integer, default=0, metavar="B",
@@ -46,7 +46,7 @@ def register(p) -> None:
     net.add_argument("--bin-labels", nargs="+", action="extend", default=None, metavar="COL=L1,L2,...",
                      help="names of COL's bins, lowest first (default: the intervals, edges rounded)")
     net.add_argument("--columns", default=None, metavar="A,B,...", help="use only these columns (default: all)")
-    net.add_argument("--estimator", default="bayes", metavar="NAME",
+    net.add_argument("--estimator", default=None, metavar="NAME",
                      help="CPD estimator: bayes (BDeu, every entry positive; default) or ml (maximum likelihood)")
     net.add_argument("--seed", type=integer, default=None, metavar="N",
                      help="seed of the bootstrap resamples (the search itself draws no random numbers)")
@@ -58,7 +58,7 @@ def register(p) -> None:
                        help="the state space in order (default: the observed values, in their natural order)")
     chain.add_argument("--length", type=integer, default=None, metavar="T",
                        help="the chain length T (default: the longest trace)")
-    chain.add_argument("--initial", default="stationary", metavar="KIND",
+    chain.add_argument("--initial", default=None, metavar="KIND",
                        help="initial distribution: stationary (default) or any")
     chain.add_argument("--tau", type=number, default=None, metavar="X",
                        help="additive smoothing of zero transition probabilities (default 1e-5; 0: none)")
@@ -70,11 +70,13 @@ def run(args) -> str:
 
     frame = _read_csv(args.data)
     if args.chain:
-        _refuse(args, ("dag", "bins", "bin_labels", "columns", "seed"), "--chain", ParameterError)
+        _refuse(args, ("dag", "learn", "bootstrap", "bins", "quantiles", "bin_labels", "columns", "estimator", "seed"),
+                "--chain",
+                ParameterError)
         fitted = _fit_chain(frame, args)
         lines = _chain_summary(fitted)
     else:
-        _refuse(args, ("unit", "time", "state", "states", "length", "tau"), "a network (no --chain)",
+        _refuse(args, ("unit", "time", "state", "states", "length", "tau", "initial"), "a network (no --chain)",
                 ParameterError)
         fitted = _fit_network(frame, args)
         lines = _network_summary(fitted)
@@ -124,9 +126,13 @@ def _fit_network(frame, args):
         from puffgm.exceptions import ParameterError
 
         raise ParameterError("--quantiles and --bin-labels describe the bins of --bins COL=K: give --bins.")
+    if args.dag is not None and args.learn is not None:
+        from puffgm.exceptions import ParameterError
+
+        raise ParameterError("--dag gives the DAG and --learn learns one: give one of them.")
     dag = None if args.dag is None else _dag(args.dag)
-    return fit_network(frame, dag=dag, estimator=args.estimator, bootstrap=args.bootstrap, random_state=args.seed,
-                       structure=args.learn)
+    return fit_network(frame, dag=dag, estimator=args.estimator or "bayes", bootstrap=args.bootstrap,
+                       random_state=args.seed, structure=args.learn or "hill-climb")
 
 
 def _columns(frame, text: str):
@@ -200,7 +206,7 @@ def _network_summary(pc) -> list:
 def _fit_chain(frame, args):
     from puffgm.chains.priors import SMOOTHING_TAU, fit_chain
 
-    return fit_chain(frame, states=args.states, length=args.length, initial=args.initial,
+    return fit_chain(frame, states=args.states, length=args.length, initial=args.initial or "stationary",
                      tau=SMOOTHING_TAU if args.tau is None else args.tau, id_column=args.unit,
                      value_column=args.state, order_column=args.time)
 

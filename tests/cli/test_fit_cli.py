@@ -103,6 +103,7 @@ def test_learned_structure_and_chain_fits(cli, survey, tmp_path):
     (["--columns", "smoke", "--bootstrap", "-1"], "The 'bootstrap' parameter of fit_network"),
     ([], "Column 'age' holds 239 non-integral numbers (e.g. 31.2), not discrete states: bin it first"),
     (["--chain", "--dag", "a->b"], "--dag does not apply to --chain: it is an option of networks."),
+    (["--dag", "smoke->lung", "--learn", "tree"], "--dag gives the DAG and --learn learns one: give one of them."),
     (["--states", "1", "2"], "--states does not apply to a network (no --chain): it is an option of chains"),
     (["--columns", "smoke,weight"], "--columns names 'weight', which is not a column of the data"),
 ])
