@@ -194,12 +194,12 @@ def is_saved_prior(spec: Any) -> bool:
     return isinstance(data, dict) and data.get("format") == FORMAT
 
 
-def load_prior_class(source: Any):
+def load_prior_class(specs: Any):
     """A prior class: a saved prior (any kind) read back exactly, or a network class from network specs.
 
     Parameters
     ----------
-    source : str, os.PathLike, dict, or anything :func:`puffgm.networks.priors.load_prior_class` accepts
+    specs : str, os.PathLike, dict, or anything :func:`puffgm.networks.priors.load_prior_class` accepts
         A file written by :func:`save_prior` (or its JSON text, or the dict) gives the class
         it holds: a :class:`~puffgm.networks.priors.PriorClass`, a
         :class:`~puffgm.chains.ChainPriorClass`, a :class:`~puffgm.chains.ChainParameterBox`
@@ -222,11 +222,26 @@ def load_prior_class(source: Any):
     >>> puffgm.load_prior_class("example:asia").nodes[:3]
     ('asia', 'tub', 'smoke')
     """
-    if is_saved_prior(source):
-        return prior_from_dict(*_read(source))
+    if is_saved_prior(specs):
+        return prior_from_dict(*_read(specs))
+    if isinstance(specs, (list, tuple)) and any(is_saved_prior(s) for s in specs):
+        return _pooled([load_prior_class(s) for s in specs])
     from puffgm.networks.priors import load_prior_class as load_networks
 
-    return load_networks(source)
+    return load_networks(specs)
+
+
+def _pooled(classes: list):
+    """One class from several of one kind (their members, in order); a box stands alone."""
+    from puffgm.chains.priors import ChainPriorClass
+    from puffgm.gaussian.networks import GaussianPriorClass
+    from puffgm.networks.priors import PriorClass
+
+    for kind, members in ((PriorClass, "priors"), (ChainPriorClass, "members"), (GaussianPriorClass, "priors")):
+        if all(isinstance(c, kind) for c in classes):
+            return kind([m for c in classes for m in getattr(c, members)])
+    raise PriorError("The saved priors are not of one kind (Bayesian networks, Markov chains or linear-Gaussian "
+                     "networks; a parameter box stands alone): one class holds one kind.")
 
 
 def _read(source: Any) -> tuple:

@@ -80,3 +80,17 @@ def test_observed_values_match_given_states_by_number():
         puffgm.fit_chain([0, 1, 2], states=["1", "2", "3"])
     with pytest.raises(PriorError, match="Observed state 0 is not in the given state list"):
         puffgm.fit_chain([0, 1], states=["a", "b"])     # an integer is never read as a position here
+
+
+def test_saved_classes_pool_into_one(tmp_path):
+    a = puffgm.ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], length=4)
+    b = puffgm.ChainPriorClass.from_matrices([[0.7, 0.3], [0.2, 0.8]], length=4)
+    paths = [tmp_path / "a.json", tmp_path / "b.json"]
+    for cls, path in zip((a, b), paths, strict=True):
+        puffgm.save_prior(cls, path)
+    pooled = puffgm.load_prior_class(paths)
+    assert len(pooled) == 2 and pooled.members[1].fingerprint == b.members[0].fingerprint
+    assert puffgm.as_prior([str(p) for p in paths]).fingerprint == pooled.fingerprint
+    puffgm.save_prior(puffgm.load_prior_class("example:asia"), tmp_path / "asia.json")
+    with pytest.raises(PriorError, match="not of one kind"):
+        puffgm.load_prior_class([paths[0], tmp_path / "asia.json"])
