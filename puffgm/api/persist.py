@@ -132,7 +132,7 @@ def prior_to_dict(prior_class: Any) -> dict:
 
 
 def _as_object(prior: Any):
-    """The prior class object of any input: a class as it is, a member as a class of one, else via as_prior."""
+    """The prior class object of any input: a class as it is, a member as a class of one, a spec loaded."""
     from puffgm.chains.box import ChainParameterBox
     from puffgm.chains.priors import ChainPrior, ChainPriorClass
     from puffgm.gaussian.networks import GaussianPriorClass, LinearGaussianPrior, load_gaussian_class
