@@ -39,7 +39,8 @@ _LAZY = {
     "WorkloadCalibration": "puffgm.mechanisms.workload",
     "release_workload": "puffgm.mechanisms.workload",
     # Bayesian networks
-    "load_prior_class": "puffgm.networks.priors",
+    "load_prior_class": "puffgm.api.persist",
+    "save_prior": "puffgm.api.persist",
     "PriorClass": "puffgm.networks.priors",
     "NetworkPrior": "puffgm.networks.priors",
     "SecretSpec": "puffgm.networks.secrets",

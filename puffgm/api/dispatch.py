@@ -17,7 +17,10 @@ class are the models), by input:
   (:mod:`puffgm.chains.box`);
 * puffgm-linear-gaussian JSON, a LinearGaussianPrior or a pgmpy
   LinearGaussianBayesianNetwork: :class:`~puffgm.gaussian.kind.LinearGaussianKind`
-  (:mod:`puffgm.gaussian`).
+  (:mod:`puffgm.gaussian`);
+* a saved prior of any kind (``"format": "puffgm-prior"``, :func:`puffgm.save_prior`; a
+  ``*.json`` path, inline JSON text or a dict): read by :mod:`puffgm.api.persist`, then
+  classified as the class it holds.
 
 A list is one class Theta and must hold one kind.  Pufferfish privacy is a
 condition per prior, so every kind calibrates a finite class as the max over its
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from puffgm.api.persist import is_saved_prior, load_prior_class
 from puffgm.core.curve import InfluenceCurve
 from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_positive_finite, deprecated_call, renamed
@@ -106,6 +110,11 @@ def classify(prior) -> tuple:
     items = _items(prior)
     _refuse_data(items)
     _refuse_results(items)
+    if any(is_saved_prior(p) for p in items):  # a saved prior (puffgm.save_prior) is read here, then classified
+        items = [load_prior_class(p) if is_saved_prior(p) else p for p in items]
+        loaded_prior = items if isinstance(prior, (list, tuple)) else items[0]
+        kind, loaded = classify(loaded_prior)
+        return kind, loaded if loaded is not None else kind(loaded_prior)
     gauss = [is_gaussian_prior(p) for p in items]
     if items and all(gauss):
         return LinearGaussianKind, None

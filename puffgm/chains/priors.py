@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from puffgm.core.states import match_state, natural_order, state_label
 from puffgm.exceptions import PriorError
 
 __all__ = [
@@ -271,6 +272,16 @@ def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np
     return pi
 
 
+def _exact_stochastic(values, shape, what: str) -> np.ndarray:
+    """``values`` as a read-only float array of ``shape``, refused if a row sum is off 1 by more than 1e-12."""
+    arr = np.array(values, dtype=float, copy=True).reshape(shape)
+    worst = float(np.max(np.abs(arr.sum(axis=-1) - 1.0)))
+    if worst > _SILENT:
+        raise PriorError(f"A row of the {what} is off 1 by {worst:.3g}: a saved chain holds normalised rows.")
+    arr.setflags(write=False)
+    return arr
+
+
 def _restore_frozen(cls, fields):
     """Unpickle an immutable ChainPrior / ChainPriorClass field by field (arrays read-only again)."""
     obj = cls.__new__(cls)
@@ -354,6 +365,26 @@ class ChainPrior:
         object.__setattr__(self, "_pi", pi)
         object.__setattr__(self, "_fp", None)
         object.__setattr__(self, "_frozen", True)
+
+    @classmethod
+    def exact(cls, transition, initial="stationary", length: int = 1, states=None, name: str = "chain") -> ChainPrior:
+        """The chain with exactly these probabilities, bit for bit (a saved prior read back).
+
+        Validated as by the constructor, which renormalises a row whose sum is off 1 by any
+        amount; here a row off 1 by more than 1e-12 is refused instead and the values are
+        kept as given, so the fingerprint of a saved chain is that of the chain read back.
+        """
+        checked = cls(transition, initial, length, states, name)
+        fields = {slot: getattr(checked, slot) for slot in cls.__slots__}
+        P = _exact_stochastic(transition, checked.transition.shape, f"transition matrix of chain {name!r}")
+        fields.update(transition=P, _fp=None)
+        if checked.initial_kind == "vector":
+            fields["initial"] = _exact_stochastic(initial, (checked.k,), f"initial distribution of chain {name!r}")
+        if checked.initial_kind == "stationary":
+            pi = stationary_distribution(P)
+            pi.setflags(write=False)
+            fields["_pi"] = pi
+        return _restore_frozen(cls, tuple(fields.items()))
 
     def __setattr__(self, key, value):
         raise AttributeError("ChainPrior is immutable")
@@ -748,10 +779,12 @@ def fit_chain(data, *, states=None, length: int | None = None, initial="stationa
         across a gap); a DataFrame gives one trace per column, or per id with
         ``id_column``.
     states : sequence, optional
-        The state space, in order (default: the sorted distinct observed
-        values).  Needed when the data holds non-integral numbers (measurements
-        rather than states: bin them first with
-        :func:`puffgm.chains.data.discretise`) or values that cannot be sorted.
+        The state space, in order (default: the distinct observed values in
+        their natural order, :func:`puffgm.core.states.natural_order`: numbers
+        by value, intervals by their left edge).  An observed value stands for
+        the state it names (``3`` and ``3.0`` for ``"3"``).  Needed when the
+        data holds non-integral numbers (measurements rather than states: bin
+        them first with :func:`puffgm.chains.data.discretise`).
     length : int, optional
         T, the number of records of the prior.  Default: the length of the
         longest trace from its first to its last observation, gaps included
@@ -813,7 +846,7 @@ def fit_chain(data, *, states=None, length: int | None = None, initial="stationa
         notes.append(f"additive smoothing tau={tau:g} of zero transition probabilities (Bai et al., D.2)")
     T, source, note = _fit_length(length, traces.span, max(len(r) for r in runs))
     notes.append(note)
-    out = ChainPriorClass([ChainPrior(P, initial, T, [str(s) for s in states], name="fitted chain")])
+    out = ChainPriorClass([ChainPrior(P, initial, T, [state_label(s) for s in states], name="fitted chain")])
     object.__setattr__(out, "notes", tuple(notes) + out.notes)
     object.__setattr__(out, "length_source", source)
     return out
@@ -834,21 +867,32 @@ def _fit_states(runs: list, states) -> list:
         raise PriorError(f"The data holds {len(frac)} distinct non-integral numbers (e.g. {frac[0]!r}), measurements "
                          "rather than states: bin them first (puffgm.chains.data.discretise(x, k)) or list the "
                          "states with states=.")
-    try:
-        return sorted(seen)
-    except TypeError:
-        raise PriorError("The observed states cannot be sorted: give the state list explicitly.") from None
+    return natural_order(seen)
 
 
 def _transition_counts(runs: list, states: list) -> np.ndarray:
-    """counts[i, j]: observed steps from states[i] to states[j] within the runs."""
-    index = {s: j for j, s in enumerate(states)}
+    """counts[i, j]: observed steps from states[i] to states[j] within the runs.
+
+    An observed value stands for the state it names (:func:`puffgm.core.states.match_state`:
+    ``3``, ``3.0`` and ``"3"`` are the state ``"3"``); a value that is no state is refused.
+    """
+    names = [state_label(s) for s in states]
+    index = {n: j for j, n in enumerate(names)}
+    resolved: dict = {}
+
+    def position(v) -> int:
+        key = (type(v).__name__, v)
+        if key not in resolved:
+            try:
+                resolved[key] = index[match_state(v, names, "the chain", PriorError, positions=False)]
+            except PriorError:
+                raise PriorError(f"Observed state {v!r} is not in the given state list "
+                                 f"({', '.join(names)}).") from None
+        return resolved[key]
+
     counts = np.zeros((len(states), len(states)))
     for r in runs:
-        try:
-            idx = np.fromiter((index[v] for v in r), dtype=np.int64, count=len(r))
-        except KeyError as e:
-            raise PriorError(f"Observed state {e.args[0]!r} is not in the given state list.") from None
+        idx = np.fromiter((position(v) for v in r), dtype=np.int64, count=len(r))
         if idx.size > 1:
             np.add.at(counts, (idx[:-1], idx[1:]), 1.0)
     return counts

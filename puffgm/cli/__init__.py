@@ -33,6 +33,7 @@ COMMANDS = (
      "necessary conditions for composition (Bai et al. Theorems 4, 5) of a finite mechanism"),
     ("release", "release", "calibrate and release a noisy answer computed from one database (a CSV file)"),
     ("ledger", "ledger", "show a durable privacy ledger (a SQLite file): its releases and composed guarantee"),
+    ("fit", "fit", "fit a prior class (a network, or a Markov chain) to a CSV file and save it as a PRIOR"),
 )
 
 

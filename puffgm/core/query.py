@@ -15,12 +15,18 @@ no common denominator up to :data:`MAX_UNIT` are refused.
 Forms (JSON or Python)::
 
     {"scores": {"NODE": [s_0, s_1, ...], ...}}   # per node; an absent node scores 0
+    {"scores": {"NODE": {"STATE": s, ...}, ...}} # per node, by state name; an unlisted state scores 0
     {"scores": [s_0, s_1, ...]}                  # every node the same scores
     {"count": STATE}                             # count of nodes in STATE
     {"count": STATE, "nodes": ["A", "B"]}        # ... among these nodes
 
 ``STATE`` is a state name (nodes without that state are left out, with a
-note) or an integer index (0 is each node's first state).
+note), a number equal to a numeric state name (``3`` or ``3.0`` for the state
+``"3"``), or, at nodes whose state names are not numbers, an integer index (0 is
+each node's first state).  At a node whose states are numbers, an integer is
+never read as an index: a number that is not one of its states is refused
+(:func:`puffgm.core.states.match_state`).  A score mapping names states the same
+way, and a name that is no state of its node is refused naming the states.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from puffgm.core.states import match_state, numeric_states
 from puffgm.core.validation import did_you_mean
 from puffgm.exceptions import ParameterError
 
@@ -80,6 +87,29 @@ def _score_list(v, where: str) -> tuple:
     if not isinstance(v, (list, tuple)) or not v:
         raise ParameterError(f"The scores of {where} must be a non-empty list of numbers, one per state.")
     return tuple(_number(x, where) for x in v)
+
+
+def _node_scores(v, where: str):
+    """A node's scores as given: a list (one per state) or a mapping state -> score (kept as a dict)."""
+    if isinstance(v, Mapping):
+        if not v:
+            raise ParameterError(f"The scores of {where} name no state: give at least one state and its score.")
+        return {k: _number(x, where) for k, x in v.items()}
+    return _score_list(v, where)
+
+
+def _scores_by_name(node: str, given: Mapping, states) -> tuple:
+    """The score list of ``node`` from a mapping state -> score (unlisted states score 0)."""
+    out = [0.0] * len(states)
+    named: dict = {}
+    for key, score in given.items():
+        name = match_state(key, states, node)
+        if name in named:
+            raise ParameterError(f"The query scores the state {name!r} of node {node!r} twice "
+                                 f"({named[name]!r} and {key!r}).")
+        named[name] = key
+        out[tuple(states).index(name)] = score
+    return tuple(out)
 
 
 def _grid_unit(values) -> int:
@@ -172,14 +202,7 @@ class BoundQuery:
         for n, states, s in zip(self.nodes, self.states, self.scores, strict=True):
             if n not in record:
                 raise ParameterError(f"The record has no value for the scored node {n!r}.")
-            v = record[n]
-            if isinstance(v, numbers.Integral) and not isinstance(v, bool) and 0 <= int(v) < len(states):
-                total += s[int(v)]
-            elif str(v) in states:
-                total += s[states.index(str(v))]
-            else:
-                raise ParameterError(f"Node {n!r} has no state {v!r}{did_you_mean(v, states)}; "
-                                     f"its states are {list(states)}.")
+            total += s[states.index(match_state(record[n], states, n))]
         return total / self.unit
 
     def to_dict(self) -> dict:
@@ -225,7 +248,7 @@ class SumQuery:
             if isinstance(s, Mapping):
                 if not s:
                     raise ParameterError("The query's scores are empty: give at least one node.")
-                spec["scores"] = {str(n): _score_list(v, f"node {n!r}") for n, v in s.items()}
+                spec["scores"] = {str(n): _node_scores(v, f"node {n!r}") for n, v in s.items()}
             else:
                 spec["scores"] = _score_list(s, "the query")
         else:
@@ -285,6 +308,8 @@ class SumQuery:
             items = s
         else:
             items = {n: s for n in nodes}
+        items = {n: _scores_by_name(n, v, tuple(map(str, states[n]))) if isinstance(v, Mapping) else v
+                 for n, v in items.items()}
         for n, v in items.items():
             if len(v) != len(states[n]):
                 raise ParameterError(f"The query gives {len(v)} score(s) for node {n!r}, which has "
@@ -304,14 +329,9 @@ class SumQuery:
         out = {}
         for n in chosen:
             st = tuple(map(str, states[n]))
-            if isinstance(c, str):
-                if c in st:
-                    out[n] = tuple(1.0 if s == c else 0.0 for s in st)
-            elif int(c) < len(st):
-                out[n] = tuple(1.0 if j == int(c) else 0.0 for j in range(len(st)))
-            else:
-                raise ParameterError(f"The count query counts state index {int(c)}, but node {n!r} has "
-                                     f"{len(st)} states.")
+            counted = _counted_state(c, st, n)
+            if counted is not None:
+                out[n] = tuple(1.0 if s == counted else 0.0 for s in st)
         if not out:
             known = dict.fromkeys(str(s) for n in chosen for s in states[n])
             raise ParameterError(f"No node of the prior has the counted state {c!r}{did_you_mean(c, known)}.")
@@ -319,5 +339,24 @@ class SumQuery:
         if left:
             notes.append(f"{left} node(s) have no state {c!r} and are not counted")
         return out
+
+
+def _counted_state(c, states: tuple, node: str):
+    """The state of ``node`` a count query counts, or None (a name the node does not have: left out).
+
+    A name, or a number equal to a numeric state name; an integer is an index only at a node whose
+    states are not numbers, and at a node with numeric states a number that is not one of them is refused.
+    """
+    try:
+        return match_state(c, states, node)
+    except ParameterError:
+        if isinstance(c, str):
+            return None
+        if numeric_states(states):
+            raise ParameterError(f"The count query counts {c!r}, which is not a state of node {node!r} (its states "
+                                 f"are the numbers {', '.join(states)}); an integer is read as a state name, never "
+                                 "as an index, at a node with numeric states.") from None
+        raise ParameterError(f"The count query counts state index {int(c)}, but node {node!r} has "
+                             f"{len(states)} states.") from None
 
 

@@ -14,20 +14,23 @@ Forms accepted (pandas is recognised without being imported, :mod:`puffgm.core.f
 * a trace: a list, tuple or 1-D numpy array of states, a pandas Series, or a one-column
   DataFrame (one row per time step).
 
-A value is read as a state name first (``str`` of the value: :func:`puffgm.fit_chain` and
-:func:`puffgm.fit_network` name states that way, so ``1`` is the state ``"1"``), then, if it
-is an integer, as a state index (``0`` is a node's first state).
+A value is read as a state name (``str`` of the value: :func:`puffgm.fit_chain` and
+:func:`puffgm.fit_network` name states that way, so ``1`` is the state ``"1"``), or as a number
+equal to a numeric state name (``3.0`` and the CSV text ``"3.0"`` are the state ``"3"``); at a
+node whose state names are not numbers, an integer may name a state by its position (``0`` is
+the first), and at a node with numeric states a number that is not one of them is refused
+(:func:`puffgm.core.states.match_state`).
 """
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from puffgm.core.frames import is_missing, pandas_type
+from puffgm.core.states import match_state
 from puffgm.exceptions import ParameterError
 
 __all__ = ["RecordLayout"]
@@ -138,16 +141,8 @@ def _trace_values(data) -> list:
 
 
 def _state(node: str, states: tuple, value) -> str:
-    """The state name ``value`` stands for at ``node``: its name first, then (an integer) its index."""
+    """The state name ``value`` stands for at ``node`` (:func:`puffgm.core.states.match_state`)."""
     if is_missing(value):
         raise ParameterError(f"The data has no value for node {node!r} (a gap); a release needs one database with "
                              "every node's state.")
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if str(value) in states:
-        return str(value)
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 <= int(value) < len(states):
-        return states[int(value)]
-    raise ParameterError(f"Node {node!r} has no state {value!r}; its states are {list(states)}.")
+    return match_state(value, states, node)

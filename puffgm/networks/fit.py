@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from puffgm.core.frames import pandas_type
+from puffgm.core.states import natural_order, state_label
 from puffgm.core.validation import check_nonnegative_int, check_positive_finite, check_positive_int
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.networks.priors import NetworkPrior, PriorClass
@@ -128,6 +129,8 @@ def fit_network(frame, *, dag=None, estimator: str = "bayes", prior_type: str = 
         seed = "a seeded generator" if random_state is not None else "fresh entropy (pass random_state to repeat)"
         notes.append(f"{bootstrap} bootstrap refit(s) on the same DAG, {n} rows drawn with replacement each, "
                      f"from {seed}: Theta holds {bootstrap + 1} members")
+    if random_state is not None and not isinstance(random_state, np.random.Generator):
+        notes.append(f"seed: random_state={random_state!r}")
     zeros = sum(m.n_zero_entries for m in members)
     if zeros:
         notes.append(f"{zeros} zero CPD entries over the members: the values they rule out are impossible under "
@@ -180,8 +183,8 @@ def _discrete_frame(frame) -> tuple:
     states, cols = {}, {}
     for c in frame.columns:
         values = _column_states(c, complete[c])
-        states[str(c)] = [str(v) for v in values]
-        cols[str(c)] = complete[c].map(_state_name).astype(object)
+        states[str(c)] = [state_label(v) for v in values]
+        cols[str(c)] = complete[c].astype(object).map(state_label).astype(object)
     pd = _pandas()
     data = pd.DataFrame(cols, index=complete.index).reset_index(drop=True)
     dropped = len(frame) - len(complete)
@@ -197,7 +200,12 @@ def _pandas():
 
 
 def _column_states(name, column) -> list:
-    """The sorted distinct values of a discrete column; PriorError naming a non-discrete one."""
+    """The distinct values of a discrete column in their natural order; PriorError naming a non-discrete one.
+
+    A categorical column keeps the order of its categories (the bins of :func:`bin_columns`);
+    otherwise numbers sort by value and intervals by their left edge
+    (:func:`puffgm.core.states.natural_order`), the same in every process.
+    """
     values = list(column.unique())
     values = [v.item() if isinstance(v, np.generic) else v for v in values]
     values = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values]
@@ -208,22 +216,16 @@ def _column_states(name, column) -> list:
     if len(values) > MAX_STATES:
         raise PriorError(f"Column {name!r} holds {len(values)} distinct values, more than {MAX_STATES} states of a "
                          f"node: bin it (puffgm.networks.fit.bin_columns) or drop it.")
-    try:
-        return sorted(set(values))
-    except TypeError:
-        return sorted(set(values), key=str)
+    categories = getattr(getattr(column, "cat", None), "categories", None) if str(column.dtype) == "category" \
+        else None
+    if categories is not None:
+        seen = set(map(state_label, values))
+        return [v for v in categories if state_label(v) in seen]
+    return natural_order(values)
 
 
-def _state_name(v) -> str:
-    if isinstance(v, np.generic):
-        v = v.item()
-    if isinstance(v, float) and v.is_integer():
-        v = int(v)
-    return str(v)
-
-
-def bin_columns(frame, bins: Mapping, *, quantiles: bool = False):
-    """A copy of ``frame`` with the named numeric columns cut into bins (labels are the intervals).
+def bin_columns(frame, bins: Mapping, *, quantiles: bool = False, labels: Mapping | None = None):
+    """A copy of ``frame`` with the named numeric columns cut into bins, as ordered categories.
 
     Parameters
     ----------
@@ -231,32 +233,74 @@ def bin_columns(frame, bins: Mapping, *, quantiles: bool = False):
     bins : mapping column -> int
         The number of bins of each column to cut.
     quantiles : bool
-        False (default): equal-width bins over [min, max] (Song et al.,
-        section 5.3.2); True: bins of (about) equal counts (``pandas.qcut``).
+        False (default): equal-width bins over [min, max] (``pandas.cut``; Song et al.,
+        section 5.3.2); True: bins of (about) equal counts (``pandas.qcut``, duplicate
+        edges dropped).
+    labels : mapping column -> list of str, optional
+        Names of a column's bins, lowest first (one per bin).  Default: the interval, its
+        edges rounded to the fewest significant digits (at least 3) that keep them
+        distinct, e.g. ``'(8, 15.5]'``.
 
     Returns
     -------
     pandas.DataFrame
-        Missing values stay missing.
+        Each binned column is an ordered categorical whose categories are the bins from
+        the lowest up, so :func:`fit_network` keeps that order; missing values stay
+        missing.  Written to CSV and read back, interval labels still sort by their left
+        edge (:func:`puffgm.core.states.natural_order`).
 
     Examples
     --------
     >>> import pandas as pd
     >>> binned = bin_columns(pd.DataFrame({"x": [0.1, 0.2, 0.9, 1.0]}), {"x": 2})
     >>> binned["x"].tolist()
-    ['(0.0991, 0.55]', '(0.0991, 0.55]', '(0.55, 1.0]', '(0.55, 1.0]']
+    ['(0.0991, 0.55]', '(0.0991, 0.55]', '(0.55, 1]', '(0.55, 1]']
     """
     if pandas_type(frame) != "DataFrame":
         raise PriorError(f"bin_columns takes a pandas DataFrame; got a {type(frame).__name__}.")
     pd = _pandas()
+    labels = dict(labels or {})
+    unknown = [c for c in labels if c not in bins]
+    if unknown:
+        raise PriorError(f"Labels are given for column {unknown[0]!r}, which is not binned.")
     out = frame.copy()
     for col, k in dict(bins).items():
         if col not in frame.columns:
             raise PriorError(f"Column {col!r} to bin is not a column of the data frame.")
         k = check_positive_int(k, "bins", "bin_columns")
-        cut = pd.qcut(frame[col], k, duplicates="drop") if quantiles else pd.cut(frame[col], k)
-        out[col] = cut.astype(str).where(frame[col].notna(), None)
+        try:
+            values = pd.to_numeric(frame[col])
+        except (TypeError, ValueError):
+            raise PriorError(f"Column {col!r} to bin holds values that are not numbers.") from None
+        if values.notna().sum() == 0:
+            raise PriorError(f"Column {col!r} to bin has no value.")
+        if quantiles:
+            cut, edges = pd.qcut(values, k, duplicates="drop", retbins=True)
+        else:
+            cut, edges = pd.cut(values, k, retbins=True)
+        names = _bin_labels(col, cut.cat.categories, edges, labels.get(col))
+        out[col] = pd.Categorical.from_codes(cut.cat.codes, categories=names, ordered=True)
     return out
+
+
+def _bin_labels(col, intervals, edges, given) -> list:
+    """The names of a column's bins: the given labels (checked), or the intervals with rounded edges."""
+    n = len(intervals)
+    if given is not None:
+        names = [str(v) for v in given] if not isinstance(given, str) else [given]
+        if len(names) != n or len(set(names)) != n:
+            raise PriorError(f"Column {col!r} is cut into {n} bins, so it needs {n} distinct labels; got "
+                             f"{len(names)} ({', '.join(names)}).")
+        return names
+    points = [float(iv.left) for iv in intervals] + [float(intervals[-1].right)]
+    digits, rounded = 17, points
+    for digits in range(3, 18):
+        rounded = [float(f"{x:.{digits}g}") for x in points]
+        if all(a < b for a, b in zip(rounded[:-1], rounded[1:], strict=True)):
+            break
+    brackets = [("[" if iv.closed in ("left", "both") else "(", "]" if iv.closed in ("right", "both") else ")")
+                for iv in intervals]
+    return [f"{o}{rounded[j]:.{digits}g}, {rounded[j + 1]:.{digits}g}{c}" for j, (o, c) in enumerate(brackets)]
 
 
 # ---------------------------------------------------------------------- DAG
@@ -289,8 +333,16 @@ def _given_dag(dag, columns: list) -> tuple:
 
 
 def _learn_dag(data, structure) -> tuple:
-    """(edges, note) learned by pgmpy's hill climb or Chow-Liu tree search."""
+    """(edges, note) learned by pgmpy's hill climb or Chow-Liu tree search, the same in every process.
+
+    The columns are searched in sorted order, and the hill climb scores its candidate moves in
+    sorted order, so that of two moves with the same score change (adding X -> Y or Y -> X to
+    an empty graph changes a score-equivalent score equally) the first in that order wins,
+    whatever the hash seed: pgmpy draws the candidates from a ``set``, whose iteration order
+    depends on ``PYTHONHASHSEED``.  The search itself draws no random numbers.
+    """
     method, score = _structure(structure)
+    data = data[sorted(data.columns)]
     with warnings.catch_warnings():  # pgmpy 1.1 warns about its own module moves on import
         warnings.simplefilter("ignore", FutureWarning)
         if method == "tree":
@@ -303,12 +355,25 @@ def _learn_dag(data, structure) -> tuple:
         except ImportError:  # pragma: no cover - pgmpy before 1.1
             from pgmpy.estimators import HillClimbSearch as OldSearch
 
-            learned = OldSearch(data).estimate(scoring_method=score, show_progress=False)
+            old = OldSearch(data)
+            _sorted_moves(old, "_legal_operations")
+            learned = old.estimate(scoring_method=score, show_progress=False)
         else:
             search = HillClimbSearch(scoring_method=score, return_type="dag", show_progress=False)
+            _sorted_moves(search, "_legal_operations_dag")
             learned = search.fit(data).causal_graph_
     edges = _edges(learned)
     return edges, f"DAG learned: hill climb (pgmpy HillClimbSearch, score {score}), {len(edges)} edge(s)"
+
+
+def _sorted_moves(search, method: str) -> None:
+    """Make ``search`` offer its candidate moves in sorted order (pgmpy iterates a set of them)."""
+    moves = getattr(search, method)
+
+    def in_order(*args, **kwargs):
+        return iter(sorted(moves(*args, **kwargs), key=lambda move: (move[0][0], tuple(map(str, move[0][1])))))
+
+    setattr(search, method, in_order)
 
 
 def _edges(graph) -> list:

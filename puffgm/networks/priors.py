@@ -169,6 +169,34 @@ class NetworkPrior:
         self._index = {n: i for i, n in enumerate(order)}
         self._fingerprint = None
 
+    @classmethod
+    def exact(cls, nodes, states, parents, cpds, name: str = "network", notes=()) -> NetworkPrior:
+        """The network with exactly these CPD values, bit for bit (a saved prior read back).
+
+        Validated as by the constructor, which renormalises a column whose sum is off 1 by
+        any amount; here a column off 1 by more than 1e-12 (floating-point noise) is refused
+        instead, and the values are kept as given, so the fingerprint of a saved network is
+        the fingerprint of the network read back.
+
+        Raises
+        ------
+        PriorError
+            As the constructor, or a CPD column off 1 by more than 1e-12.
+        """
+        checked = cls(nodes, states, parents, cpds, name=name, notes=notes)
+        cpts = {}
+        for n in checked.nodes:
+            arr = np.array(cpds[n], dtype=float, copy=True).reshape(checked.cpts[n].shape)
+            worst = float(np.abs(arr.sum(axis=0) - 1.0).max())
+            if worst > _SILENT:
+                raise PriorError(f"A column of the CPD of node {n!r} in network {name!r} is off 1 by {worst:.3g}: "
+                                 "a saved network holds normalised CPDs.")
+            arr.setflags(write=False)
+            cpts[n] = arr
+        fields = {slot: getattr(checked, slot) for slot in cls.__slots__}
+        fields.update(cpts=cpts, _fingerprint=None)
+        return _restore_network_prior(tuple(fields.items()))
+
     def __setattr__(self, key, value):
         if hasattr(self, "_fingerprint") and key != "_fingerprint":
             raise AttributeError("NetworkPrior is immutable")
