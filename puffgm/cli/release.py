@@ -130,7 +130,15 @@ def _run_units(args, prior) -> str:
     if args.data is None or args.query is None:
         raise ParameterError("A release on units needs --data FILE.csv (the panel) and --query JSON (the statistic "
                              "of one unit whose sum over units is released).")
+    from puffgm.api.query import record_layout
+    from puffgm.api.units import read_units
+
     frame = read_units_file(args.data, time=args.time)
+    layout = record_layout(prior)
+    units = read_units(frame, layout, unit=args.unit, time=args.time, state=args.state, gaps=args.gaps)
+    if layout.trace and max(units.lengths) > len(layout.nodes):  # refused before any calibration
+        raise ParameterError(f"A unit has length {max(units.lengths)}, longer than the class's T = "
+                             f"{len(layout.nodes)}: give the class at the longest unit's length.")
     query = args.query
     if args.method not in QUERY_METHODS:
         args.query = None  # the Markov Quilt Mechanism covers every query: its scale is sigma_max x the query's L
