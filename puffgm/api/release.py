@@ -66,9 +66,7 @@ __all__ = ["release", "true_value", "BlowfishCalibration"]
 
 
 def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz: float | None = None,
-            accountant: Any = None, random_state: Any = None, label: str | None = None, unit: Any = None,
-            time: str | None = None, state: str | None = None, gaps: str = "refuse", each: bool = False,
-            relative: bool = False, query: Any = None) -> Release:
+            accountant: Any = None, random_state: Any = None, label: str | None = None, **units: Any) -> Release:
     """Release the noisy answer a calibration was made for: the one entry point for every calibration.
 
     Parameters
@@ -102,6 +100,9 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
         Seeded numpy noise, for tests only (not for production); default: secure samplers.
     label : str, optional
         The release's name in the accountant's ledger.
+    **units
+        A release on **many units** (:mod:`puffgm.api.units`), named by these keywords:
+
     unit : str or True, optional
         **Many units** (:mod:`puffgm.api.units`): ``data`` is a panel of independent units (traces
         or records), and the release is the sum over units of each unit's statistic, with noise
@@ -169,11 +170,9 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
     >>> puffgm.release(hist, [0, 1, 1, 4], random_state=0).value.shape
     (5,)
     """
-    if unit is not None or each or relative or query is not None or gaps != "refuse" or time is not None \
-            or state is not None:
-        return _units(calibration, data, answer, lipschitz, dict(
-            unit=True if unit is None else unit, time=time, state=state, gaps=gaps, each=each, relative=relative,
-            query=query, accountant=accountant, random_state=random_state, label=label))
+    if units:
+        return _units(calibration, data, answer, lipschitz, units | {
+            "accountant": accountant, "random_state": random_state, "label": label})
     return _release(calibration, _Request(data, answer, lipschitz, accountant, random_state, label))
 
 
@@ -181,6 +180,12 @@ def _units(calibration: Any, data: Any, answer: Any, lipschitz: Any, options: di
     """A release on many units (:func:`puffgm.api.units.release_units`), refusing what does not apply."""
     from puffgm.api.units import release_units
 
+    unknown = sorted(set(options) - {"unit", "time", "state", "gaps", "each", "relative", "query", "accountant",
+                                     "random_state", "label"})
+    if unknown:
+        raise ParameterError(f"puffgm.release takes no keyword {unknown[0]!r}; a release on units takes unit=, time=, "
+                             "state=, gaps=, each=, relative= and query=.")
+    options.setdefault("unit", True)
     if answer is not None or lipschitz is not None:
         raise ParameterError("A release on units computes each unit's statistic from the data: give the units as "
                              "data, not answer= or lipschitz=.")

@@ -59,7 +59,6 @@ from puffgm.core.workload import BoundWorkload, is_workload_spec, load_workload
 from puffgm.exceptions import ParameterError
 from puffgm.mechanisms.optimal_noise import sample_noise
 from puffgm.mechanisms.panel import INDEPENDENCE, THEOREM_PANEL, PanelRelease, panel_record_type
-from puffgm.mechanisms.query import QueryCalibration
 from puffgm.mechanisms.workload import WorkloadCalibration
 
 __all__ = ["Units", "read_units", "release_units", "GAPS"]
@@ -191,8 +190,8 @@ def _raw_traces(data, unit, time_col, state) -> tuple:
                                 for v in items):
         raise ParameterError("Units of a Markov chain are a data frame (long or wide), a dict of traces or a list of "
                              "traces; a flat list of states is one trace (release it without unit=).")
-    t = read_traces(items) if items else None
-    return tuple(str(j) for j in range(1, len(items) + 1)), (t.traces if t else ()), f"{len(items)} trace(s)"
+    traces = read_traces(items).traces if items else ()
+    return tuple(str(j) for j in range(1, len(items) + 1)), traces, f"{len(items)} trace(s)"
 
 
 def _gapless(ids, traces, gaps) -> tuple:
@@ -222,7 +221,8 @@ def _gapless(ids, traces, gaps) -> tuple:
 
 
 def _runs(tr) -> list:
-    runs, cur = [], []
+    runs: list = []
+    cur: list = []
     for v in tr:
         if v is None:
             if cur:
@@ -308,6 +308,7 @@ def _user_level(bw: BoundWorkload) -> float:
 
 def _plan(cal, length: int, query, method: str) -> _Length:
     """The release plan of units of ``length`` from ``cal`` (a calibration at that length)."""
+    bw: Any
     if isinstance(cal, CalibrationResult):
         layout = _mqm_layout(recipe_of(cal))
         queries, names, bw = _bind(query, layout)
@@ -321,6 +322,10 @@ def _plan(cal, length: int, query, method: str) -> _Length:
                 "mqm": (scale,) * k, "query_specific": None}
         return _Length(length, cal, layout, queries, names, (scale,) * k, None, base, quilt_set_key(cal))
     layout = cal.layout
+    if cal.bound is None or layout is None:
+        raise ParameterError(f"This {type(cal).__name__} does not carry its bound query (it was not made by "
+                             "puffgm.calibrate_query or puffgm.calibrate_workload), so the units' statistics cannot "
+                             "be computed.")
     if isinstance(cal, WorkloadCalibration):
         bw = cal.bound
         k = cal.k
@@ -459,7 +464,7 @@ def _max_rows(rows: list) -> tuple | None:
 
 def _comparison(plans: dict, names, divide: float) -> dict:
     """The aggregate's expected absolute error per statistic and in total, beside each other."""
-    out = {}
+    out: dict = {}
     for key in ("user_level_dp", "group_dp", "mqm", "query_specific"):
         row = _max_rows([p.baselines[key] for p in plans.values()])
         if row is None:
@@ -470,9 +475,8 @@ def _comparison(plans: dict, names, divide: float) -> dict:
     return out
 
 
-def release_units(calibration, data, *, unit: Any = True, time: str | None = None, state: str | None = None,
-                  gaps: str = "refuse", each: bool = False, relative: bool = False, query=None,
-                  accountant=None, random_state=None, label: str | None = None) -> PanelRelease:
+def release_units(calibration, data, *, accountant=None, random_state=None, label: str | None = None,
+                  **options: Any) -> PanelRelease:
     """Release a panel's aggregate statistic, or one statistic per unit, under one charge.
 
     :func:`puffgm.release` calls this when given ``unit=``, ``each=`` or ``relative=``.  The
@@ -487,20 +491,25 @@ def release_units(calibration, data, *, unit: Any = True, time: str | None = Non
         ``query=`` (a sum query or a workload), released with scale sigma_max x its Lipschitz
         constant.
     data : the units (:func:`read_units`)
-    unit, time, state, gaps : see :func:`read_units`
+    accountant, random_state, label
+        As :func:`puffgm.release`.
+    **options
+        ``unit``, ``time``, ``state``, ``gaps`` (:func:`read_units`; ``unit`` default True), and:
     each : bool
         One release per unit (parallel composition) instead of the aggregate.
     relative : bool
         Divide by the public total number of entries (per unit for ``each``): relative frequencies.
     query : dict or JSON, optional
         For a Markov Quilt Mechanism calibration only.
-    accountant, random_state, label
-        As :func:`puffgm.release`.
 
     Returns
     -------
     PanelRelease
     """
+    read: dict[str, Any] = {k: options.pop(k) for k in ("unit", "time", "state", "gaps") if k in options}
+    each, relative, query = options.pop("each", False), options.pop("relative", False), options.pop("query", None)
+    if options:
+        raise ParameterError(f"A release on units takes no option {sorted(options)[0]!r}.")
     method = _method(calibration)
     if method == "mqm":
         if query is None:
@@ -513,7 +522,7 @@ def release_units(calibration, data, *, unit: Any = True, time: str | None = Non
     layout = _mqm_layout(recipe_of(calibration)) if method == "mqm" else calibration.layout
     if layout is None:
         _own_length(calibration)  # raises the one-sentence refusal
-    units = read_units(data, layout, unit=unit, time=time, state=state, gaps=gaps)
+    units = read_units(data, layout, **({"unit": True} | read))
     lengths = set(units.lengths) if units.trace else {0}
     plans = _plans(calibration, lengths, query, method)
     if method == "optimal-noise" and not each and len(plans) > 1:
