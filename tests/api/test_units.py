@@ -256,3 +256,17 @@ def test_one_charge_for_every_unit_and_the_guarantee_names_independence(chain_cl
     assert "independent only under the prior" in rel.prior
     puffgm.release(mqm, PANEL, unit=True, query={"count": "a"}, accountant=acc, random_state=0)
     assert acc.total == 1.0   # Theorem 4.4 per unit: two MQM releases over the same quilt sets
+
+
+@pytest.mark.slow
+def test_panel_example_runs_from_the_frame_to_a_published_table():
+    import pathlib
+    import subprocess
+    import sys
+
+    pytest.importorskip("statsmodels")
+    root = pathlib.Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "examples" / "panel_release.py")], capture_output=True,
+                          text=True, timeout=300, cwd=root)
+    assert proc.returncode == 0, proc.stderr
+    assert "published table" in proc.stdout and "per firm" in proc.stdout and "respondents" in proc.stdout
