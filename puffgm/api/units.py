@@ -558,14 +558,15 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
     divide = total if opt.relative else 1.0
     details = {
         "lengths": lengths, "entries": total, "relative": opt.relative,
-        "scales_by_length": {str(T): None if p.scales is None else [s / (T if opt.relative and opt.each else 1.0)
-                                                                      for s in p.scales]
-                             for T, p in plans.items()},
+        "scales_by_length": _scales_by_length(plans, float(entries[0]), opt),
         "comparison": _comparison(plans, names, divide), "notes": list(units.notes), "independence": INDEPENDENCE,
         "source": units.source, "quilt_key": keys[0] if len(keys) == 1 else ("+".join(keys) or None),
         "calibrations": len(plans), "label": opt.label}
     noise = resolve_noise(opt.random_state)
-    scales = None if agg_scales is None else tuple(s / divide for s in agg_scales)
+    if opt.each:  # the largest per-unit scale (each unit's own is in scales_by_length)
+        scales = _max_rows(list(details["scales_by_length"].values()))
+    else:
+        scales = None if agg_scales is None else tuple(s / divide for s in agg_scales)
     cls = panel_record_type(opt.method)
     planned = cls(value=None, names=names, units=units.ids, each=opt.each, epsilon=cal.epsilon, method=opt.method,
                   mechanism=_mechanism(opt.method), theorem=f"{THEOREM_PANEL}; per unit: {_theorem(first)}",
@@ -576,6 +577,15 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
     else:
         draw = _aggregate_draw(values.sum(axis=0), first, agg_scales, divide, noise, k)
     return make_release(planned, draw, accountant=opt.accountant, label=opt.label)
+
+
+def _scales_by_length(plans: dict, record_entries: float, opt: _Options) -> dict:
+    """Each length's Laplace scales (``"record"`` for a network's units), per unit's entries when relative and each."""
+    out = {}
+    for T, p in plans.items():
+        per = (record_entries if T is None else T) if opt.relative and opt.each else 1.0
+        out["record" if T is None else str(T)] = None if p.scales is None else [s / per for s in p.scales]
+    return out
 
 
 def _theorem(plan: _Length) -> str:

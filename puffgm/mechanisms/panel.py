@@ -64,7 +64,8 @@ class PanelRelease(Release):
         The prior class of one unit.
     scales : tuple of float or None
         The aggregate's Laplace scale per statistic: the largest over the unit lengths present
-        (None for the optimal noise law); for ``each``, the per-length scales are in ``details``.
+        (None for the optimal noise law); for ``each``, the largest per-unit scale (each length's
+        in ``details["scales_by_length"]``).
     secure : bool
     noise : str
     details : Mapping
