@@ -270,3 +270,15 @@ def test_panel_example_runs_from_the_frame_to_a_published_table():
                           text=True, timeout=300, cwd=root)
     assert proc.returncode == 0, proc.stderr
     assert "published table" in proc.stdout and "per firm" in proc.stdout and "respondents" in proc.stdout
+
+
+def test_a_copied_calibration_releases_its_own_length_only(chain_class):
+    import dataclasses
+
+    cal = puffgm.calibrate_query(chain_class, {"count": "a"}, epsilon=1.0, method="wasserstein")
+    copy = dataclasses.replace(cal)
+    same = puffgm.release(copy, {"u": list("ababa"), "v": list("bbbba")}, unit=True, random_state=0)
+    assert same.scales == (cal.scale,)
+    with pytest.raises(ParameterError, match="does not carry how it was made") as err:
+        puffgm.release(copy, PANEL, unit=True)
+    assert "\n" not in str(err.value)
