@@ -556,15 +556,15 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
                                                                                       return_counts=True),
                                                                          strict=True)}
     divide = total if opt.relative else 1.0
+    by_length = _scales_by_length(plans, float(entries[0]), opt)
     details = {
-        "lengths": lengths, "entries": total, "relative": opt.relative,
-        "scales_by_length": _scales_by_length(plans, float(entries[0]), opt),
+        "lengths": lengths, "entries": total, "relative": opt.relative, "scales_by_length": by_length,
         "comparison": _comparison(plans, names, divide), "notes": list(units.notes), "independence": INDEPENDENCE,
         "source": units.source, "quilt_key": keys[0] if len(keys) == 1 else ("+".join(keys) or None),
         "calibrations": len(plans), "label": opt.label}
     noise = resolve_noise(opt.random_state)
     if opt.each:  # the largest per-unit scale (each unit's own is in scales_by_length)
-        scales = _max_rows(list(details["scales_by_length"].values()))
+        scales = _max_rows(list(by_length.values()))
     else:
         scales = None if agg_scales is None else tuple(s / divide for s in agg_scales)
     cls = panel_record_type(opt.method)

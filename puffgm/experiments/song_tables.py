@@ -31,6 +31,7 @@ import math
 import pathlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -201,7 +202,9 @@ def _table1(groups, k, epsilons, trials, rng, progress, tick):
         g = {"source": source, "n": len(seqs), "N": N, "M": M, "min_len": min(lengths), "err": {}, "agg_scale": {},
              "gk16": gk16(cc, epsilon=1.0).applicable, "calibrations": len(set(lengths))}
         for eps in epsilons:
-            e, scales, rel = {}, {}, None
+            e: dict = {}
+            scales: dict = {}
+            rel: Any = None
             for label, (method, options) in _TABLE1_METHODS.items():
                 cal = puffgm.calibrate(cc, epsilon=eps, method=method, **options)
                 e[label, "Agg"], e[label, "Indi"], rel = _trial_errors(cal, units, truth, trials, rng)
