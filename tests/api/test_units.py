@@ -41,7 +41,7 @@ def _chain_outcomes(P, T):
     """Every trace of length T (state indices) and its probability under the stationary chain P."""
     P = np.asarray(P, float)
     pi = _stationary(P)
-    xs = list(itertools.product(range(2), repeat=T))
+    xs = list(itertools.product(range(len(P)), repeat=T))
     pr = np.array([pi[x[0]] * np.prod([P[x[t - 1], x[t]] for t in range(1, T)]) for x in xs])
     return np.array(xs), pr
 
@@ -87,10 +87,12 @@ def _audit(units_laws, stat, scales, *, each):
         for u, (xs, _) in enumerate(tables):
             for i in range(xs.shape[1]):
                 dens = []
-                for a in range(2):
+                for a in range(int(xs.max()) + 1):
                     w = probs * (xs[idx[u], i] == a)
-                    dens.append(np.log(kern @ w) - np.log(w.sum()))
-                worst = max(worst, float(np.max(np.abs(dens[0] - dens[1]))))
+                    if w.sum() > 0:
+                        dens.append(np.log(kern @ w) - np.log(w.sum()))
+                for da, db in itertools.combinations(dens, 2):
+                    worst = max(worst, float(np.max(np.abs(da - db))))
     return worst
 
 
@@ -123,6 +125,23 @@ def test_aggregate_and_per_unit_query_releases_are_epsilon_private_on_the_whole_
     assert agg.scales[0] == pytest.approx(max(singles), rel=1e-9)
     assert [per_len[T][0] for T in LENGTHS] == pytest.approx(singles, rel=1e-9)
     assert agg.details["calibrations"] == len(LENGTHS)
+
+
+def test_three_state_panel_of_two_lengths_is_epsilon_private():
+    P3 = [[0.7, 0.2, 0.1], [0.2, 0.6, 0.2], [0.1, 0.3, 0.6]]
+    cc = puffgm.ChainPriorClass.from_matrices(P3, "stationary", 4, states=["x", "y", "z"])
+    cal = puffgm.calibrate_query(cc, {"scores": [0, 1, 2]}, epsilon=0.5, method="optimal-laplace")
+    units = {"p": list("xyz"), "q": list("zzyx")}
+    agg = puffgm.release(cal, units, unit=True, random_state=0)
+    each = puffgm.release(cal, units, unit=True, each=True, random_state=0)
+    per_len = {int(T): s for T, s in each.details["scales_by_length"].items()}
+    tables = _panel_laws([P3], (3, 4))
+
+    def score(u, x):
+        return np.array([float(np.sum(x))])
+
+    assert _audit(tables, score, [agg.scales] * 2, each=False) <= 0.5 + 1e-9
+    assert _audit(tables, score, [per_len[3], per_len[4]], each=True) <= 0.5 + 1e-9
 
 
 def test_a_panel_of_one_length_has_the_single_units_scale(chain_class):
