@@ -78,3 +78,17 @@ def test_gaps_split_says_so(cli, files):
                         "--epsilon", "1", "--seed", "0", "--json"))
     assert [r["unit"] for r in d["releases"]] == ["1#1", "1#2", "2"]
     assert any("split" in n for n in d["notes"])
+
+
+def test_survey_of_respondents_releases_one_count_with_the_noise_of_one_respondent(cli, tmp_path):
+    path = tmp_path / "asia.csv"
+    path.write_text("who,asia,tub,smoke,lung,bronc,either,xray,dysp\nr1,no,no,yes,no,yes,no,no,yes\n"
+                    "r2,yes,no,no,no,no,no,no,no\nr3,no,no,yes,yes,yes,yes,yes,yes\n")
+    d = json.loads(_run(cli, "example:asia", "--data", path, "--unit", "who", "--query", '{"count": "yes"}',
+                        "--method", "optimal-laplace", "--epsilon", "1", "--seed", "0", "--json"))
+    single = puffgm.calibrate_query("example:asia", {"count": "yes"}, epsilon=1.0, method="optimal-laplace")
+    assert d["units"] == 3 and isinstance(d["value"], float) and d["scale"] == pytest.approx(single.scale, rel=1e-9)
+    assert d["comparison"]["user_level_dp"]["total"] == 8.0   # one respondent's 8 answers can all change
+    code, out, err = cli("release", "example:asia", "--data", path, "--unit", "who", "--gaps", "split", "--query",
+                         '{"count": "yes"}', "--method", "wasserstein", "--epsilon", "1")
+    assert code == 2 and "cannot be split" in err and err.count("\n") == 1
