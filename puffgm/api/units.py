@@ -61,7 +61,7 @@ from puffgm.mechanisms.optimal_noise import sample_noise
 from puffgm.mechanisms.panel import INDEPENDENCE, THEOREM_PANEL, PanelRelease, panel_record_type
 from puffgm.mechanisms.workload import WorkloadCalibration
 
-__all__ = ["Units", "read_units", "release_units", "GAPS"]
+__all__ = ["Units", "read_units", "release_units", "panel_summary", "comparison_text", "GAPS"]
 
 #: What a gap inside a trace does: refuse the data, or split the trace into independent units.
 GAPS = ("refuse", "split")
