@@ -63,24 +63,28 @@ def _points(values, b):
     return np.concatenate([[s[0] - 1.0 - b], s, [s[-1] + 1.0 + b]])
 
 
-def _audit(units_laws, stat, scales, *, each):
+def _audit(units_laws, stat, scales, *, each=False, both=False):
     """sup over secrets, priors and outputs of |log f_a / f_b| for the panel release.
 
     ``stat(u, x)`` is unit u's statistic vector on trace x; ``scales[u]`` the Laplace scales of unit u's
-    release (each) or of the aggregate (all equal).  Enumerates the product of the units' laws.
+    release (each) or of the aggregate (all equal); ``both``: the aggregate (``scales[0]``) and the per-unit
+    releases (``scales[1:]``) together.  Enumerates the product of the units' laws.
     """
     worst = 0.0
     for tables in units_laws:
+        n = len(tables)
         grids = np.meshgrid(*[np.arange(len(t[1])) for t in tables], indexing="ij")
         idx = [g.reshape(-1) for g in grids]                      # unit u's outcome in each product outcome
-        probs = np.prod([tables[u][1][idx[u]] for u in range(len(tables))], axis=0)
-        per_unit = [np.array([stat(u, x) for x in tables[u][0]]) for u in range(len(tables))]
-        if each:
-            outs = np.concatenate([per_unit[u][idx[u]] for u in range(len(tables))], axis=1)
-            b = np.concatenate([scales[u] for u in range(len(tables))])
+        probs = np.prod([tables[u][1][idx[u]] for u in range(n)], axis=0)
+        per_unit = [np.array([stat(u, x) for x in tables[u][0]])[idx[u]] for u in range(n)]
+        total = np.sum(per_unit, axis=0)
+        if both:
+            outs = np.concatenate([total, *per_unit], axis=1)
+            b = np.concatenate([scales[0], *scales[1:]])
+        elif each:
+            outs, b = np.concatenate(per_unit, axis=1), np.concatenate(scales)
         else:
-            outs = np.sum([per_unit[u][idx[u]] for u in range(len(tables))], axis=0)
-            b = np.asarray(scales[0])
+            outs, b = total, np.asarray(scales[0])
         axes = [_points(outs[:, d], b[d]) for d in range(outs.shape[1])]
         ys = np.array(list(itertools.product(*axes)))
         kern = np.exp(sum(_log_lap(ys[:, None, d], outs[None, :, d], b[d]) for d in range(outs.shape[1])))
@@ -165,6 +169,18 @@ def test_histogram_workload_and_mqm_panels_are_epsilon_private(chain_class, laws
     each = puffgm.release(mqm, two, unit=True, query={"histogram": {}}, each=True, random_state=0)
     per_len = {int(T): s for T, s in each.details["scales_by_length"].items()}
     assert _audit(_panel_laws([P1, P2], (3, 4)), _hist, [per_len[3], per_len[4]], each=True) <= 1.0 + 1e-9
+
+
+def test_an_aggregate_and_per_unit_mqm_releases_together_cost_what_the_accountant_charges(chain_class):
+    mqm = puffgm.calibrate(chain_class, epsilon=0.5)
+    two = {u: PANEL[u] for u in ("u1", "u2")}
+    acc = PrivacyAccountant()
+    agg = puffgm.release(mqm, two, unit=True, query={"count": "a"}, accountant=acc, random_state=0)
+    each = puffgm.release(mqm, two, unit=True, query={"count": "a"}, each=True, accountant=acc, random_state=1)
+    per_len = {int(T): s for T, s in each.details["scales_by_length"].items()}
+    loss = _audit(_panel_laws([P1, P2], (3, 4)), _count_a, [agg.scales, per_len[3], per_len[4]], both=True)
+    assert acc.total == 1.0                      # Theorem 4.4 per unit: 2 x 0.5
+    assert 0.5 < loss <= acc.total + 1e-9        # together more than one release, within the charge
 
 
 def test_optimal_noise_panel_is_epsilon_private(chain_class):
