@@ -569,7 +569,8 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
         scales = None if agg_scales is None else tuple(s / divide for s in agg_scales)
     cls = panel_record_type(opt.method)
     planned = cls(value=None, names=names, units=units.ids, each=opt.each, epsilon=cal.epsilon, method=opt.method,
-                  mechanism=_mechanism(opt.method) + (f" [{cal.method}]" if opt.method == "mqm" else ""), theorem=f"{THEOREM_PANEL}; per unit: {_theorem(first)}",
+                  mechanism=_mechanism(opt.method) + (f" [{cal.method}]" if opt.method == "mqm" else ""),
+                  theorem=f"{THEOREM_PANEL}; per unit: {_theorem(first)}",
                   prior_class=_prior_name(first), scales=scales, secure=noise.secure, noise=noise.description,
                   details=details)
     if opt.each:
