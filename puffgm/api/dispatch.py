@@ -212,7 +212,11 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
 
     if method in QUERY_METHODS or "query" in options:
         return _deprecated_query_road(prior, epsilon, lipschitz, method, options)
-    return as_prior(prior).calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options)
+    from puffgm.api.recipes import remember
+
+    kind = as_prior(prior)
+    return remember(kind.calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options), kind,
+                    lambda k: k.calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, **options))
 
 
 def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method: str, options: dict) -> Any:
@@ -273,8 +277,11 @@ def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wa
     (7.0, 37.0)
     """
     from puffgm.api.query import query_calibration
+    from puffgm.api.recipes import remember
 
-    return query_calibration(as_prior(prior), query, epsilon=epsilon, method=method, **options)
+    kind = as_prior(prior)
+    return remember(query_calibration(kind, query, epsilon=epsilon, method=method, **options), kind,
+                    lambda k: query_calibration(k, query, epsilon=epsilon, method=method, **options))
 
 
 def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: Any = None,
@@ -306,9 +313,12 @@ def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: An
     >>> cal.names, cal.loss <= 1.0
     (('yes', 'no'), True)
     """
+    from puffgm.api.recipes import remember
     from puffgm.api.workload import workload_calibration
 
-    return workload_calibration(as_prior(prior), workload, epsilon=epsilon, weights=weights, **options)
+    kind = as_prior(prior)
+    return remember(workload_calibration(kind, workload, epsilon=epsilon, weights=weights, **options), kind,
+                    lambda k: workload_calibration(k, workload, epsilon=epsilon, weights=weights, **options))
 
 
 def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> InfluenceCurve:

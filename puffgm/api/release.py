@@ -66,7 +66,7 @@ __all__ = ["release", "true_value", "BlowfishCalibration"]
 
 
 def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz: float | None = None,
-            accountant: Any = None, random_state: Any = None, label: str | None = None) -> Release:
+            accountant: Any = None, random_state: Any = None, label: str | None = None, **units: Any) -> Release:
     """Release the noisy answer a calibration was made for: the one entry point for every calibration.
 
     Parameters
@@ -100,13 +100,34 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
         Seeded numpy noise, for tests only (not for production); default: secure samplers.
     label : str, optional
         The release's name in the accountant's ledger.
+    **units
+        A release on **many units** (:mod:`puffgm.api.units`), named by these keywords:
+
+    unit : str or True, optional
+        **Many units** (:mod:`puffgm.api.units`): ``data`` is a panel of independent units (traces
+        or records), and the release is the sum over units of each unit's statistic, with noise
+        calibrated for one unit.  A column name (a long frame of traces, or a frame of records
+        with an id column), or True for data that is units already (a wide frame, one row per
+        unit; a list or dict of traces or records).  Units are independent only under the prior.
+    time, state : str, optional
+        With ``unit=``, a long frame of traces: the column ordering each unit's rows, the column
+        of states.
+    gaps : {"refuse", "split"}
+        With ``unit=``: a gap inside a trace is refused, or splits it into independent units.
+    each : bool
+        With ``unit=``: one release per unit, all under one charge (parallel composition).
+    relative : bool
+        With ``unit=``: divide by the public total number of entries (relative frequencies).
+    query : dict, optional
+        With ``unit=`` and a Markov Quilt Mechanism calibration: the query or workload whose
+        sum over units to release (noise sigma_max x its Lipschitz constant).
 
     Returns
     -------
     Release
         ``QueryRelease``, ``OptimalNoiseRelease``, ``WorkloadRelease``, ``MarkovQuiltRelease``,
-        ``PufferfishRelease`` or ``BlowfishRelease``; it keeps the noisy value only, never the
-        true one.
+        ``PufferfishRelease`` or ``BlowfishRelease``; with ``unit=`` a ``PanelRelease``; it keeps
+        the noisy value only, never the true one.
 
     Raises
     ------
@@ -149,7 +170,32 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
     >>> puffgm.release(hist, [0, 1, 1, 4], random_state=0).value.shape
     (5,)
     """
+    if units:
+        return _units(calibration, data, answer, lipschitz, units | {
+            "accountant": accountant, "random_state": random_state, "label": label})
     return _release(calibration, _Request(data, answer, lipschitz, accountant, random_state, label))
+
+
+def _units(calibration: Any, data: Any, answer: Any, lipschitz: Any, options: dict) -> Release:
+    """A release on many units (:func:`puffgm.api.units.release_units`), refusing what does not apply."""
+    from puffgm.api.units import release_units
+
+    unknown = sorted(set(options) - {"unit", "time", "state", "gaps", "each", "relative", "query", "accountant",
+                                     "random_state", "label"})
+    if unknown:
+        raise ParameterError(f"puffgm.release takes no keyword {unknown[0]!r}; a release on units takes unit=, time=, "
+                             "state=, gaps=, each=, relative= and query=.")
+    options.setdefault("unit", True)
+    if answer is not None or lipschitz is not None:
+        raise ParameterError("A release on units computes each unit's statistic from the data: give the units as "
+                             "data, not answer= or lipschitz=.")
+    if not isinstance(calibration, (QueryCalibration, WorkloadCalibration, CalibrationResult)):
+        raise ParameterError("A release on units takes a query-specific calibration (puffgm.calibrate_query, "
+                             "puffgm.calibrate_workload) or a Markov Quilt Mechanism calibration (puffgm.calibrate) "
+                             f"with query=; got {type(calibration).__name__}.")
+    if data is None:
+        raise ParameterError("A release on units computes each unit's statistic from the data: give the units.")
+    return release_units(calibration, data, **options)
 
 
 @dataclass(frozen=True)

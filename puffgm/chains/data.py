@@ -171,7 +171,11 @@ def _read_array(a: np.ndarray) -> Traces:
 def _values(seq) -> tuple:
     """A trace as a tuple of Python values: gaps None, numpy scalars unwrapped, integral floats ints."""
     if pandas_type(seq) == "Series":
-        seq = seq.to_numpy(dtype=object)
+        seq = seq.to_numpy() if seq.dtype.kind in "iubf" else seq.to_numpy(dtype=object)
+    if isinstance(seq, np.ndarray) and seq.dtype.kind in "iub":  # no gaps: the values as they are, fast
+        return tuple(seq.tolist())
+    if isinstance(seq, np.ndarray) and seq.dtype.kind == "f":
+        return tuple(None if v != v else int(v) if v.is_integer() else v for v in seq.tolist())
     out: list = []
     for v in seq:
         if is_missing(v):

@@ -6,6 +6,18 @@
                    --epsilon E [--ledger FILE.db] [--budget B] [--seed N] [--label NAME] [--json]
     puffgm release PRIOR... --method exact|approx|groupdp|gk16 --answer X --epsilon E [--lipschitz L] ...
 
+Many units (a panel of traces, a table of respondents)::
+
+    puffgm release PRIOR... --data FILE.csv --unit COLUMN [--time COLUMN] [--state COLUMN] [--gaps split]
+                   [--each] [--relative] --query JSON --method M --epsilon E [--ledger FILE --budget B] [--json]
+
+releases the sum over units of each unit's statistic (``--each``: one statistic per unit, all under
+one charge), with noise calibrated for ONE unit of the class (``--method exact``: sigma_max times the
+query's Lipschitz constant; the query methods: the unit's exact laws).  A chain's CSV is long (a unit
+column, an optional time column, a state column) or wide (a unit column and one column per time
+step, one row per unit); a network's is one row per unit with one column per node.  Units are
+independent only under the prior: correlated units must be modelled jointly as one network.
+
 A query method calibrates for the ``--query`` (or the workload) exactly as ``puffgm calibrate``
 does, and the true value is computed from ``--data``, one database of the prior class: a CSV
 file with a header row -- for a network one column per node and one row of states, for a
@@ -39,7 +51,7 @@ from puffgm.cli.calibrate import (
     limit_line,
 )
 
-__all__ = ["register", "run", "read_data_file"]
+__all__ = ["register", "run", "read_data_file", "read_units_file"]
 
 
 def register(p) -> None:
@@ -62,6 +74,21 @@ def register(p) -> None:
     p.add_argument("--label", default=None, help="the release's name in the ledger")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: the noisy value, the release, the guarantee and the budget left")
+    p.add_argument("--unit", metavar="COLUMN", default=None,
+                   help="many units: --data is a panel (a CSV with this unit column), and the release is the sum over "
+                        "units of each unit's statistic with noise calibrated for one unit (units are independent "
+                        "only under the prior)")
+    p.add_argument("--time", metavar="COLUMN", default=None, help="with --unit, a long CSV of traces: the column "
+                                                                   "ordering each unit's rows")
+    p.add_argument("--state", metavar="COLUMN", default=None, help="with --unit, a long CSV of traces: the column of "
+                                                                    "states (default: the one column left)")
+    p.add_argument("--gaps", choices=("refuse", "split"), default="refuse",
+                   help="with --unit: a gap (empty cell) inside a trace is refused (default) or splits the trace "
+                        "into independent units")
+    p.add_argument("--each", action="store_true",
+                   help="with --unit: one release per unit, all under one charge (parallel composition)")
+    p.add_argument("--relative", action="store_true",
+                   help="with --unit: divide by the public total number of entries (relative frequencies)")
     p.set_defaults(per_node=False, plot=None)
 
 
@@ -73,11 +100,123 @@ def run(args) -> str:
     check_positive_finite(args.epsilon, "epsilon", "puffgm release")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm release")
     prior = as_prior(list(args.priors))
+    if args.unit is not None:
+        return _run_units(args, prior)
+    _no_unit_flags(args)
     data, answer = _inputs(args, prior)  # before any calibration: a bad file costs no time
     accountant = _accountant(args)
     cal = calibration_from_args(args, prior)
     rel = release(cal, data, answer=answer, accountant=accountant, random_state=args.seed, label=args.label)
     return _output(args, rel, accountant.report(), applied_time_limit(args, prior))
+
+
+def _no_unit_flags(args) -> None:
+    from puffgm.exceptions import ParameterError
+
+    for flag, used in (("--time", args.time is not None), ("--state", args.state is not None),
+                       ("--gaps", args.gaps != "refuse"), ("--each", args.each), ("--relative", args.relative)):
+        if used:
+            raise ParameterError(f"{flag} applies to a release on many units: give --unit COLUMN.")
+
+
+def _run_units(args, prior) -> str:
+    """A release on many units: read the panel, calibrate one unit (each length once), release, side by side."""
+    from puffgm.api.recipes import remember
+    from puffgm.api.release import release
+    from puffgm.exceptions import ParameterError
+
+    if args.answer is not None:
+        raise ParameterError("A release on units computes each unit's statistic from --data: give --query, not "
+                             "--answer.")
+    if args.data is None or args.query is None:
+        raise ParameterError("A release on units needs --data FILE.csv (the panel) and --query JSON (the statistic "
+                             "of one unit whose sum over units is released).")
+    from puffgm.api.query import record_layout
+    from puffgm.api.units import read_units
+
+    frame = read_units_file(args.data, time=args.time)
+    layout = record_layout(prior)
+    units = read_units(frame, layout, unit=args.unit, time=args.time, state=args.state, gaps=args.gaps)
+    if layout.trace and max(units.lengths) > len(layout.nodes):  # refused before any calibration
+        raise ParameterError(f"A unit has length {max(units.lengths)}, longer than the class's T = "
+                             f"{len(layout.nodes)}: give the class at the longest unit's length.")
+    query = args.query
+    if args.method not in QUERY_METHODS:
+        args.query = None  # the Markov Quilt Mechanism covers every query: its scale is sigma_max x the query's L
+    accountant = _accountant(args)
+    cal = remember(calibration_from_args(args, prior), prior, lambda k: calibration_from_args(args, k))
+    rel = release(cal, frame, unit=args.unit, time=args.time, state=args.state, gaps=args.gaps, each=args.each,
+                  relative=args.relative, query=None if args.method in QUERY_METHODS else query,
+                  accountant=accountant, random_state=args.seed, label=args.label)
+    return _units_output(args, rel, accountant.report(), applied_time_limit(args, prior))
+
+
+def read_units_file(path: str, *, time: str | None = None):
+    """A panel from a CSV file with a header row, as a pandas DataFrame of text cells (empty cells are gaps).
+
+    The ``time`` column, when given, is read as numbers if every cell is one (so 10 sorts after 9).
+    """
+    from puffgm.exceptions import ParameterError
+
+    if not os.path.isfile(path):
+        raise ParameterError(f"There is no data file {path!r}.")
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas ships with the data extra
+        raise ParameterError('A release on units reads its CSV with pandas: pip install "puffgm[data]".') from None
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""], skipinitialspace=True)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+        raise ParameterError(f"The data file {path!r} is not a CSV file with a header row: "
+                             f"{str(exc).splitlines()[0]}") from None
+    if frame.empty:
+        raise ParameterError(f"The data file {path!r} has a header and no rows.")
+    frame.columns = [str(c).strip() for c in frame.columns]
+    if time is not None and time in frame.columns:
+        numeric = pd.to_numeric(frame[time], errors="coerce")
+        if not numeric.isna().any():
+            frame[time] = numeric
+    return frame
+
+
+def _units_output(args, rel, report, limit: dict) -> str:
+    """The panel's noisy aggregate (or per-unit values), the side by side, the guarantee (or one JSON object)."""
+    from puffgm.api.units import comparison_text, panel_summary
+
+    remaining = None if math.isinf(report.remaining) else report.remaining
+    guarantee = f"{report.explain()}; {rel.details['independence']}"
+    if args.json:
+        out = panel_summary(rel) | {"release": rel.to_dict(), "guarantee": guarantee, "total": report.total,
+                                    "budget": report.budget, "remaining": remaining, "ledger": args.ledger} | limit
+        return json.dumps(out, indent=2, allow_nan=False)
+    lines = []
+    if rel.each:
+        lines.append(f"released one value per unit ({len(rel.units)} units):")
+        for r in rel.releases[:20]:
+            v = r.get("value", r.get("values"))
+            text = ", ".join(f"{n} {x:.10g}" for n, x in v.items()) if isinstance(v, dict) else f"{v:.10g}"
+            lines.append(f"  {r['unit']}: {text}")
+        if len(rel.units) > 20:
+            lines.append(f"  ... {len(rel.units) - 20} more (--json lists every unit)")
+    elif rel.names is not None:
+        lines.append(f"released (sum over {len(rel.units)} units): "
+                     + ", ".join(f"{n} {v:.10g}" for n, v in zip(rel.names, rel.value, strict=True)))
+    else:
+        lines.append(f"released (sum over {len(rel.units)} units): {rel.value:.10g}")
+    lengths = rel.details["lengths"]
+    if lengths:
+        lines.append("unit lengths: " + ", ".join(f"{T} ({c} units)" for T, c in lengths.items())
+                     + f"; each length calibrated once ({rel.details['calibrations']} calibration(s))")
+    if rel.details["relative"]:
+        lines.append(f"relative: divided by the public total number of entries ({rel.details['entries']:g})")
+    lines += [rel.explain(), comparison_text(rel)]
+    lines += [f"note: {n}" for n in rel.details["notes"]]
+    lines += [f"guarantee: {guarantee}",
+              "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
+    if args.ledger is not None:
+        lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
+    lines.append(limit_line(limit))
+    return "\n".join(lines)
 
 
 def _inputs(args, prior) -> tuple:

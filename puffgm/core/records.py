@@ -33,7 +33,7 @@ from puffgm.core.frames import is_missing, pandas_type
 from puffgm.core.states import match_state
 from puffgm.exceptions import ParameterError
 
-__all__ = ["RecordLayout"]
+__all__ = ["RecordLayout", "read_state"]
 
 _ONE_DATABASE = "a calibration covers one database, and the noise is calibrated for that database alone"
 
@@ -138,6 +138,12 @@ def _trace_values(data) -> list:
     if any(isinstance(v, (list, tuple, np.ndarray)) for v in data):
         raise ParameterError(f"The data holds several traces, but {_ONE_DATABASE}: give one trace of the chain.")
     return list(data)
+
+
+def read_state(node: str, states: tuple, value) -> str:
+    """The state name ``value`` stands for at ``node`` (its name, then an integer index), as :meth:`RecordLayout.read`
+    reads it; ParameterError for a gap or a value that is no state."""
+    return _state(node, states, value)
 
 
 def _state(node: str, states: tuple, value) -> str:

@@ -1,0 +1,158 @@
+"""The release record of a panel: many independent units released as one aggregate, or one release per unit.
+
+A panel is a data set of units u = 1..N (a trace of a Markov chain, a record of a Bayesian
+network), independent under every prior of the class.  :func:`puffgm.release` with ``unit=``
+(:mod:`puffgm.api.units`) releases either
+
+* the **aggregate** F = sum_u F_u + Z, with Z calibrated for one unit's statistic F_u under
+  the unit's class: for a secret of unit u, the release is F_u + Z plus sum_{v != u} F_v,
+  which is independent of X_u under every prior, so it is post-processing of an
+  epsilon-Pufferfish release of unit u alone; or
+* **one release per unit**, M_u(X_u) each epsilon-private for unit u's secrets, together
+  epsilon-private (parallel composition: for a secret of unit u every other release is
+  independent of X_u).
+
+Both hold only because units are independent under the prior: units that are correlated (a
+household, a contact network) must be modelled jointly as one network.
+
+The accountant charges a panel release once (:attr:`PanelRelease.units` names the units it
+touches).  :func:`panel_record_type` is the one place that says how the accountant composes
+a panel release: the Markov Quilt Mechanism's rule (Song et al. Theorem 4.4, per unit, over
+the quilt sets of the unit calibrations) for MQM, held alone for query-specific noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from puffgm.core.release import Release
+from puffgm.core.results import freeze_record
+
+__all__ = ["PanelRelease", "PanelMarkovQuiltRelease", "panel_record_type", "INDEPENDENCE", "THEOREM_PANEL"]
+
+#: Said wherever the guarantee of a panel release is stated.
+INDEPENDENCE = ("units are independent only under the prior: correlated units (a household, a contact network) "
+                "must be modelled jointly as one network")
+
+THEOREM_PANEL = ("the aggregate sum_u F_u + Z is post-processing of one unit's epsilon-Pufferfish release F_u + Z "
+                 "(the other units are independent of it under every prior); per-unit releases compose in parallel "
+                 "(max over units)")
+
+
+@dataclass(frozen=True)
+class PanelRelease(Release):
+    """A panel's noisy aggregate, or its noisy per-unit statistics, under one charge.
+
+    Attributes
+    ----------
+    value : float, tuple of float, or tuple of per-unit values
+        Aggregate: the noisy statistic (one query) or table (a tuple in ``names`` order).
+        Per unit (``each``): one such value per unit, in ``units`` order.
+    names : tuple of str or None
+        The statistics of a table (None for one query).
+    units : tuple of str
+        The ids of the units the release touches (every unit of the panel).
+    each : bool
+        One release per unit (True) or the aggregate (False).
+    epsilon : float
+    method : str
+        ``"mqm"``, ``"wasserstein"``, ``"optimal-laplace"``, ``"optimal-noise"`` or ``"workload"``.
+    mechanism, theorem : str
+    prior_class : str
+        The prior class of one unit.
+    scales : tuple of float or None
+        The aggregate's Laplace scale per statistic: the largest over the unit lengths present
+        (None for the optimal noise law); for ``each``, the largest per-unit scale (each length's
+        in ``details["scales_by_length"]``).
+    secure : bool
+    noise : str
+    details : Mapping
+        ``lengths`` (length -> number of units), ``entries`` (the public total number of entries),
+        ``relative``, ``scales_by_length``, ``comparison`` (the aggregate's expected absolute error
+        per statistic under user-level DP, group DP, MQM per unit and the query-specific road per
+        unit), ``notes`` and ``independence``.
+    """
+
+    composition = "query-specific"
+
+    value: Any
+    names: tuple | None
+    units: tuple
+    each: bool
+    epsilon: float
+    method: str
+    mechanism: str
+    theorem: str
+    prior_class: str
+    scales: tuple | None
+    secure: bool
+    noise: str
+    details: Mapping = field(default_factory=dict)
+
+    def __post_init__(self):
+        freeze_record(self)
+
+    @property
+    def prior(self) -> str:
+        """The prior class of one unit (units independent under it)."""
+        return f"{self.prior_class} (each of {len(self.units)} units; {INDEPENDENCE})"
+
+    @property
+    def releases(self) -> list:
+        """Per unit (``each``): ``[{"unit": ID, "value" | "values": ...}, ...]``; empty for the aggregate."""
+        if not self.each or self.value is None:
+            return []
+        key = "value" if self.names is None else "values"
+        out = []
+        for u, v in zip(self.units, self.value, strict=True):
+            out.append({"unit": u, key: v if self.names is None else dict(zip(self.names, v, strict=True))})
+        return out
+
+    def as_dict(self) -> dict:
+        """The aggregate's noisy statistics by name (one query: ``{"value": v}``)."""
+        if self.each:
+            raise ValueError("A per-unit release has one value per unit: read .releases.")
+        if self.names is None:
+            return {"value": self.value}
+        return dict(zip(self.names, self.value or (), strict=True))
+
+    def explain(self) -> str:
+        """One line: what was released, over how many units, epsilon, scales, noise source."""
+        what = f"one release per unit ({len(self.units)} units)" if self.each else \
+            f"the aggregate over {len(self.units)} units"
+        sc = "optimal noise law" if self.scales is None else \
+            "Laplace scale(s) " + ", ".join(f"{s:.6g}" for s in self.scales)
+        line = f"{self.mechanism}, {what}: epsilon {self.epsilon:g}, {sc}; noise: {self.noise}"
+        return line + ("" if self.secure else " [NOT FOR PRODUCTION]")
+
+
+@dataclass(frozen=True)
+class PanelMarkovQuiltRelease(PanelRelease):
+    """A panel release by the Markov Quilt Mechanism: composed per unit by Song et al. Theorem 4.4.
+
+    Every unit's release (its own, or its share of the aggregate by post-processing) is an MQM
+    release over the quilt sets of the unit's calibration; :attr:`quilt_key` identifies the
+    calibrations of the lengths present.
+    """
+
+    composition = "markov-quilt"
+
+    @property
+    def quilt_key(self) -> str | None:
+        """The quilt sets of the unit calibrations (one key for the lengths present)."""
+        return self.details.get("quilt_key")
+
+
+def panel_record_type(method: str) -> type:
+    """The record class of a panel release by ``method``: how the accountant composes it.
+
+    The one place a panel release meets the accountant.  Today the accountant knows no units:
+    an MQM panel release composes by Song et al. Theorem 4.4 with MQM releases over the same
+    quilt sets (valid per unit, hence for the max over units), and a query-specific panel
+    release is held alone.  When the accountant learns unit scopes, the record's ``units``
+    (and ``each``) give the scope of the charge: every unit for the aggregate, each unit its
+    own for per-unit releases.
+    """
+    return PanelMarkovQuiltRelease if method == "mqm" else PanelRelease
