@@ -15,20 +15,28 @@ network), independent under every prior of the class.  :func:`puffgm.release` wi
 Both hold only because units are independent under the prior: units that are correlated (a
 household, a contact network) must be modelled jointly as one network.
 
-The accountant charges a panel release once (:attr:`PanelRelease.units` names the units it
-touches).  :func:`panel_record_type` is the one place that says how the accountant composes
-a panel release: the Markov Quilt Mechanism's rule (Song et al. Theorem 4.4, per unit, over
-the quilt sets of the unit calibrations) for MQM, held alone for query-specific noise.
+The accountant charges a panel release once, and its composition names the units it touches
+(:attr:`PanelRelease.units`): every unit for the aggregate, and for per-unit releases each unit
+its own release, which is the same set since per-unit composition (the accountant composes, for
+each unit, the entries touching it, and takes the max over units) then counts one release per
+unit.  The record's :attr:`~PanelRelease.composition` is the one place that says how a panel
+release composes: :class:`~puffgm.mechanisms.laplace.MarkovQuiltComposition` (Song et al.
+Theorem 4.4, per unit, over the quilt sets of the unit calibrations) for MQM, and
+:class:`~puffgm.core.composition.HeldAlone` on its units for query-specific noise: a second
+query-specific release on any of those units is refused, one on disjoint units composes in
+parallel.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
+from puffgm.core.composition import Composition, HeldAlone, canonical_units
 from puffgm.core.release import Release
 from puffgm.core.results import freeze_record
+from puffgm.mechanisms.laplace import MarkovQuiltComposition
 
 __all__ = ["PanelRelease", "PanelMarkovQuiltRelease", "panel_record_type", "INDEPENDENCE", "THEOREM_PANEL"]
 
@@ -75,8 +83,6 @@ class PanelRelease(Release):
         unit), ``notes`` and ``independence``.
     """
 
-    composition = "query-specific"
-
     value: Any
     names: tuple | None
     units: tuple
@@ -93,6 +99,17 @@ class PanelRelease(Release):
 
     def __post_init__(self):
         freeze_record(self)
+
+    @property
+    def unit_scope(self) -> frozenset:
+        """The units the release touches, as the accountant's unit scope."""
+        return cast(frozenset, canonical_units(self.units))
+
+    @property
+    def composition(self) -> Composition:
+        """Held alone on its units (:class:`~puffgm.core.composition.HeldAlone`): the unit calibration is
+        query-specific, so no theorem composes it with another release of those units."""
+        return HeldAlone(self.epsilon, mechanism=self.mechanism, units=self.unit_scope)
 
     @property
     def prior(self) -> str:
@@ -137,7 +154,11 @@ class PanelMarkovQuiltRelease(PanelRelease):
     calibrations of the lengths present.
     """
 
-    composition = "markov-quilt"
+    @property
+    def composition(self) -> Composition:
+        """Song et al. Theorem 4.4 on each unit, over the quilt sets of the unit calibrations."""
+        return MarkovQuiltComposition(self.epsilon, fingerprint=str(self.details.get("fingerprint", "")),
+                                      quilt_key=str(self.quilt_key), units=self.unit_scope)
 
     @property
     def quilt_key(self) -> str | None:
@@ -148,11 +169,7 @@ class PanelMarkovQuiltRelease(PanelRelease):
 def panel_record_type(method: str) -> type:
     """The record class of a panel release by ``method``: how the accountant composes it.
 
-    The one place a panel release meets the accountant.  Today the accountant knows no units:
-    an MQM panel release composes by Song et al. Theorem 4.4 with MQM releases over the same
-    quilt sets (valid per unit, hence for the max over units), and a query-specific panel
-    release is held alone.  When the accountant learns unit scopes, the record's ``units``
-    (and ``each``) give the scope of the charge: every unit for the aggregate, each unit its
-    own for per-unit releases.
+    An MQM panel release composes per unit by Song et al. Theorem 4.4 with MQM releases over
+    the same quilt sets; a query-specific panel release is held alone on its units.
     """
     return PanelMarkovQuiltRelease if method == "mqm" else PanelRelease

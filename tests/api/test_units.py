@@ -14,7 +14,7 @@ import pytest
 
 import puffgm
 from puffgm.accounting import PrivacyAccountant
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import CompositionError, ParameterError
 
 pd = pytest.importorskip("pandas")
 
@@ -291,6 +291,32 @@ def test_one_charge_for_every_unit_and_the_guarantee_names_independence(chain_cl
     assert "independent only under the prior" in rel.prior
     puffgm.release(mqm, PANEL, unit=True, query={"count": "a"}, accountant=acc, random_state=0)
     assert acc.total == 1.0   # Theorem 4.4 per unit: two MQM releases over the same quilt sets
+
+
+def test_query_specific_panel_releases_compose_per_unit(chain_class):
+    """Held alone on its units: disjoint unit sets compose in parallel, overlapping ones are refused."""
+    cal = puffgm.calibrate_query(chain_class, {"count": "a"}, epsilon=0.5, method="optimal-laplace")
+    acc = PrivacyAccountant(budget=1.0)
+    first = {u: PANEL[u] for u in ("u1", "u2")}
+    puffgm.release(cal, first, unit=True, each=True, accountant=acc, random_state=0)
+    puffgm.release(cal, {"u3": PANEL["u3"]}, unit=True, accountant=acc, random_state=1)
+    assert acc.total == 0.5 and len(acc.entries) == 2     # parallel composition: max over units
+    with pytest.raises(CompositionError, match="on these units"):
+        puffgm.release(cal, PANEL, unit=True, accountant=acc, random_state=2)
+    assert len(acc.entries) == 2 and acc.total == 0.5     # nothing charged for the refused aggregate
+
+
+def test_the_sqlite_ledger_keeps_a_panel_releases_unit_scope(chain_class, tmp_path):
+    cal = puffgm.calibrate_query(chain_class, {"count": "a"}, epsilon=0.5, method="optimal-laplace")
+    path = tmp_path / "panel.db"
+    acc = PrivacyAccountant(budget=1.0, ledger=path)
+    puffgm.release(cal, {u: PANEL[u] for u in ("u1", "u2")}, unit=True, accountant=acc, random_state=0)
+    again = PrivacyAccountant(ledger=path)
+    assert again.entries[0].units == frozenset({"u1", "u2"})
+    puffgm.release(cal, {"u3": PANEL["u3"]}, unit=True, each=True, accountant=again, random_state=1)
+    with pytest.raises(CompositionError):
+        puffgm.release(cal, {"u2": PANEL["u2"]}, unit=True, accountant=again, random_state=2)
+    assert again.total == 0.5
 
 
 @pytest.mark.slow
