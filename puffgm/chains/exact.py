@@ -69,8 +69,8 @@ each at a cost bounded by l.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
