@@ -27,6 +27,9 @@ engine runs, and their messages name the public function (``puffgm.calibrate``,
 ``puffgm.influence_curve``), never an engine (``MQMExact.calibrate``, ``gk16``) the user did
 not call.  :func:`check_calibration_request` is that check, for the other doors
 (:func:`puffgm.calibrate_many`, the ``puffgm`` command) to give under their own names.
+After the door, :meth:`PriorKind.calibrate` returns the engine's result as the engine built
+it: each engine records the options (which enter the composition key of MQM releases) and
+the graph of its quilts itself, so nothing rewrites a result after the fact.
 """
 
 from __future__ import annotations
