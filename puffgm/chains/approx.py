@@ -42,6 +42,7 @@ MQMApprox refuses the chain instead of using a spurious gap.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
@@ -49,7 +50,7 @@ import numpy as np
 
 from puffgm.chains.exact import PER_NODE_LIMIT, quilt_choice
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary_distribution
-from puffgm.core.results import CalibrationResult
+from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, NumericalError, ParameterError
 
@@ -417,7 +418,8 @@ class MQMApprox:
                     return cand
         return T / _MAX_FLOAT * (1 + 1e-9)
 
-    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
+                  options: Mapping | None = None) -> CalibrationResult:
         """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's).
 
         Parameters
@@ -426,6 +428,12 @@ class MQMApprox:
             The Pufferfish privacy parameter (> 0).
         lipschitz : float
             The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        options : mapping, optional
+            The calibration options as the user gave them to :func:`puffgm.calibrate`
+            (``PriorKind.calibrate`` passes them down), recorded on the result
+            (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
+            of its releases).  None (default) records none: the releases of the result then
+            compose only with releases of an equal calibration.
         """
         eps = check_positive_finite(epsilon, "epsilon", "MQMApprox.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMApprox.calibrate")
@@ -468,6 +476,8 @@ class MQMApprox:
                 "k": cc.k,
                 "n_chains": self._n_chains,
             },
+            graph=QuiltGraph("chain", length=int(T)),
+            options=options,
         )
 
 

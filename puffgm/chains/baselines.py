@@ -28,6 +28,7 @@ exception.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -35,7 +36,7 @@ import numpy as np
 
 from puffgm.chains.budget import check_chain_length
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
-from puffgm.core.results import CalibrationResult
+from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NumericalError
 
@@ -52,6 +53,8 @@ class _Baseline:
     n_nodes: int
     fingerprint: str
     theorem: str
+    graph: QuiltGraph | None = None
+    options: Mapping | None = None
 
     def result(self, sigma: float, *, notes=(), details=None, applicable: bool = True) -> CalibrationResult:
         """The CalibrationResult of noise scale ``sigma`` (no quilt: ``worst`` is None)."""
@@ -59,12 +62,12 @@ class _Baseline:
             epsilon=self.epsilon, lipschitz=self.lipschitz, method=self.method, sigma_max=sigma, worst=None,
             per_node=(), n_nodes=self.n_nodes, groupdp_sigma=self.n_nodes / self.epsilon,
             fingerprint=self.fingerprint, theorem=self.theorem, applicable=applicable, notes=tuple(notes),
-            details=details or {},
+            details=details or {}, graph=self.graph, options=self.options,
         )
 
 
 def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
-             lipschitz: float = 1.0) -> CalibrationResult:
+             lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
     """GroupDP: sigma_max = T / epsilon (the whole chain is one group).
 
     Parameters
@@ -75,12 +78,18 @@ def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: floa
         The privacy parameter (> 0).
     lipschitz : float
         The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+    options : mapping, optional
+        The calibration options as the user gave them to :func:`puffgm.calibrate`
+        (``PriorKind.calibrate`` passes them down), recorded on the result
+        (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
+        of its releases).  None (default) records none.
     """
     eps = check_positive_finite(epsilon, "epsilon", "group_dp")
     lip = check_positive_finite(lipschitz, "lipschitz", "group_dp")
     T = check_chain_length(chain_class.length, "group_dp")
     base = _Baseline("groupdp", eps, lip, T, chain_class.fingerprint,
-                     "group differential privacy over the longest chain (T records)")
+                     "group differential privacy over the longest chain (T records)",
+                     QuiltGraph("chain", length=int(T)), options)
     return base.result(_scale_up(T, eps, "Group DP"), details={"group_size": T})
 
 
@@ -157,7 +166,7 @@ def _gk16_middle_row(gamma: float, T: int) -> float:
 
 
 def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
-         lipschitz: float = 1.0) -> CalibrationResult:
+         lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
     """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
 
     Parameters
@@ -169,6 +178,11 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
         The privacy parameter (> 0).
     lipschitz : float
         The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+    options : mapping, optional
+        The calibration options as the user gave them to :func:`puffgm.calibrate`
+        (``PriorKind.calibrate`` passes them down), recorded on the result
+        (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
+        of its releases).  None (default) records none.
 
     Returns
     -------
@@ -181,7 +195,8 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
     lip = check_positive_finite(lipschitz, "lipschitz", "gk16")
     T = check_chain_length(chain_class.length, "gk16")
     base = _Baseline("gk16", eps, lip, T, chain_class.fingerprint,
-                     "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)")
+                     "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)",
+                     QuiltGraph("chain", length=int(T)), options)
     if chain_class.k != 2:
         return base.result(math.inf, applicable=False,
                            notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))

@@ -63,6 +63,7 @@ from __future__ import annotations
 import hashlib
 import math
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,7 @@ import numpy as np
 from puffgm.chains.baselines import gk16_gamma
 from puffgm.chains.exact import PER_NODE_LIMIT, THEOREM_EXACT, MQMExact
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, check_length
-from puffgm.core.results import CalibrationResult
+from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError, PriorError
 
@@ -232,9 +233,9 @@ class ChainParameterBox(InfiniteChainClass):
         """Certified (lower, upper) bracket of sup over the box of GK16's gamma (see :func:`gk16_gamma_bounds`)."""
         return gk16_gamma_bounds(self.p0, self.p1, tol=tol, max_cells=max_cells)
 
-    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, **options) -> CalibrationResult:
-        """MQMExact over the box, certified by branch and bound (:func:`certified_mqm_exact`; ``options`` go there)."""
-        return certified_mqm_exact(self, epsilon=epsilon, lipschitz=lipschitz, **options)
+    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, **settings) -> CalibrationResult:
+        """MQMExact over the box, certified by branch and bound (:func:`certified_mqm_exact`; ``settings`` go there)."""
+        return certified_mqm_exact(self, epsilon=epsilon, lipschitz=lipschitz, **settings)
 
 
 # ============================================================== interval tools
@@ -451,7 +452,7 @@ def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
 
 def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: float = 1.0,
                         rtol: float = DEFAULT_RTOL, initial_grid: int = 4, max_evaluations: int = 4000,
-                        progress=None) -> CalibrationResult:
+                        progress=None, options: Mapping | None = None) -> CalibrationResult:
     """MQMExact over a :class:`ChainParameterBox`: a certified upper bound of sup_theta sigma_theta.
 
     Branch and bound over the parameter box (module docstring): lower bounds are
@@ -476,6 +477,11 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
         ``details["certified_gap"]`` and a note.
     progress : callable, optional
         ``progress(evaluations_done, budget)``.
+    options : mapping, optional
+        The calibration options as the user gave them to :func:`puffgm.calibrate`
+        (``PriorKind.calibrate`` passes them down), recorded on the result
+        (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
+        of its releases).  None (default) records none.
 
     Returns
     -------
@@ -512,7 +518,7 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
     e1 = np.linspace(box.p1[0], box.p1[1], g + 1)
     cells = np.unique(np.array([[e0[i], e0[i + 1], e1[j], e1[j + 1]] for i in range(g) for j in range(g)]), axis=0)
     accepted_upper, n_cells, complete = _branch_and_bound(samples, cells, rtol)
-    return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete)
+    return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete, options)
 
 
 class _Samples:
@@ -597,7 +603,8 @@ def _branch_and_bound(samples: _Samples, cells: np.ndarray, rtol: float) -> tupl
     return accepted_upper, n_cells, complete
 
 
-def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int, complete: bool) -> CalibrationResult:
+def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int, complete: bool,
+                      options: Mapping | None) -> CalibrationResult:
     """The CalibrationResult of the certified supremum ``sigma`` (the worst quilt: the best sample's)."""
     box, eps, best = samples.box, samples.eps, samples.best
     T = box.length
@@ -618,4 +625,5 @@ def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int
                  "certified_gap": sigma / best["sigma"] - 1.0, "rtol": rtol, "complete": complete,
                  "evaluations": samples.evaluations, "cells": n_cells, "k": 2, "initial": box.initial_kind,
                  "n_chains": "box", "worst_quilt_kind": top.details.get("worst_quilt_kind")},
+        graph=QuiltGraph("chain", length=int(T)), options=options,
     )

@@ -69,6 +69,7 @@ each at a cost bounded by l.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -76,7 +77,7 @@ import numpy as np
 
 from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass, node_name
-from puffgm.core.results import CalibrationResult, QuiltChoice
+from puffgm.core.results import CalibrationResult, QuiltChoice, QuiltGraph
 from puffgm.core.validation import check_positive_finite, check_positive_int, check_time_limit
 from puffgm.exceptions import NumericalError, ParameterError, PriorError
 
@@ -764,7 +765,8 @@ class MQMExact:
         self.time_limit = check_time_limit(time_limit, "MQMExact")
         self._clock: ChainClock | None = None  # set by calibrate (shared with a family's members)
 
-    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0) -> CalibrationResult:
+    def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
+                  options: Mapping | None = None) -> CalibrationResult:
         """Noise scale sigma_max (per unit L) and the worst node's active quilt.
 
         Parameters
@@ -773,6 +775,12 @@ class MQMExact:
             The Pufferfish privacy parameter (> 0).
         lipschitz : float
             The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        options : mapping, optional
+            The calibration options as the user gave them to :func:`puffgm.calibrate`
+            (``PriorKind.calibrate`` passes them down), recorded on the result
+            (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
+            of its releases).  None (default) records none: the releases of the result then
+            compose only with releases of an equal calibration.
 
         Returns
         -------
@@ -784,19 +792,19 @@ class MQMExact:
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
         cc = self.chain_class
         if isinstance(cc, InfiniteChainClass):  # self._box
-            return cc.certified_exact(epsilon=eps, lipschitz=lipschitz)
+            return cc.certified_exact(epsilon=eps, lipschitz=lipschitz, options=options)
         check_chain_length(cc.length, "MQMExact")
         if self._clock is None and self.time_limit is not None:
             self._clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
                                      "use a shorter chain, a larger epsilon or max_length")
         try:
             if len(cc) > 1:
-                return self._calibrate_family(eps, lipschitz)
-            return self._calibrate_chain(eps, lipschitz)
+                return self._calibrate_family(eps, lipschitz, options)
+            return self._calibrate_chain(eps, lipschitz, options)
         finally:
             self._clock = None
 
-    def _calibrate_chain(self, eps: float, lipschitz: float) -> CalibrationResult:
+    def _calibrate_chain(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
         cc = self.chain_class
         T = cc.length
@@ -846,6 +854,8 @@ class MQMExact:
                 "worst_quilt_kind": r[1],
                 **mix_info,
             },
+            graph=QuiltGraph("chain", length=int(T)),
+            options=options,
         )
 
     # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
@@ -902,7 +912,7 @@ class MQMExact:
         """
         return _MixingScan(search, stat, ell, eps, self.mixing_rtol).run()
 
-    def _calibrate_family(self, eps: float, lipschitz: float) -> CalibrationResult:
+    def _calibrate_family(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A finite family: max over members of each member's own optimum.
 
         Pufferfish privacy is a condition per prior and the proofs of Theorems
@@ -929,7 +939,7 @@ class MQMExact:
         return CalibrationResult(
             epsilon=eps, lipschitz=lipschitz, method="exact", sigma_max=top.sigma_max, worst=top.worst,
             per_node=per_node, n_nodes=cc.length, groupdp_sigma=top.groupdp_sigma, fingerprint=cc.fingerprint,
-            theorem=top.theorem, notes=tuple(notes), details=details,
+            theorem=top.theorem, notes=tuple(notes), details=details, graph=top.graph, options=options,
         )
 
 

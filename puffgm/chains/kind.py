@@ -27,7 +27,6 @@ from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, QUERY_ADVICE, cha
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
-from puffgm.core.results import QuiltGraph
 from puffgm.core.validation import check_time_limit, is_inline_json
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.mechanisms.query import QueryLaws
@@ -113,23 +112,23 @@ class MarkovChainKind(PriorKind):
                          notes=tuple(notes), seconds=time.monotonic() - start)
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
-        """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T)."""
+        """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T).
+
+        Every engine records the options as given (``options=``) on the result it builds.
+        """
         cc = self.prior_class
         check_chain_length(cc.length, repr(self.name))
         if method == "exact":
             return self._exact(epsilon=epsilon, lipschitz=lipschitz, options=options)
+        given = dict(options)
         options.pop("time_limit", None)  # validated by the kind; these methods do not loop over T
         if method == "approx":
-            return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+            return MQMApprox(cc, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz, options=given)
         baseline = group_dp if method == "groupdp" else gk16
-        return baseline(cc, epsilon=epsilon, lipschitz=lipschitz)
-
-    def quilt_graph(self) -> QuiltGraph:
-        """The chain X1 -> ... -> XT of the class, kept with calibration results for pictures."""
-        return QuiltGraph("chain", length=int(self.prior_class.length))
+        return baseline(cc, epsilon=epsilon, lipschitz=lipschitz, options=given)
 
     def _exact(self, *, epsilon, lipschitz, options):
-        return MQMExact(self.prior_class, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz)
+        return MQMExact(self.prior_class, **options).calibrate(epsilon=epsilon, lipschitz=lipschitz, options=options)
 
     def _influence_curve(self, *, max_b, options):
         cc = self.prior_class
@@ -177,10 +176,12 @@ class ChainBoxKind(MarkovChainKind):
         refuses before the search; then the deadline is checked after every evaluation.
         """
         box = self.prior_class
+        given = dict(options)
         progress = options.pop("progress", None) or None
         limit = check_time_limit(options.pop("time_limit", None), "calibrate")
         if limit is None or box.length > PER_NODE_LIMIT:  # certified_mqm_exact refuses such T at once
-            return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=progress, **options)
+            return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=progress, options=given,
+                                       **options)
         clock = ChainClock(limit, f"The certified MQMExact supremum over the parameter box (T = {box.length})",
                            "use a shorter chain, a smaller max_evaluations or a larger rtol")
         centre = box.member((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
@@ -192,7 +193,8 @@ class ChainBoxKind(MarkovChainKind):
             if progress is not None:
                 progress(done, budget)
 
-        return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=checked, **options)
+        return certified_mqm_exact(box, epsilon=epsilon, lipschitz=lipschitz, progress=checked, options=given,
+                                   **options)
 
 
 class _SameStates(Mapping):

@@ -727,8 +727,11 @@ class InfiniteChainClass:
     fingerprint: str
     notes: tuple
 
-    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0):
-        """MQMExact (Algorithm 3) over the class: a ``CalibrationResult`` whose sigma_max >= sup_theta sigma_theta."""
+    def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, options=None):
+        """MQMExact (Algorithm 3) over the class: a ``CalibrationResult`` whose sigma_max >= sup_theta sigma_theta.
+
+        ``options``, when given, are recorded on the result (``CalibrationResult.options``).
+        """
         raise NotImplementedError
 
     def mixing_bounds(self) -> dict:

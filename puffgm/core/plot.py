@@ -104,7 +104,7 @@ def _resolve_graph(result: Any, graph: Any) -> Any:
     if graph is None:
         graph = getattr(result, "graph", None)
         if graph is None:
-            raise ParameterError("This result carries no graph to draw (it was not made by puffgm.calibrate); "
+            raise ParameterError("This result carries no graph to draw (it was not made by a puffgm engine); "
                                  "pass graph= (the network's DAG, a pgmpy model, or a chain's length).")
         return graph
     if getattr(graph, "kind", None) in ("dag", "chain") and hasattr(graph, "edges"):

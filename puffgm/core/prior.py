@@ -27,11 +27,13 @@ engine runs, and their messages name the public function (``puffgm.calibrate``,
 ``puffgm.influence_curve``), never an engine (``MQMExact.calibrate``, ``gk16``) the user did
 not call.  :func:`check_calibration_request` is that check, for the other doors
 (:func:`puffgm.calibrate_many`, the ``puffgm`` command) to give under their own names.
+After the door, :meth:`PriorKind.calibrate` returns the engine's result as the engine built
+it: each engine records the options (which enter the composition key of MQM releases) and
+the graph of its quilts itself, so nothing rewrites a result after the fact.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -61,7 +63,10 @@ class PriorKind:
     """A prior class Theta of one kind, with the operations every entry point needs.
 
     Subclasses set the class attributes and implement :meth:`_calibrate` and, if
-    they support curves, :meth:`_influence_curve`.
+    they support curves, :meth:`_influence_curve`.  :meth:`_calibrate` returns the
+    engine's :class:`~puffgm.core.results.CalibrationResult` as the engine built it, with
+    the options the user gave recorded by the engine (the kind passes them down), so
+    :meth:`calibrate` returns it untouched.
 
     Attributes
     ----------
@@ -145,6 +150,10 @@ class PriorKind:
         Returns
         -------
         CalibrationResult
+            The engine's result itself, never rewritten afterwards: the engine records the options
+            (:attr:`~puffgm.core.results.CalibrationResult.options`, which enter the composition key)
+            and the graph the quilts live in (``result.graph``, for ``result.plot()``) when it
+            builds the result, because :meth:`_calibrate` passes the options down.
 
         Raises
         ------
@@ -156,21 +165,7 @@ class PriorKind:
                                                         where="puffgm.calibrate")
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
-        result = self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
-        stamp: dict = {}
-        if getattr(result, "options", True) is None:
-            stamp["options"] = options  # the options that define the quilt sets, for the composition key
-        graph = self.quilt_graph()
-        if graph is not None and getattr(result, "graph", True) is None:
-            stamp["graph"] = graph  # for result.plot()
-        return dataclasses.replace(result, **stamp) if stamp else result
-
-    def quilt_graph(self):
-        """The graph the quilts live in (:class:`~puffgm.core.results.QuiltGraph`), or None if the kind has none.
-
-        :meth:`calibrate` attaches it to the result, so that ``result.plot()`` can draw it.
-        """
-        return None
+        return self._calibrate(epsilon=epsilon, lipschitz=lipschitz, method=method, options=dict(options))
 
     def influence_curve(self, max_b=None, **options):
         """The a(b)-influence curve of the class (Bai, He, Gu, Kifer and Maeng, Definition 7).

@@ -240,9 +240,10 @@ def quilt_set_key(calibration) -> str:
     quilt sets S_{Q,i}.  The key hashes the prior class's fingerprint, the method, the
     secrets and quilt family the calibration records in its details, and the options it
     was calibrated with (:attr:`~puffgm.core.results.CalibrationResult.options`, every
-    option but those in :data:`EXECUTION_OPTIONS`).  A calibration that does not record its
-    options (made by an engine directly rather than through ``puffgm.calibrate``) gets a
-    key of its own: its releases compose only with releases of an equal calibration.
+    option but those in :data:`EXECUTION_OPTIONS`), which the engine recorded when it built
+    the result.  A calibration that does not record its options (a chain engine called
+    directly without ``options=``) gets a key of its own: its releases compose only with
+    releases of an equal calibration.
 
     Parameters
     ----------

@@ -158,14 +158,17 @@ class CalibrationResult:
         finite class, of each one's bound; :mod:`puffgm.networks.quilt_bounds`), ``nan``
         when the calibration road does not compute one.
     graph : QuiltGraph or None
-        The DAG or chain the quilts live in, for :meth:`plot`; set by :func:`puffgm.calibrate`
-        (``PriorKind.calibrate``), None when the road does not know it.  Not part of
-        :meth:`to_dict` nor of equality.
+        The DAG or chain the quilts live in, for :meth:`plot`; recorded by the engine that
+        built the result (Bayesian networks, chains, parameter boxes, linear-Gaussian
+        networks), None when the road does not know it.  Not part of :meth:`to_dict` nor of
+        equality.
     options : tuple of (str, object) pairs or None
-        The calibration options the result was computed with, sorted by name (set by
-        :func:`puffgm.calibrate`, ``PriorKind.calibrate``); None when the road does not record
-        them.  They define the quilt sets, so they enter the composition key
-        (:func:`puffgm.core.release.quilt_set_key`).
+        The calibration options the result was computed with, sorted by name, recorded by the
+        engine that built the result: the network engine records its own quilt-set options,
+        the chain engines and the linear-Gaussian engine the options :func:`puffgm.calibrate`
+        was given (``PriorKind.calibrate`` passes them down).  None when they were not recorded
+        (a chain engine called directly).  They define the quilt sets, so they enter the
+        composition key (:func:`puffgm.core.release.quilt_set_key`).
     """
 
     epsilon: float

@@ -496,7 +496,9 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
     sigma_max = max over priors theta and protected nodes v of
     min over moral-graph quilts Q of card(X_N) / (epsilon - e_theta(X_Q | X_v)),
     e certified (:mod:`puffgm.gaussian.leakage`).  Returns a
-    :class:`puffgm.core.results.CalibrationResult` (method ``"mqm-gaussian"``).
+    :class:`puffgm.core.results.CalibrationResult` (method ``"mqm-gaussian"``) that records the
+    options given (those not None: ``result.options``, part of the composition key of its releases)
+    and the DAG of the prior whose node needs the most noise (``result.graph``, for ``result.plot()``).
 
     Examples
     --------
@@ -509,7 +511,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
     """
     import networkx as nx
 
-    from puffgm.core.results import CalibrationResult, QuiltChoice
+    from puffgm.core.results import CalibrationResult, QuiltChoice, QuiltGraph
 
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
@@ -559,6 +561,10 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                  "influence_evaluations": evaluations, "delta": pc.priors[0].delta,
                  "secrets": f"gaussian-regions|delta={pc.priors[0].delta!r}|protected={','.join(nodes)}",
                  "seconds": time.perf_counter() - t0},
+        # the DAG of the prior whose node needs the most noise, for result.plot()
+        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.witness[0]].dag.edges)),
+        options={name: value for name, value in (("protected", protected), ("secrets", secrets), ("bounds", bounds),
+                                                 ("delta", delta), ("exhaustive", exhaustive)) if value is not None},
     )
 
 

@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from puffgm.core.results import CalibrationResult
+from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.exceptions import InferenceLimitError, ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
@@ -673,4 +673,5 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
             **fallback,  # present only when some node fell back to the trivial quilt
         },
         options={name: getattr(opts, name) for name in _QUILT_SET_OPTIONS},
+        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.dag.edges)),  # for result.plot()
     )

@@ -13,7 +13,6 @@ import time
 
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
-from puffgm.core.results import QuiltGraph
 from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
@@ -49,11 +48,6 @@ class BayesianNetworkKind(PriorKind):
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         return calibrate(self.prior_class, epsilon=epsilon, lipschitz=lipschitz, **options)
-
-    def quilt_graph(self) -> QuiltGraph:
-        """The DAG of the class (its nodes and arcs), kept with calibration results for pictures."""
-        theta = self.prior_class
-        return QuiltGraph("dag", nodes=tuple(theta.nodes), edges=tuple(theta.dag.edges))
 
     def query_domain(self):
         """The class's nodes and their state names."""
