@@ -29,6 +29,7 @@ from puffgm.blowfish.sensitivity import (
     linear_sum_sensitivity,
     values_matrix,
 )
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release
 from puffgm.core.results import freeze_record
@@ -90,6 +91,11 @@ class BlowfishRelease(Release):
         """The Blowfish policy the guarantee holds for: its description (when recorded) and key."""
         policy = self.details.get("policy")
         return f"{policy} (key {self.policy_key})" if policy else f"Blowfish policy {self.policy_key}"
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate, the Laplace scale S(f, P) / epsilon and its (1 - alpha) half-width (0 when exact)."""
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
         """One line: mechanism, (epsilon, P), S(f, P), Laplace scale, theorem, noise source."""

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import CalibratedRelease
 from puffgm.core.validation import check_positive_finite
@@ -177,6 +178,10 @@ class WassersteinCalibration:
     audit: AuditResult | None = None
     theorem: str = "Song-Wang-Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein privacy)"
     notes: tuple = ()
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The Laplace scale W / epsilon and its (1 - alpha) half-width (:mod:`puffgm.core.accuracy`)."""
+        return laplace_rows(("value",), (self.scale,), alpha)
 
     def to_dict(self) -> dict:
         d = {

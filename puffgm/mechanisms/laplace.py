@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release, quilt_set_key, wrong_calibration
 from puffgm.core.results import CalibrationResult, freeze_record
@@ -78,6 +79,11 @@ class MarkovQuiltRelease(Release):
     def prior(self) -> str:
         """The prior class (its fingerprint) and the quilt sets the guarantee holds for."""
         return f"prior class {self.fingerprint}, quilt sets {self.quilt_key}"
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate of the value, the Laplace scale and its (1 - alpha) half-width (:mod:`puffgm.core.accuracy`)."""
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
         """One line: mechanism, epsilon, Laplace scale, noise source."""

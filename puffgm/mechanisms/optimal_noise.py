@@ -87,6 +87,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import Accuracy, check_alpha, integer_half_width
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import jsonable, make_release
 from puffgm.core.validation import check_positive_finite
@@ -714,6 +715,16 @@ class OptimalNoise:
         """Optimal Laplace scale / expected |error| (> 1: less error than the best Laplace noise)."""
         e = self.expected_abs_error
         return self.laplace_scale / e if e > 0 else None
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The (1 - alpha) half-width of the noise Z / unit, from its exact law (:func:`puffgm.core.accuracy.integer_half_width`).
+
+        The least multiple t of 1/unit with P(|Z / unit| <= t) >= 1 - alpha, the geometric
+        tails summed in closed form; one row, ``scale`` None (the law is not Laplace).
+        """
+        a = check_alpha(alpha, "OptimalNoise.accuracy")
+        t = integer_half_width(self.law.probabilities, self.law.tail_ratio, a) / self.unit
+        return (Accuracy("value", "optimal noise (exact law on a grid)", None, a, t, self.expected_abs_error),)
 
     def to_dict(self) -> dict:
         """JSON-ready: ``expected_abs_error``, ``noise``, ``unit``, ``loss``, ``half_width``, ``tail_ratio``, ..."""

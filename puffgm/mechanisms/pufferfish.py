@@ -49,11 +49,12 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, curve_key, issue
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int, refuse_unexpected, renamed
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
 __all__ = [
@@ -121,6 +122,22 @@ class PufferfishRelease(Release):
     def epsilon(self) -> float:
         """The Pufferfish parameter of this release (same as ``epsilon_puffer``)."""
         return self.epsilon_puffer
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate, the Laplace scale L / epsilon_DP and its (1 - alpha) half-width (the Laplace mechanism).
+
+        Raises
+        ------
+        NotApplicableError
+            For the exponential, top-K and wrapped mechanisms: they select an output or add
+            noise puffgm does not know, so there is no noise half-width to state.
+        """
+        scale = self.details.get("scale")
+        if scale is None:
+            raise NotApplicableError(f"{self.mechanism} adds no Laplace noise of a known scale, so it states no "
+                                     "noise half-width.")
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (float(scale),) * len(names), alpha)
 
     @property
     def curve_point(self) -> tuple:

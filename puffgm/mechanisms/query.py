@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
@@ -666,6 +667,16 @@ class QueryCalibration:
             e = float(self.optimal_noise.expected_abs_error)
             out["optimal_noise"] = {"scale": None, "expected_abs_error": e, "gain_over_group_dp": _gain(g, e)}
         return out
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The noise of the released answer: its Laplace scale and (1 - alpha) half-width, or the optimal noise law's.
+
+        See :mod:`puffgm.core.accuracy`; method ``"optimal-noise"`` gives the exact half-width of
+        its law (:meth:`puffgm.mechanisms.optimal_noise.OptimalNoise.accuracy`).
+        """
+        if self.optimal_noise is not None:
+            return self.optimal_noise.accuracy(alpha)
+        return laplace_rows(("value",), (math.inf if self.scale is None else self.scale,), alpha)
 
     def to_dict(self) -> dict:
         """JSON-ready: ``method``, ``epsilon``, ``scale``, ``loss``, ``wasserstein``, the comparison, the rest.

@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
@@ -370,6 +371,14 @@ class WorkloadCalibration:
         return {name: None if v is None else {"per_statistic": list(v), "total": float(sum(v)),
                                                "valid_release": name != "single"}
                 for name, v in rows.items()}
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per statistic (workload order), its Laplace scale t w_j and (1 - alpha) half-width (:mod:`puffgm.core.accuracy`).
+
+        Each half-width holds for its statistic alone; for all k at once, a union bound gives
+        confidence 1 - alpha with ``accuracy(alpha / k)``.
+        """
+        return laplace_rows(self.names, self.scales, alpha)
 
     def to_dict(self) -> dict:
         """JSON-ready: ``scales`` (one per statistic, workload order), ``loss``, the comparison and the rest."""
