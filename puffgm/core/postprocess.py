@@ -248,7 +248,7 @@ def relative_frequencies(values, total: float | None = None) -> np.ndarray:
     Examples
     --------
     >>> relative_frequencies([6.0, -1.0, 2.0], total=10).round(12).tolist()
-    [0.65, 0.0, 0.35]
+    [0.7, 0.0, 0.3]
     """
     v = _vector(values)
     if total is not None:

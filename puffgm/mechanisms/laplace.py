@@ -81,7 +81,7 @@ class MarkovQuiltRelease(Release):
         return f"prior class {self.fingerprint}, quilt sets {self.quilt_key}"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per coordinate of the value, the Laplace scale and its (1 - alpha) half-width (:mod:`puffgm.core.accuracy`)."""
+        """Per coordinate of the value, the Laplace scale and its (1 - alpha) half-width (see puffgm.core.accuracy)."""
         names = coordinate_names(self.value)
         return laplace_rows(names, (self.scale,) * len(names), alpha)
 

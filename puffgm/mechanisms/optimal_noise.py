@@ -717,7 +717,7 @@ class OptimalNoise:
         return self.laplace_scale / e if e > 0 else None
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The (1 - alpha) half-width of the noise Z / unit, from its exact law (:func:`puffgm.core.accuracy.integer_half_width`).
+        """The (1 - alpha) half-width of the noise Z / unit, from its exact law (integer_half_width).
 
         The least multiple t of 1/unit with P(|Z / unit| <= t) >= 1 - alpha, the geometric
         tails summed in closed form; one row, ``scale`` None (the law is not Laplace).

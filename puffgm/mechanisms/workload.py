@@ -373,7 +373,7 @@ class WorkloadCalibration:
                 for name, v in rows.items()}
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per statistic (workload order), its Laplace scale t w_j and (1 - alpha) half-width (:mod:`puffgm.core.accuracy`).
+        """Per statistic (workload order), its Laplace scale t w_j and (1 - alpha) half-width (puffgm.core.accuracy).
 
         Each half-width holds for its statistic alone; for all k at once, a union bound gives
         confidence 1 - alpha with ``accuracy(alpha / k)``.
