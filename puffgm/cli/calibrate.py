@@ -90,7 +90,8 @@ def add_calibration_arguments(p) -> None:
     p.add_argument("--paper-convention", action="store_true",
                    help="chains: reproduce the paper's table (counts states of probability zero)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar (networks; the bar is drawn on stderr after 2 s, only on a terminal)")
+                   help="no progress bar (networks, query methods, workloads; the bar is drawn on stderr after 2 s, "
+                        "only on a terminal)")
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
     p.add_argument("--alpha", type=_finite_float, default=0.05,
@@ -195,6 +196,8 @@ def _query_options(args, prior) -> dict:
     limit = _time_limit(args)
     if limit != 0:
         options["time_limit"] = limit
+    if args.quiet:
+        options["progress"] = False
     if args.objective is not None:
         if args.method != "optimal-noise":
             raise ParameterError("--objective applies only to --method optimal-noise.")

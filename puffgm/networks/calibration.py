@@ -356,17 +356,11 @@ def _with_prior(best: dict, prior_index: int) -> dict:
 
 
 def _progress_bar(progress, total: int, pc):
-    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal)."""
-    import sys
-
-    from puffgm.core.validation import progress_enabled
-
-    if not progress_enabled(progress):
-        return None
-    from tqdm.auto import tqdm
+    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal; :mod:`puffgm.core.progress`)."""
+    from puffgm.core.progress import progress_bar
 
     name = pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors"
-    return tqdm(total=total, desc=f"calibrate {name}", unit="node", delay=2.0, file=sys.stderr, leave=False)
+    return progress_bar(progress, total, f"calibrate {name}", unit="node")
 
 
 @dataclass(frozen=True)
