@@ -293,11 +293,13 @@ def _output(args, rel, report, limit: dict) -> str:
         value = ", ".join(f"{n} {v:.10g}" for n, v in zip(names, rel.value, strict=True))
     else:
         value = _number(rel.value)
-    lines = [f"released: {value}", rel.explain(), *(f"accuracy: {a.explain()}" for a in accuracy),
-             *([] if post is None else [post.explain()]), f"guarantee: {report.explain()}",
+    lines = [f"released: {value}", rel.explain(), f"guarantee: {report.explain()}",
              "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
+    lines.extend(f"accuracy: {a.explain()}" for a in accuracy)
+    if post is not None:
+        lines.append(post.explain())
     lines.append(limit_line(limit))
     return "\n".join(lines)
 
