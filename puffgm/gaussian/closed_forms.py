@@ -182,7 +182,7 @@ class CurveOptions:
         splits only (also in exhaustive mode), one per b and secret coordinate; otherwise such splits keep a
         smaller split's value.
     cell_budget : int
-        > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
+        A value > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
         squared-exponential kernel), the cell engine of :mod:`puffgm.gaussian.multivariate` with that many
         cells per split.
     tol, atol : float
