@@ -261,7 +261,8 @@ def true_value(calibration: QueryCalibration | WorkloadCalibration, data: Any) -
 
     Returns
     -------
-    float, or tuple of float (a workload, in workload order)
+    float or tuple of float
+        The exact answer of the query, or of each statistic of a workload in workload order.
 
     Raises
     ------

@@ -200,7 +200,8 @@ def values_matrix(policy: Policy, values=None) -> np.ndarray:
 
     Returns
     -------
-    ndarray (|T|, m)
+    ndarray of shape (|T|, m)
+        Row t is g(t), the value of the m linear statistics at domain value t.
     """
     if values is None:
         return policy.domain.coords()

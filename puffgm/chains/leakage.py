@@ -466,6 +466,7 @@ def temporal_correlations(chain, backward=None) -> tuple:
     Returns
     -------
     tuple of TemporalCorrelation
+        One per member of the class, in the class's order.
     """
     return _resolve(chain, backward)[0]
 
@@ -528,6 +529,7 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
     Returns
     -------
     ndarray of shape (T,)
+        a_1, ..., a_T: the leakage after each step.
     """
     e = np.asarray(budgets, dtype=float)
     T = e.size
@@ -781,6 +783,7 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
     Returns
     -------
     TemporalLeakage
+        BPL, FPL and TPL at every step, their maxima and the supremum of the recursion.
 
     Examples
     --------
@@ -990,6 +993,7 @@ def allocate_budget(chain, *, epsilon=None, length=None, scheme: str = "constant
     Returns
     -------
     BudgetAllocation
+        The per-step budgets and the leakage they give at every step.
 
     Raises
     ------

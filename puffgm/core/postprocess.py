@@ -129,6 +129,7 @@ def round_values(values, *, total: float | None = None) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
+        The integers, as floats, in the order of ``values``.
 
     Examples
     --------
@@ -168,6 +169,7 @@ def project_box_total(values, total: float, lower=None, upper=None) -> np.ndarra
     Returns
     -------
     numpy.ndarray
+        The closest point of the set to ``values`` in Euclidean distance.
 
     Raises
     ------
@@ -364,6 +366,7 @@ def postprocess(release, *, clamp: Any = None, round: bool = False, simplex: boo
     Returns
     -------
     PostProcessed
+        The new value and the steps, beside the unchanged release.
 
     Raises
     ------

@@ -122,6 +122,7 @@ class PriorKind:
         Returns
         -------
         CalibrationResult
+            The noise scale L * sigma_max with the quilts, the theorem and the baselines that justify it.
         """
         self.check_method(method)
         self.check_options(options, self.methods[method], f"method {method!r}")
@@ -172,6 +173,7 @@ class PriorKind:
         Returns
         -------
         QueryLaws
+            The log-laws of the query given each secret, for every prior, with the query as bound.
 
         Raises
         ------

@@ -40,6 +40,7 @@ def progress_bar(progress: bool | None, total: int, desc: str, unit: str = "step
     Returns
     -------
     tqdm.tqdm or None
+        The bar (close it when done), or None when no bar is drawn.
     """
     if not progress_enabled(progress):
         return None

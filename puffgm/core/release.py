@@ -384,6 +384,7 @@ def wrong_calibration(where: str, calibration: Any, wanted: str) -> str:
     Returns
     -------
     str
+        One sentence naming what was given and the function that takes it.
 
     Examples
     --------

@@ -248,6 +248,7 @@ def as_finite(mechanism) -> FiniteMechanism:
     Returns
     -------
     FiniteMechanism
+        The mechanism as a table of output probabilities for every database.
     """
     if isinstance(mechanism, FiniteMechanism):
         return mechanism

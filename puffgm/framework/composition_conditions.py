@@ -345,6 +345,7 @@ def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: fl
     Returns
     -------
     CompositionConditions
+        Which conditions hold, with the witnesses of those that fail.
 
     Notes
     -----

@@ -82,6 +82,7 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
     Returns
     -------
     float
+        W_inf(mu, nu): the least largest shift of a coupling of the two laws.
 
     Notes
     -----
@@ -278,6 +279,7 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
     Returns
     -------
     WassersteinCalibration
+        W, the Laplace scale W / epsilon, the witness pair and the exact audit of the release.
 
     Notes
     -----

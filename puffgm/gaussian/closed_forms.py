@@ -114,7 +114,8 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 
     Returns
     -------
-    dict with ``range``, ``theorem9``, ``safe`` (max of both), ``mu_interval``, ``sigma``.
+    dict
+        ``range``, ``theorem9``, ``safe`` (max of both), ``mu_interval``, ``sigma``.
     """
     cov = np.asarray(cov, float)
     n = cov.shape[0]

@@ -147,6 +147,7 @@ class MarkovQuiltLaplace:
         Returns
         -------
         MarkovQuiltRelease
+            The noisy answer with its epsilon, scale, quilt-set key and noise source.
         """
         cal = self.calibration
         arr = check_resolves(_answer_array(answer), cal.scale)  # before the accountant is charged

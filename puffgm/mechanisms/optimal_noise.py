@@ -282,7 +282,8 @@ def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.nd
 
     Returns
     -------
-    ndarray (n_pairs,)
+    ndarray of shape (n_pairs,)
+        The largest loss beyond the window, for each pair.
     """
     return _tail_losses_log(rows, pairs, math.log(tail_ratio))
 
@@ -334,6 +335,7 @@ def noise_losses(rows: np.ndarray, pairs: np.ndarray, law: NoiseLaw):
     Returns
     -------
     loss : ndarray (n_pairs,)
+        The exact loss of G + Z for each ordered pair.
     where : ndarray (n_pairs,)
         The maximising output in grid units (+-inf for the tails).
     """
@@ -871,6 +873,7 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     Returns
     -------
     OptimalNoise
+        The noise law, its expected error beside optimal Laplace, and its exact audit.
 
     Raises
     ------
@@ -1026,6 +1029,7 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     Returns
     -------
     OptimalNoiseRelease
+        The noisy answer with the optimal-noise calibration and the noise source.
     """
     if not isinstance(result, OptimalNoise):
         raise ParameterError("release_optimal_noise needs an OptimalNoise (from optimal_noise_of).")

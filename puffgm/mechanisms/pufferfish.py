@@ -255,6 +255,7 @@ class PufferfishLaplace(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The noisy answer with epsilon_puffer, epsilon_DP, the curve point and the noise source.
         """
         arr = np.asarray(answer, dtype=float)
         if arr.size == 0:
@@ -416,6 +417,7 @@ class PufferfishExponential(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The selected index (or candidate) with epsilon_puffer, epsilon_DP and the curve point.
         """
         u = _utilities(utilities)
         _check_candidates(candidates, u)
@@ -494,6 +496,7 @@ class PufferfishTopK(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The K selected indices (or candidates) in order, with epsilon_puffer, epsilon_DP and the curve point.
         """
         u = _utilities(utilities).copy()
         if int(np.isfinite(u).sum()) < self.k:
@@ -573,6 +576,7 @@ class PufferfishWrapper(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The mechanism's output with epsilon_puffer, epsilon_DP and the curve point.
         """
         charged = self._check(accountant, label)
         source = resolve_noise(random_state)

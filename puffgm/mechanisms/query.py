@@ -457,6 +457,7 @@ def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
     Returns
     -------
     float
+        The estimate, in nats.
     """
     rows, _, _ = laws.stacked()
     finite = rows[np.isfinite(rows)]
@@ -506,7 +507,8 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
     Returns
     -------
-    (scale, loss, witness, per_prior, evaluations)
+    tuple
+        (scale, loss, witness, per_prior, evaluations).
     """
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
@@ -537,7 +539,8 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
 
     Returns
     -------
-    (s, at(s), evaluations)
+    tuple
+        (s, at(s), evaluations).
 
     Raises
     ------
@@ -772,6 +775,7 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     Returns
     -------
     QueryRelease
+        The noisy answer with its calibration and noise source.
     """
     if not isinstance(calibration, QueryCalibration):
         raise ParameterError(wrong_calibration("release_query", calibration,

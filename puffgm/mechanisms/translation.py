@@ -245,6 +245,7 @@ def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | 
     Returns
     -------
     Translation
+        The epsilon on the other side, the curve point used and its witness.
     """
     epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "translate_curve", epsilon)
     refuse_unexpected(deprecated, "translate_curve")
@@ -268,6 +269,7 @@ def translate(curve, **kwargs) -> Translation:
     Returns
     -------
     Translation
+        The epsilon on the other side, the curve point used and its witness.
     """
     deprecated_call("puffgm.mechanisms.translation.translate",
                     "puffgm.translate or puffgm.mechanisms.translation.translate_curve")

@@ -210,7 +210,8 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
 
     Returns
     -------
-    (t, loss, witness, per_prior, evaluations)
+    tuple
+        (t, loss, witness, per_prior, evaluations).
     """
     units = [q.unit for q in laws.workload.queries]
 
@@ -255,6 +256,7 @@ def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, dead
     Returns
     -------
     list of float
+        The weights w_1 = 1, w_2, ..., w_k.
     """
     from scipy.optimize import minimize_scalar
 
@@ -462,6 +464,7 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
     Returns
     -------
     WorkloadRelease
+        The noisy table in workload order with its calibration and noise source.
 
     Raises
     ------

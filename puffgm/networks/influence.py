@@ -56,8 +56,9 @@ def max_divergence_rows(logcond: np.ndarray, pairs=None):
 
     Returns
     -------
-    (value, a, b, column) ; value is ``-inf`` if no column is possible at all
-    (cannot happen for a proper conditional), ``inf`` for a zero denominator.
+    tuple
+        (value, a, b, column); value is ``-inf`` if no column is possible at all (cannot happen
+        for a proper conditional), ``inf`` for a zero denominator.
     """
     k = logcond.shape[0]
     if k < 2:
