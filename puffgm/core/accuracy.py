@@ -22,11 +22,13 @@ least :math:`1 - \alpha` over the noise (for every data set).  This is what Open
   computed by OpenDP's ``laplacian_scale_to_accuracy``.  OpenDP's secure sampler adds a
   discrete Laplace on a lattice far finer than the scale (:mod:`puffgm.core.noise`); the
   half-width stated is the continuous law's.
+
 * **Additive noise of an exact law on the integers** (the optimal noise of
   :mod:`puffgm.mechanisms.optimal_noise`: probabilities on :math:`-K..K` and geometric tails of
   ratio :math:`r`): the least integer :math:`t` whose outside mass is at most :math:`\alpha`,
   the tails summed in closed form, :math:`\Pr[Z > K + j] = p_K\, r^{j+1} / (1 - r)`
   (:func:`integer_half_width`).
+
 * **Multiplicative noise** (Laplace on the logarithm, Kifer and Machanavajjhala section 7.1.2): the
   half-width is on the log scale, and the interval is
   :math:`[\tilde F e^{-t_\alpha}, \tilde F e^{t_\alpha}]`.
