@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from puffgm.core.progress import Stages, stages
 from puffgm.core.query import BoundQuery
@@ -73,8 +73,7 @@ def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict, deadli
 
 
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
-                      baselines: bool = True, objective: str = "abs", progress: bool | None = None,
-                      **options) -> QueryCalibration:
+                      baselines: bool = True, objective: str = "abs", **options) -> QueryCalibration:
     """Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
 
     Parameters
@@ -99,12 +98,11 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     objective : {"abs", "square"}
         Method ``"optimal-noise"``: minimise E|Z| or E[Z^2]
         (:func:`puffgm.mechanisms.optimal_noise.optimal_noise_of`).
-    progress : bool or None
-        A tqdm bar of the stages (laws, W, optimal scale, optimal noise, MQM) on stderr, shown
-        once the calibration has run for 2 seconds; None (default) shows it when stderr is a
-        terminal, False never (:mod:`puffgm.core.progress`).
     **options
-        The kind's query options (``protected``, ``secrets``,
+        ``progress`` (bool or None): a tqdm bar of the stages (laws, W, optimal scale, optimal
+        noise, MQM) on stderr, shown once the calibration has run for 2 seconds; None (default)
+        shows it when stderr is a terminal, False never (:mod:`puffgm.core.progress`).  The
+        rest are the kind's query options (``protected``, ``secrets``,
         ``max_sum_length``, ``max_table_entries`` for networks;
         ``max_exact_length`` for chains).
 
@@ -124,16 +122,26 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     if method not in QUERY_METHODS:
         raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
     time_limit = check_time_limit(time_limit, "calibrate")  # None or 0: no limit
+    progress = options.pop("progress", None)
     n_stages = 2 + (method == "optimal-noise") + bool(baselines) + 1  # laws, W, optimal scale, noise, MQM
     with stages(progress, n_stages, "calibrate query", unit="stage") as bar:
         bar.show("conditional laws")
-        return _query_calibration(kind, query, epsilon=epsilon, method=method, time_limit=time_limit,
-                                  baselines=baselines, objective=objective, bar=bar, options=options)
+        return _query_calibration(kind, query, _Ask(epsilon, method, time_limit, baselines, objective), bar, options)
 
 
-def _query_calibration(kind, query, *, epsilon, method: str, time_limit, baselines: bool, objective: str,
-                       bar: Stages, options: dict) -> QueryCalibration:
+class _Ask(NamedTuple):
+    """What :func:`query_calibration` was asked, checked."""
+
+    epsilon: float
+    method: str
+    time_limit: float | None
+    baselines: bool
+    objective: str
+
+
+def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> QueryCalibration:
     """The body of :func:`query_calibration`, with its arguments checked, advancing ``bar`` after each stage."""
+    epsilon, method, time_limit, baselines, objective = ask
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     laws = kind.query_laws(query, deadline=deadline, **options)

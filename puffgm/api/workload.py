@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from puffgm.api.query import query_calibration, record_layout
 from puffgm.core.progress import Stages, stages
@@ -33,8 +33,7 @@ __all__ = ["workload_calibration", "workload_laws"]
 
 
 def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=None, baselines: bool = True,
-                         max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH, progress: bool | None = None,
-                         **options) -> WorkloadCalibration:
+                         max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH, **options) -> WorkloadCalibration:
     """Calibrate independent Laplace noise for a table of sum queries by their exact joint laws.
 
     Parameters
@@ -54,13 +53,12 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
         Also compute each statistic's own optimal scale and the MQM scale for the comparison.
     max_joint_length : int
         The largest joint law, in cells (prod_j (n_j + 1)), the calibration may build.
-    progress : bool or None
-        A tqdm bar of the stages (joint laws, each statistic alone, weights, joint scale, MQM) on
-        stderr, shown once the calibration has run for 2 seconds; None (default) shows it when
-        stderr is a terminal, False never (:mod:`puffgm.core.progress`).
     **options
-        The kind's query options (``protected``, ``secrets``, ``max_table_entries`` for networks;
-        ``max_exact_length`` for chains).
+        ``progress`` (bool or None): a tqdm bar of the stages (joint laws, each statistic alone,
+        weights, joint scale, MQM) on stderr, shown once the calibration has run for 2 seconds;
+        None (default) shows it when stderr is a terminal, False never
+        (:mod:`puffgm.core.progress`).  The rest are the kind's query options (``protected``,
+        ``secrets``, ``max_table_entries`` for networks; ``max_exact_length`` for chains).
 
     Returns
     -------
@@ -80,18 +78,27 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     time_limit = check_time_limit(time_limit, "calibrate_workload")
     bound = _bind(kind, workload)
     search = isinstance(weights, str) and weights == "optimal"
-    single = baselines or search
-    n_stages = 1 + (bound.k if single else 0) + search + 1 + bool(baselines)
+    progress = options.pop("progress", None)
+    n_stages = 1 + (bound.k if baselines or search else 0) + search + 1 + bool(baselines)
     with stages(progress, n_stages, f"calibrate {bound.k} statistics", unit="stage") as bar:
         bar.show("joint laws")
-        return _workload_calibration(kind, bound, epsilon=epsilon, weights=weights, time_limit=time_limit,
-                                     baselines=baselines, max_joint_length=max_joint_length, bar=bar,
-                                     options=options)
+        ask = _Ask(epsilon, weights, time_limit, baselines, max_joint_length)
+        return _workload_calibration(kind, bound, ask, bar, options)
 
 
-def _workload_calibration(kind, bound: BoundWorkload, *, epsilon: float, weights, time_limit, baselines: bool,
-                          max_joint_length: int, bar: Stages, options: dict) -> WorkloadCalibration:
+class _Ask(NamedTuple):
+    """What :func:`workload_calibration` was asked, checked."""
+
+    epsilon: float
+    weights: Any
+    time_limit: float | None
+    baselines: bool
+    max_joint_length: int
+
+
+def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, options: dict) -> WorkloadCalibration:
     """The body of :func:`workload_calibration`, its arguments checked, advancing ``bar`` after each stage."""
+    epsilon, weights, time_limit, baselines, max_joint_length = ask
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     search = isinstance(weights, str) and weights == "optimal"
