@@ -18,6 +18,7 @@ import pytest
 from puffgm.core.accuracy import integer_half_width, laplace_half_width, laplace_rows
 from puffgm.core.postprocess import (
     clamp,
+    postprocess,
     project_box_total,
     project_simplex,
     relative_frequencies,
@@ -256,3 +257,50 @@ def test_cli_calibrate_json_has_the_accuracy_key(cli):
     assert d["accuracy"][0]["half_width"] == pytest.approx(d["scale"] * math.log(100), rel=1e-15)
     code, _, err = cli("calibrate", "example:asia", "--epsilon", "1", "--alpha", "1")
     assert code == 2 and "alpha" in err
+
+
+# ------------------------------------------------------------------ the guarantee survives post-processing
+
+
+def _laplace_cdf(x, b):
+    x = np.asarray(x, dtype=float)
+    return np.where(x < 0, 0.5 * np.exp(np.minimum(x, 0) / b), 1 - 0.5 * np.exp(-np.maximum(x, 0) / b))
+
+
+def test_exact_audit_of_a_clamped_and_rounded_release(asia):
+    """The output law of round(clamp(F + Lap(b))) given each secret, enumerated exactly: its loss is at most
+    the release's exact loss (Kifer and Machanavajjhala, Theorem 5.1), and the post-processed values are
+    the ones ``postprocess`` computes."""
+    import puffgm
+    from puffgm.api import as_prior
+
+    kind = as_prior(asia)
+    cal = puffgm.calibrate_query(kind, {"count": 0}, epsilon=1.0, method="optimal-laplace", baselines=False)
+    laws = kind.query_laws({"count": 0})
+    rows, pairs, _ = laws.stacked()
+    q = laws.query
+    assert q.unit == 1 and q.offset == 0  # a count: grid value g is the answer
+    lo, hi, b = 0.0, float(q.total), cal.scale
+    grid = np.arange(q.total + 1)
+    outs = np.arange(q.total + 1)  # the post-processed outputs: integers of the range
+    # preimage of v under round-half-even o clamp: [v - 1/2, v + 1/2) inside the range, the ends take the tails
+    left = np.where(outs == lo, -np.inf, outs - 0.5)
+    right = np.where(outs == hi, np.inf, outs + 0.5)
+    mass = _laplace_cdf(right[None, :] - grid[:, None], b) - _laplace_cdf(left[None, :] - grid[:, None], b)
+    out_law = np.exp(rows) @ mass  # P(output = v | secret), one row per conditional law
+    assert np.allclose(out_law.sum(axis=1), 1.0, atol=1e-12)
+    loss = float(np.max(np.abs(np.log(out_law[pairs[:, 0]]) - np.log(out_law[pairs[:, 1]]))))
+    assert 0 < loss <= cal.loss + 1e-12 <= 1.0 + 1e-9
+    # the function audited is the one postprocess applies (ties at the half-integers have probability 0)
+    for y in (-3.2, 0.49, 0.5, 1.5, 2.5000001, 7.6, 11.0):
+        value = postprocess(_Released(y, cal), clamp=True, round=True).value
+        assert value == float(np.clip(np.rint(y), lo, hi))
+        v = int(value)
+        assert left[v] <= y <= right[v]
+
+
+class _Released:
+    """A stand-in for a release of ``value`` under ``calibration`` (postprocess reads these two)."""
+
+    def __init__(self, value, calibration):
+        self.value, self.calibration = value, calibration
