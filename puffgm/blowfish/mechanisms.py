@@ -1,6 +1,8 @@
-"""The Laplace mechanism under Blowfish (He, Machanavajjhala and Ding, Theorem 5.1).
+r"""The Laplace mechanism under Blowfish (He, Machanavajjhala and Ding, Theorem 5.1).
 
-    M(D) = f(D) + (Lap(S(f, P) / epsilon))^d  is  (epsilon, P)-Blowfish private,
+$$
+M(D) = f(D) + \mathrm{Lap}\left(S(f, P) / \epsilon\right)^d \quad \text{is } (\epsilon, P)\text{-Blowfish private},
+$$
 
 with S(f, P) the policy-specific global sensitivity (Definition 5.1,
 :mod:`puffgm.blowfish.sensitivity`).  When S(f, P) = 0 (e.g. a histogram over

@@ -1,10 +1,12 @@
-"""The Wasserstein Mechanism (Song, Wang and Chaudhuri, SIGMOD 2017, section 3, Algorithm 1).
+r"""The Wasserstein Mechanism (Song, Wang and Chaudhuri, SIGMOD 2017, section 3, Algorithm 1).
 
 For a real-valued query F and an instantiation (S, Q, Theta), let
 mu_{i,theta} = P(F(X) = . | s_i, theta).  The mechanism computes
 
-    W = sup_{(s_i, s_j) in Q, theta in Theta, P(s_i|theta), P(s_j|theta) > 0}
-            W_inf(mu_{i,theta}, mu_{j,theta})
+$$
+W = \sup_{(s_i, s_j) \in Q,\ \theta \in \Theta,\ P(s_i \mid \theta), P(s_j \mid \theta) > 0}
+  W_\infty(\mu_{i,\theta}, \mu_{j,\theta})
+$$
 
 and releases F(D) + Lap(W / epsilon).  It is epsilon-Pufferfish private
 (Theorem 3.2) and W never exceeds the global sensitivity of F in the group-DP
@@ -14,7 +16,9 @@ W_inf, the infinity-Wasserstein distance (Definition 3.1), is the smallest
 w such that some coupling of mu and nu never moves mass farther than w.  On
 the real line the optimal coupling is the quantile (monotone) coupling, so
 
-    W_inf(mu, nu) = ess sup_{u in (0, 1)} |F_mu^{-1}(u) - F_nu^{-1}(u)|,
+$$
+W_\infty(\mu, \nu) = \operatorname{ess\,sup}_{u \in (0, 1)} \left|F_\mu^{-1}(u) - F_\nu^{-1}(u)\right|,
+$$
 
 which for finite supports is a maximum over the intervals between consecutive
 values of the two cumulative distribution functions (:func:`w_inf`).

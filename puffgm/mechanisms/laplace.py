@@ -1,7 +1,7 @@
-"""The Laplace release of the Markov Quilt Mechanism.
+r"""The Laplace release of the Markov Quilt Mechanism.
 
 Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3: for an L-Lipschitz
-query F (in L1), releasing F(D) + L * sigma_max * Z with Z ~ Lap(1) on each
+query F (in L1), releasing $F(D) + L\, \sigma_{\max} Z$ with $Z \sim \mathrm{Lap}(1)$ on each
 coordinate is epsilon-Pufferfish private in the Bayesian-network
 instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.calibrate`
 (or the chain calibrations of :mod:`puffgm.chains`).

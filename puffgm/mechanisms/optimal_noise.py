@@ -1,4 +1,4 @@
-"""Optimal additive noise for one sum query: a linear program under the exact Pufferfish constraints.
+r"""Optimal additive noise for one sum query: a linear program under the exact Pufferfish constraints.
 
 For a sum query with grid sum G on 0..n-1 (:mod:`puffgm.core.query`) and the
 conditional laws p_a(g) = P(G = g | s_a, theta) of every secret and prior
@@ -6,7 +6,9 @@ conditional laws p_a(g) = P(G = g | s_a, theta) of every secret and prior
 on the integers, independent of the data, is epsilon-Pufferfish private iff for
 every audited pair (a, b), both directions, and every output y,
 
-    q_a(y) = sum_k p_a(y - k) z_k  <=  e^epsilon sum_k p_b(y - k) z_k = e^epsilon q_b(y),
+$$
+q_a(y) = \sum_k p_a(y - k)\, z_k \le e^{\epsilon} \sum_k p_b(y - k)\, z_k = e^{\epsilon} q_b(y),
+$$
 
 with z_k = P(Z = k) (Kifer and Machanavajjhala, Definition 3.1).  Every
 constraint is linear in z, so the least-error noise is a linear program, as for
@@ -23,9 +25,12 @@ The outputs y in the window -K-(n-1) .. K+(n-1) give one linear constraint each
 every term is in one tail: for y >= K + n - 1,
 q_a(y) = z_K r^{y-K} M_a^+(r) with M_a^+(r) = sum_g p_a(g) r^{-g}, and for
 y <= -K-(n-1), q_a(y) = z_{-K} r^{-K-y} M_a^-(r) with M_a^-(r) = sum_g p_a(g) r^g.
-So all the outputs in the tails reduce to one **tail condition** on r per pair::
+So all the outputs in the tails reduce to one **tail condition** on r per pair:
 
-    |log M_a^+(r) - log M_b^+(r)| <= epsilon  and  |log M_a^-(r) - log M_b^-(r)| <= epsilon
+$$
+\left|\log M_a^+(r) - \log M_b^+(r)\right| \le \epsilon \quad \text{and} \quad
+\left|\log M_a^-(r) - \log M_b^-(r)\right| \le \epsilon
+$$
 
 (independent of z; :func:`tail_losses`).  It is the limit w -> +-inf of the loss
 of the Laplace mechanism at scale -1/log r, so it holds at the tail ratio
@@ -262,13 +267,15 @@ def _directed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.ndarray:
-    """The tail condition: the privacy loss of G + Z at outputs beyond the window, for each pair.
+    r"""The tail condition: the privacy loss of G + Z at outputs beyond the window, for each pair.
 
     For y >= K + n - 1 every noise value y - g is in the right tail, so
     q_a(y) / q_b(y) = M_a^+(r) / M_b^+(r) with M^+(r) = sum_g p(g) r^{-g}; on the
-    left M^-(r) = sum_g p(g) r^g.  The loss there is::
+    left M^-(r) = sum_g p(g) r^g.  The loss there is
 
-        max(|log M_a^+(r) - log M_b^+(r)|, |log M_a^-(r) - log M_b^-(r)|),
+    $$
+    \max\left(\left|\log M_a^+(r) - \log M_b^+(r)\right|, \left|\log M_a^-(r) - \log M_b^-(r)\right|\right),
+    $$
 
     whatever the noise law (as long as its tails have ratio r and positive mass).
 

@@ -1,4 +1,4 @@
-"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
+r"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
 
 For a sum query F (:mod:`puffgm.core.query`) and a prior class Theta, let
 mu_{i,a,theta} be the law of F given X_i = a under theta.  Two calibrations
@@ -7,10 +7,11 @@ use these laws (every prior kind that can compute them provides a
 
 * **Wasserstein mechanism** (Song, Wang and Chaudhuri, "Pufferfish Privacy
   Mechanisms for Correlated Data", SIGMOD 2017, arXiv:1603.03977, section 3,
-  Algorithm 1 and Theorem 3.2)::
+  Algorithm 1 and Theorem 3.2):
 
-      W = max over theta, nodes i, pairs (a, b) with P(X_i=a), P(X_i=b) > 0
-              of W_inf(mu_{i,a,theta}, mu_{i,b,theta}),
+  $$
+  W = \max_{\theta,\ i,\ (a, b) \,:\, P(X_i = a), P(X_i = b) > 0} W_\infty(\mu_{i,a,\theta}, \mu_{i,b,\theta}),
+  $$
 
   and F + Lap(W / epsilon) is epsilon-Pufferfish private.
 * **Optimal Laplace scale**: the smallest b with
@@ -438,14 +439,16 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
 
 
 def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
-    """An upper estimate of the rounding error of the computed exact loss near ``epsilon``.
+    r"""An upper estimate of the rounding error of the computed exact loss near ``epsilon``.
 
     The loss is a difference of two log-densities, each the end of an n-step log-space
     recursion (:func:`laplace_log_density`) over values no larger in magnitude than the
     largest finite |log-probability| of the laws plus the loss itself; each step rounds by
-    an ulp or two.  The laws' total masses also differ from 1 by rounding.  Estimate::
+    an ulp or two.  The laws' total masses also differ from 1 by rounding.  Estimate:
 
-        4 n 2^-52 (1 + max |log p| + epsilon) + max over rows of |log sum p|.
+    $$
+    4 n\, 2^{-52} \left(1 + \max |\log p| + \epsilon\right) + \max_{\text{rows}} \left|\log \textstyle\sum p\right|.
+    $$
 
     Parameters
     ----------

@@ -1,11 +1,13 @@
-"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
+r"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
 
 For a workload F = (F_1, ..., F_k) of sum queries (:mod:`puffgm.core.workload`) and a
 prior class Theta, let mu_{i,a,theta} be the joint law of (F_1, ..., F_k) given X_i = a
 under theta.  The release Y = F + Z adds independent Laplace noise Z_j ~ Lap(t w_j) to
 coordinate j (weights w_j, default 1).  Its output density given X_i = a is the mixture
 
-    f_a(y) = sum_g mu_a(g) prod_j exp(-|y_j - g_j| / b_j) / (2 b_j),   b_j = t w_j,
+$$
+f_a(y) = \sum_g \mu_a(g) \prod_j \frac{e^{-|y_j - g_j| / b_j}}{2 b_j}, \qquad b_j = t\, w_j,
+$$
 
 and its Pufferfish loss is sup over theta, i, pairs (a, b) and y in R^k of
 |log f_a(y) / f_b(y)|.

@@ -1,10 +1,12 @@
-"""Calibration of the Markov Quilt Mechanism for Bayesian-network priors.
+r"""Calibration of the Markov Quilt Mechanism for Bayesian-network priors.
 
 Song, Wang and Chaudhuri, Algorithm 2: for each protected node X_i and each
 candidate quilt (X_Q, X_N, X_R) with e = e_Theta(X_Q | X_i) < epsilon,
 
-    sigma(X_Q) = card(X_N) / (epsilon - e),        sigma_i = min_Q sigma(X_Q),
-    sigma_max  = max_i sigma_i,
+$$
+\sigma(X_Q) = \frac{\mathrm{card}(X_N)}{\epsilon - e}, \qquad \sigma_i = \min_Q \sigma(X_Q), \qquad \sigma_{\max} =
+  \max_i \sigma_i,
+$$
 
 and an L-Lipschitz query (in L1) is released with Laplace noise of scale
 L * sigma_max on each coordinate (Theorem 4.3; the vector case follows from

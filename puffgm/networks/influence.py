@@ -1,9 +1,11 @@
-"""Max-influence of a node on a set of nodes, by exact inference on every prior.
+r"""Max-influence of a node on a set of nodes, by exact inference on every prior.
 
 Song, Wang and Chaudhuri, Definition 4.1:
 
-    e_Theta(X_A | X_i) = sup_{theta in Theta} max_{a, b} max_{x_A}
-                         log P(X_A = x_A | X_i = a, theta) / P(X_A = x_A | X_i = b, theta).
+$$
+e_\Theta(X_A \mid X_i) = \sup_{\theta \in \Theta} \max_{a, b} \max_{x_A} \log \frac{P(X_A = x_A \mid X_i = a,
+  \theta)}{P(X_A = x_A \mid X_i = b, \theta)}.
+$$
 
 Computed from the exact joint log P(X_A, X_i) (log-space variable elimination
 on the ancestral set, :mod:`puffgm.networks.inference`):
