@@ -104,6 +104,19 @@ def test_every_calibration_states_its_scales(asia):
     assert [(a.statistic, a.scale) for a in table.accuracy()] == list(zip(table.names, table.scales, strict=True))
 
 
+def test_blowfish_calibrations_and_releases_state_their_scale():
+    from puffgm.blowfish import Domain, Policy, line_graph
+    from puffgm.blowfish.calibration import BlowfishCalibration
+    from puffgm.blowfish.mechanisms import laplace_mechanism
+
+    cal = BlowfishCalibration(Policy(line_graph(Domain.ordered(5))), epsilon=1.0, query="cumulative")
+    (row,) = cal.accuracy(0.05)
+    assert row.scale == cal.scale == 1.0 and row.half_width == pytest.approx(math.log(20), rel=1e-15)
+    rel = laplace_mechanism([1.0, 2.0], Policy(line_graph(Domain.ordered(5))), epsilon=1.0, sensitivity=2.0,
+                            random_state=0)
+    assert [a.scale for a in rel.accuracy()] == [rel.scale, rel.scale]
+
+
 def test_releases_without_additive_noise_refuse_to_state_a_half_width():
     from puffgm import influence_curve
     from puffgm.mechanisms.pufferfish import pufferfish_exponential, pufferfish_laplace
