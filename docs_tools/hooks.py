@@ -15,7 +15,8 @@ It also typesets the mathematics at build time: every formula that ``pymdownx.ar
 where ``:math:`...``` roles become ``$...$`` (docs_tools/griffe_sphinx_roles.py) -- is converted
 to MathML by ``latex2mathml`` (:func:`typeset`), with its TeX source kept as an annotation.
 Browsers render MathML natively, so a page shows typeset mathematics with no script, no font
-download and no network, opened from disk or served.  A formula latex2mathml cannot convert
+download and no network, opened from disk or served.  A formula latex2mathml cannot convert,
+or converts with a command left as text (``\\foo``, a stray backslash, ``&`` outside a table),
 fails the build.
 """
 
@@ -131,6 +132,8 @@ def gallery_index(paths: list[Path]) -> str:
 INLINE_MATH = re.compile(r'<span class="arithmatex">\\\((?P<tex>.*?)\\\)</span>', re.S)
 BLOCK_MATH = re.compile(r'<div class="arithmatex">\s*\\\[(?P<tex>.*?)\\\]\s*</div>', re.S)
 MATH_ROOT = re.compile(r"^(?P<open><math[^>]*>)(?P<body>.*)(?P<close></math>)$", re.S)
+#: A token latex2mathml left as TeX: an unknown command, a stray backslash, or ``&`` outside a table.
+UNTYPESET = re.compile(r"<m(?:i|o|n|text)\b[^>]*>(?P<token>[^<]*(?:\\|&(?!#?\w+;))[^<]*)</m")
 
 
 def mathml(tex: str, display: bool) -> str:
@@ -142,6 +145,9 @@ def mathml(tex: str, display: bool) -> str:
         out = convert(source, display="block" if display else "inline")
     except Exception as exc:  # latex2mathml raises its own exceptions and plain ones
         raise ValueError(f"the formula {source!r} cannot be typeset: {exc}") from exc
+    left = UNTYPESET.search(out)
+    if left is not None:
+        raise ValueError(f"the formula {source!r} cannot be typeset: {left['token'].strip()!r} is not understood")
     root = MATH_ROOT.match(out)
     if root is None:  # pragma: no cover - latex2mathml always returns one <math> element
         return out

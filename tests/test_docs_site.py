@@ -93,6 +93,12 @@ def test_formulas_become_mathml_with_their_tex_kept():
     assert '<annotation encoding="application/x-tex">\\Pr[|Z| &lt; t] \\ge 1 - \\alpha</annotation>' in out
 
 
+@pytest.mark.parametrize("tex", ["\\foo x", "a,\\\nb", "\\begin{aligned} a &= b \\end{aligned}", "\\left( a"])
+def test_a_formula_that_does_not_typeset_fails_the_build(tex):
+    with pytest.raises(ValueError, match="cannot be typeset"):
+        _hooks().typeset(f'<span class="arithmatex">\\({tex}\\)</span>')
+
+
 def test_a_strict_build_renders_formulas_as_mathml_and_links_as_html_files(tmp_path):
     """Build a two-page site with the project's configuration (INHERIT) and its formula hook, strictly."""
     import subprocess
