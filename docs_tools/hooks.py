@@ -155,10 +155,29 @@ def mathml(tex: str, display: bool) -> str:
     return f"{root['open']}<semantics>{root['body']}{note}</semantics>{root['close']}"
 
 
+#: Code, MathML and scripts: where a ``$$`` is not a formula marker.
+NOT_PROSE = re.compile(r"<(pre|code|script|math)\b.*?</\1>", re.S)
+
+
 def typeset(page_html: str) -> str:
-    """Every arithmatex formula of a page replaced by its MathML."""
+    """Every arithmatex formula of a page replaced by its MathML.
+
+    Raises
+    ------
+    ValueError
+        If the page's prose still holds a ``$$`` after the conversion: a display formula that
+        Markdown did not hand to arithmatex (a ``$$`` line mis-indented in a list, or not set
+        apart by blank lines), which would show as raw TeX.
+    """
     page_html = BLOCK_MATH.sub(lambda m: f'<div class="arithmatex">{mathml(m["tex"], True)}</div>', page_html)
-    return INLINE_MATH.sub(lambda m: f'<span class="arithmatex">{mathml(m["tex"], False)}</span>', page_html)
+    page_html = INLINE_MATH.sub(lambda m: f'<span class="arithmatex">{mathml(m["tex"], False)}</span>', page_html)
+    prose = NOT_PROSE.sub("", page_html)
+    where = prose.find("$$")
+    if where >= 0:
+        context = re.sub(r"<[^>]+>", "", prose[max(0, where - 80): where + 80]).strip()
+        raise ValueError(f"a $$ display formula was left as raw text (blank lines around it, and indented as "
+                         f"its paragraph): ...{context}...")
+    return page_html
 
 
 # -------------------------------------------------------------------- hooks

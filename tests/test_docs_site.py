@@ -102,6 +102,12 @@ def test_a_formula_that_does_not_typeset_fails_the_build(tex):
         _hooks().typeset(f'<span class="arithmatex">\\({tex}\\)</span>')
 
 
+def test_a_display_formula_left_as_text_fails_the_build():
+    with pytest.raises(ValueError, match="left as raw text"):
+        _hooks().typeset("<p>$$\nx = 1\n$$</p>")
+    assert "$$" in _hooks().typeset("<pre><code>echo $$</code></pre>")  # a shell's $$ in code is fine
+
+
 def test_a_strict_build_renders_formulas_as_mathml_and_links_as_html_files(tmp_path):
     """Build a two-page site with the project's configuration (INHERIT) and its formula hook, strictly."""
     import subprocess
