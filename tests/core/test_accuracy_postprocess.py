@@ -317,3 +317,16 @@ class _Released:
 
     def __init__(self, value, calibration):
         self.value, self.calibration = value, calibration
+
+
+def test_continuous_releases_state_additive_and_multiplicative_accuracy():
+    from puffgm.framework.continuous import release_relative_error, release_sum_absolute_error
+
+    add = release_sum_absolute_error([1.0, 2.0, 3.0], 0.5, epsilon=1.0, random_state=0)
+    (row,) = add.accuracy(0.1)
+    assert not row.multiplicative and row.half_width == pytest.approx(add.scale * math.log(10), rel=1e-15)
+    prod = release_relative_error([1.0, 2.0, 3.0], 0.9, epsilon=1.0, statistic="product", random_state=0)
+    (row,) = prod.accuracy(0.1)
+    lo, hi = row.interval(prod.value)
+    assert row.multiplicative and hi / prod.value == pytest.approx(math.exp(prod.scale * math.log(10)))
+    assert lo * hi == pytest.approx(prod.value ** 2)
