@@ -11,6 +11,10 @@ package is loaded, every docstring is rewritten:
   code;
 * a reST literal-block marker ``text::`` becomes ``text:`` (the indented block that
   follows is already a Markdown code block);
+* a ``:math:`...``` role becomes ``$...$``, which pymdownx.arithmatex marks up and the
+  build typesets (docs_tools/hooks.py);
+* doctest lines (``>>>`` and their output) outside a numpydoc Examples section become a
+  fenced Python code block, so that Markdown does not read them as nested blockquotes;
 * a role inside a numpydoc type (``prior : :class:`PriorKind```) becomes the plain
   name, since mkdocstrings shows types as code, where a link would stay raw text;
 * a package's re-export of an object defined in one of its modules is hidden, so each
@@ -28,6 +32,7 @@ import griffe
 
 ROLE = re.compile(r":(?:py:)?(?P<role>mod|func|class|meth|attr|data|exc|obj|const):`(?P<body>[^`]+)`")
 LITERAL = re.compile(r"(?<=\S)::[ \t]*$", re.MULTILINE)
+MATH_ROLE = re.compile(r":math:`(?P<tex>[^`]+)`")
 #: Modules the API reference does not show (the command line and the papers' experiments).
 NOT_SHOWN = ("puffgm.cli", "puffgm.experiments", "puffgm.__main__")
 
@@ -107,8 +112,41 @@ def _type_spans(lines: list[str]) -> list[int]:
     return out
 
 
+def fence_doctests(text: str) -> str:
+    """Doctest runs outside a numpydoc Examples section as fenced Python blocks.
+
+    A run is a ``>>>`` line and the non-blank lines that follow it at its indentation (``...``
+    continuations and expected output).  griffe renders an Examples section's doctests as code
+    already; anywhere else Markdown would read ``>>>`` as three nested blockquotes.
+    """
+    lines, out, section, i, fenced, literal = text.split("\n"), [], None, 0, False, False
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        head = SECTION.match(line)
+        if head and re.fullmatch(r"\s*-{3,}\s*", nxt):
+            section = head["name"].strip()
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        if line.strip():  # inside a reST literal block (after "text::") the lines are code already
+            literal = literal and line.startswith((" ", "\t")) or line.rstrip().endswith("::")
+        if line.lstrip().startswith(">>>") and section != "Examples" and not fenced and not literal:
+            indent = line[: len(line) - len(line.lstrip())]
+            run = [line]
+            while i + 1 < len(lines) and lines[i + 1].strip() and lines[i + 1].startswith(indent) \
+                    and len(lines[i + 1]) - len(lines[i + 1].lstrip()) == len(indent):
+                i += 1
+                run.append(lines[i])
+            out += [f"{indent}```python", *run, f"{indent}```"]
+        else:
+            out.append(line)
+        i += 1
+    return "\n".join(out)
+
+
 def rewrite(text: str, scope: griffe.Object) -> str:
     """``text`` with its Sphinx roles turned into cross-references or inline code (plain names in types)."""
+    text = fence_doctests(text)
     lines = text.split("\n")
     spans = _type_spans(lines)
     for i, start in enumerate(spans):
@@ -145,7 +183,7 @@ def _rewrite_roles(text: str, scope: griffe.Object) -> str:
             return f"`{title}`"
         return f"[`{title}`][{_canonical(found)}]"
 
-    return LITERAL.sub(":", ROLE.sub(one, text))
+    return LITERAL.sub(":", ROLE.sub(one, MATH_ROLE.sub(r"$\g<tex>$", text)))
 
 
 def _canonical(obj: griffe.Object | griffe.Alias) -> str:

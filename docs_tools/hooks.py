@@ -9,11 +9,21 @@ Nothing is written into docs/; the pages exist only in the build:
   the module docstring as text, then the whole source (the examples are not run);
   a data file of examples/ is shown on the page of every example that names it.
   The "Gallery" entry of ``nav`` becomes a section with one entry per example.
+
+It also typesets the mathematics at build time: every formula that ``pymdownx.arithmatex``
+(generic mode) marks up -- ``$...$`` and ``$$...$$`` in the guides, the same in docstrings,
+where ``:math:`...``` roles become ``$...$`` (docs_tools/griffe_sphinx_roles.py) -- is converted
+to MathML by ``latex2mathml`` (:func:`typeset`), with its TeX source kept as an annotation.
+Browsers render MathML natively, so a page shows typeset mathematics with no script, no font
+download and no network, opened from disk or served.  A formula latex2mathml cannot convert,
+or converts with a command left as text (``\\foo``, a stray backslash, ``&`` outside a table),
+fails the build.
 """
 
 from __future__ import annotations
 
 import ast
+import html
 import re
 from pathlib import Path
 
@@ -117,7 +127,68 @@ def gallery_index(paths: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# -------------------------------------------------------------- mathematics
+#: What pymdownx.arithmatex writes in generic mode: \( ... \) in a span, \[ ... \] in a div.
+INLINE_MATH = re.compile(r'<span class="arithmatex">\\\((?P<tex>.*?)\\\)</span>', re.S)
+BLOCK_MATH = re.compile(r'<div class="arithmatex">\s*\\\[(?P<tex>.*?)\\\]\s*</div>', re.S)
+MATH_ROOT = re.compile(r"^(?P<open><math[^>]*>)(?P<body>.*)(?P<close></math>)$", re.S)
+#: A token latex2mathml left as TeX: an unknown command, a stray backslash, or ``&`` outside a table.
+UNTYPESET = re.compile(r"<m(?:i|o|n|text)\b[^>]*>(?P<token>[^<]*(?:\\|&(?!#?\w+;))[^<]*)</m")
+
+
+def mathml(tex: str, display: bool) -> str:
+    """``tex`` (HTML-escaped, as arithmatex leaves it) as a MathML element, its TeX kept as an annotation."""
+    from latex2mathml.converter import convert
+
+    source = html.unescape(tex).strip()
+    try:
+        out = convert(source, display="block" if display else "inline")
+    except Exception as exc:  # latex2mathml raises its own exceptions and plain ones
+        raise ValueError(f"the formula {source!r} cannot be typeset: {exc}") from exc
+    left = UNTYPESET.search(out)
+    if left is not None:
+        raise ValueError(f"the formula {source!r} cannot be typeset: {left['token'].strip()!r} is not understood")
+    root = MATH_ROOT.match(out)
+    if root is None:  # pragma: no cover - latex2mathml always returns one <math> element
+        return out
+    note = f'<annotation encoding="application/x-tex">{html.escape(source)}</annotation>'
+    return f"{root['open']}<semantics>{root['body']}{note}</semantics>{root['close']}"
+
+
+#: Code, MathML and scripts: where a ``$$`` is not a formula marker.
+NOT_PROSE = re.compile(r"<(pre|code|script|math)\b.*?</\1>", re.S)
+
+
+def typeset(page_html: str) -> str:
+    """Every arithmatex formula of a page replaced by its MathML.
+
+    Raises
+    ------
+    ValueError
+        If the page's prose still holds a ``$$`` after the conversion: a display formula that
+        Markdown did not hand to arithmatex (a ``$$`` line mis-indented in a list, or not set
+        apart by blank lines), which would show as raw TeX.
+    """
+    page_html = BLOCK_MATH.sub(lambda m: f'<div class="arithmatex">{mathml(m["tex"], True)}</div>', page_html)
+    page_html = INLINE_MATH.sub(lambda m: f'<span class="arithmatex">{mathml(m["tex"], False)}</span>', page_html)
+    prose = NOT_PROSE.sub("", page_html)
+    where = prose.find("$$")
+    if where >= 0:
+        context = re.sub(r"<[^>]+>", "", prose[max(0, where - 80): where + 80]).strip()
+        raise ValueError(f"a $$ display formula was left as raw text (blank lines around it, and indented as "
+                         f"its paragraph): ...{context}...")
+    return page_html
+
+
 # -------------------------------------------------------------------- hooks
+def on_page_content(html_text: str, page, config, files) -> str:
+    """Typeset the page's formulas as MathML (:func:`typeset`)."""
+    try:
+        return typeset(html_text)
+    except ValueError as exc:
+        raise ValueError(f"{page.file.src_uri}: {exc}") from None
+
+
 def on_config(config):
     """Turn the ``Gallery: gallery/index.md`` entry of nav into a section, one entry per example."""
     pages = [f"{GALLERY}/index.md"] + [{p.stem: f"{GALLERY}/{p.stem}.md"} for p in _examples(_root(config))]

@@ -146,6 +146,7 @@ def as_prior(prior: Any) -> PriorKind:
     Returns
     -------
     PriorKind
+        The prior kind of the class, loaded and validated once; every calibration goes through it.
 
     Raises
     ------
@@ -200,6 +201,7 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     Returns
     -------
     CalibrationResult
+        The noise scale L * sigma_max with the quilts, the theorem and the baselines that justify it.
 
     Examples
     --------
@@ -268,6 +270,7 @@ def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wa
     Returns
     -------
     QueryCalibration
+        The chosen scale (or noise law) beside the Wasserstein, group-DP and MQM scales, with its exact loss.
 
     Examples
     --------
@@ -305,6 +308,7 @@ def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: An
     Returns
     -------
     WorkloadCalibration
+        One Laplace scale per statistic, with the exact joint loss and the alternatives beside them.
 
     Examples
     --------
@@ -341,6 +345,7 @@ def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> Inf
     Returns
     -------
     InfluenceCurve
+        The points (a(b), b) with the witnesses that attain them.
 
     Examples
     --------
@@ -369,6 +374,7 @@ def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | N
     Returns
     -------
     Translation
+        The epsilon on the other side, the curve point used and its witness.
 
     Examples
     --------

@@ -209,6 +209,7 @@ def load_prior_class(specs: Any):
     Returns
     -------
     PriorClass, ChainPriorClass, ChainParameterBox or GaussianPriorClass
+        The prior class the file (or spec) describes, exactly as it was saved.
 
     Raises
     ------

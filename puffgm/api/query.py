@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
+from puffgm.core.progress import Stages, stages
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
 from puffgm.core.validation import check_positive_finite, check_time_limit
@@ -98,13 +99,17 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         Method ``"optimal-noise"``: minimise E|Z| or E[Z^2]
         (:func:`puffgm.mechanisms.optimal_noise.optimal_noise_of`).
     **options
-        The kind's query options (``protected``, ``secrets``,
+        ``progress`` (bool or None): a tqdm bar of the stages (laws, W, optimal scale, optimal
+        noise, MQM) on stderr, shown once the calibration has run for 2 seconds; None (default)
+        shows it when stderr is a terminal, False never (:mod:`puffgm.core.progress`).  The
+        rest are the kind's query options (``protected``, ``secrets``,
         ``max_sum_length``, ``max_table_entries`` for networks;
         ``max_exact_length`` for chains).
 
     Returns
     -------
     QueryCalibration
+        The chosen scale (or noise law) beside the Wasserstein, group-DP and MQM scales, with its exact loss.
 
     Examples
     --------
@@ -117,9 +122,30 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     if method not in QUERY_METHODS:
         raise ParameterError(f"Query-specific methods are {', '.join(map(repr, QUERY_METHODS))}; got {method!r}.")
     time_limit = check_time_limit(time_limit, "calibrate")  # None or 0: no limit
+    progress = options.pop("progress", None)
+    n_stages = 2 + (method == "optimal-noise") + bool(baselines) + 1  # laws, W, optimal scale, noise, MQM
+    with stages(progress, n_stages, "calibrate query", unit="stage") as bar:
+        bar.show("conditional laws")
+        return _query_calibration(kind, query, _Ask(epsilon, method, time_limit, baselines, objective), bar, options)
+
+
+class _Ask(NamedTuple):
+    """What :func:`query_calibration` was asked, checked."""
+
+    epsilon: float
+    method: str
+    time_limit: float | None
+    baselines: bool
+    objective: str
+
+
+def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> QueryCalibration:
+    """The body of :func:`query_calibration`, with its arguments checked, advancing ``bar`` after each stage."""
+    epsilon, method, time_limit, baselines, objective = ask
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
     laws = kind.query_laws(query, deadline=deadline, **options)
+    bar.advance("Wasserstein distance")
     seconds = {"laws": round(laws.seconds, 6)}
     q, unit = laws.query, laws.query.unit
     notes = list(laws.notes)
@@ -135,6 +161,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
                              "refusing to calibrate (Theorem 3.2 of Song et al. should prevent this: "
                              "please report it).")
     seconds["wasserstein"] = round(time.monotonic() - t0, 6)
+    bar.advance("optimal Laplace scale")
     opt: Any = None  # optimal_laplace_of's (scale, loss, witness); set whenever a method needs it
     if laws.exact:
         t0 = time.monotonic()
@@ -145,13 +172,16 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     elif method != "wasserstein":
         raise ParameterError(f"Method {method!r} needs the exact laws at every position, which were not computed "
                              "here (see the notes of the Wasserstein bound); use --method wasserstein.")
+    bar.advance("optimal noise" if method == "optimal-noise" else "MQM baseline")
     noise: Any = None
     if method == "optimal-noise":
         t0 = time.monotonic()
         noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
         seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
+        bar.advance("MQM baseline")
     mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
         kind, epsilon=epsilon, query=q, options=options, deadline=deadline)
+    bar.advance()
     if why:
         notes.append(why)
     if not laws.exact:

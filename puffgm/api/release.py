@@ -103,24 +103,24 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
     **units
         A release on **many units** (:mod:`puffgm.api.units`), named by these keywords:
 
-    unit : str or True, optional
-        **Many units** (:mod:`puffgm.api.units`): ``data`` is a panel of independent units (traces
-        or records), and the release is the sum over units of each unit's statistic, with noise
-        calibrated for one unit.  A column name (a long frame of traces, or a frame of records
-        with an id column), or True for data that is units already (a wide frame, one row per
-        unit; a list or dict of traces or records).  Units are independent only under the prior.
-    time, state : str, optional
-        With ``unit=``, a long frame of traces: the column ordering each unit's rows, the column
-        of states.
-    gaps : {"refuse", "split"}
-        With ``unit=``: a gap inside a trace is refused, or splits it into independent units.
-    each : bool
-        With ``unit=``: one release per unit, all under one charge (parallel composition).
-    relative : bool
-        With ``unit=``: divide by the public total number of entries (relative frequencies).
-    query : dict, optional
-        With ``unit=`` and a Markov Quilt Mechanism calibration: the query or workload whose
-        sum over units to release (noise sigma_max x its Lipschitz constant).
+        * ``unit`` (str or True, optional):
+          **Many units** (:mod:`puffgm.api.units`): ``data`` is a panel of independent units (traces
+          or records), and the release is the sum over units of each unit's statistic, with noise
+          calibrated for one unit.  A column name (a long frame of traces, or a frame of records
+          with an id column), or True for data that is units already (a wide frame, one row per
+          unit; a list or dict of traces or records).  Units are independent only under the prior.
+        * ``time``, ``state`` (str, optional):
+          With ``unit=``, a long frame of traces: the column ordering each unit's rows, the column
+          of states.
+        * ``gaps`` ({"refuse", "split"}):
+          With ``unit=``: a gap inside a trace is refused, or splits it into independent units.
+        * ``each`` (bool):
+          With ``unit=``: one release per unit, all under one charge (parallel composition).
+        * ``relative`` (bool):
+          With ``unit=``: divide by the public total number of entries (relative frequencies).
+        * ``query`` (dict, optional):
+          With ``unit=`` and a Markov Quilt Mechanism calibration: the query or workload whose
+          sum over units to release (noise sigma_max x its Lipschitz constant).
 
     Returns
     -------
@@ -307,7 +307,8 @@ def true_value(calibration: QueryCalibration | WorkloadCalibration, data: Any) -
 
     Returns
     -------
-    float, or tuple of float (a workload, in workload order)
+    float or tuple of float
+        The exact answer of the query, or of each statistic of a workload in workload order.
 
     Raises
     ------

@@ -123,6 +123,7 @@ def read_units(data, layout: RecordLayout, *, unit: Any = None, time: str | None
     Returns
     -------
     Units
+        The units' ids, their traces or records on the prior's layout, their lengths and notes.
 
     Raises
     ------
@@ -495,16 +496,18 @@ def release_units(calibration, data, *, accountant=None, random_state=None, labe
         As :func:`puffgm.release`.
     **options
         ``unit``, ``time``, ``state``, ``gaps`` (:func:`read_units`; ``unit`` default True), and:
-    each : bool
-        One release per unit (parallel composition) instead of the aggregate.
-    relative : bool
-        Divide by the public total number of entries (per unit for ``each``): relative frequencies.
-    query : dict or JSON, optional
-        For a Markov Quilt Mechanism calibration only.
+
+        * ``each`` (bool):
+          One release per unit (parallel composition) instead of the aggregate.
+        * ``relative`` (bool):
+          Divide by the public total number of entries (per unit for ``each``): relative frequencies.
+        * ``query`` (dict or JSON, optional):
+          For a Markov Quilt Mechanism calibration only.
 
     Returns
     -------
     PanelRelease
+        The aggregate (or the per-unit values, ``each``) under one charge, with its side by side.
     """
     read: dict[str, Any] = {k: options.pop(k) for k in ("unit", "time", "state", "gaps") if k in options}
     each, relative, query = options.pop("each", False), options.pop("relative", False), options.pop("query", None)
@@ -567,8 +570,11 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
         scales = _max_rows(list(by_length.values()))
     else:
         scales = None if agg_scales is None else tuple(s / divide for s in agg_scales)
+    laws = () if opt.method != "optimal-noise" else tuple(
+        (p.law, divide if not opt.each else _per_unit_entries(T, float(entries[0]), opt)) for T, p in plans.items())
     cls = panel_record_type(opt.method)
-    planned = cls(value=None, names=names, units=units.ids, each=opt.each, epsilon=cal.epsilon, method=opt.method,
+    planned = cls(noise_laws=laws, value=None, names=names, units=units.ids, each=opt.each, epsilon=cal.epsilon,
+                  method=opt.method,
                   mechanism=_mechanism(opt.method) + (f" [{cal.method}]" if opt.method == "mqm" else ""),
                   theorem=f"{THEOREM_PANEL}; per unit: {_theorem(first)}",
                   prior_class=_prior_name(first), scales=scales, secure=noise.secure, noise=noise.description,
@@ -580,11 +586,16 @@ def _release(cal, units: Units, plans: dict, values: np.ndarray, entries: np.nda
     return make_release(planned, draw, accountant=opt.accountant, label=opt.label)
 
 
+def _per_unit_entries(T, record_entries: float, opt: _Options) -> float:
+    """What one unit's values are divided by in a per-unit release: its entries when relative, else 1."""
+    return (record_entries if T is None else T) if opt.relative and opt.each else 1.0
+
+
 def _scales_by_length(plans: dict, record_entries: float, opt: _Options) -> dict:
     """Each length's Laplace scales (``"record"`` for a network's units), per unit's entries when relative and each."""
     out = {}
     for T, p in plans.items():
-        per = (record_entries if T is None else T) if opt.relative and opt.each else 1.0
+        per = _per_unit_entries(T, record_entries, opt)
         out["record" if T is None else str(T)] = None if p.scales is None else [s / per for s in p.scales]
     return out
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from puffgm.api.query import query_calibration, record_layout
+from puffgm.core.progress import Stages, stages
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_workload
 from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
@@ -53,12 +54,16 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     max_joint_length : int
         The largest joint law, in cells (prod_j (n_j + 1)), the calibration may build.
     **options
-        The kind's query options (``protected``, ``secrets``, ``max_table_entries`` for networks;
-        ``max_exact_length`` for chains).
+        ``progress`` (bool or None): a tqdm bar of the stages (joint laws, each statistic alone,
+        weights, joint scale, MQM) on stderr, shown once the calibration has run for 2 seconds;
+        None (default) shows it when stderr is a terminal, False never
+        (:mod:`puffgm.core.progress`).  The rest are the kind's query options (``protected``,
+        ``secrets``, ``max_table_entries`` for networks; ``max_exact_length`` for chains).
 
     Returns
     -------
     WorkloadCalibration
+        One Laplace scale per statistic, with the exact joint loss and the alternatives beside them.
 
     Examples
     --------
@@ -71,33 +76,59 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "puffgm.calibrate_workload")
     time_limit = check_time_limit(time_limit, "calibrate_workload")
+    bound = _bind(kind, workload)
+    search = isinstance(weights, str) and weights == "optimal"
+    progress = options.pop("progress", None)
+    n_stages = 1 + (bound.k if baselines or search else 0) + search + 1 + bool(baselines)
+    with stages(progress, n_stages, f"calibrate {bound.k} statistics", unit="stage") as bar:
+        bar.show("joint laws")
+        ask = _Ask(epsilon, weights, time_limit, baselines, max_joint_length)
+        return _workload_calibration(kind, bound, ask, bar, options)
+
+
+class _Ask(NamedTuple):
+    """What :func:`workload_calibration` was asked, checked."""
+
+    epsilon: float
+    weights: Any
+    time_limit: float | None
+    baselines: bool
+    max_joint_length: int
+
+
+def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, options: dict) -> WorkloadCalibration:
+    """The body of :func:`workload_calibration`, its arguments checked, advancing ``bar`` after each stage."""
+    epsilon, weights, time_limit, baselines, max_joint_length = ask
     start = time.monotonic()
     deadline = None if time_limit is None else start + time_limit
-    bound = _bind(kind, workload)
     search = isinstance(weights, str) and weights == "optimal"
     w = [1.0] * bound.k if search else _weights(weights, bound.k)
     notes: list = []
     single: tuple | None = None
     if bound.k == 1 and (baselines or search):
-        single = _single_scales(kind, bound, epsilon, deadline, options)
+        single = _single_scales(kind, bound, epsilon, deadline, options, bar)
         return _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start)
     t0 = time.monotonic()  # the joint laws first: a table past a limit is refused before any single-query work
     laws = workload_laws(kind, bound, deadline=deadline, max_joint_length=max_joint_length, **options)
     seconds = {"laws": round(time.monotonic() - t0, 6)}
+    bar.advance()
     t0 = time.monotonic()
-    single = _single_scales(kind, bound, epsilon, deadline, options) if baselines or search else None
+    single = _single_scales(kind, bound, epsilon, deadline, options, bar) if baselines or search else None
     if single is not None:
         seconds["single"] = round(time.monotonic() - t0, 6)
     if search:
         t0 = time.monotonic()
         w = optimal_weights(laws, epsilon=epsilon, start=[s or 1.0 for s in single or w], deadline=deadline)
         seconds["weights"] = round(time.monotonic() - t0, 6)
+        bar.advance()
         notes.append("weights chosen by a search that lowers the summed expected |error| (not a certified optimum)")
     t0 = time.monotonic()
+    bar.show("joint scale")
     guess = max((s / wj for s, wj in zip(single or (), w, strict=False) if s), default=1.0)
     t, loss, witness, per_prior, evals = optimal_workload_scale(laws, epsilon=epsilon, weights=w, start=guess,
                                                                 deadline=deadline)
     seconds["joint_scale"] = round(time.monotonic() - t0, 6)
+    bar.advance("MQM baseline" if baselines else None)
     if t == 0:
         notes.append("the exact table is already epsilon-Pufferfish private: no noise is needed")
     mqm, why = _mqm_scale(kind, bound, epsilon, options, deadline) if baselines else (None, None)
@@ -161,14 +192,19 @@ def _bind(kind, workload) -> BoundWorkload:
     return load_workload(workload).bind(*domain)
 
 
-def _single_scales(kind, bound: BoundWorkload, epsilon: float, deadline, options: dict) -> tuple:
-    """Each statistic's own optimal Laplace scale (query units), calibrated alone."""
+def _single_scales(kind, bound: BoundWorkload, epsilon: float, deadline, options: dict,
+                   bar: Stages | None = None) -> tuple:
+    """Each statistic's own optimal Laplace scale (query units), calibrated alone (one stage of ``bar`` each)."""
     out = []
-    for q in bound.queries:
+    for name, q in zip(bound.names, bound.queries, strict=True):
+        if bar is not None:
+            bar.show(f"{name} alone")
         left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
         cal = query_calibration(kind, q.source, epsilon=epsilon, method="optimal-laplace", time_limit=left,
-                                baselines=False, **options)
+                                baselines=False, progress=False, **options)
         out.append(_scale(cal))
+        if bar is not None:
+            bar.advance()
     return tuple(out)
 
 
@@ -176,7 +212,7 @@ def _workload_of_one(kind, bound, epsilon, w, single, deadline, options, start) 
     """A workload of one is today's single query: its optimal Laplace scale, the same numbers."""
     left = None if deadline is None else max(deadline - time.monotonic(), 1e-3)
     cal = query_calibration(kind, bound.queries[0].source, epsilon=epsilon, method="optimal-laplace",
-                            time_limit=left, **options)
+                            time_limit=left, progress=False, **options)
     scale, loss = _scale(cal), float(cal.loss or 0.0)
     return WorkloadCalibration(
         epsilon=epsilon, names=bound.names, weights=tuple(w), t=scale / w[0], scales=(scale,), loss=loss,

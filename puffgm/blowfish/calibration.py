@@ -26,6 +26,7 @@ from puffgm.blowfish.sensitivity import (
     histogram_sensitivity,
     linear_sum_sensitivity,
 )
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.validation import check_nonnegative_finite, check_positive_finite
 from puffgm.exceptions import ParameterError
 
@@ -114,6 +115,10 @@ class BlowfishCalibration:
     def scale(self) -> float:
         """The Laplace scale S(f, P) / epsilon on each coordinate (0: released exactly)."""
         return self.policy_sensitivity / self.epsilon
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The Laplace scale S(f, P) / epsilon and its (1 - alpha) half-width on each coordinate (core.accuracy)."""
+        return laplace_rows(("each coordinate",), (self.scale,), alpha)
 
     def explain(self) -> str:
         """One line: the query, (epsilon, P), S(f, P) and the Laplace scale."""

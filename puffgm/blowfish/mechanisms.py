@@ -1,6 +1,8 @@
-"""The Laplace mechanism under Blowfish (He, Machanavajjhala and Ding, Theorem 5.1).
+r"""The Laplace mechanism under Blowfish (He, Machanavajjhala and Ding, Theorem 5.1).
 
-    M(D) = f(D) + (Lap(S(f, P) / epsilon))^d  is  (epsilon, P)-Blowfish private,
+$$
+M(D) = f(D) + \mathrm{Lap}\left(S(f, P) / \epsilon\right)^d \quad \text{is } (\epsilon, P)\text{-Blowfish private},
+$$
 
 with S(f, P) the policy-specific global sensitivity (Definition 5.1,
 :mod:`puffgm.blowfish.sensitivity`).  When S(f, P) = 0 (e.g. a histogram over
@@ -29,6 +31,7 @@ from puffgm.blowfish.sensitivity import (
     linear_sum_sensitivity,
     values_matrix,
 )
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release
@@ -167,6 +170,11 @@ class BlowfishRelease(Release):
         """The Blowfish policy the guarantee holds for: its description (when recorded) and key."""
         policy = self.details.get("policy")
         return f"{policy} (key {self.policy_key})" if policy else f"Blowfish policy {self.policy_key}"
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate, the Laplace scale S(f, P) / epsilon and its (1 - alpha) half-width (0 when exact)."""
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
         """One line: mechanism, (epsilon, P), S(f, P), Laplace scale, theorem, noise source."""

@@ -95,6 +95,8 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
         Row indices (j1, j2) into ``dbs`` of every ordered neighbouring pair
         (D1, D2) (condition 3 is evaluated from D1's side).
 
+    Notes
+    -----
     Unconstrained policies use the closed form (one tuple moved along an edge);
     constrained ones check condition 3 against every D3 in I_Q, refused above
     ``max_work`` = m^2 * (candidates) * n elementary comparisons.

@@ -1,6 +1,8 @@
-"""Policy-specific global sensitivity S(f, P) (He, Machanavajjhala and Ding, Definition 5.1).
+r"""Policy-specific global sensitivity S(f, P) (He, Machanavajjhala and Ding, Definition 5.1).
 
-    S(f, P) = max over neighbours (D1, D2) in N(P) of ||f(D1) - f(D2)||_1.
+$$
+S(f, P) = \max_{(D_1, D_2) \in N(P)} \lVert f(D_1) - f(D_2) \rVert_1.
+$$
 
 Closed forms for unconstrained policies (sections 5, 6 and 7), where a
 neighbour moves one tuple along an edge (x, y) of G:
@@ -200,7 +202,8 @@ def values_matrix(policy: Policy, values=None) -> np.ndarray:
 
     Returns
     -------
-    ndarray (|T|, m)
+    ndarray of shape (|T|, m)
+        Row t is g(t), the value of the m linear statistics at domain value t.
     """
     if values is None:
         return policy.domain.coords()

@@ -361,11 +361,12 @@ def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
 
     Returns
     -------
-    dict of arrays of shape (m, nmax + 1, 2), index n (0 = empty side, value 0), last axis
-    the pair (x, x') in ((0, 1), (1, 0)): ``A`` (upper bound of A_n minus its l term),
-    ``B`` (upper bound of B_n), ``C_any`` (upper bound of the ``"any"`` marginal term of
-    node n + 1 minus its l term); valid as A + C (left end present) and B.  A degenerate
-    cell (a point) gives the exact values.
+    dict of ndarray
+        Arrays of shape (m, nmax + 1, 2), indexed by cell, n (0 = empty side, value 0) and the
+        pair (x, x') in ((0, 1), (1, 0)): ``A`` (upper bound of A_n minus its l term), ``B`` (upper
+        bound of B_n), ``C_any`` (upper bound of the ``"any"`` marginal term of node n + 1 minus its
+        l term); valid as A + C (left end present) and B.  A degenerate cell (a point) gives the
+        exact values.
     """
     cells = np.asarray(cells, dtype=float)
     p0lo, p0hi, p1lo, p1hi = cells.T

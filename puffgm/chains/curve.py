@@ -62,9 +62,11 @@ def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_con
     Returns
     -------
     b : ndarray of int
+        The sizes 1, ..., max_b.
     a : ndarray of float
         a[b-1] (``inf`` when no quilt of that size has finite influence).
     witnesses : list of (node name, quilt tuple)
+        Where each a(b) is attained.
     """
     if not isinstance(chain_class, ChainPriorClass):
         raise ParameterError(f"chain_influence_curve needs a ChainPriorClass; got {type(chain_class).__name__}.")

@@ -103,6 +103,7 @@ def read_traces(data, *, id_column=None, value_column=None, order_column=None) -
     Returns
     -------
     Traces
+        The traces as state indices, with the state names in their order.
 
     Raises
     ------

@@ -1,4 +1,4 @@
-"""MQMExact: the Markov Quilt Mechanism for Markov chains, exact max-influence.
+r"""MQMExact: the Markov Quilt Mechanism for Markov chains, exact max-influence.
 
 Song, Wang and Chaudhuri, section 4.4.1 and Algorithm 3.  For a chain
 X1 -> ... -> XT, Lemma 4.6 shows that the quilts of X_i worth searching are
@@ -10,9 +10,10 @@ X1 -> ... -> XT, Lemma 4.6 shows that the quilts of X_i worth searching are
 
 and equation (5) splits the max-influence of {X_{i-a}, X_{i+b}} under theta:
 
-    e_theta = max_{x, x'} [ max_{x_{i-a}} log P^a(x_{i-a}, x) / P^a(x_{i-a}, x')
-                            + max_{x_{i+b}} log P^b(x, x_{i+b}) / P^b(x', x_{i+b})
-                            + log P(X_i = x') / P(X_i = x) ].
+$$
+e_\theta = \max_{x, x'} \left[ \max_{x_{i-a}} \log \frac{P^a(x_{i-a}, x)}{P^a(x_{i-a}, x')} + \max_{x_{i+b}} \log
+  \frac{P^b(x, x_{i+b})}{P^b(x', x_{i+b})} + \log \frac{P(X_i = x')}{P(X_i = x)} \right].
+$$
 
 Zero probabilities are handled exactly (the library's convention, shared with
 the Bayesian-network road :func:`puffgm.networks.calibration.calibrate`): a secret
@@ -29,7 +30,9 @@ The class Theta is a finite family of pairs (q, P) with q a vector,
 Theta (Definition 4.1).  For ``"any"`` (Theta_P = Delta_k x {P}, appendix C.4)
 the supremum over q is in closed form:
 
-    sup_q P(X_i = x') / P(X_i = x) = max_y P^{i-1}(y, x') / P^{i-1}(y, x),
+$$
+\sup_q \frac{P(X_i = x')}{P(X_i = x)} = \max_y \frac{P^{i-1}(y, x')}{P^{i-1}(y, x)},
+$$
 
 (+inf if some y has P^{i-1}(y, x) = 0 < P^{i-1}(y, x')), and the left end
 ranges over every state reachable at time i - a.

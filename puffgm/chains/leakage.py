@@ -1,4 +1,4 @@
-"""Temporal privacy leakage (TPL) of per-step DP releases on a Markov chain.
+r"""Temporal privacy leakage (TPL) of per-step DP releases on a Markov chain.
 
 Cao, Yoshikawa, Xiao and Xiong, "Quantifying Differential Privacy under Temporal
 Correlations", ICDE 2017 (arXiv:1610.07543); extended as "Quantifying Differential
@@ -22,8 +22,10 @@ mechanisms with those budgets, so (Theta = {the chain}, secrets {X_t = x}) max_t
 is a Pufferfish parameter of the whole release.  The leakage function of a stochastic
 matrix M (L_B = L_{P^B}, L_F = L_{P^F}) is (Cao et al., Theorem 4 and its corollary)
 
-    L_M(a) = max over ordered pairs of rows (q, d) of M and subsets S of the states of
-             log[(q(S)(e^a - 1) + 1) / (d(S)(e^a - 1) + 1)].
+$$
+L_M(a) = \max_{(q, d),\ S} \log \frac{q(S)(e^a - 1) + 1}{d(S)(e^a - 1) + 1} \quad \text{(ordered pairs of rows } (q,
+  d) \text{ of } M, \text{ subsets } S \text{ of the states)}.
+$$
 
 **Threshold structure.**  For a fixed pair (q, d) and u = e^a - 1 >= 0 let lambda* be the
 optimal ratio (1 + u q(S)) / (1 + u d(S)).  By Dinkelbach's argument S is optimal iff it
@@ -44,7 +46,9 @@ a = L(a) + epsilon, or to infinity.  Each candidate's h(a) = a - log((1 + x u)/(
 is increasing, tends to infinity when y > 0 and to log(1/x) when y = 0.  Hence a - L(a)
 increases to min over candidates with d(S) = 0 of log(1/q(S)), and
 
-    sup_t BPL_t < infinity  iff  epsilon < epsilon_crit(P^B) = log(1 / x_max),
+$$
+\sup_t \mathrm{BPL}_t < \infty \iff \epsilon < \epsilon_{\mathrm{crit}}(P^B) = \log(1 / x_{\max}),
+$$
 
 where x_max is the largest mass a row q puts on the states another row d excludes
 (x_max = max over ordered pairs of rows of q({j : d_j = 0})); epsilon_crit is +infinity
@@ -466,6 +470,7 @@ def temporal_correlations(chain, backward=None) -> tuple:
     Returns
     -------
     tuple of TemporalCorrelation
+        One per member of the class, in the class's order.
     """
     return _resolve(chain, backward)[0]
 
@@ -528,6 +533,7 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
     Returns
     -------
     ndarray of shape (T,)
+        a_1, ..., a_T: the leakage after each step.
     """
     e = np.asarray(budgets, dtype=float)
     T = e.size
@@ -781,6 +787,7 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
     Returns
     -------
     TemporalLeakage
+        BPL, FPL and TPL at every step, their maxima and the supremum of the recursion.
 
     Examples
     --------
@@ -990,6 +997,7 @@ def allocate_budget(chain, *, epsilon=None, length=None, scheme: str = "constant
     Returns
     -------
     BudgetAllocation
+        The per-step budgets and the leakage they give at every step.
 
     Raises
     ------

@@ -116,7 +116,8 @@ def check_transition_matrix(matrix, what: str, k: int | None = None) -> tuple:
 
     Returns
     -------
-    (matrix, notes) : (read-only ndarray of shape (k, k), tuple of str)
+    tuple
+        (matrix, notes): the read-only (k, k) matrix and the notes on what was renormalised.
     """
     notes: list = []
     P = _validate_stochastic(matrix, what, notes, ndim=2)

@@ -18,7 +18,7 @@ from typing import Any
 
 from puffgm.cli.arguments import add_renamed_flag
 
-__all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args"]
+__all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args", "accuracy_field"]
 
 #: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
 METHODS = ("exact", "approx", "groupdp", "gk16")
@@ -90,9 +90,13 @@ def add_calibration_arguments(p) -> None:
     p.add_argument("--paper-convention", action="store_true",
                    help="chains: reproduce the paper's table (counts states of probability zero)")
     p.add_argument("--quiet", action="store_true",
-                   help="no progress bar (networks; the bar is drawn on stderr after 2 s, only on a terminal)")
+                   help="no progress bar (networks, query methods, workloads; the bar is drawn on stderr after 2 s, "
+                        "only on a terminal)")
     p.add_argument("--max-table-entries", type=int, default=None,
                    help="largest table exact inference may build (networks; default 2**25)")
+    p.add_argument("--alpha", type=_finite_float, default=0.05,
+                   help="significance of the accuracy statement: the (1 - alpha) half-width of the noise of each "
+                        "statistic (default 0.05: 95%%), the 'accuracy' key of --json")
     p.add_argument("--time-limit", type=_finite_float, default=None,
                    help="seconds a calibration (networks, chains, parameter boxes) or a query method may take; "
                         "it answers within them (a note gives the certified gap if the search of the worst quilts "
@@ -192,6 +196,8 @@ def _query_options(args, prior) -> dict:
     limit = _time_limit(args)
     if limit != 0:
         options["time_limit"] = limit
+    if args.quiet:
+        options["progress"] = False
     if args.objective is not None:
         if args.method != "optimal-noise":
             raise ParameterError("--objective applies only to --method optimal-noise.")
@@ -304,25 +310,35 @@ def _check_plot(args) -> None:
     require_matplotlib()
 
 
+def accuracy_field(args, result) -> dict:
+    """``{"accuracy": [...]}``: per statistic, the noise scale and the (1 - ``--alpha``) half-width of its noise."""
+    from puffgm.core.accuracy import accuracy_dicts, check_alpha
+
+    return {"accuracy": accuracy_dicts(result.accuracy(check_alpha(args.alpha, f"{_command(args)} (--alpha)")))}
+
+
 def run(args) -> str:
     from puffgm.api import as_prior
+    from puffgm.core.accuracy import check_alpha
     from puffgm.core.validation import check_positive_finite
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm calibrate")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm calibrate")
+    check_alpha(args.alpha, "puffgm calibrate (--alpha)")
     if args.plot is not None:
         _check_plot(args)
     prior = as_prior(list(args.priors))
     result = calibration_from_args(args, prior)
     limit = applied_time_limit(args, prior)
+    accuracy = accuracy_field(args, result)
     if args.method in QUERY_METHODS:
         if args.json:
-            return json.dumps(result.to_dict() | limit, indent=2, allow_nan=False)
+            return json.dumps(result.to_dict() | accuracy | limit, indent=2, allow_nan=False)
         return result.explain() + "\n" + limit_line(limit)
     if args.plot is not None:
         result.plot(args.plot)
     if args.json:
-        return json.dumps(result.to_dict(per_node=args.per_node) | limit, indent=2, allow_nan=False)
+        return json.dumps(result.to_dict(per_node=args.per_node) | accuracy | limit, indent=2, allow_nan=False)
     text = result.explain() + "\n" + limit_line(limit)
     text += f"\nquilt picture saved to {args.plot}" if args.plot is not None else ""
     if args.per_node:

@@ -5,6 +5,7 @@
     puffgm release PRIOR... --data FILE --query JSON_OR_FILE --method wasserstein|optimal-laplace|optimal-noise
                    --epsilon E [--ledger FILE.db] [--budget B] [--seed N] [--label NAME] [--json]
     puffgm release PRIOR... --method exact|approx|groupdp|gk16 --answer X --epsilon E [--lipschitz L] ...
+                   [--alpha A] [--clamp [LO,HI]] [--round] [--simplex] [--total N]
 
 Many units (a panel of traces, a table of respondents)::
 
@@ -31,7 +32,12 @@ keeps it in a durable SQLite ledger (``--budget`` sets the ledger's total when t
 created -- a new ledger needs it, ``--budget unlimited`` by explicit choice -- and must agree
 with it afterwards), so the budget lasts across runs.  The output is
 the noisy value, the release, the accountant's guarantee and the remaining budget; ``--json``
-prints one object.  A refusal of the accountant (over budget, or no composition theorem) is
+prints one object.  Every output states the accuracy of each released statistic (its noise
+scale and the ``1 - --alpha`` half-width of its noise, :mod:`puffgm.core.accuracy`), and the
+post-processing flags add a post-processed value beside the released one, at no privacy cost
+(:mod:`puffgm.core.postprocess`): ``--clamp`` to the statistic's range (or ``--clamp LO,HI``),
+``--round`` to integers, ``--simplex`` for relative frequencies summing to one, ``--total N`` for a
+table consistent with a public total.  A refusal of the accountant (over budget, or no composition theorem) is
 one line on stderr and exit code 2, and no noise is drawn.
 """
 
@@ -51,7 +57,7 @@ from puffgm.cli.calibrate import (
     limit_line,
 )
 
-__all__ = ["register", "run", "read_data_file", "read_units_file"]
+__all__ = ["register", "run", "read_data_file", "read_units_file", "add_postprocessing_arguments"]
 
 
 def register(p) -> None:
@@ -73,7 +79,8 @@ def register(p) -> None:
                    help="seeded numpy noise, reproducible and NOT for production (default: secure samplers)")
     p.add_argument("--label", default=None, help="the release's name in the ledger")
     p.add_argument("--json", action="store_true",
-                   help="print one JSON object: the noisy value, the release, the guarantee and the budget left")
+                   help="print one JSON object: the noisy value, the release, its accuracy, the guarantee and the "
+                        "budget left")
     p.add_argument("--unit", metavar="COLUMN", default=None,
                    help="many units: --data is a panel (a CSV with this unit column), and the release is the sum over "
                         "units of each unit's statistic with noise calibrated for one unit (units are independent "
@@ -89,16 +96,20 @@ def register(p) -> None:
                    help="with --unit: one release per unit, all under one charge (parallel composition)")
     p.add_argument("--relative", action="store_true",
                    help="with --unit: divide by the public total number of entries (relative frequencies)")
+    add_postprocessing_arguments(p)
     p.set_defaults(per_node=False, plot=None)
 
 
 def run(args) -> str:
     from puffgm.api import as_prior
     from puffgm.api.release import release
+    from puffgm.core.accuracy import check_alpha
     from puffgm.core.validation import check_positive_finite
 
     check_positive_finite(args.epsilon, "epsilon", "puffgm release")
     check_positive_finite(args.lipschitz, "lipschitz", "puffgm release")
+    check_alpha(args.alpha, "puffgm release (--alpha)")
+    _check_postprocessing(args)
     prior = as_prior(list(args.priors))
     if args.unit is not None:
         return _run_units(args, prior)
@@ -106,6 +117,7 @@ def run(args) -> str:
     data, answer = _inputs(args, prior)  # before any calibration: a bad file costs no time
     accountant = _accountant(args)
     cal = calibration_from_args(args, prior)
+    _dry_postprocessing(args, cal)  # a post-processing the ranges cannot meet is refused before any noise
     rel = release(cal, data, answer=answer, accountant=accountant, random_state=args.seed, label=args.label)
     return _output(args, rel, accountant.report(), applied_time_limit(args, prior))
 
@@ -125,6 +137,9 @@ def _run_units(args, prior) -> str:
     from puffgm.api.release import release
     from puffgm.exceptions import ParameterError
 
+    if _postprocessing(args) is not None and (args.each or args.clamp is True):
+        raise ParameterError("On many units, post-processing applies to the aggregate with explicit ranges: give "
+                             "--clamp LO,HI (the aggregate's range), not --clamp alone, and not with --each.")
     if args.answer is not None:
         raise ParameterError("A release on units computes each unit's statistic from --data: give --query, not "
                              "--answer.")
@@ -182,12 +197,19 @@ def read_units_file(path: str, *, time: str | None = None):
 def _units_output(args, rel, report, limit: dict) -> str:
     """The panel's noisy aggregate (or per-unit values), the side by side, the guarantee (or one JSON object)."""
     from puffgm.api.units import comparison_text, panel_summary
+    from puffgm.core.accuracy import accuracy_dicts
 
     remaining = None if math.isinf(report.remaining) else report.remaining
     guarantee = f"{report.explain()}; {rel.details['independence']}"
+    accuracy = rel.accuracy(args.alpha)
+    options = _postprocessing(args)
+    post = None if options is None else rel.postprocess(**options)
     if args.json:
-        out = panel_summary(rel) | {"release": rel.to_dict(), "guarantee": guarantee, "total": report.total,
-                                    "budget": report.budget, "remaining": remaining, "ledger": args.ledger} | limit
+        out = panel_summary(rel) | {"release": rel.to_dict(), "accuracy": accuracy_dicts(accuracy),
+                                    "guarantee": guarantee, "total": report.total, "budget": report.budget,
+                                    "remaining": remaining, "ledger": args.ledger} | limit
+        if post is not None:
+            out["postprocessed"] = post.to_dict()
         return json.dumps(out, indent=2, allow_nan=False)
     lines = []
     if rel.each:
@@ -211,12 +233,85 @@ def _units_output(args, rel, report, limit: dict) -> str:
         lines.append(f"relative: divided by the public total number of entries ({rel.details['entries']:g})")
     lines += [rel.explain(), comparison_text(rel)]
     lines += [f"note: {n}" for n in rel.details["notes"]]
-    lines += [f"guarantee: {guarantee}",
-              "remaining budget: " + ("unlimited (no --budget)" if remaining is None else f"{remaining:g}")]
+    lines += [f"guarantee: {guarantee}", "remaining budget: " + _remaining_text(report)]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
+    bound = " (the largest per-unit noise)" if rel.each else ""
+    lines.extend(f"accuracy{bound}: {a.explain()}" for a in accuracy)
+    if post is not None:
+        lines.append(post.explain())
     lines.append(limit_line(limit))
     return "\n".join(lines)
+
+
+def add_postprocessing_arguments(p) -> None:
+    """``--clamp [LO,HI]``, ``--round``, ``--simplex``, ``--total N``: post-processing at no privacy cost."""
+    p.add_argument("--clamp", nargs="?", const=True, default=None, metavar="LO,HI",
+                   help="post-process: clamp each statistic to its range (query methods record it), or to LO,HI "
+                        "(no privacy cost)")
+    p.add_argument("--round", action="store_true", help="post-process: round to integers (with --total: integers "
+                                                        "summing to it)")
+    p.add_argument("--simplex", action="store_true",
+                   help="post-process: relative frequencies, non-negative and summing to one (projection onto the "
+                        "simplex)")
+    p.add_argument("--total", type=number, default=None, metavar="N",
+                   help="post-process: make the table consistent with this public total (Euclidean projection)")
+
+
+def _clamp_range(text):
+    """``--clamp``: True (the statistics' ranges) or the pair LO,HI."""
+    from puffgm.exceptions import ParameterError
+
+    if text is None or text is True:
+        return text
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts)
+    except ValueError:
+        raise ParameterError(f"--clamp takes LO,HI (two numbers) or nothing (the statistic's range); got "
+                             f"{text!r}.") from None
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
+        raise ParameterError(f"--clamp LO,HI needs finite LO <= HI; got {text!r}.")
+    return (lo, hi)
+
+
+def _postprocessing(args) -> dict | None:
+    """The post-processing options of the flags (None when no flag asks for any)."""
+    options = {"clamp": _clamp_range(args.clamp), "round": args.round, "simplex": args.simplex, "total": args.total}
+    return options if any(v not in (None, False) for v in options.values()) else None
+
+
+def _check_postprocessing(args) -> None:
+    """Refuse contradictory post-processing flags before any calibration."""
+    from puffgm.exceptions import ParameterError
+
+    options = _postprocessing(args)
+    if options is None:
+        return
+    if options["clamp"] is True and args.method not in QUERY_METHODS:
+        raise ParameterError(f"--clamp alone clamps to the range a query method records; --method {args.method} "
+                             "covers every Lipschitz query, so give the range: --clamp LO,HI.")
+    if options["round"] and options["simplex"]:
+        raise ParameterError("--simplex gives relative frequencies summing to one: they cannot also be --round-ed.")
+    if options["total"] is not None and not math.isfinite(options["total"]):
+        raise ParameterError("--total must be a finite number.")
+
+
+def _dry_postprocessing(args, cal) -> None:
+    """Run the post-processing asked for on a value inside the ranges, so that its refusal comes before the release."""
+    from types import SimpleNamespace
+
+    from puffgm.core.postprocess import postprocess, statistic_ranges
+
+    options = _postprocessing(args)
+    if options is None:
+        return
+    ranges = statistic_ranges(SimpleNamespace(calibration=cal))
+    if ranges is not None:
+        value = [0.5 * (lo + hi) for lo, hi in ranges]
+    else:
+        value = [0.0] * len(args.answer or [0.0])
+    postprocess(SimpleNamespace(calibration=cal, value=value), **options)
 
 
 def _inputs(args, prior) -> tuple:
@@ -376,14 +471,20 @@ def _trace_of(path: str, header: list, body: list) -> list:
 
 def _output(args, rel, report, limit: dict) -> str:
     """The noisy value, the release, the guarantee and the budget left (or one JSON object)."""
+    from puffgm.core.accuracy import accuracy_dicts
     from puffgm.core.release import jsonable
 
     names = getattr(rel.calibration, "names", None) if hasattr(rel, "calibration") else None
     remaining = None if math.isinf(report.remaining) else report.remaining
+    accuracy = rel.accuracy(args.alpha)
+    options = _postprocessing(args)
+    post = None if options is None else rel.postprocess(**options)
     if args.json:
         out = {"value": jsonable(rel.value), "names": None if names is None else list(names),
-               "release": rel.to_dict(), "guarantee": report.explain(), "total": report.total,
-               "budget": report.budget, "remaining": remaining, "ledger": args.ledger} | limit
+               "release": rel.to_dict(), "accuracy": accuracy_dicts(accuracy), "guarantee": report.explain(),
+               "total": report.total, "budget": report.budget, "remaining": remaining, "ledger": args.ledger} | limit
+        if post is not None:
+            out["postprocessed"] = post.to_dict()
         return json.dumps(out, indent=2, allow_nan=False)
     if names is not None:
         value = ", ".join(f"{n} {v:.10g}" for n, v in zip(names, rel.value, strict=True))
@@ -393,6 +494,9 @@ def _output(args, rel, report, limit: dict) -> str:
              "remaining budget: " + _remaining_text(report)]
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
+    lines.extend(f"accuracy: {a.explain()}" for a in accuracy)
+    if post is not None:
+        lines.append(post.explain())
     lines.append(limit_line(limit))
     return "\n".join(lines)
 

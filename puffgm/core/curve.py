@@ -1,9 +1,11 @@
-"""a(b)-influence curves (Bai, He, Gu, Kifer and Maeng, section 6.2, Definition 7).
+r"""a(b)-influence curves (Bai, He, Gu, Kifer and Maeng, section 6.2, Definition 7).
 
 For a secret on entry X_i, split the database into a *high-influence* set H
 (|H| = b, X_i in H) and a *low-influence* set L.  The leakage through L is
 
-    a_dagger(L) = sup_theta max_{D_L} log P(Data_L = D_L | s_i) / P(Data_L = D_L | s_j)
+$$
+a^{\dagger}(L) = \sup_\theta \max_{D_L} \log \frac{P(\mathrm{Data}_L = D_L \mid s_i)}{P(\mathrm{Data}_L = D_L \mid s_j)}
+$$
 
 and the curve is any upper bound a(b) >= max_{(s_i, s_j)} inf_{|H| <= b} a_dagger(L).
 It is non-increasing, and a(n) = 0 (H = everything, L empty).
@@ -13,8 +15,10 @@ with nearby set X_N and remote set X_R, take H = X_N and L = X_Q u X_R.  Since
 X_R is independent of X_i given X_Q, the leakage through L equals the
 max-influence e_Theta(X_Q | X_i), so
 
-    a_i(b) = min { e_Theta(X_Q | X_i) : X_Q a quilt of X_i with card(X_N) <= b },
-    a(b)   = max_i a_i(b).
+$$
+a_i(b) = \min \{ e_\Theta(X_Q \mid X_i) : X_Q \text{ a quilt of } X_i \text{ with } \mathrm{card}(X_N) \le b \},
+  \qquad a(b) = \max_i a_i(b).
+$$
 
 Restricting L to quilt complements can only make a(b) larger than the optimum of
 Definition 7, so the curve is a valid (safe) upper bound, which is all Theorem 6

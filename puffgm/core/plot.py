@@ -68,6 +68,7 @@ def plot_calibration(result: Any, path: str | None = None, *, ax: Any = None, gr
     Returns
     -------
     matplotlib.figure.Figure
+        The figure drawn into.
 
     Raises
     ------

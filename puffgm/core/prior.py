@@ -200,6 +200,7 @@ class PriorKind:
         Returns
         -------
         QueryLaws
+            The log-laws of the query given each secret, for every prior, with the query as bound.
 
         Raises
         ------

@@ -121,6 +121,45 @@ class Release:
     def __str__(self) -> str:
         return self.explain()
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per statistic, the noise scale and the (1 - alpha) half-width of the noise (:mod:`puffgm.core.accuracy`).
+
+        Parameters
+        ----------
+        alpha : float
+            Significance level in (0, 1): the half-width t has P(|noise| <= t) >= 1 - alpha.
+
+        Returns
+        -------
+        tuple of Accuracy
+            One row per released statistic (per coordinate of a vector).
+
+        Raises
+        ------
+        NotApplicableError
+            For a mechanism that adds no noise of a known law (one that selects an output).
+        """
+        from puffgm.exceptions import NotApplicableError
+
+        raise NotApplicableError(f"{type(self).__name__} adds no additive noise of a known law, so it states no "
+                                 "noise half-width.")
+
+    def postprocess(self, *, clamp=None, round: bool = False, simplex: bool = False,
+                    total: float | None = None):
+        """The released value post-processed at no privacy cost; this record is not changed.
+
+        See :func:`puffgm.core.postprocess.postprocess` (clamping to the statistics' ranges,
+        rounding, relative frequencies on the simplex, consistency with a public total).
+
+        Returns
+        -------
+        PostProcessed
+            The new value beside this (unchanged, charged) release.
+        """
+        from puffgm.core.postprocess import postprocess
+
+        return postprocess(self, clamp=clamp, round=round, simplex=simplex, total=total)
+
     def __reduce__(self):
         """Picklable (``details`` is a read-only mapping); the accountant does not take the copy for the original."""
         state = {f.name: getattr(self, f.name) for f in dataclasses.fields(cast(Any, self))}
@@ -176,6 +215,10 @@ class CalibratedRelease(Release):
     def prior(self) -> str:
         """The prior class the calibration holds for."""
         return self.calibration.prior
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per statistic, the noise scale and the (1 - alpha) half-width: the calibration's (its ``accuracy``)."""
+        return self.calibration.accuracy(alpha)
 
     def _tagged(self, line: str) -> str:
         """``line`` with the not-for-production mark of seeded noise."""
@@ -306,6 +349,7 @@ def wrong_calibration(where: str, calibration: Any, wanted: str) -> str:
     Returns
     -------
     str
+        One sentence naming what was given and the function that takes it.
 
     Examples
     --------

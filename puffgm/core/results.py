@@ -230,6 +230,17 @@ class CalibrationResult:
             return math.nan
         return max(0.0, self.sigma_max / lb - 1.0)
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The Laplace scale L * sigma_max and its (1 - alpha) half-width, on each coordinate of the query.
+
+        One :class:`~puffgm.core.accuracy.Accuracy` row (``statistic`` ``"each coordinate"``): the
+        release adds Lap(L * sigma_max) to every coordinate; an infinite scale (a baseline that
+        does not apply) has an infinite half-width.
+        """
+        from puffgm.core.accuracy import laplace_rows
+
+        return laplace_rows(("each coordinate",), (self.scale,), alpha)
+
     def to_dict(self, per_node: bool = False) -> dict:
         """A JSON-ready dict (the ``--json`` output of ``puffgm calibrate``)."""
         d = {

@@ -1,4 +1,4 @@
-"""Canonical tie-breaking: which witness a maximum or minimum reports.
+r"""Canonical tie-breaking: which witness a maximum or minimum reports.
 
 A curve point, a worst node or an audit's worst pair reports two things: the
 VALUE (the true maximum or minimum, as computed) and a WITNESS (which candidate
@@ -8,9 +8,11 @@ build and on the order of summation.  A witness chosen by the last bit is
 therefore not reproducible.
 
 Here two values tie when they are within a relative ``TIE_RTOL`` of the best,
-with an absolute floor ``TIE_ATOL`` for values near 0::
+with an absolute floor ``TIE_ATOL`` for values near 0:
 
-    tie(v, best)  <=>  |v - best| <= TIE_RTOL * |best| + TIE_ATOL
+$$
+\mathrm{tie}(v, b) \iff |v - b| \le \mathtt{TIE\_RTOL} \cdot |b| + \mathtt{TIE\_ATOL} \quad (b \text{ the best value})
+$$
 
 (infinite values tie only with an equal infinity).  Among the candidates that
 tie with the best, the witness is the FIRST in a canonical order that the

@@ -152,6 +152,7 @@ def did_you_mean(word, choices: Iterable) -> str:
     Returns
     -------
     str
+        The hint, to append to an error message (empty when no name is close).
 
     Examples
     --------
@@ -234,6 +235,7 @@ def progress_enabled(progress: bool | None = None, stream=None) -> bool:
     Returns
     -------
     bool
+        True when a bar should be drawn.
     """
     if progress is not None:
         return bool(progress)

@@ -1,12 +1,18 @@
-"""Close adversaries: what a Pufferfish guarantee says about a prior outside Theta.
+r"""Close adversaries: what a Pufferfish guarantee says about a prior outside Theta.
 
 Song, Wang and Chaudhuri (SIGMOD 2017), Theorem 2.4: if M is epsilon-Pufferfish
 private for (S, Q, Theta) and an adversary holds a belief theta~ not in Theta, then
 for every pair and output
 
-    e^{-epsilon - 2 Delta} <= P(M(X) = w | s_i, theta~) / P(M(X) = w | s_j, theta~) <= e^{epsilon + 2 Delta},
+$$
+e^{-\epsilon - 2\Delta} \le \frac{P(M(X) = w \mid s_i, \tilde\theta)}{P(M(X) = w \mid s_j, \tilde\theta)} \le
+  e^{\epsilon + 2\Delta},
+$$
 
-    Delta = inf_{theta in Theta} max_{s in S} max( D_inf(theta~|s || theta|s), D_inf(theta|s || theta~|s) ),
+$$
+\Delta = \inf_{\theta \in \Theta} \max_{s \in S} \max\left( D_\infty(\tilde\theta_{|s} \,\|\, \theta_{|s}),
+  \ D_\infty(\theta_{|s} \,\|\, \tilde\theta_{|s}) \right),
+$$
 
 where D_inf(p || q) = sup_{x in supp p} log p(x) / q(x) is the max-divergence and
 theta|s is the prior conditioned on the secret s.  The conditioning matters:

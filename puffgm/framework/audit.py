@@ -1,11 +1,13 @@
-"""Exact Pufferfish audits of mechanisms on small databases.
+r"""Exact Pufferfish audits of mechanisms on small databases.
 
 Given an instantiation (S, Q, Theta) (:class:`~puffgm.framework.instantiation.Instantiation`)
 and a mechanism M whose output law given the database is known in closed form,
 the auditors compute the exact worst-case Pufferfish loss
 
-    L(M) = sup_{theta in Theta} sup_{(s_i, s_j) in Q, P(s_i|theta), P(s_j|theta) > 0} sup_w
-           | log P(M(Data) = w | s_i, theta) - log P(M(Data) = w | s_j, theta) |,
+$$
+L(M) = \sup_{\theta \in \Theta} \sup_{(s_i, s_j) \in Q,\ P(s_i \mid \theta), P(s_j \mid \theta) > 0} \sup_w \left|
+  \log P(M(\mathrm{Data}) = w \mid s_i, \theta) - \log P(M(\mathrm{Data}) = w \mid s_j, \theta) \right|,
+$$
 
 with P(M(Data) = w | s, theta) = sum_x P(x | s, theta) P(M(x) = w)
 (Kifer-Machanavajjhala Definition 3.1, Song-Wang-Chaudhuri Definition 2.1).
@@ -248,6 +250,7 @@ def as_finite(mechanism) -> FiniteMechanism:
     Returns
     -------
     FiniteMechanism
+        The mechanism as a table of output probabilities for every database.
     """
     if isinstance(mechanism, FiniteMechanism):
         return mechanism

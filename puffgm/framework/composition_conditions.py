@@ -1,4 +1,4 @@
-"""Necessary conditions for Pufferfish mechanisms to compose (Bai et al. section 5).
+r"""Necessary conditions for Pufferfish mechanisms to compose (Bai et al. section 5).
 
 Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish privacy", Theorem 4):
 if finite-range mechanisms M_1, ..., M_m are each epsilon-Pufferfish for
@@ -7,7 +7,9 @@ r epsilon-Pufferfish), then for every ordered secret pair (s1, s2) and every
 dataset D* where s1 holds there is a convex combination beta of datasets D_l
 where s2 holds with, for every mechanism and every output w,
 
-    log P(M(D*) = w) <= epsilon + sum_l beta_l log P(M(D_l) = w).      (NfC, Eq. 1)
+$$
+\log P(M(D^*) = w) \le \epsilon + \sum_l \beta_l \log P(M(D_l) = w). \qquad \text{(NfC, Eq. 1)}
+$$
 
 Differential-privacy constraints are the special case of a beta with one
 non-zero entry; Theorem 5 shows that a non-redundant set of NfC constraints is
@@ -19,7 +21,10 @@ For each prior theta, ordered pair (s1, s2) audited under theta and dataset D*
 with P(D* | s1, theta) > 0, the smallest epsilon for which Eq. 1 holds is the
 value of the linear program (the dual in the proof of Theorem 4)
 
-    v(D*) = min_{beta in simplex(A)} max_{w : P(w | D*) > 0} [ log P(w | D*) - sum_l beta_l log P(w | D_l) ],
+$$
+v(D^*) = \min_{\beta \in \mathrm{simplex}(A)} \max_{w \,:\, P(w \mid D^*) > 0} \left[ \log P(w \mid D^*) - \sum_l
+  \beta_l \log P(w \mid D_l) \right],
+$$
 
 where A is the set of datasets D_l with P(D_l | s2, theta) > 0 whose output
 support contains that of D* (a D_l that gives probability 0 to an output D*
@@ -27,7 +32,9 @@ can produce has log P = -inf and cannot carry weight); v = +inf if A is empty.
 The conditions hold at epsilon iff ``nfc_value = max v <= epsilon``.  Its
 DP-style restriction (beta a vertex of the simplex, Theorem 5) is
 
-    v_DP(D*) = min_{l in A} max_w log P(w | D*) / P(w | D_l)  >=  v(D*).
+$$
+v_{DP}(D^*) = \min_{l \in A} \max_w \log \frac{P(w \mid D^*)}{P(w \mid D_l)} \ge v(D^*).
+$$
 
 The optimal dual variables alpha (a distribution over outputs) are the attack
 of the proof: output sequences whose empirical frequencies are alpha (mixed
@@ -345,6 +352,7 @@ def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: fl
     Returns
     -------
     CompositionConditions
+        Which conditions hold, with the witnesses of those that fail.
 
     Notes
     -----

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import NOT_FOR_PRODUCTION, SECURE, resolve_noise
 from puffgm.core.release import Release
 from puffgm.core.validation import check_positive_finite
@@ -117,6 +118,16 @@ class ContinuousRelease(Release):
         if "section 7.2" in self.theorem:
             return f"every prior; secrets: {self.secret}"
         return f"every prior with independent records (Equation 10); secrets: {self.secret}"
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The Laplace scale and its (1 - alpha) half-width (on the log scale for a product or geometric mean).
+
+        The noise of a geometric mean of n values is the product's noise divided by n on the log
+        scale (the record does not keep n), so its row states the product's half-width t: the
+        geometric mean lies within a factor exp(t / n) of the released one.
+        """
+        name = "product behind the geometric mean" if self.statistic == "geometric_mean" else "value"
+        return laplace_rows((name,), (self.scale,), alpha, multiplicative=self.statistic != "sum")
 
     def explain(self) -> str:
         """One line: mechanism, epsilon, Laplace scale, what is protected, noise source."""

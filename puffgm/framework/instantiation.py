@@ -1,4 +1,4 @@
-"""Pufferfish instantiations (S, Q, Theta) over small discrete databases.
+r"""Pufferfish instantiations (S, Q, Theta) over small discrete databases.
 
 A Pufferfish instantiation (Kifer and Machanavajjhala, "Pufferfish: A framework
 for mathematical privacy definitions", TODS 2014, section 3) has three parts:
@@ -13,7 +13,10 @@ A mechanism M satisfies epsilon-Pufferfish(S, Q, Theta) when, for every theta
 in Theta, every pair (s_i, s_j) in Q with P(s_i | theta) > 0 and
 P(s_j | theta) > 0, and every output w,
 
-    e^-epsilon <= P(M(Data) = w | s_i, theta) / P(M(Data) = w | s_j, theta) <= e^epsilon
+$$
+e^{-\epsilon} \le \frac{P(M(\mathrm{Data}) = w \mid s_i, \theta)}{P(M(\mathrm{Data}) = w \mid s_j, \theta)} \le
+  e^{\epsilon}
+$$
 
 (Kifer-Machanavajjhala Definition 3.1; Song-Wang-Chaudhuri Definition 2.1).
 Pairs with a secret of prior probability zero under a theta are *skipped* for

@@ -1,10 +1,12 @@
-"""The Wasserstein Mechanism (Song, Wang and Chaudhuri, SIGMOD 2017, section 3, Algorithm 1).
+r"""The Wasserstein Mechanism (Song, Wang and Chaudhuri, SIGMOD 2017, section 3, Algorithm 1).
 
 For a real-valued query F and an instantiation (S, Q, Theta), let
 mu_{i,theta} = P(F(X) = . | s_i, theta).  The mechanism computes
 
-    W = sup_{(s_i, s_j) in Q, theta in Theta, P(s_i|theta), P(s_j|theta) > 0}
-            W_inf(mu_{i,theta}, mu_{j,theta})
+$$
+W = \sup_{(s_i, s_j) \in Q,\ \theta \in \Theta,\ P(s_i \mid \theta), P(s_j \mid \theta) > 0}
+  W_\infty(\mu_{i,\theta}, \mu_{j,\theta})
+$$
 
 and releases F(D) + Lap(W / epsilon).  It is epsilon-Pufferfish private
 (Theorem 3.2) and W never exceeds the global sensitivity of F in the group-DP
@@ -14,7 +16,9 @@ W_inf, the infinity-Wasserstein distance (Definition 3.1), is the smallest
 w such that some coupling of mu and nu never moves mass farther than w.  On
 the real line the optimal coupling is the quantile (monotone) coupling, so
 
-    W_inf(mu, nu) = ess sup_{u in (0, 1)} |F_mu^{-1}(u) - F_nu^{-1}(u)|,
+$$
+W_\infty(\mu, \nu) = \operatorname{ess\,sup}_{u \in (0, 1)} \left|F_\mu^{-1}(u) - F_\nu^{-1}(u)\right|,
+$$
 
 which for finite supports is a maximum over the intervals between consecutive
 values of the two cumulative distribution functions (:func:`w_inf`).
@@ -31,6 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import make_release
 from puffgm.core.validation import check_positive_finite
@@ -82,6 +87,7 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
     Returns
     -------
     float
+        W_inf(mu, nu): the least largest shift of a coupling of the two laws.
 
     Notes
     -----
@@ -189,6 +195,10 @@ class WassersteinCalibration:
                                                 f"{tuple(self.witness[1])}"
         return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {self.W:.6g}{where})"
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The Laplace scale W / epsilon and its (1 - alpha) half-width (:mod:`puffgm.core.accuracy`)."""
+        return laplace_rows(("value",), (self.scale,), alpha)
+
     def to_dict(self) -> dict:
         d = {
             "epsilon": self.epsilon,
@@ -259,6 +269,7 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
     Returns
     -------
     WassersteinCalibration
+        W, the Laplace scale W / epsilon, the witness pair and the exact audit of the release.
 
     Notes
     -----

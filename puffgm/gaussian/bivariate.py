@@ -96,8 +96,9 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOp
 
     Returns
     -------
-    (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at attained
-    points (eta on the hulls at the slab centres: a box corner x_C attains it).
+    tuple
+        (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at
+        attained points (eta on the hulls at the slab centres: a box corner x_C attains it).
     """
     cov, mean = model.cov, model.mean
     lo_i, hi_i, lo_k, hi_k = model.lower[i], model.upper[i], model.lower[k], model.upper[k]

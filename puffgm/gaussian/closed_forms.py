@@ -114,7 +114,8 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 
     Returns
     -------
-    dict with ``range``, ``theorem9``, ``safe`` (max of both), ``mu_interval``, ``sigma``.
+    dict
+        ``range``, ``theorem9``, ``safe`` (max of both), ``mu_interval``, ``sigma``.
     """
     cov = np.asarray(cov, float)
     n = cov.shape[0]
@@ -182,7 +183,7 @@ class CurveOptions:
         splits only (also in exhaustive mode), one per b and secret coordinate; otherwise such splits keep a
         smaller split's value.
     cell_budget : int
-        > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
+        A value > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
         squared-exponential kernel), the cell engine of :mod:`puffgm.gaussian.multivariate` with that many
         cells per split.
     tol, atol : float

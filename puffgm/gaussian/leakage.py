@@ -253,7 +253,8 @@ def mixed_range_bound(block: TruncatedBlock, slope, spread, width_i, mu_spread, 
 
     Returns
     -------
-    ``(value, info)``; ``inf`` when E >= 1 or Omega is (numerically) singular.
+    tuple
+        ``(value, info)``; ``inf`` when E >= 1 or Omega is (numerically) singular.
     """
     k = len(slope)
     base = (width_i + 2 * delta) * mu_spread / var_i

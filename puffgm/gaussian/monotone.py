@@ -123,8 +123,9 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, options: PinnedOp
 
     Returns
     -------
-    (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at attained
-    box points of x_cond (top region against bottom region, and back).
+    tuple
+        (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at
+        attained box points of x_cond (top region against bottom region, and back).
     """
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)
@@ -233,8 +234,9 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: Cor
 
     Returns
     -------
-    (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
-    (-inf, None, 0) when x_H is determined by x_cond.
+    tuple
+        (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
+        (-inf, None, 0) when x_H is determined by x_cond.
     """
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)

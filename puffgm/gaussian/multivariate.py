@@ -278,12 +278,13 @@ def cell_leakage(model, i, high, cond, corr_num, corr_den, options: CellOptions 
 
     Returns
     -------
-    (value, details): ``details["lower"]`` a certified lower bound of the exact leakage (corner search;
-    absent with ``lower=False``), ``details["cells"]`` the cells evaluated, ``details["estimate"]`` the
-    largest cell value met, ``details["stopped"]`` the rule that stopped the branch and bound
-    ("converged", "cells", "seconds", "target" or "infinite"), and with a checkpoint
-    ``details["checkpoint"]`` (the file) and ``details["seconds"]`` (the wall time of every run).
-    Progress (cells, certified value) is logged at DEBUG level on this module's logger.
+    tuple
+        (value, details): ``details["lower"]`` a certified lower bound of the exact leakage (corner
+        search; absent with ``lower=False``), ``details["cells"]`` the cells evaluated,
+        ``details["estimate"]`` the largest cell value met, ``details["stopped"]`` the rule that stopped
+        the branch and bound ("converged", "cells", "seconds", "target" or "infinite"), and with a
+        checkpoint ``details["checkpoint"]`` (the file) and ``details["seconds"]`` (the wall time of
+        every run).  Progress (cells, certified value) is logged at DEBUG level on this module's logger.
     """
     opts = _checked_options(options)
     deadline = None if opts.max_seconds is None else time.monotonic() + float(opts.max_seconds)

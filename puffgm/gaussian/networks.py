@@ -1,8 +1,10 @@
-"""Linear-Gaussian Bayesian networks with region secrets: priors, Markov quilts, MQM, a(b) curves.
+r"""Linear-Gaussian Bayesian networks with region secrets: priors, Markov quilts, MQM, a(b) curves.
 
 A linear-Gaussian network has, for every node v with parents pa(v),
 
-    x_v = c_v + sum_{u in pa(v)} beta_{v,u} x_u + e_v,      e_v ~ N(0, s_v^2) independent,
+$$
+x_v = c_v + \sum_{u \in \mathrm{pa}(v)} \beta_{v,u}\, x_u + e_v, \qquad e_v \sim N(0, s_v^2) \text{ independent},
+$$
 
 so x = (I - B)^-1 (c + e) is jointly Gaussian with mean (I - B)^-1 c and
 covariance (I - B)^-1 diag(s^2) (I - B)^-T.  Region secrets (Bai et al.,

@@ -276,10 +276,11 @@ def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
 
     Returns
     -------
-    (certified upper bound, best value met at a cell end); the first is ``inf`` when any cell bound is
-    not finite.  With ``sweep.return_edges`` a third value: the sorted end points of the final partition
-    of [lo, hi - delta] (pruned cells included), on which :func:`partition_max` re-evaluates the bound
-    for other functions.
+    tuple
+        (certified upper bound, best value met at a cell end); the first is ``inf`` when any cell
+        bound is not finite.  With ``sweep.return_edges`` a third value: the sorted end points of the
+        final partition of [lo, hi - delta] (pruned cells included), on which :func:`partition_max`
+        re-evaluates the bound for other functions.
     """
     delta = sweep.delta
     a0, b0 = sweep.lo, sweep.hi - delta
@@ -359,8 +360,9 @@ def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, cor
 
     Returns
     -------
-    (certified value, value met); with ``sweep.return_edges`` also the two final partitions
-    (numerator, denominator; :func:`certified_region_max`).
+    tuple
+        (certified value, value met); with ``sweep.return_edges`` also the two final partitions
+        (numerator, denominator; :func:`certified_region_max`).
     """
     memo: dict = {}
     delta = sweep.delta

@@ -229,8 +229,9 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, options: Pin
 
     Returns
     -------
-    (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at attained
-    box points of x_cond (top region against bottom region, and back).
+    tuple
+        (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at
+        attained box points of x_cond (top region against bottom region, and back).
     """
     p, q = int(high[0]), int(high[1])
     block = pinned_conditional(model, [i, p, q], list(cond))

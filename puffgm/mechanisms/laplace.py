@@ -1,7 +1,7 @@
-"""The Laplace release of the Markov Quilt Mechanism.
+r"""The Laplace release of the Markov Quilt Mechanism.
 
 Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3: for an L-Lipschitz
-query F (in L1), releasing F(D) + L * sigma_max * Z with Z ~ Lap(1) on each
+query F (in L1), releasing $F(D) + L\, \sigma_{\max} Z$ with $Z \sim \mathrm{Lap}(1)$ on each
 coordinate is epsilon-Pufferfish private in the Bayesian-network
 instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.calibrate`
 (or the chain calibrations of :mod:`puffgm.chains`).
@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, make_release, quilt_set_key, wrong_calibration
@@ -134,6 +135,11 @@ class MarkovQuiltRelease(Release):
         """The prior class (its fingerprint) and the quilt sets the guarantee holds for."""
         return f"prior class {self.fingerprint}, quilt sets {self.quilt_key}"
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate of the value, the Laplace scale and its (1 - alpha) half-width (see puffgm.core.accuracy)."""
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (self.scale,) * len(names), alpha)
+
     def explain(self) -> str:
         """One line: mechanism, epsilon, Laplace scale, noise source."""
         s = (
@@ -196,6 +202,7 @@ class MarkovQuiltLaplace:
         Returns
         -------
         MarkovQuiltRelease
+            The noisy answer with its epsilon, scale, quilt-set key and noise source.
         """
         cal = self.calibration
         arr = check_resolves(_answer_array(answer), cal.scale)  # before the accountant is charged

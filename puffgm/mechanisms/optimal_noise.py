@@ -1,4 +1,4 @@
-"""Optimal additive noise for one sum query: a linear program under the exact Pufferfish constraints.
+r"""Optimal additive noise for one sum query: a linear program under the exact Pufferfish constraints.
 
 For a sum query with grid sum G on 0..n-1 (:mod:`puffgm.core.query`) and the
 conditional laws p_a(g) = P(G = g | s_a, theta) of every secret and prior
@@ -6,7 +6,9 @@ conditional laws p_a(g) = P(G = g | s_a, theta) of every secret and prior
 on the integers, independent of the data, is epsilon-Pufferfish private iff for
 every audited pair (a, b), both directions, and every output y,
 
-    q_a(y) = sum_k p_a(y - k) z_k  <=  e^epsilon sum_k p_b(y - k) z_k = e^epsilon q_b(y),
+$$
+q_a(y) = \sum_k p_a(y - k)\, z_k \le e^{\epsilon} \sum_k p_b(y - k)\, z_k = e^{\epsilon} q_b(y),
+$$
 
 with z_k = P(Z = k) (Kifer and Machanavajjhala, Definition 3.1).  Every
 constraint is linear in z, so the least-error noise is a linear program, as for
@@ -23,9 +25,12 @@ The outputs y in the window -K-(n-1) .. K+(n-1) give one linear constraint each
 every term is in one tail: for y >= K + n - 1,
 q_a(y) = z_K r^{y-K} M_a^+(r) with M_a^+(r) = sum_g p_a(g) r^{-g}, and for
 y <= -K-(n-1), q_a(y) = z_{-K} r^{-K-y} M_a^-(r) with M_a^-(r) = sum_g p_a(g) r^g.
-So all the outputs in the tails reduce to one **tail condition** on r per pair::
+So all the outputs in the tails reduce to one **tail condition** on r per pair:
 
-    |log M_a^+(r) - log M_b^+(r)| <= epsilon  and  |log M_a^-(r) - log M_b^-(r)| <= epsilon
+$$
+\left|\log M_a^+(r) - \log M_b^+(r)\right| \le \epsilon \quad \text{and} \quad
+\left|\log M_a^-(r) - \log M_b^-(r)\right| \le \epsilon
+$$
 
 (independent of z; :func:`tail_losses`).  It is the limit w -> +-inf of the loss
 of the Laplace mechanism at scale -1/log r, so it holds at the tail ratio
@@ -87,6 +92,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import Accuracy, check_alpha, integer_half_width
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import jsonable, make_release
 from puffgm.core.validation import check_positive_finite
@@ -261,13 +267,15 @@ def _directed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.ndarray:
-    """The tail condition: the privacy loss of G + Z at outputs beyond the window, for each pair.
+    r"""The tail condition: the privacy loss of G + Z at outputs beyond the window, for each pair.
 
     For y >= K + n - 1 every noise value y - g is in the right tail, so
     q_a(y) / q_b(y) = M_a^+(r) / M_b^+(r) with M^+(r) = sum_g p(g) r^{-g}; on the
-    left M^-(r) = sum_g p(g) r^g.  The loss there is::
+    left M^-(r) = sum_g p(g) r^g.  The loss there is
 
-        max(|log M_a^+(r) - log M_b^+(r)|, |log M_a^-(r) - log M_b^-(r)|),
+    $$
+    \max\left(\left|\log M_a^+(r) - \log M_b^+(r)\right|, \left|\log M_a^-(r) - \log M_b^-(r)\right|\right),
+    $$
 
     whatever the noise law (as long as its tails have ratio r and positive mass).
 
@@ -281,7 +289,8 @@ def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.nd
 
     Returns
     -------
-    ndarray (n_pairs,)
+    ndarray of shape (n_pairs,)
+        The largest loss beyond the window, for each pair.
     """
     return _tail_losses_log(rows, pairs, math.log(tail_ratio))
 
@@ -333,6 +342,7 @@ def noise_losses(rows: np.ndarray, pairs: np.ndarray, law: NoiseLaw):
     Returns
     -------
     loss : ndarray (n_pairs,)
+        The exact loss of G + Z for each ordered pair.
     where : ndarray (n_pairs,)
         The maximising output in grid units (+-inf for the tails).
     """
@@ -715,6 +725,16 @@ class OptimalNoise:
         e = self.expected_abs_error
         return self.laplace_scale / e if e > 0 else None
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The (1 - alpha) half-width of the noise Z / unit, from its exact law (integer_half_width).
+
+        The least multiple t of 1/unit with P(|Z / unit| <= t) >= 1 - alpha, the geometric
+        tails summed in closed form; one row, ``scale`` None (the law is not Laplace).
+        """
+        a = check_alpha(alpha, "OptimalNoise.accuracy")
+        t = integer_half_width(self.law.probabilities, self.law.tail_ratio, a) / self.unit
+        return (Accuracy("value", "optimal noise (exact law on a grid)", None, a, t, self.expected_abs_error),)
+
     def to_dict(self) -> dict:
         """JSON-ready: ``expected_abs_error``, ``noise``, ``unit``, ``loss``, ``half_width``, ``tail_ratio``, ..."""
         return jsonable({
@@ -860,6 +880,7 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     Returns
     -------
     OptimalNoise
+        The noise law, its expected error beside optimal Laplace, and its exact audit.
 
     Raises
     ------
@@ -1015,6 +1036,7 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     Returns
     -------
     OptimalNoiseRelease
+        The noisy answer with the optimal-noise calibration and the noise source.
     """
     if not isinstance(result, OptimalNoise):
         raise ParameterError("release_optimal_noise needs an OptimalNoise (from optimal_noise_of).")

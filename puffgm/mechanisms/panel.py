@@ -29,13 +29,16 @@ parallel.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.composition import Composition, HeldAlone, canonical_units
 from puffgm.core.release import Release
 from puffgm.core.results import freeze_record
+from puffgm.exceptions import NotApplicableError
 from puffgm.mechanisms.laplace import MarkovQuiltComposition
 
 __all__ = ["PanelRelease", "PanelMarkovQuiltRelease", "panel_record_type", "INDEPENDENCE", "THEOREM_PANEL"]
@@ -76,6 +79,11 @@ class PanelRelease(Release):
         in ``details["scales_by_length"]``).
     secure : bool
     noise : str
+    noise_laws : tuple
+        Method ``"optimal-noise"``: ``(law, divisor)`` for each unit length present, the
+        :class:`~puffgm.mechanisms.optimal_noise.OptimalNoise` law of that length's units and
+        what their values are divided by (the public total for relative frequencies); empty
+        for Laplace noise.  Read by :meth:`accuracy`; left out of :meth:`to_dict`.
     details : Mapping
         ``lengths`` (length -> number of units), ``entries`` (the public total number of entries),
         ``relative``, ``scales_by_length``, ``comparison`` (the aggregate's expected absolute error
@@ -96,6 +104,7 @@ class PanelRelease(Release):
     secure: bool
     noise: str
     details: Mapping = field(default_factory=dict)
+    noise_laws: tuple = field(default=(), repr=False)
 
     def __post_init__(self):
         freeze_record(self)
@@ -126,6 +135,29 @@ class PanelRelease(Release):
         for u, v in zip(self.units, self.value, strict=True):
             out.append({"unit": u, key: v if self.names is None else dict(zip(self.names, v, strict=True))})
         return out
+
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The noise of each released statistic: its scale and (1 - alpha) half-width (:mod:`puffgm.core.accuracy`).
+
+        The aggregate's rows are its noise's; for per-unit releases (``each``) the rows are those of
+        the largest per-unit noise, a bound on every unit's (each length's scales are in
+        ``details["scales_by_length"]``).  Optimal noise: the exact half-width of the law, the
+        largest over the unit lengths present.
+        """
+        if self.scales is not None:
+            return laplace_rows(self.names or ("value",), self.scales, alpha)
+        rows = [dataclasses.replace(row, half_width=row.half_width / per,
+                                    expected_abs_error=row.expected_abs_error / per)
+                for law, per in self.noise_laws for row in law.accuracy(alpha)]
+        if not rows:
+            raise NotApplicableError("This panel release records no noise law, so its accuracy is unknown.")
+        return (max(rows, key=lambda r: (r.half_width, r.expected_abs_error)),)
+
+    def to_dict(self) -> dict:
+        """JSON-ready (the noise laws of an optimal-noise release are left out: see :meth:`accuracy`)."""
+        d = super().to_dict()
+        d.pop("noise_laws", None)
+        return d
 
     def as_dict(self) -> dict:
         """The aggregate's noisy statistics by name (one query: ``{"value": v}``)."""

@@ -50,12 +50,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from puffgm.core.accuracy import coordinate_names, laplace_rows
 from puffgm.core.composition import Composition
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.release import Release, curve_key
 from puffgm.core.results import freeze_record
 from puffgm.core.validation import check_positive_finite, check_positive_int, refuse_unexpected, renamed
-from puffgm.exceptions import CompositionError, ParameterError
+from puffgm.exceptions import CompositionError, NotApplicableError, ParameterError
 from puffgm.mechanisms.translation import THEOREM6, Translation, dp_epsilon
 
 __all__ = [
@@ -205,6 +206,22 @@ class PufferfishRelease(Release):
         """The Pufferfish parameter of this release (same as ``epsilon_puffer``)."""
         return self.epsilon_puffer
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per coordinate, the Laplace scale L / epsilon_DP and its (1 - alpha) half-width (the Laplace mechanism).
+
+        Raises
+        ------
+        NotApplicableError
+            For the exponential, top-K and wrapped mechanisms: they select an output or add
+            noise puffgm does not know, so there is no noise half-width to state.
+        """
+        scale = self.details.get("scale")
+        if scale is None:
+            raise NotApplicableError(f"{self.mechanism} adds no Laplace noise of a known scale, so it states no "
+                                     "noise half-width.")
+        names = coordinate_names(self.value)
+        return laplace_rows(names, (float(scale),) * len(names), alpha)
+
     @property
     def curve_point(self) -> tuple:
         """(a_l, b_l)."""
@@ -321,6 +338,7 @@ class PufferfishLaplace(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The noisy answer with epsilon_puffer, epsilon_DP, the curve point and the noise source.
         """
         arr = np.asarray(answer, dtype=float)
         if arr.size == 0:
@@ -482,6 +500,7 @@ class PufferfishExponential(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The selected index (or candidate) with epsilon_puffer, epsilon_DP and the curve point.
         """
         u = _utilities(utilities)
         _check_candidates(candidates, u)
@@ -560,6 +579,7 @@ class PufferfishTopK(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The K selected indices (or candidates) in order, with epsilon_puffer, epsilon_DP and the curve point.
         """
         u = _utilities(utilities).copy()
         if int(np.isfinite(u).sum()) < self.k:
@@ -639,6 +659,7 @@ class PufferfishWrapper(_DPBased):
         Returns
         -------
         PufferfishRelease
+            The mechanism's output with epsilon_puffer, epsilon_DP and the curve point.
         """
         charged = self._check(accountant, label)
         source = resolve_noise(random_state)

@@ -1,4 +1,4 @@
-"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
+r"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
 
 For a sum query F (:mod:`puffgm.core.query`) and a prior class Theta, let
 mu_{i,a,theta} be the law of F given X_i = a under theta.  Two calibrations
@@ -7,10 +7,11 @@ use these laws (every prior kind that can compute them provides a
 
 * **Wasserstein mechanism** (Song, Wang and Chaudhuri, "Pufferfish Privacy
   Mechanisms for Correlated Data", SIGMOD 2017, arXiv:1603.03977, section 3,
-  Algorithm 1 and Theorem 3.2)::
+  Algorithm 1 and Theorem 3.2):
 
-      W = max over theta, nodes i, pairs (a, b) with P(X_i=a), P(X_i=b) > 0
-              of W_inf(mu_{i,a,theta}, mu_{i,b,theta}),
+  $$
+  W = \max_{\theta,\ i,\ (a, b) \,:\, P(X_i = a), P(X_i = b) > 0} W_\infty(\mu_{i,a,\theta}, \mu_{i,b,\theta}),
+  $$
 
   and F + Lap(W / epsilon) is epsilon-Pufferfish private.
 * **Optimal Laplace scale**: the smallest b with
@@ -51,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
@@ -437,14 +439,16 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
 
 
 def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
-    """An upper estimate of the rounding error of the computed exact loss near ``epsilon``.
+    r"""An upper estimate of the rounding error of the computed exact loss near ``epsilon``.
 
     The loss is a difference of two log-densities, each the end of an n-step log-space
     recursion (:func:`laplace_log_density`) over values no larger in magnitude than the
     largest finite |log-probability| of the laws plus the loss itself; each step rounds by
-    an ulp or two.  The laws' total masses also differ from 1 by rounding.  Estimate::
+    an ulp or two.  The laws' total masses also differ from 1 by rounding.  Estimate:
 
-        4 n 2^-52 (1 + max |log p| + epsilon) + max over rows of |log sum p|.
+    $$
+    4 n\, 2^{-52} \left(1 + \max |\log p| + \epsilon\right) + \max_{\text{rows}} \left|\log \textstyle\sum p\right|.
+    $$
 
     Parameters
     ----------
@@ -456,6 +460,7 @@ def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
     Returns
     -------
     float
+        The estimate, in nats.
     """
     rows, _, _ = laws.stacked()
     finite = rows[np.isfinite(rows)]
@@ -505,7 +510,8 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
     Returns
     -------
-    (scale, loss, witness, per_prior, evaluations)
+    tuple
+        (scale, loss, witness, per_prior, evaluations).
     """
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
@@ -536,7 +542,8 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
 
     Returns
     -------
-    (s, at(s), evaluations)
+    tuple
+        (s, at(s), evaluations).
 
     Raises
     ------
@@ -667,6 +674,16 @@ class QueryCalibration:
             out["optimal_noise"] = {"scale": None, "expected_abs_error": e, "gain_over_group_dp": _gain(g, e)}
         return out
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """The noise of the released answer: its Laplace scale and (1 - alpha) half-width, or the optimal noise law's.
+
+        See :mod:`puffgm.core.accuracy`; method ``"optimal-noise"`` gives the exact half-width of
+        its law (:meth:`puffgm.mechanisms.optimal_noise.OptimalNoise.accuracy`).
+        """
+        if self.optimal_noise is not None:
+            return self.optimal_noise.accuracy(alpha)
+        return laplace_rows(("value",), (math.inf if self.scale is None else self.scale,), alpha)
+
     def to_dict(self) -> dict:
         """JSON-ready: ``method``, ``epsilon``, ``scale``, ``loss``, ``wasserstein``, the comparison, the rest.
 
@@ -760,6 +777,7 @@ def release_query(answer, calibration: QueryCalibration, *, random_state=None, a
     Returns
     -------
     QueryRelease
+        The noisy answer with its calibration and noise source.
     """
     if not isinstance(calibration, QueryCalibration):
         raise ParameterError(wrong_calibration("release_query", calibration,

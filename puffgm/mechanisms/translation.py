@@ -1,21 +1,27 @@
-"""Translation between epsilon_DP and epsilon_puffer along an a(b)-influence curve.
+r"""Translation between epsilon_DP and epsilon_puffer along an a(b)-influence curve.
 
 Theorem 6 of Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish
 privacy", section 6.2): if (Theta, S) satisfies a(b)-influence and (a, b) is a
 point of the curve with a < epsilon_puffer, every per-entry epsilon_DP-DP
 mechanism with
 
-    epsilon_DP <= (epsilon_puffer - a) / b
+$$
+\epsilon_{DP} \le \frac{\epsilon_{\mathrm{puffer}} - a}{b}
+$$
 
 is epsilon_puffer-Pufferfish.  The theorem holds at *every* point, so
 
 * Pufferfish -> DP: the best (largest) admissible epsilon_DP is
 
-      epsilon_DP = max over points with a(b) < epsilon_puffer of (epsilon_puffer - a(b)) / b;
+  $$
+  \epsilon_{DP} = \max_{b \,:\, a(b) < \epsilon_{\mathrm{puffer}}} \frac{\epsilon_{\mathrm{puffer}} - a(b)}{b};
+  $$
 
 * DP -> Pufferfish: the best (smallest) guarantee of an epsilon_DP-DP mechanism is
 
-      epsilon_puffer = min over b of  b * epsilon_DP + a(b).
+  $$
+  \epsilon_{\mathrm{puffer}} = \min_b \left( b\, \epsilon_{DP} + a(b) \right).
+  $$
 
 The trivial point (a, b) = (0, |I|) (H = every entry, i.e. group privacy over
 the whole database) is always on the curve; Algorithms 1-2 of the paper use it
@@ -245,6 +251,7 @@ def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | 
     Returns
     -------
     Translation
+        The epsilon on the other side, the curve point used and its witness.
     """
     epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "translate_curve", epsilon)
     refuse_unexpected(deprecated, "translate_curve")
@@ -268,6 +275,7 @@ def translate(curve, **kwargs) -> Translation:
     Returns
     -------
     Translation
+        The epsilon on the other side, the curve point used and its witness.
     """
     deprecated_call("puffgm.mechanisms.translation.translate",
                     "puffgm.translate or puffgm.mechanisms.translation.translate_curve")

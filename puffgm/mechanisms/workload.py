@@ -1,11 +1,13 @@
-"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
+r"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
 
 For a workload F = (F_1, ..., F_k) of sum queries (:mod:`puffgm.core.workload`) and a
 prior class Theta, let mu_{i,a,theta} be the joint law of (F_1, ..., F_k) given X_i = a
 under theta.  The release Y = F + Z adds independent Laplace noise Z_j ~ Lap(t w_j) to
 coordinate j (weights w_j, default 1).  Its output density given X_i = a is the mixture
 
-    f_a(y) = sum_g mu_a(g) prod_j exp(-|y_j - g_j| / b_j) / (2 b_j),   b_j = t w_j,
+$$
+f_a(y) = \sum_g \mu_a(g) \prod_j \frac{e^{-|y_j - g_j| / b_j}}{2 b_j}, \qquad b_j = t\, w_j,
+$$
 
 and its Pufferfish loss is sup over theta, i, pairs (a, b) and y in R^k of
 |log f_a(y) / f_b(y)|.
@@ -53,6 +55,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
@@ -209,7 +212,8 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
 
     Returns
     -------
-    (t, loss, witness, per_prior, evaluations)
+    tuple
+        (t, loss, witness, per_prior, evaluations).
     """
     units = [q.unit for q in laws.workload.queries]
 
@@ -254,6 +258,7 @@ def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, dead
     Returns
     -------
     list of float
+        The weights w_1 = 1, w_2, ..., w_k.
     """
     from scipy.optimize import minimize_scalar
 
@@ -371,6 +376,14 @@ class WorkloadCalibration:
                                                "valid_release": name != "single"}
                 for name, v in rows.items()}
 
+    def accuracy(self, alpha: float = 0.05) -> tuple:
+        """Per statistic (workload order), its Laplace scale t w_j and (1 - alpha) half-width (puffgm.core.accuracy).
+
+        Each half-width holds for its statistic alone; for all k at once, a union bound gives
+        confidence 1 - alpha with ``accuracy(alpha / k)``.
+        """
+        return laplace_rows(self.names, self.scales, alpha)
+
     def to_dict(self) -> dict:
         """JSON-ready: ``scales`` (one per statistic, workload order), ``loss``, the comparison and the rest."""
         return jsonable({
@@ -451,6 +464,7 @@ def release_workload(answers, calibration: WorkloadCalibration, *, random_state=
     Returns
     -------
     WorkloadRelease
+        The noisy table in workload order with its calibration and noise source.
 
     Raises
     ------

@@ -1,10 +1,12 @@
-"""Calibration of the Markov Quilt Mechanism for Bayesian-network priors.
+r"""Calibration of the Markov Quilt Mechanism for Bayesian-network priors.
 
 Song, Wang and Chaudhuri, Algorithm 2: for each protected node X_i and each
 candidate quilt (X_Q, X_N, X_R) with e = e_Theta(X_Q | X_i) < epsilon,
 
-    sigma(X_Q) = card(X_N) / (epsilon - e),        sigma_i = min_Q sigma(X_Q),
-    sigma_max  = max_i sigma_i,
+$$
+\sigma(X_Q) = \frac{\mathrm{card}(X_N)}{\epsilon - e}, \qquad \sigma_i = \min_Q \sigma(X_Q), \qquad \sigma_{\max} =
+  \max_i \sigma_i,
+$$
 
 and an L-Lipschitz query (in L1) is released with Laplace noise of scale
 L * sigma_max on each coordinate (Theorem 4.3; the vector case follows from
@@ -356,17 +358,11 @@ def _with_prior(best: dict, prior_index: int) -> dict:
 
 
 def _progress_bar(progress, total: int, pc):
-    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal)."""
-    import sys
-
-    from puffgm.core.validation import progress_enabled
-
-    if not progress_enabled(progress):
-        return None
-    from tqdm.auto import tqdm
+    """A tqdm bar on stderr that appears after 2 s (None: only if stderr is a terminal; :mod:`puffgm.core.progress`)."""
+    from puffgm.core.progress import progress_bar
 
     name = pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors"
-    return tqdm(total=total, desc=f"calibrate {name}", unit="node", delay=2.0, file=sys.stderr, leave=False)
+    return progress_bar(progress, total, f"calibrate {name}", unit="node")
 
 
 @dataclass(frozen=True)

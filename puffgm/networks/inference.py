@@ -86,7 +86,8 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
 
     Returns
     -------
-    (order, cliques, parent) or None
+    tuple or None
+        (order, cliques, parent), or None when a clique would exceed the limit.
     """
     n = len(card)
     nb: list[set[int]] = [set() for _ in range(n)]

@@ -1,9 +1,11 @@
-"""Max-influence of a node on a set of nodes, by exact inference on every prior.
+r"""Max-influence of a node on a set of nodes, by exact inference on every prior.
 
 Song, Wang and Chaudhuri, Definition 4.1:
 
-    e_Theta(X_A | X_i) = sup_{theta in Theta} max_{a, b} max_{x_A}
-                         log P(X_A = x_A | X_i = a, theta) / P(X_A = x_A | X_i = b, theta).
+$$
+e_\Theta(X_A \mid X_i) = \sup_{\theta \in \Theta} \max_{a, b} \max_{x_A} \log \frac{P(X_A = x_A \mid X_i = a,
+  \theta)}{P(X_A = x_A \mid X_i = b, \theta)}.
+$$
 
 Computed from the exact joint log P(X_A, X_i) (log-space variable elimination
 on the ancestral set, :mod:`puffgm.networks.inference`):
@@ -56,8 +58,9 @@ def max_divergence_rows(logcond: np.ndarray, pairs=None):
 
     Returns
     -------
-    (value, a, b, column) ; value is ``-inf`` if no column is possible at all
-    (cannot happen for a proper conditional), ``inf`` for a zero denominator.
+    tuple
+        (value, a, b, column); value is ``-inf`` if no column is possible at all (cannot happen
+        for a proper conditional), ``inf`` for a zero denominator.
     """
     k = logcond.shape[0]
     if k < 2:

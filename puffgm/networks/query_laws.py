@@ -246,6 +246,7 @@ def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_lengt
     Returns
     -------
     list of NodeLaws
+        One per protected node and prior.
     """
     protected = secrets.protected_nodes(prior_class)
     pairs = {n: secrets.value_pairs(prior_class, n) for n in protected}

@@ -1,10 +1,12 @@
-"""Certified lower bounds on the best score any Markov quilt can give a node.
+r"""Certified lower bounds on the best score any Markov quilt can give a node.
 
 Song, Wang and Chaudhuri (Algorithm 2) score a Markov quilt (X_N, X_Q, X_R) of
 X_i by sigma(X_Q) = card(X_N) / (epsilon - e(X_Q | X_i)).  This module proves
 and computes lower bounds on
 
-    sigma_i* = min over every Markov quilt of X_i of sigma(X_Q),
+$$
+\sigma_i^* = \min_{\text{Markov quilts } X_Q \text{ of } X_i} \sigma(X_Q),
+$$
 
 where, as everywhere in puffgm, a quilt set Q is paired with its largest
 remote set R(Q) (every node d-separated from X_i by Q).  A smaller remote
@@ -16,7 +18,7 @@ and so does the bound.
 
 Far sets
 --------
-Call A = V \\ X_N = Q ∪ R(Q) the *far set* of a quilt, and write
+Call A = V \ X_N = Q ∪ R(Q) the *far set* of a quilt, and write
 e(A) = e_theta(X_A | X_i), n = card(V).
 
 **Lemma 1 (monotonicity, data processing).**  If S ⊆ A then e(S) <= e(A).
@@ -34,7 +36,9 @@ infinite ratio on both sides.  (>= is also Lemma 1.)
 
 **Theorem (far-set form of the optimum).**
 
-    sigma_i* = min over A ⊆ V \\ {i} of f(A),  f(A) = (n - card(A)) / (epsilon - e(A))
+$$
+\sigma_i^* = \min_{A \subseteq V \setminus \{i\}} f(A), \qquad f(A) = \frac{n - \mathrm{card}(A)}{\epsilon - e(A)}
+$$
 
 (+inf when e(A) >= epsilon).  *Proof.* For a quilt Q with far set A,
 card(X_N) = n - card(A) and, by Lemma 2, e(Q) = e(A): sigma(Q) = f(A), so
@@ -49,7 +53,9 @@ and on e(A) together (the score is increasing in both).
 influences e({X_v} | X_i) of the single nodes v != i, sorted.  A far set of
 card k contains a node of influence >= s_(k), so by Lemma 1 e(A) >= s_(k):
 
-    sigma_i* >= min over k = 0..n-1 of (n - k) / (epsilon - s_(k))     (s_(0) = 0).
+$$
+\sigma_i^* \ge \min_{k = 0, \ldots, n-1} \frac{n - k}{\epsilon - s_{(k)}} \qquad (s_{(0)} = 0).
+$$
 
 It costs n - 1 small influence queries (none for nodes d-separated from X_i
 by the empty set, whose influence is 0) and is often close: on ALARM at
@@ -60,9 +66,9 @@ bound until it meets the best quilt found.
 **Separator reduction.**  The influence of a large far set is computed on a
 small quilt: with H = An(A ∪ {i}) and M the moral graph of the DAG
 restricted to H, let C be the component of X_i in M - A and
-Q*(A) = A ∩ neighbours_M(C).  Q*(A) separates i from A \\ Q*(A) in M, which
-is the moral graph of An({i} ∪ A) = An({i} ∪ Q*(A) ∪ (A \\ Q*(A))), so by
-Lauritzen's criterion Q*(A) d-separates X_i from A \\ Q*(A) and
+Q*(A) = A ∩ neighbours_M(C).  Q*(A) separates i from A \ Q*(A) in M, which
+is the moral graph of An({i} ∪ A) = An({i} ∪ Q*(A) ∪ (A \ Q*(A))), so by
+Lauritzen's criterion Q*(A) d-separates X_i from A \ Q*(A) and
 e(A) = e(Q*(A)) (Lemma 2 with Lemma 1).
 
 Floating point

@@ -1,10 +1,12 @@
-"""Candidate Markov quilts of a node, their scores, and the node's active quilt.
+r"""Candidate Markov quilts of a node, their scores, and the node's active quilt.
 
 Song, Wang and Chaudhuri, Algorithm 2 and Definition 4.5: a Markov quilt
 (X_Q, X_N, X_R) of a protected node X_i with e = e_Theta(X_Q | X_i) < epsilon
 scores
 
-    sigma(X_Q) = card(X_N) / (epsilon - e),
+$$
+\sigma(X_Q) = \frac{\mathrm{card}(X_N)}{\epsilon - e},
+$$
 
 and the node's *active* quilt is the candidate of smallest score.
 :class:`QuiltSearch` builds the candidates of every node of one prior class

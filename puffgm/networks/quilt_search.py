@@ -150,6 +150,7 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
     Returns
     -------
     NodeCertificate
+        The best quilt found and the certified lower bound of the node's score.
     """
     engine = search.engine
     dag = search.dag

@@ -343,3 +343,19 @@ def test_a_copied_calibration_releases_its_own_length_only(chain_class):
     with pytest.raises(ParameterError, match="does not carry how it was made") as err:
         puffgm.release(copy, PANEL, unit=True)
     assert "\n" not in str(err.value)
+
+
+def test_a_panel_release_states_its_accuracy(chain_class):
+    """The aggregate's rows are Laplace's at its scales; optimal noise gives its law's half-width over the total."""
+    mqm = puffgm.calibrate(chain_class, epsilon=0.5)
+    rel = puffgm.release(mqm, PANEL, unit=True, query={"count": "a"}, random_state=0)
+    (row,) = rel.accuracy(0.05)
+    assert row.scale == rel.scales[0] and abs(row.half_width - rel.scales[0] * np.log(20)) < 1e-12
+    one = {u: PANEL[u] for u in ("u1", "u2")}
+    cal = puffgm.calibrate_query(puffgm.ChainPriorClass.from_family([P1, P2], "stationary", 4, states=list(STATES)),
+                                 {"count": "a"}, epsilon=0.5, method="optimal-noise")
+    rel = puffgm.release(cal, {"u2": one["u2"]}, unit=True, relative=True, random_state=0)
+    (row,) = rel.accuracy(0.1)
+    (law_row,) = cal.accuracy(0.1)
+    assert abs(row.half_width - law_row.half_width / 4) < 1e-12
+    assert "noise_laws" not in rel.to_dict()

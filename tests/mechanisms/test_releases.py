@@ -30,6 +30,7 @@ from puffgm.framework.continuous import (
 from puffgm.framework.wasserstein import WassersteinRelease, calibrate_wasserstein, release_wasserstein
 from puffgm.mechanisms.laplace import MarkovQuiltComposition, MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import OptimalNoiseRelease
+from puffgm.mechanisms.panel import PanelMarkovQuiltRelease, PanelRelease
 from puffgm.mechanisms.pufferfish import CurveComposition, PufferfishLaplace, PufferfishRelease, PufferfishTopK
 from puffgm.mechanisms.query import QueryRelease
 from puffgm.mechanisms.workload import WorkloadRelease
@@ -38,7 +39,8 @@ from puffgm.networks.calibration import calibrate
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 RELEASE_CLASSES = {MarkovQuiltRelease: MarkovQuiltComposition, PufferfishRelease: CurveComposition,
                    BlowfishRelease: BlowfishComposition, ContinuousRelease: Uncomposable, QueryRelease: HeldAlone,
-                   OptimalNoiseRelease: HeldAlone, WorkloadRelease: HeldAlone}
+                   OptimalNoiseRelease: HeldAlone, WorkloadRelease: HeldAlone, PanelRelease: HeldAlone,
+                   PanelMarkovQuiltRelease: MarkovQuiltComposition}
 #: The composition class of each kind of release made by ``_releases``.
 COMPOSITION_OF = {"markov quilt": MarkovQuiltComposition, "pufferfish laplace": CurveComposition,
                   "pufferfish top-k": CurveComposition, "blowfish laplace": BlowfishComposition,
