@@ -31,3 +31,13 @@ def cli(capsys):
 def asia():
     """The ASIA network bundled with pgmpy, as a one-prior class (read once per session)."""
     return load_prior_class("example:asia")
+
+
+@pytest.fixture
+def honest_but_curious():
+    """Hand-made release records accepted by the accountant for one test (the user vouches for them)."""
+    from puffgm.core.features import disable_features, enable_features
+
+    enable_features("honest-but-curious")
+    yield
+    disable_features("honest-but-curious")

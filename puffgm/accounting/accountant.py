@@ -88,6 +88,7 @@ from typing import Any, cast
 
 from puffgm.accounting.ledger import LedgerEntry, check_budget, now, open_ledger
 from puffgm.core.composition import Composition, composed_total, theorem_of
+from puffgm.core.features import require_puffgm_caller
 from puffgm.core.release import Release, jsonable
 from puffgm.exceptions import BudgetError, CompositionError
 
@@ -251,8 +252,11 @@ class PrivacyAccountant:
         Raises
         ------
         CompositionError, BudgetError, ParameterError
-            As :meth:`check`; nothing is charged.
+            As :meth:`check`; nothing is charged.  Also a CompositionError when called from
+            outside puffgm without the feature ``"honest-but-curious"``
+            (:mod:`puffgm.core.features`): a hand-made record could claim any epsilon.
         """
+        require_puffgm_caller("PrivacyAccountant.charge")
         entry = dataclasses.replace(self._entry(release, label), time=now())
         with self._store.transaction() as (held, append):
             self._total_with(entry.composition, held)
@@ -282,6 +286,7 @@ class PrivacyAccountant:
             hand, edited, copied or unpickled, or made without this accountant), or is already
             recorded.  Its charges stay.
         """
+        require_puffgm_caller("PrivacyAccountant.record")
         entry = self._entry(release, label)
         if self._sealed(release):
             raise CompositionError("This release is already recorded in the accountant; a release counts once.")

@@ -41,6 +41,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from puffgm.core.composition import Composition, HeldAlone, Uncomposable, canonical_units
+from puffgm.core.features import require_puffgm_caller
 from puffgm.core.validation import check_positive_finite
 
 __all__ = ["Release", "wrong_calibration", "released_by",
@@ -257,7 +258,15 @@ def make_release(planned: R, draw: Callable[[], Any], *, accountant=None, label:
         its value reads.  It sets the record's ``units`` field, which its composition carries
         (:mod:`puffgm.core.composition`): the accountant composes per unit and takes the max
         over units.  None keeps the record's own scope (by default the whole data set).
+
+    Raises
+    ------
+    CompositionError
+        Called from outside puffgm without the feature ``"honest-but-curious"``
+        (:mod:`puffgm.core.features`): a caller-supplied record and ``draw`` could claim any
+        privacy parameter for any value.
     """
+    require_puffgm_caller("make_release")
     if units is not None:
         planned = cast(R, dataclasses.replace(cast(Any, planned), units=canonical_units(units)))
     rec: Any = planned

@@ -28,6 +28,9 @@ from puffgm.exceptions import BudgetError, CompositionError
 from puffgm.mechanisms.laplace import release_laplace
 from puffgm.mechanisms.query import release_query
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 THREADS = 6
 TRIALS = 300  # racing trials per kind
 

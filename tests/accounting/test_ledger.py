@@ -16,6 +16,9 @@ from puffgm.chains import ChainPriorClass
 from puffgm.exceptions import BudgetError, CompositionError, ParameterError
 from puffgm.mechanisms.laplace import release_laplace
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 CHAIN = ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], initial="stationary", length=20)
 
 

@@ -22,6 +22,9 @@ from puffgm.exceptions import CompositionError
 from puffgm.mechanisms.laplace import MarkovQuiltComposition, MarkovQuiltRelease
 from puffgm.mechanisms.query import QueryRelease
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 TOL = 1e-9
 
 

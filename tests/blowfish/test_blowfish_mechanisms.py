@@ -26,6 +26,9 @@ from puffgm.blowfish.mechanisms import laplace_mechanism, release_cumulative, re
 from puffgm.blowfish.pufferfish import audit_blowfish_laplace, pufferfish_instantiation
 from puffgm.exceptions import BudgetError, CompositionError
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 EPS = 0.8
 
 

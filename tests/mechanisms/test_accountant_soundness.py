@@ -22,6 +22,9 @@ from puffgm.mechanisms.laplace import MarkovQuiltRelease, release_laplace
 from puffgm.mechanisms.optimal_noise import release_optimal_noise
 from puffgm.mechanisms.query import release_query
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 CHAIN = ChainPriorClass.from_matrices([[0.9, 0.1], [0.4, 0.6]], initial="stationary", length=50)
 
 

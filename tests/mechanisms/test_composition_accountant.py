@@ -9,6 +9,9 @@ from puffgm.core.noise import NoiseSource, SeededNoise
 from puffgm.exceptions import BudgetError, CompositionError
 from puffgm.mechanisms.pufferfish import PufferfishExponential, PufferfishLaplace, PufferfishTopK
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 
 

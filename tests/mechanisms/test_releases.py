@@ -36,6 +36,9 @@ from puffgm.mechanisms.query import QueryRelease
 from puffgm.mechanisms.workload import WorkloadRelease
 from puffgm.networks.calibration import calibrate
 
+# These tests hand the accountant records directly (charge, record, make_release): the user vouches for them.
+pytestmark = pytest.mark.usefixtures("honest_but_curious")
+
 CURVE = curve_from_points({1: 2.0, 2: 0.8, 3: 0.3, 4: 0.05}, n_entries=30, fingerprint="toy")
 RELEASE_CLASSES = {MarkovQuiltRelease: MarkovQuiltComposition, PufferfishRelease: CurveComposition,
                    BlowfishRelease: BlowfishComposition, ContinuousRelease: Uncomposable, QueryRelease: HeldAlone,
