@@ -126,6 +126,20 @@ class BoundWorkload:
             r *= d
         return tuple(out)
 
+    def node_score_rows(self) -> dict:
+        """For each scored node, its grid scores as an int array (states, k): row x is
+        (s_1(x), ..., s_k(x)), each query's shifted grid score (0 where the query does not score the node).
+
+        The step by which the node's state moves the grid of partial sums (one axis per statistic).
+        """
+        rows: dict = {}
+        for j, q in enumerate(self.queries):
+            for n, sc in zip(q.nodes, q.scores, strict=True):
+                if n not in rows:
+                    rows[n] = np.zeros((len(sc), self.k), dtype=np.int64)
+                rows[n][:, j] = sc
+        return rows
+
     def node_l1(self) -> dict:
         """For each scored node, the largest L1 change of the table when that node alone changes state:
         max over state pairs (x, x') of sum_j |s_j(x) - s_j(x')| / unit_j (query units)."""
@@ -159,11 +173,7 @@ class BoundWorkload:
         ParameterError
             When prod_j (n_j + 1) exceeds ``max_joint_length`` (one sentence naming the limit).
         """
-        if self.joint_length > max_joint_length:
-            raise ParameterError(
-                f"The joint law of these {self.k} statistics has {self.joint_length} cells "
-                f"({' x '.join(map(str, self.dims))}), over the limit of {max_joint_length} (max_joint_length); "
-                f"release fewer or coarser statistics, or {_SUGGEST}.")
+        self.check_cells(max_joint_length)
         scores: dict = {}
         for q, r in zip(self.queries, self.radices, strict=True):
             for n, s in zip(q.nodes, q.scores, strict=True):
@@ -171,6 +181,20 @@ class BoundWorkload:
                 add = [r * int(v) for v in s]
                 scores[n] = add if prev is None else [a + b for a, b in zip(prev, add, strict=True)]
         return SumQuery({"scores": scores})
+
+    def check_cells(self, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH) -> None:
+        """Refuse a joint law of more than ``max_joint_length`` cells prod_j (n_j + 1).
+
+        Raises
+        ------
+        ParameterError
+            One sentence naming the cells and the limit.
+        """
+        if self.joint_length > max_joint_length:
+            raise ParameterError(
+                f"The joint law of these {self.k} statistics has {self.joint_length} cells "
+                f"({' x '.join(map(str, self.dims))}), over the limit of {max_joint_length} (max_joint_length); "
+                f"release fewer or coarser statistics, or {_SUGGEST}.")
 
     def decode(self, encoded_rows: np.ndarray, offset: int) -> np.ndarray:
         """Joint laws from laws of the encoded sum: rows on offset..offset+m-1 -> arrays of shape (rows, *dims).

@@ -64,39 +64,93 @@ from puffgm.mechanisms.query import (
     answer_in_range,
     laplace_log_density,
     least_passing,
+    stack_laws,
 )
 
-__all__ = ["WorkloadLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights", "WorkloadCalibration",
-           "WorkloadRelease", "release_workload", "THEOREM_WORKLOAD"]
+__all__ = ["WorkloadLaws", "JointLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights",
+           "WorkloadCalibration", "WorkloadRelease", "release_workload", "THEOREM_WORKLOAD"]
 
 THEOREM_WORKLOAD = ("exact joint Pufferfish loss of independent Laplace noise on each statistic, from the exact joint "
                     "laws of the workload (vertex theorem, puffgm.mechanisms.workload), minimised over the scale")
 
 
 @dataclass(frozen=True)
-class WorkloadLaws:
-    """The exact joint laws of a workload given each secret, for every prior of a class.
+class JointLaws:
+    """The exact joint laws of a workload's grid sums (G_1, ..., G_k) given each secret, for every prior.
+
+    Computed on the grid of partial sums, one axis per statistic (:meth:`PriorKind.workload_laws
+    <puffgm.core.prior.PriorKind.workload_laws>`).
 
     Attributes
     ----------
     workload : BoundWorkload
-    encoded : QueryLaws
-        The laws of the encoded sum (:meth:`BoundWorkload.encoded`), one row per secret value.
-    group_l1 : float
-        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
-        over the groups C of correlated nodes.
+    laws : tuple of NodeLaws
+        One per (prior, protected node with a pair); ``log_cond`` has shape ``(states,) + workload.dims``.
+    n_priors : int
+    prior_name, secrets : str
+    notes : tuple of str
     seconds : float
     """
 
     workload: BoundWorkload
-    encoded: QueryLaws
-    group_l1: float
+    laws: tuple
+    n_priors: int
+    prior_name: str = ""
+    secrets: str = ""
+    notes: tuple = ()
     seconds: float = 0.0
+
+    def stacked(self):
+        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.mechanisms.query.QueryLaws.stacked>`,
+        each row of shape ``workload.dims``; read-only, built once."""
+        return self._stack
+
+    @functools.cached_property
+    def _stack(self):
+        return stack_laws(self.laws, self.workload.dims)
+
+
+@dataclass(frozen=True)
+class WorkloadLaws:
+    """The exact joint laws of a workload given each secret, for every prior of a class.
+
+    From one of two exact roads, which give the same laws: the grid of partial sums (``joint``,
+    what :func:`puffgm.calibrate_workload` uses), or the laws of the encoded sum (``encoded``,
+    :meth:`BoundWorkload.encoded <puffgm.core.workload.BoundWorkload.encoded>`), one axis whose
+    cells are mostly exact zeros.
+
+    Attributes
+    ----------
+    workload : BoundWorkload
+    encoded : QueryLaws or None
+        The laws of the encoded sum, one row per secret value.
+    group_l1 : float
+        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
+        over the groups C of correlated nodes.
+    seconds : float
+    joint : JointLaws or None
+        The laws on the grid (given instead of ``encoded``).
+    """
+
+    workload: BoundWorkload
+    encoded: QueryLaws | None = None
+    group_l1: float = 0.0
+    seconds: float = 0.0
+    joint: JointLaws | None = None
+
+    def __post_init__(self):
+        if (self.encoded is None) == (self.joint is None):
+            raise ParameterError("WorkloadLaws takes exactly one of encoded= and joint=.")
+
+    @property
+    def source(self):
+        """The laws as computed (``joint`` or ``encoded``): their prior name, secrets and notes."""
+        return self.joint if self.joint is not None else self.encoded
 
     @property
     def n_priors(self) -> int:
         """The number of priors in the class."""
-        return self.encoded.n_priors
+        return self.source.n_priors
 
     def stacked(self):
         """(rows, pairs, labels): every joint law as an array of shape ``dims``, and the audited pairs.
@@ -109,6 +163,8 @@ class WorkloadLaws:
 
     @functools.cached_property
     def _stack(self):
+        if self.joint is not None:
+            return self.joint.stacked()
         rows, pairs, labels = self.encoded.stacked()
         joint = self.workload.decode(rows, self.encoded.query.offset)
         joint.setflags(write=False)
@@ -133,7 +189,14 @@ def smoothed(rows: np.ndarray, grid_scales: Sequence) -> np.ndarray:
 
 
 def _pair_losses(rows, pairs, grid_scales):
-    """(loss per pair, flat index of the maximising vertex) at the grid scales; all zero scales: no noise."""
+    """(loss per pair, flat index of the maximising vertex) at the grid scales; all zero scales: no noise.
+
+    Only the rows the pairs use are smoothed (each row on its own, so a pair's loss does not depend on
+    which other pairs are evaluated with it).
+    """
+    used = np.unique(pairs)
+    if len(used) < len(rows):
+        rows, pairs = rows[used], np.searchsorted(used, pairs)
     if all(b > 0 for b in grid_scales):
         dens = smoothed(rows, grid_scales)
     elif not any(b > 0 for b in grid_scales):
@@ -213,13 +276,13 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     """
     units = [q.unit for q in laws.workload.queries]
 
-    def at(t):
+    def scales(t):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitError("The time limit passed while searching the joint Laplace scale of the workload; "
                                  "use the Markov Quilt Mechanism (--method exact).")
-        return joint_loss_of(laws, [t * w * u for w, u in zip(weights, units, strict=True)])
+        return [t * w * u for w, u in zip(weights, units, strict=True)]
 
-    best, evals = at(0.0), 1
+    best, evals = joint_loss_of(laws, scales(0.0)), 1
     if best[0] == 0.0:
         return 0.0, best[0], best[1], best[2], evals
     res = joint_loss_resolution(laws)
@@ -228,9 +291,37 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
                              f"in double precision (epsilon must be at least {RESOLUTION_FACTOR * res:.1e}); MQM "
                              "(--method exact) takes any epsilon.")
     target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
-    hi, best, more = least_passing(at, threshold=target, start=start, rtol=rtol,
-                                   refusal="No Laplace scale brings the workload's loss to epsilon.")
+    refusal = "No Laplace scale brings the workload's loss to epsilon."
+    hi, _, more = least_passing(_PrunedLoss(laws, scales, target), threshold=target, start=start, rtol=rtol,
+                                refusal=refusal)
+    best = joint_loss_of(laws, scales(hi))
+    if best[0] > target:  # a dropped pair over the target by rounding alone: search again with every pair
+        hi, best, more = least_passing(lambda t: joint_loss_of(laws, scales(t)), threshold=target, start=start,
+                                       rtol=rtol, refusal=refusal)
     return hi, best[0], best[1], best[2], evals + more
+
+
+class _PrunedLoss:
+    """The joint loss at t over the pairs still in play, for :func:`least_passing`'s search of the least t.
+
+    Each pair's loss is itself non-increasing in t (the post-processing argument of the module
+    docstring holds pair by pair), and after a failing t every later evaluation of the search is at a
+    larger t.  So at a failing t the pairs at or below the target stay there for the rest of the search
+    and are dropped; a passing t drops nothing.  The search takes the same steps as with every pair
+    (each step decides by the largest loss, which a dropped pair never is at a failing t); the caller
+    evaluates the returned t again over every pair for the loss, the witness and the losses per prior.
+    """
+
+    def __init__(self, laws: WorkloadLaws, scales, target: float):
+        self.rows, pairs, _ = laws.stacked()
+        self.pairs, self.scales, self.target = pairs, scales, target
+
+    def __call__(self, t: float):
+        loss, _ = _pair_losses(self.rows, self.pairs, self.scales(t))
+        worst = float(loss.max())
+        if worst > self.target:
+            self.pairs = self.pairs[loss > self.target]
+        return (worst,)
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,
