@@ -13,7 +13,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["convolve_rows", "convolve_cells", "log_sum_exp_middle", "LINEAR_FLOOR"]
+__all__ = ["convolve_rows", "convolve_cells", "log_sum_exp_middle", "laplace_smooth_middle", "LINEAR_FLOOR"]
 
 #: A convolution entry whose linear-space sum is at least this is exact to rounding; below it
 #: (tails, and exact zeros) the entry is recomputed as a max-shifted log-sum-exp.
@@ -187,3 +187,45 @@ def log_sum_exp_middle(t, out):  # pragma: no cover - compiled
                 acc[q] += math.exp(t[p, x, q] - m[q])
         for q in range(n_q):
             out[p, q] = math.log(acc[q]) + m[q] if acc[q] > 0.0 else -np.inf
+
+
+_LOG2 = math.log(2.0)
+
+
+@numba.njit("float64(float64, float64)", cache=True, nogil=True)
+def log_add_exp(x, y):  # pragma: no cover - compiled
+    """``numpy.logaddexp`` of two floats, by the same formula (equal terms, including two ``-inf``, first;
+    an exact zero adds exactly nothing: x + log1p(0) = x)."""
+    if y == -np.inf:
+        return x
+    if x == -np.inf:
+        return y
+    if x == y:
+        return x + _LOG2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d
+
+
+@numba.njit("void(float64[:, :, ::1], float64, float64[:, :, ::1])", cache=True, nogil=True)
+def laplace_smooth_middle(t, step, out):  # pragma: no cover - compiled
+    """``out[p, w, q] = log sum_g exp(t[p, g, q] + step |w - g|)`` (step = -1/scale < 0), by the two
+    one-sided recursions of :func:`puffgm.mechanisms.query.laplace_log_density` along the middle axis:
+    ``l(w) = logaddexp(l(w - 1) + step, t(w))`` from the left, ``r(w)`` likewise from the right, and
+    ``out(w) = logaddexp(l(w), r(w + 1) + step)``; sums of non-negative terms only."""
+    n, nq = t.shape[1], t.shape[2]
+    right = np.empty((n, nq))
+    for p in range(t.shape[0]):
+        for q in range(nq):
+            out[p, 0, q] = t[p, 0, q]
+            right[n - 1, q] = t[p, n - 1, q]
+        for s in range(1, n):
+            for q in range(nq):
+                out[p, s, q] = log_add_exp(out[p, s - 1, q] + step, t[p, s, q])
+                right[n - 1 - s, q] = log_add_exp(right[n - s, q] + step, t[p, n - 1 - s, q])
+        for s in range(n - 1):
+            for q in range(nq):
+                out[p, s, q] = log_add_exp(out[p, s, q], right[s + 1, q] + step)

@@ -34,7 +34,7 @@ import numpy as np
 
 from puffgm.exceptions import ParameterError
 
-__all__ = ["backend", "log_convolve", "log_convolve_grid", "log_sum_exp"]
+__all__ = ["backend", "log_convolve", "log_convolve_grid", "log_sum_exp", "laplace_smooth"]
 
 _BACKEND: str | None = None
 #: Tables from this many entries go to the compiled log-sum-exp; smaller ones stay with numpy, so that a
@@ -78,7 +78,7 @@ def _compiled() -> dict:
     from puffgm.core import compiled
 
     return {"convolve_rows": compiled.convolve_rows, "convolve_cells": compiled.convolve_cells,
-            "log_sum_exp_middle": compiled.log_sum_exp_middle}
+            "log_sum_exp_middle": compiled.log_sum_exp_middle, "laplace_smooth_middle": compiled.laplace_smooth_middle}
 
 
 def log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -241,3 +241,45 @@ def log_sum_exp(t: np.ndarray, axis: int) -> np.ndarray:
     out = np.empty((t3.shape[0], t3.shape[2]))
     _NUMBA["log_sum_exp_middle"](t3, out)
     return out.reshape(lead + rest)
+
+
+def laplace_smooth(t: np.ndarray, axis: int, scale: float) -> np.ndarray:
+    """``log sum_g exp(t[..., g, ...]) exp(-|w - g| / scale)`` at every w = 0..n-1 of ``axis``.
+
+    The Laplace smoothing of log-masses on 0..n-1 along one axis (the others are batch axes),
+    without the constant 1/(2 scale): two one-sided log-space recursions,
+    ``l(w) = logaddexp(l(w - 1) - 1/scale, t(w))`` from the left and ``r(w)`` likewise from the
+    right, then ``logaddexp(l(w), r(w + 1) - 1/scale)``: sums of non-negative terms only, so
+    every tail keeps its relative precision, and ``-inf`` (an exact zero) stays exact.  The
+    arithmetic of :func:`puffgm.mechanisms.query.laplace_log_density`, entry by entry.
+
+    Examples
+    --------
+    >>> t = np.log(np.array([[1.0, 0.0, 0.0]]))
+    >>> np.round(np.exp(laplace_smooth(t, 1, 1.0)), 6)
+    array([[1.      , 0.367879, 0.135335]])
+    """
+    axis %= t.ndim
+    lead, n, rest = t.shape[:axis], t.shape[axis], t.shape[axis + 1:]
+    t3 = np.require(t, np.float64, ["C"]).reshape(math.prod(lead), n, math.prod(rest))
+    step = -1.0 / float(scale)
+    if t.size < _COMPILED_MIN_SIZE or backend() != "numba":
+        out = _laplace_smooth_numpy(t3, step)
+    else:
+        out = np.empty_like(t3)
+        _NUMBA["laplace_smooth_middle"](t3, step, out)
+    return out.reshape(t.shape)
+
+
+def _laplace_smooth_numpy(t3: np.ndarray, step: float) -> np.ndarray:
+    """The numpy twin of :func:`laplace_smooth` on a (lead, n, rest) array."""
+    n = t3.shape[1]
+    left = np.empty_like(t3)
+    right = np.empty_like(t3)
+    left[:, 0] = t3[:, 0]
+    right[:, n - 1] = t3[:, n - 1]
+    for s in range(1, n):
+        left[:, s] = np.logaddexp(left[:, s - 1] + step, t3[:, s])
+        right[:, n - 1 - s] = np.logaddexp(right[:, n - s] + step, t3[:, n - 1 - s])
+    left[:, : n - 1] = np.logaddexp(left[:, : n - 1], right[:, 1:] + step)
+    return left

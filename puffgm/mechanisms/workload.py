@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.kernels import laplace_smooth
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
@@ -62,7 +63,6 @@ from puffgm.mechanisms.query import (
     RESOLUTION_FACTOR,
     QueryLaws,
     answer_in_range,
-    laplace_log_density,
     least_passing,
     stack_laws,
 )
@@ -177,14 +177,12 @@ class WorkloadLaws:
 def smoothed(rows: np.ndarray, grid_scales: Sequence) -> np.ndarray:
     """log f(y) (without the constant prod_j 1/(2 b_j)) at every grid vertex y, for each joint law of ``rows``.
 
-    One log-space Laplace smoothing per axis (:func:`~puffgm.mechanisms.query.laplace_log_density`).
+    One log-space Laplace smoothing per axis (:func:`puffgm.core.kernels.laplace_smooth`, the recursions of
+    :func:`~puffgm.mechanisms.query.laplace_log_density` along that axis; compiled when numba is installed).
     """
     out = np.asarray(rows, dtype=float)
     for j, b in enumerate(grid_scales):
-        moved = np.moveaxis(out, j + 1, -1)
-        shape = moved.shape
-        dens, _, _ = laplace_log_density(np.ascontiguousarray(moved).reshape(-1, shape[-1]), float(b))
-        out = np.moveaxis(dens.reshape(shape), -1, j + 1)
+        out = laplace_smooth(out, j + 1, float(b))
     return out
 
 
