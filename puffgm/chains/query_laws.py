@@ -34,7 +34,7 @@ import numpy as np
 
 from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import node_name
-from puffgm.core.kernels import log_convolve, log_convolve_grid
+from puffgm.core.kernels import log_convolve, log_convolve_grid, log_sum_exp
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.mechanisms.query import NodeLaws, w_inf_near
@@ -344,7 +344,9 @@ def _joint_member(m, index: int, S, dims: tuple, pairs, work: _Work) -> list:
             raise ParameterError("The grid of a chain's joint laws does not match the workload; "
                                  "this is a bug in puffgm.")
         flat = joint.reshape(m.k, -1)
-        cond, marg = _normalise(flat)
+        marg = log_sum_exp(flat, 1)  # compiled for large grids
+        with np.errstate(invalid="ignore"):
+            cond = np.where(np.isfinite(marg)[:, None], flat - marg[:, None], -np.inf)
         out.append(NodeLaws(prior=index, node=node_name(t + 1), states=m.states, log_cond=cond.reshape(joint.shape),
                             log_marginal=marg, pairs=pairs))
     return out

@@ -45,8 +45,8 @@ _COMPILED_MIN_TERMS = 1 << 22
 #: ... when both axes have at least this many entries: against an axis of 1 to 3 entries
 #: numpy's few vectorised log-add-exps are as fast (and an axis of 1 is a plain sum).
 _COMPILED_MIN_AXIS = 4
-#: Grid convolutions (:func:`log_convolve_grid`) from this many terms (rows x finite cells of one table x
-#: finite cells of the other) go to the compiled kernel; the numpy twin loops in Python over one table's cells.
+#: Grid convolutions (:func:`log_convolve_grid`) from this many terms of the numpy twin (rows x finite cells of
+#: one table x the bounding box of the other's) go to the compiled kernel; the twin loops over one table's cells.
 _COMPILED_MIN_GRID_TERMS = 1 << 16
 _NUMBA: dict = {}
 
@@ -186,7 +186,7 @@ def log_convolve_grid(a: np.ndarray, b: np.ndarray, ndim: int) -> np.ndarray:
     on_b = np.flatnonzero(np.isfinite(b).reshape(-1, math.prod(gb)).any(axis=0))
     if not (on_a.size and on_b.size):
         return np.full(lead + grid, -np.inf)
-    if math.prod(lead) * on_a.size * on_b.size < _COMPILED_MIN_GRID_TERMS or backend() != "numba":
+    if _twin_terms(on_a, on_b, (ga, gb), math.prod(lead)) < _COMPILED_MIN_GRID_TERMS or backend() != "numba":
         return _log_convolve_grid_numpy(a, b, ndim, (on_a, on_b), (lead, grid))
     ia = np.broadcast_to(np.arange(math.prod(lead_a), dtype=np.int64).reshape(lead_a), lead).flatten()
     ib = np.broadcast_to(np.arange(math.prod(lead_b), dtype=np.int64).reshape(lead_b), lead).flatten()
@@ -197,6 +197,15 @@ def log_convolve_grid(a: np.ndarray, b: np.ndarray, ndim: int) -> np.ndarray:
     out = np.empty((ia.shape[0], math.prod(grid)))
     _NUMBA["convolve_cells"](a2, b2, ia, ib, oa, ob, out)
     return out.reshape(lead + grid)
+
+
+def _twin_terms(on_a, on_b, grids, rows: int) -> int:
+    """The terms the numpy twin of :func:`log_convolve_grid` would add: rows x finite cells of the table with
+    fewer of them x the bounding box of the other's finite cells."""
+    if on_a.size > on_b.size:
+        on_a, on_b, grids = on_b, on_a, grids[::-1]
+    box = math.prod(int(i.max()) - int(i.min()) + 1 for i in np.unravel_index(on_b, grids[1]))
+    return rows * on_a.size * box
 
 
 def _log_convolve_grid_numpy(a, b, ndim, cells, shapes):
@@ -261,7 +270,7 @@ def laplace_smooth(t: np.ndarray, axis: int, scale: float) -> np.ndarray:
     """
     axis %= t.ndim
     lead, n, rest = t.shape[:axis], t.shape[axis], t.shape[axis + 1:]
-    t3 = np.require(t, np.float64, ["C"]).reshape(math.prod(lead), n, math.prod(rest))
+    t3 = np.require(t, np.float64, ["C", "W"]).reshape(math.prod(lead), n, math.prod(rest))
     step = -1.0 / float(scale)
     if t.size < _COMPILED_MIN_SIZE or backend() != "numba":
         out = _laplace_smooth_numpy(t3, step)
