@@ -2,7 +2,7 @@
 
 Prints one JSON object.  Every case runs in a fresh interpreter (so ``wall_s`` includes
 importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_workload` at
-``--epsilon`` with the default limits (``max_joint_length`` 65536 cells; the networks'
+``--epsilon`` with the default limits (``max_joint_length`` 2^18 = 262144 cells; the networks'
 ``max_table_entries``; the chains' exact laws up to length 600):
 
 * ``networks``: k counts of each node's first state (``{"count": 0, "nodes": part}``) over
@@ -17,7 +17,7 @@ importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_worklo
   stops at 65536 cells, runs the same cases);
 * ``axis_growth``: alarm, two counts over the first m and the next m nodes (axis m + 1 each),
   m = 4, 9, 14, 18; and the chain's 3-state histogram at lengths 10, 20, 30 (axes T + 1);
-* ``limits``: where the limits stop a workload: a 3-state histogram at T = 40 and a 4-state
+* ``limits``: where the limits stop a workload: a 3-state histogram at T = 64 and a 4-state
   one at T = 30 (max_joint_length), two counts on a chain of length 700 (the exact laws of
   chains stop at 600), two counts on pathfinder and andes (the networks' table limit).
 
@@ -136,7 +136,7 @@ def cases(section: str) -> list:
         return out + [(f"elnino_3states_T{t}", {"prior": "chain", "states": 3, "length": t, "histogram": True})
                       for t in (10, 20, 30)]
     if section == "limits":
-        return [("elnino_3states_T40", {"prior": "chain", "states": 3, "length": 40, "histogram": True}),
+        return [("elnino_3states_T64", {"prior": "chain", "states": 3, "length": 64, "histogram": True}),
                 ("elnino_4states_T30", {"prior": "chain", "states": 4, "length": 30, "histogram": True}),
                 ("elnino_2states_T700_2x5", {"prior": "chain", "states": 2, "length": 700, "parts": 2,
                                              "part_size": 5}),

@@ -74,16 +74,14 @@ def convolve_rows(a, b, ia, ib, out):  # pragma: no cover - compiled
                 out[r, s] = exact_entry(ra, rb, s, t0, t1)
 
 
-@numba.njit("void(float64[::1], float64[::1], int64[::1], int64[::1], int64[::1], int64[::1], boolean[::1], "
-            "float64[::1], float64[::1], float64[::1])", cache=True, nogil=True)
-def _exact_cells(ra, rb, fu, fv, oa, ob, want, top, acc, row):  # pragma: no cover - compiled
+@numba.njit("void(float64[::1], float64[::1], int64[::1], int64[::1], int64[::1], boolean[::1], float64[::1])",
+            cache=True, nogil=True)
+def _exact_cells(ra, rb, fu, fv, oa, want, row):  # pragma: no cover - compiled
     """The cells ``want`` of one row of :func:`convolve_cells`, each a log-sum-exp shifted by its largest
-    term; a term 750 below it is exactly 0 in double precision and skipped.  ``fv`` holds ``ob`` of the
-    finite cells of ``rb``, so the finite cells themselves are found again by their offsets."""
+    term; a term 750 below it is exactly 0 in double precision and skipped.  ``fu`` holds the finite cells
+    of ``ra``, ``fv`` the output offsets of the finite cells of ``rb`` (in order), ``oa`` the offsets of ``ra``'s."""
     n = row.shape[0]
-    for o in range(n):
-        top[o] = -np.inf
-        acc[o] = 0.0
+    top, acc = np.full(n, -np.inf), np.zeros(n)
     nv = fv.shape[0]
     vals = np.empty(nv)
     j = 0
@@ -126,7 +124,7 @@ def convolve_cells(a, b, ia, ib, oa, ob, out):  # pragma: no cover - compiled
     ca, cb, n = a.shape[1], b.shape[1], out.shape[1]
     ea, eb = np.empty(ca), np.empty(cb)
     fu, fv = np.empty(ca, np.int64), np.empty(cb, np.int64)
-    acc, top = np.empty(n), np.empty(n)
+    acc = np.empty(n)
     hit = np.empty(n, np.bool_)
     for r in range(out.shape[0]):
         ra, rb = a[ia[r]], b[ib[r]]
@@ -163,7 +161,7 @@ def convolve_cells(a, b, ia, ib, oa, ob, out):  # pragma: no cover - compiled
                 out[r, o] = -np.inf
                 low = low or hit[o]
         if low:
-            _exact_cells(ra, rb, fu[:nu], fv[:nv], oa, ob, hit, top, acc, out[r])
+            _exact_cells(ra, rb, fu[:nu], fv[:nv], oa, hit, out[r])
 
 
 @numba.njit("void(float64[:, :, ::1], float64[:, ::1])", cache=True, nogil=True)

@@ -16,13 +16,19 @@ A histogram is one count query per state (``{"count": s, "nodes": [...]}``), nam
 by the state; its nodes must share one state space (a chain's positions, the people
 of a contact network).
 
-The joint law needs no new inference engine: the k partial sums are digits of one
-integer.  With each query's grid sum G_j in 0..n_j (:class:`~puffgm.core.query.BoundQuery`)
-and radices R_1 = 1, R_{j+1} = R_j (n_j + 1), the *encoded* score of a node's state x is
-e(x) = sum_j s_j(x) R_j, and the encoded sum E = sum_j G_j R_j determines every G_j
-(no digit carries, since G_j <= n_j).  So the one-axis exact inference of a single
-sum query (a junction tree or the forward and backward passes of a chain, in log space)
-computes the joint law of (G_1, ..., G_k) as the law of E on 0..prod_j (n_j + 1) - 1.
+The joint law is computed by the exact inference of a single sum query with a grid of k
+partial-sum axes instead of one (:meth:`puffgm.core.prior.PriorKind.workload_laws`): each node's
+state x moves the grid by its row of grid scores (s_1(x), ..., s_k(x)) (:meth:`BoundWorkload.node_score_rows`),
+and the grid of a joint law has prod_j (n_j + 1) cells (:meth:`BoundWorkload.check_cells` bounds it).
+
+The same joint law is also the law of one integer whose digits are the k sums: with each query's
+grid sum G_j in 0..n_j (:class:`~puffgm.core.query.BoundQuery`) and radices R_1 = 1,
+R_{j+1} = R_j (n_j + 1), the *encoded* score of a node's state x is e(x) = sum_j s_j(x) R_j, and the
+encoded sum E = sum_j G_j R_j determines every G_j (no digit carries, since G_j <= n_j).  So the
+one-axis inference of a single sum query computes the joint law of (G_1, ..., G_k) as the law of E
+on 0..prod_j (n_j + 1) - 1 (:meth:`BoundWorkload.encoded`, :meth:`BoundWorkload.decode`): the same
+sums, with the exact zeros between the digits convolved as well, so the grid is the road taken
+and the encoded sum a second road the tests compare it with.
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ from puffgm.exceptions import ParameterError
 
 __all__ = ["Workload", "BoundWorkload", "load_workload", "is_workload_spec", "DEFAULT_MAX_JOINT_LENGTH"]
 
-#: The largest encoded axis prod_j (n_j + 1) a workload may need (the joint law's number of cells).
-DEFAULT_MAX_JOINT_LENGTH = 1 << 16
+#: The largest grid prod_j (n_j + 1) a workload may need (the joint law's number of cells): a 3-state
+#: histogram of 63 positions (64^3 cells), a 4-state one of 21, four counts of 20 nodes each.
+DEFAULT_MAX_JOINT_LENGTH = 1 << 18
 
 _SUGGEST = "use the Markov Quilt Mechanism (--method exact), whose noise does not depend on the queries"
 
@@ -114,7 +121,7 @@ class BoundWorkload:
 
     @property
     def joint_length(self) -> int:
-        """prod_j (n_j + 1): the cells of the joint law (the encoded axis)."""
+        """prod_j (n_j + 1): the cells of the joint law (of its grid, and of the encoded axis)."""
         return math.prod(self.dims)
 
     @property

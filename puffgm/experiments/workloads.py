@@ -14,8 +14,9 @@ The chain is fitted to statsmodels' monthly El Nino sea-surface temperatures (73
 bundled with statsmodels, so the numbers do not depend on the optional data packages),
 discretised into :data:`CHAIN_STATES` equal-width states, with its stationary start and
 smoothing tau = 1e-5 (as in :mod:`puffgm.experiments.song_tables`); its length
-:data:`CHAIN_LENGTH` is the longest whose joint law (31^3 = 29791 cells) fits the default
-``max_joint_length`` of 65536 cells with three states.
+:data:`CHAIN_LENGTH` (31^3 = 29791 cells) is the longest that fitted the limit of 65536 cells
+before the joint laws were computed on a grid (the default ``max_joint_length`` is now 2^18 cells:
+three states up to T = 63), kept so that the figures compare across versions.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "; on the chain it is the histogram (one count per state over every position) of a chain fitted to "
              "statsmodels' monthly El Nino sea-surface temperatures (732 months, "
              f"{CHAIN_STATES} equal-width states, stationary start, smoothing tau = 1e-5), of length {CHAIN_LENGTH}, "
-             "the longest whose joint law fits the default limit of 65536 cells with three states")
+             "the longest that fitted the limit of 65536 cells before the joint laws were computed on a grid "
+             "(the default limit is now 2^18 = 262144 cells: three states up to T = 63)")
     L = [f"## {TITLE}", "",
          "Several statistics of the same data released together, each with its own Laplace noise: the scale t "
          "(here the same on every statistic, weights 1) is the least whose exact joint Pufferfish loss is at most "
