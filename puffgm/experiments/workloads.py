@@ -21,6 +21,7 @@ three states up to T = 63), kept so that the figures compare across versions.
 
 from __future__ import annotations
 
+import os
 import pathlib
 import time
 
@@ -91,6 +92,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     from puffgm.api import as_prior
 
     epsilon = 1.0
+    load = os.getloadavg()[0]
     names = NETWORKS[:1] if quick else NETWORKS
     total = len(names) + (0 if quick else 1)
     rows = []
@@ -128,5 +130,6 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
          "(bench/data/workload.json).", ""]
     L += _table(rows)
     L += ["", "Seconds are wall-clock seconds of the whole `calibrate_workload` call (exact laws, the bisection, "
-          "each statistic alone and MQM), in one process on a machine shared with other jobs."]
+          "each statistic alone and MQM), in one process on a 2-core machine shared with other jobs (load average "
+          f"{load:.1f} when the run started; the first table that needs the compiled kernels also loads them)."]
     return "\n".join(L) + "\n"
