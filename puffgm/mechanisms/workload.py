@@ -254,7 +254,9 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     Bisection on t to ``rtol`` relative (the loss is non-increasing in t, module docstring); the
     returned t has a computed loss at most epsilon minus the loss's rounding error
     (:func:`joint_loss_resolution`), and t (1 - rtol) has a larger loss (or t is 0: the exact
-    table is already epsilon-Pufferfish private).
+    table is already epsilon-Pufferfish private).  The steps after a failing t smooth only the
+    laws of the pairs still over the target (:class:`_PrunedLoss`); the result is that of the
+    search over every pair.
 
     Parameters
     ----------
@@ -304,10 +306,11 @@ class _PrunedLoss:
 
     Each pair's loss is itself non-increasing in t (the post-processing argument of the module
     docstring holds pair by pair), and after a failing t every later evaluation of the search is at a
-    larger t.  So at a failing t the pairs at or below the target stay there for the rest of the search
-    and are dropped; a passing t drops nothing.  The search takes the same steps as with every pair
-    (each step decides by the largest loss, which a dropped pair never is at a failing t); the caller
-    evaluates the returned t again over every pair for the loss, the witness and the losses per prior.
+    t at least as large.  So at a failing t the pairs at or below the target stay there for the rest
+    of the search and are dropped; a passing t drops nothing.  The search takes the same steps as with
+    every pair (each step is decided by whether the largest loss is over the target, and a dropped
+    pair no longer can be); the caller evaluates the returned t again over every pair for the loss,
+    the witness and the losses per prior.
     """
 
     def __init__(self, laws: WorkloadLaws, scales, target: float):
