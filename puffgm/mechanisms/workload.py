@@ -282,8 +282,11 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
                                  "use the Markov Quilt Mechanism (--method exact).")
         return [t * w * u for w, u in zip(weights, units, strict=True)]
 
-    best, evals = joint_loss_of(laws, scales(0.0)), 1
-    if best[0] == 0.0:
+    rows, pairs, _ = laws.stacked()
+    scales(0.0)  # the deadline
+    evals = 1
+    if all(np.array_equal(rows[a], rows[b]) for a, b in pairs):  # no noise needed: the loss at t = 0 is 0
+        best = joint_loss_of(laws, scales(0.0))
         return 0.0, best[0], best[1], best[2], evals
     res = joint_loss_resolution(laws)
     if epsilon < RESOLUTION_FACTOR * res:
@@ -292,9 +295,9 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
                              "(--method exact) takes any epsilon.")
     target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
     refusal = "No Laplace scale brings the workload's loss to epsilon."
-    hi, _, more = least_passing(_PrunedLoss(laws, scales, target), threshold=target, start=start, rtol=rtol,
-                                refusal=refusal)
-    best = joint_loss_of(laws, scales(hi))
+    pruned = _PrunedLoss(laws, scales, target)
+    hi, _, more = least_passing(pruned, threshold=target, start=start, rtol=rtol, refusal=refusal)
+    best = pruned.every_pair(hi)
     if best[0] > target:  # a dropped pair over the target by rounding alone: search again with every pair
         hi, best, more = least_passing(lambda t: joint_loss_of(laws, scales(t)), threshold=target, start=start,
                                        rtol=rtol, refusal=refusal)
@@ -307,22 +310,58 @@ class _PrunedLoss:
     Each pair's loss is itself non-increasing in t (the post-processing argument of the module
     docstring holds pair by pair), and after a failing t every later evaluation of the search is at a
     t at least as large.  So at a failing t the pairs at or below the target stay there for the rest
-    of the search and are dropped; a passing t drops nothing.  The search takes the same steps as with
-    every pair (each step is decided by whether the largest loss is over the target, and a dropped
-    pair no longer can be); the caller evaluates the returned t again over every pair for the loss,
-    the witness and the losses per prior.
+    of the search and are dropped, each with its loss then as a bound on its loss at every later t;
+    a passing t drops nothing.  The search takes the same steps as with every pair (each step is
+    decided by whether the largest loss is over the target, and a dropped pair no longer can be).
+    :meth:`every_pair` then gives the result over every pair at the returned t.
     """
 
+    #: A dropped pair whose bound is this close (relative) to the largest loss of its prior is evaluated
+    #: again: far above the rounding of the computed losses, so a skipped pair cannot be the maximum.
+    MARGIN = 1e-9
+
     def __init__(self, laws: WorkloadLaws, scales, target: float):
-        self.rows, pairs, _ = laws.stacked()
-        self.pairs, self.scales, self.target = pairs, scales, target
+        self.rows, self.all_pairs, self.labels = laws.stacked()
+        self.n_priors, self.scales, self.target = laws.n_priors, scales, target
+        self.active = np.arange(len(self.all_pairs))
+        self.bound = np.full(len(self.all_pairs), np.inf)
 
     def __call__(self, t: float):
-        loss, _ = _pair_losses(self.rows, self.pairs, self.scales(t))
+        loss, _ = _pair_losses(self.rows, self.all_pairs[self.active], self.scales(t))
         worst = float(loss.max())
         if worst > self.target:
-            self.pairs = self.pairs[loss > self.target]
+            drop = loss <= self.target
+            self.bound[self.active[drop]] = loss[drop]
+            self.active = self.active[~drop]
         return (worst,)
+
+    def every_pair(self, t: float):
+        """(loss, witness, per_prior) at t as :func:`joint_loss_of` gives them over every pair.
+
+        The pairs in play are evaluated, then each dropped pair whose bound may reach the largest loss
+        of its prior (within :attr:`MARGIN`); a prior with no pair evaluated yet gets its pair of largest
+        bound first.  The others are below that largest loss, so neither the loss, nor the witness
+        (the first pair that attains it), nor the losses per prior depend on them.
+        """
+        scales = self.scales(t)
+        n = len(self.all_pairs)
+        loss, where = np.full(n, -np.inf), np.zeros(n, dtype=np.int64)
+        prior = np.array([lab[0] for lab in self.labels], dtype=np.int64)
+        todo = self.active
+        while len(todo):
+            loss[todo], where[todo] = _pair_losses(self.rows, self.all_pairs[todo], scales)
+            top = np.full(self.n_priors, -np.inf)
+            np.maximum.at(top, prior, loss)
+            open_ = np.isneginf(loss) & (self.bound >= top[prior] - self.MARGIN * np.maximum(1.0, np.abs(top[prior])))
+            first = [int(np.flatnonzero(open_ & (prior == p))[np.argmax(self.bound[open_ & (prior == p)])])
+                     for p in range(self.n_priors) if np.isneginf(top[p]) and (open_ & (prior == p)).any()]
+            todo = np.array(first, dtype=np.int64) if first else np.flatnonzero(open_ & np.isfinite(top[prior]))
+        per_prior = [0.0] * self.n_priors
+        for p, v in zip(prior, loss, strict=True):
+            per_prior[p] = max(per_prior[p], float(v))
+        k = int(np.argmax(loss))
+        vertex = tuple(int(i) for i in np.unravel_index(int(where[k]), self.rows.shape[1:]))
+        return float(loss[k]), self.labels[k] + (vertex,), tuple(per_prior)
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,

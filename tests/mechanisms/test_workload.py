@@ -748,16 +748,15 @@ def test_pruned_search_falls_back_to_every_pair_when_a_dropped_pair_fails(monkey
     prior, _, workload, _ = make_case("asia")
     laws = grid_laws(prior, workload)
     plain = mw.optimal_workload_scale(laws, epsilon=1.0, weights=(1.0, 1.0, 1.0), start=1.0)
-    real, calls = mw.joint_loss_of, []
+    real, calls = mw._PrunedLoss.every_pair, []
 
-    def first_final_fails(laws_, scales):
-        out = real(laws_, scales)
-        calls.append(scales)
-        return (math.inf,) + out[1:] if len(calls) == 2 else out  # call 1 is t = 0, call 2 the pruned t
+    def fails(self, t):
+        calls.append(t)
+        return (math.inf,) + real(self, t)[1:]
 
-    monkeypatch.setattr(mw, "joint_loss_of", first_final_fails)
+    monkeypatch.setattr(mw._PrunedLoss, "every_pair", fails)
     again = mw.optimal_workload_scale(laws, epsilon=1.0, weights=(1.0, 1.0, 1.0), start=1.0)
-    assert again == plain and len(calls) > 3
+    assert again == plain and calls == [plain[0]]
 
 
 def test_grid_refusals_name_the_grid():
