@@ -86,7 +86,7 @@ else:
         cut[-1] = nodes[(parts - 1) * size:]
     workload = [{"count": 0, "nodes": c, "name": f"part {i + 1}"} for i, c in enumerate(cut)]
 t1 = time.monotonic()
-row = {"n_nodes": len(nodes), "load_s": round(t1 - t0, 3)}
+row = {"n_nodes": len(nodes), "load_s": round(t1 - t0, 3), "puffgm": puffgm.__file__}
 if "histogram" not in case:
     row["part_sizes"] = [len(q["nodes"]) for q in workload]
 try:
@@ -149,9 +149,10 @@ def run(case: dict, eps: float, timeout: float, path: str | None = None) -> dict
     """One case in a fresh interpreter (with ``PYTHONPATH=path`` when given)."""
     t0 = time.monotonic()
     args = [sys.executable, "-c", _CHILD, json.dumps(case), str(eps)]
+    # with ``-c`` the working directory comes first on sys.path: run in ``path`` so that its version is imported
     env = None if path is None else {**os.environ, "PYTHONPATH": path}
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env)
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=path)
     except subprocess.TimeoutExpired:
         return {"case": case, "refused": f"no answer within the bench's timeout of {timeout:g} s"}
     if out.returncode != 0:
