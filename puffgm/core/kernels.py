@@ -47,7 +47,8 @@ _COMPILED_MIN_TERMS = 1 << 22
 _COMPILED_MIN_AXIS = 4
 #: Grid convolutions (:func:`log_convolve_grid`) from this many terms of the numpy twin (rows x finite cells of
 #: one table x the bounding box of the other's) go to the compiled kernel; the twin loops over one table's cells.
-_COMPILED_MIN_GRID_TERMS = 1 << 16
+#: Below it the twin is faster than loading numba (two counts on child or alarm stay with numpy).
+_COMPILED_MIN_GRID_TERMS = 1 << 20
 _NUMBA: dict = {}
 
 
