@@ -179,7 +179,8 @@ def reference_smooth(t, axis, scale):
 
 @pytest.mark.parametrize("axis", [0, 1, 2])
 @pytest.mark.parametrize("scale", [0.3, 5.0, 1e3])
-def test_laplace_smooth_matches_the_exact_reference(use, axis, scale):
+def test_laplace_smooth_matches_the_exact_reference(use, monkeypatch, axis, scale):
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_SMOOTH", 0)
     rng = np.random.default_rng(11 + axis)
     t = random_logs(rng, (4, 6, 5), 1e3, zeros=0.4)
     t[0, :, :] = -np.inf
@@ -194,7 +195,7 @@ def test_compiled_laplace_smooth_is_the_numpy_twin_and_laplace_log_density_bit_f
     pytest.importorskip("numba")
     rng = np.random.default_rng(5)
     t = random_logs(rng, (7, 9, 8, 10), 30.0, zeros=0.3)
-    monkeypatch.setattr(kernels, "_COMPILED_MIN_SIZE", 0)
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_SMOOTH", 0)
     monkeypatch.setattr(kernels, "_BACKEND", "numpy")
     twin = [kernels.laplace_smooth(t, axis, 2.5) for axis in range(4)]
     monkeypatch.setattr(kernels, "_BACKEND", "numba")
