@@ -30,8 +30,9 @@ one-line message) and the seconds it took to refuse.
 ``--before PATH`` runs every case twice, interleaved (PATH's version, then this checkout's, each
 in a fresh interpreter with its own PYTHONPATH), and adds to each case ``before``, ``after``,
 the ratios before / after of the exact laws' seconds, of the scale search's and of the whole
-calibration's, and the largest relative difference of the joint scales (the machine may be shared:
-the ratios, measured a few seconds apart, are the figures to quote).
+calibration's (wall clock and CPU seconds of the process), and the largest relative difference of
+the joint scales (the machine may be shared: the ratios, measured a few seconds apart, and the CPU
+seconds, which a busy machine changes much less than the wall clock, are the figures to quote).
 
 Targets (2-core machine): asia, child and alarm in seconds; insurance, hailfinder,
 win95pts and hepar2 within two minutes each; the chain histogram within a minute; alarm with
@@ -91,7 +92,9 @@ if "histogram" not in case:
     row["part_sizes"] = [len(q["nodes"]) for q in workload]
 try:
     limits = {key: case[key] for key in ("max_joint_length",) if key in case}
+    c1 = time.process_time()
     cal = puffgm.calibrate_workload(kind, workload, epsilon=eps, time_limit=case.get("time_limit"), **limits)
+    row["calibrate_cpu_s"] = round(time.process_time() - c1, 3)
 except PuffgmError as exc:
     row.update(refused=first_line(exc), refused_after_s=round(time.monotonic() - t1, 3),
                wall_s=round(time.monotonic() - t0, 3))
@@ -170,7 +173,8 @@ def before_after(case: dict, eps: float, timeout: float, before: str) -> dict:
     so, sn = old.get("seconds") or {}, new.get("seconds") or {}
     for key, a, b in (("laws", so.get("laws"), sn.get("laws")),
                       ("joint_scale", so.get("joint_scale"), sn.get("joint_scale")),
-                      ("calibrate", old.get("calibrate_s"), new.get("calibrate_s"))):
+                      ("calibrate", old.get("calibrate_s"), new.get("calibrate_s")),
+                      ("calibrate_cpu", old.get("calibrate_cpu_s"), new.get("calibrate_cpu_s"))):
         row[f"ratio_{key}"] = round(a / b, 2) if a and b else None
     if old.get("joint_scales") and new.get("joint_scales"):
         row["scales_max_rel_diff"] = max(abs(x - y) / abs(x) for x, y in
