@@ -47,11 +47,14 @@ _COMPILED_MIN_TERMS = 1 << 22
 _COMPILED_MIN_AXIS = 4
 #: Grid convolutions (:func:`log_convolve_grid`) from this many terms of the numpy twin (rows x finite cells of
 #: one table x the bounding box of the other's) go to the compiled kernel; the twin loops over one table's cells.
-#: Below it the twin is faster than loading numba (two counts on child or alarm stay with numpy).
+#: Below it the twin is faster than loading numba (up to three counts on alarm stay with numpy).
 #: Laplace smoothing (:func:`laplace_smooth`) of tables from this many entries goes to the compiled kernel: it
 #: is about 1.5 times the numpy twin's speed, which pays loading numba (0.75 s) only on large tables.
 _COMPILED_MIN_SMOOTH = 1 << 22
-_COMPILED_MIN_GRID_TERMS = 1 << 20
+#: The junction tree of a workload sums out variables of tables from this many entries with the compiled
+#: log-sum-exp (a grid's tables are larger than one axis's, and small workloads need not load numba).
+COMPILED_MIN_GRID_SUM = 1 << 20
+_COMPILED_MIN_GRID_TERMS = 1 << 23
 _NUMBA: dict = {}
 
 
@@ -234,15 +237,19 @@ def _log_convolve_grid_numpy(a, b, ndim, cells, shapes):
     return out
 
 
-def log_sum_exp(t: np.ndarray, axis: int) -> np.ndarray:
+def log_sum_exp(t: np.ndarray, axis: int, *, min_compiled: int | None = None) -> np.ndarray:
     """``log(sum(exp(t), axis))``, shifted by the largest term along the axis; all ``-inf`` gives ``-inf``.
+
+    ``min_compiled`` (default :data:`_COMPILED_MIN_SIZE`) is the least size of a table summed by the
+    compiled kernel.
 
     Examples
     --------
     >>> np.round(np.exp(log_sum_exp(np.log([[0.25, 0.5], [0.25, 0.0]]), 0)), 6)
     array([0.5, 0.5])
     """
-    if t.size < _COMPILED_MIN_SIZE or t.dtype != np.float64 or backend() != "numba":
+    least = _COMPILED_MIN_SIZE if min_compiled is None else min_compiled
+    if t.size < least or t.dtype != np.float64 or backend() != "numba":
         m = np.max(t, axis=axis, keepdims=True)
         m = np.where(np.isfinite(m), m, 0.0)
         with np.errstate(divide="ignore"):

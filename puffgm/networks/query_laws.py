@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from puffgm.core.kernels import log_convolve, log_convolve_grid
+from puffgm.core.kernels import COMPILED_MIN_GRID_SUM, log_convolve, log_convolve_grid, log_sum_exp
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.mechanisms.query import NodeLaws
@@ -86,7 +86,7 @@ class SumFactor:
         """Sum out every variable not in ``keep`` (log-sum-exp), axes then in ``keep`` order."""
         t = self.table
         for j in sorted((j for j, v in enumerate(self.vars) if v not in keep), reverse=True):
-            t = logsumexp_axis(t, j)
+            t = logsumexp_axis(t, j) if self.grid == 1 else log_sum_exp(t, j, min_compiled=COMPILED_MIN_GRID_SUM)
         rest = [v for v in self.vars if v in keep]
         return SumFactor(rest, t).reordered(tuple(v for v in keep if v in rest))
 
