@@ -165,8 +165,10 @@ class WorkloadLaws:
     def _stack(self):
         if self.joint is not None:
             return self.joint.stacked()
-        rows, pairs, labels = self.encoded.stacked()
-        joint = self.workload.decode(rows, self.encoded.query.offset)
+        encoded = self.encoded
+        assert encoded is not None  # __post_init__: exactly one of the two
+        rows, pairs, labels = encoded.stacked()
+        joint = self.workload.decode(rows, encoded.query.offset)
         joint.setflags(write=False)
         return joint, pairs, labels
 
