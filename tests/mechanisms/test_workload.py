@@ -764,3 +764,9 @@ def test_grid_refusals_name_the_grid():
         puffgm.calibrate_workload("example:asia", [{"count": 0}, {"count": 1}], epsilon=1.0, max_table_entries=100)
     with pytest.raises(InferenceLimitError, match="9 entries, over the limit max_sum_length = 8"):
         puffgm.calibrate_workload("example:asia", [{"count": 0}, {"count": 1}], epsilon=1.0, max_sum_length=8)
+
+
+def test_a_chain_past_max_exact_length_is_refused_on_the_grid():
+    cc = ChainPriorClass.from_matrices([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]], length=6)
+    with pytest.raises(ParameterError, match="at most max_exact_length = 3; this one has T = 6"):
+        puffgm.calibrate_workload(cc, {"histogram": {}}, epsilon=1.0, max_exact_length=3)
