@@ -2,7 +2,7 @@
 
 Prints one JSON object.  Every case runs in a fresh interpreter (so ``wall_s`` includes
 importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_workload` at
-``--epsilon`` with the default limits (``max_joint_length`` 65536 cells; the networks'
+``--epsilon`` with the default limits (``max_joint_length`` 2^18 = 262144 cells; the networks'
 ``max_table_entries``; the chains' exact laws up to length 600):
 
 * ``networks``: k counts of each node's first state (``{"count": 0, "nodes": part}``) over
@@ -11,10 +11,13 @@ importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_worklo
 * ``chain``: the 3-state histogram (one count per state over every position) of a chain of
   length 30 fitted to statsmodels' monthly El Nino sea-surface temperatures (732 months,
   3 equal-width bins, stationary start, smoothing tau = 1e-5);
-* ``k_growth``: alarm with k = 1, 2, 3, 4 counts over the k parts of its node order;
+* ``k_growth``: alarm with k = 1, 2, 3, 4, 5 counts over the k parts of its node order;
+* ``chain_growth``: the chain's 3-state histogram against its length T = 10, 20, 30, 40, 50, 60
+  (``max_joint_length`` raised to 2^20 cells, so that the version before the grid, whose default
+  stops at 65536 cells, runs the same cases);
 * ``axis_growth``: alarm, two counts over the first m and the next m nodes (axis m + 1 each),
   m = 4, 9, 14, 18; and the chain's 3-state histogram at lengths 10, 20, 30 (axes T + 1);
-* ``limits``: where the limits stop a workload: a 3-state histogram at T = 40 and a 4-state
+* ``limits``: where the limits stop a workload: a 3-state histogram at T = 64 and a 4-state
   one at T = 30 (max_joint_length), two counts on a chain of length 700 (the exact laws of
   chains stop at 600), two counts on pathfinder and andes (the networks' table limit).
 
@@ -24,11 +27,19 @@ scale (calibrated alone: not a valid release of the table), the totals of expect
 absolute error and the ratio MQM / joint (totals).  A refused case has ``refused`` (the
 one-line message) and the seconds it took to refuse.
 
-Targets (2-core machine): asia, child and alarm in seconds; insurance, hailfinder,
-win95pts and hepar2 within two minutes each; the chain histogram within a minute.
+``--before PATH`` runs every case twice, interleaved (PATH's version, then this checkout's, each
+in a fresh interpreter with its own PYTHONPATH), and adds to each case ``before``, ``after``,
+the ratios before / after of the exact laws' seconds, of the scale search's and of the whole
+calibration's (wall clock and CPU seconds of the process), and the largest relative difference of
+the joint scales (the machine may be shared: the ratios, measured a few seconds apart, and the CPU
+seconds, which a busy machine changes much less than the wall clock, are the figures to quote).
 
-Usage: python3 bench/workload.py [--epsilon 1] [--timeout 900] [SECTION ...]
-       (sections: networks chain k_growth axis_growth limits; default all)
+Targets (2-core machine): asia, child and alarm in seconds; insurance, hailfinder,
+win95pts and hepar2 within two minutes each; the chain histogram within a minute; alarm with
+k = 3 within 1 s and k = 4 within 5 s (the calibration's seconds, quiet machine).
+
+Usage: python3 bench/workload.py [--epsilon 1] [--timeout 900] [--before PATH] [SECTION ...]
+       (sections: networks chain k_growth chain_growth axis_growth limits; default all but chain_growth)
 """
 
 import argparse
@@ -39,7 +50,9 @@ import subprocess
 import sys
 import time
 
-SECTIONS = ("networks", "chain", "k_growth", "axis_growth", "limits")
+SECTIONS = ("networks", "chain", "k_growth", "chain_growth", "axis_growth", "limits")
+DEFAULT_SECTIONS = ("networks", "chain", "k_growth", "axis_growth", "limits")
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _CHILD = r"""
 import json, sys, time
@@ -74,11 +87,14 @@ else:
         cut[-1] = nodes[(parts - 1) * size:]
     workload = [{"count": 0, "nodes": c, "name": f"part {i + 1}"} for i, c in enumerate(cut)]
 t1 = time.monotonic()
-row = {"n_nodes": len(nodes), "load_s": round(t1 - t0, 3)}
+row = {"n_nodes": len(nodes), "load_s": round(t1 - t0, 3), "puffgm": puffgm.__file__}
 if "histogram" not in case:
     row["part_sizes"] = [len(q["nodes"]) for q in workload]
 try:
-    cal = puffgm.calibrate_workload(kind, workload, epsilon=eps, time_limit=case.get("time_limit"))
+    limits = {key: case[key] for key in ("max_joint_length",) if key in case}
+    c1 = time.process_time()
+    cal = puffgm.calibrate_workload(kind, workload, epsilon=eps, time_limit=case.get("time_limit"), **limits)
+    row["calibrate_cpu_s"] = round(time.process_time() - c1, 3)
 except PuffgmError as exc:
     row.update(refused=first_line(exc), refused_after_s=round(time.monotonic() - t1, 3),
                wall_s=round(time.monotonic() - t0, 3))
@@ -114,13 +130,16 @@ def cases(section: str) -> list:
     if section == "chain":
         return [("elnino_3states_T30", {"prior": "chain", "states": 3, "length": 30, "histogram": True})]
     if section == "k_growth":
-        return [(f"alarm_k{k}", {"prior": "alarm", "parts": k}) for k in (1, 2, 3, 4)]
+        return [(f"alarm_k{k}", {"prior": "alarm", "parts": k}) for k in (1, 2, 3, 4, 5)]
+    if section == "chain_growth":
+        return [(f"elnino_3states_T{t}", {"prior": "chain", "states": 3, "length": t, "histogram": True,
+                                          "max_joint_length": 1 << 20}) for t in (10, 20, 30, 40, 50, 60)]
     if section == "axis_growth":
         out = [(f"alarm_2x{m}", {"prior": "alarm", "parts": 2, "part_size": m}) for m in (4, 9, 14, 18)]
         return out + [(f"elnino_3states_T{t}", {"prior": "chain", "states": 3, "length": t, "histogram": True})
                       for t in (10, 20, 30)]
     if section == "limits":
-        return [("elnino_3states_T40", {"prior": "chain", "states": 3, "length": 40, "histogram": True}),
+        return [("elnino_3states_T64", {"prior": "chain", "states": 3, "length": 64, "histogram": True}),
                 ("elnino_4states_T30", {"prior": "chain", "states": 4, "length": 30, "histogram": True}),
                 ("elnino_2states_T700_2x5", {"prior": "chain", "states": 2, "length": 700, "parts": 2,
                                              "part_size": 5}),
@@ -129,11 +148,14 @@ def cases(section: str) -> list:
     raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
 
 
-def run(case: dict, eps: float, timeout: float) -> dict:
+def run(case: dict, eps: float, timeout: float, path: str | None = None) -> dict:
+    """One case in a fresh interpreter (with ``PYTHONPATH=path`` when given)."""
     t0 = time.monotonic()
     args = [sys.executable, "-c", _CHILD, json.dumps(case), str(eps)]
+    # with ``-c`` the working directory comes first on sys.path: run in ``path`` so that its version is imported
+    env = None if path is None else {**os.environ, "PYTHONPATH": path}
     try:
-        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout)
+        out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=path)
     except subprocess.TimeoutExpired:
         return {"case": case, "refused": f"no answer within the bench's timeout of {timeout:g} s"}
     if out.returncode != 0:
@@ -142,21 +164,42 @@ def run(case: dict, eps: float, timeout: float) -> dict:
     return {"case": case, **json.loads(out.stdout)}
 
 
+def before_after(case: dict, eps: float, timeout: float, before: str) -> dict:
+    """The case under ``before``'s version, then under this checkout's, and their ratios."""
+    load = os.getloadavg()[0]
+    old = run(case, eps, timeout, before)
+    new = run(case, eps, timeout, HERE)
+    row = {"case": case, "load_average_at_start": load, "before": old, "after": new}
+    so, sn = old.get("seconds") or {}, new.get("seconds") or {}
+    for key, a, b in (("laws", so.get("laws"), sn.get("laws")),
+                      ("joint_scale", so.get("joint_scale"), sn.get("joint_scale")),
+                      ("calibrate", old.get("calibrate_s"), new.get("calibrate_s")),
+                      ("calibrate_cpu", old.get("calibrate_cpu_s"), new.get("calibrate_cpu_s"))):
+        row[f"ratio_{key}"] = round(a / b, 2) if a and b else None
+    if old.get("joint_scales") and new.get("joint_scales"):
+        row["scales_max_rel_diff"] = max(abs(x - y) / abs(x) for x, y in
+                                         zip(old["joint_scales"], new["joint_scales"], strict=True))
+    return row
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per case before it is stopped")
-    p.add_argument("sections", nargs="*", default=list(SECTIONS))
+    p.add_argument("--before", metavar="PATH", help="a checkout of the version to compare with, run interleaved")
+    p.add_argument("sections", nargs="*", default=list(DEFAULT_SECTIONS))
     args = p.parse_args(argv)
     results = {}
     for section in args.sections:
         results[section] = {}
         for label, case in cases(section):
             print(f"[bench/workload] {section}: {label}", file=sys.stderr, flush=True)
-            results[section][label] = run(case, args.epsilon, args.timeout)
-    print(json.dumps({"epsilon": args.epsilon, "command": "python3 bench/workload.py " + " ".join(args.sections),
+            results[section][label] = (run(case, args.epsilon, args.timeout) if args.before is None
+                                       else before_after(case, args.epsilon, args.timeout, args.before))
+    command = "python3 bench/workload.py" + (f" --before {args.before}" if args.before else "")
+    print(json.dumps({"epsilon": args.epsilon, "command": " ".join([command] + args.sections),
                       "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                                  "python": platform.python_version(),
+                                  "python": platform.python_version(), "load_average": os.getloadavg(),
                                   "note": "2-core Linux, shared with other jobs: times are indicative"},
                       "results": results}, indent=2))
 

@@ -135,7 +135,7 @@ def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, op
     if why:
         notes.append(why)
     seconds["total"] = round(time.monotonic() - start, 6)
-    enc = laws.encoded
+    enc = laws.source
     return WorkloadCalibration(
         epsilon=epsilon, names=bound.names, weights=tuple(w), t=t, scales=tuple(t * x for x in w), loss=loss,
         witness=_witness(witness, bound), per_prior=per_prior, single_scales=single,
@@ -155,7 +155,7 @@ def _weights(weights, k: int) -> list:
 
 def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH,
                   **options) -> WorkloadLaws:
-    """The exact joint laws of a workload given each secret, by one exact inference of the encoded sum.
+    """The exact joint laws of a workload given each secret, by one exact inference on the grid of its sums.
 
     Parameters
     ----------
@@ -165,7 +165,7 @@ def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFA
     deadline : float, optional
         ``time.monotonic()`` value after which a TimeLimitError is raised.
     max_joint_length : int
-        The largest joint law, in cells.
+        The largest joint law, in cells of the grid (prod_j (n_j + 1)).
     **options
         The kind's query options.
 
@@ -175,12 +175,10 @@ def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFA
         ``stacked()`` gives every joint law as an array over the statistics' grid values.
     """
     bound = workload if isinstance(workload, BoundWorkload) else _bind(kind, workload)
-    encoded = kind.query_laws(bound.encoded(max_joint_length), deadline=deadline, **options)
-    if not encoded.exact:
-        raise ParameterError("The exact joint laws were not computed at every position (see the notes of the "
-                             "single-query road); use the Markov Quilt Mechanism (--method exact).")
+    bound.check_cells(max_joint_length)
+    joint = kind.workload_laws(bound, deadline=deadline, **options)
     group = max((bound.l1_range(g) for g in kind.node_groups()), default=0.0)
-    return WorkloadLaws(workload=bound, encoded=encoded, group_l1=group, seconds=encoded.seconds)
+    return WorkloadLaws(workload=bound, joint=joint, group_l1=group, seconds=joint.seconds)
 
 
 def _bind(kind, workload) -> BoundWorkload:

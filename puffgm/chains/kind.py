@@ -23,7 +23,13 @@ from puffgm.chains.budget import ChainClock, check_chain_length
 from puffgm.chains.curve import chain_class_curve
 from puffgm.chains.exact import PER_NODE_LIMIT, MQMExact
 from puffgm.chains.priors import ChainPrior, ChainPriorClass
-from puffgm.chains.query_laws import DEFAULT_MAX_EXACT_LENGTH, QUERY_ADVICE, chain_query_laws, check_query_budget
+from puffgm.chains.query_laws import (
+    DEFAULT_MAX_EXACT_LENGTH,
+    QUERY_ADVICE,
+    chain_joint_laws,
+    chain_query_laws,
+    check_query_budget,
+)
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
 from puffgm.core.prior import PriorKind
@@ -110,6 +116,19 @@ class MarkovChainKind(PriorKind):
                          group_sensitivity=bound.range_of(cc.nodes), prior_name=self.name,
                          secrets="every X_t, every pair of states", w_bounds=tuple(bounds), exact=exact,
                          notes=tuple(notes), seconds=time.monotonic() - start)
+
+    def _workload_laws(self, *, workload, deadline, options):
+        from puffgm.mechanisms.workload import JointLaws
+
+        cc = self.prior_class
+        check_chain_length(cc.length, repr(self.name))
+        start = time.monotonic()
+        clock = ChainClock(what=f"Computing the workload's joint laws on {self.name!r} (T = {cc.length}, k = {cc.k})",
+                           advice=QUERY_ADVICE, deadline=deadline)
+        laws = chain_joint_laws(cc, workload, clock=clock, **options)
+        return JointLaws(workload=workload, laws=tuple(laws), n_priors=len(cc.members), prior_name=self.name,
+                         secrets="every X_t, every pair of states", notes=tuple(cc.notes),
+                         seconds=time.monotonic() - start)
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T).

@@ -28,16 +28,18 @@ noise of scale (upper bound) / epsilon is epsilon-Pufferfish private.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import node_name
-from puffgm.core.kernels import log_convolve
+from puffgm.core.kernels import log_convolve, log_convolve_grid, log_sum_exp
 from puffgm.core.query import BoundQuery
-from puffgm.exceptions import NotApplicableError
+from puffgm.exceptions import NotApplicableError, ParameterError
 from puffgm.mechanisms.query import NodeLaws, w_inf_near
 
-__all__ = ["chain_query_laws", "check_query_budget", "DEFAULT_MAX_EXACT_LENGTH", "QUERY_ADVICE"]
+__all__ = ["chain_query_laws", "chain_joint_laws", "check_query_budget", "DEFAULT_MAX_EXACT_LENGTH", "QUERY_ADVICE"]
 
 #: Longest chain whose conditional laws are computed exactly at every position (the cost grows as T^3).
 DEFAULT_MAX_EXACT_LENGTH = 600
@@ -257,3 +259,157 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
         else:
             bounds.extend(_bounds_member(m, i, S, pairs, work))
     return laws, bounds, exact
+
+
+# ------------------------------------------------------------------ a workload: a grid of partial sums
+
+
+def _grid_scores(workload, T: int, k: int) -> np.ndarray:
+    """(T, k, d) grid scores of X_1..X_T for the d statistics of a bound workload (0 for unscored nodes)."""
+    out = np.zeros((T, k, workload.k), dtype=np.int64)
+    for name, rows in workload.node_score_rows().items():
+        out[int(name[1:]) - 1] = rows  # node_name(t) is "X<t>"
+    return out
+
+
+def _shifted_grid(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Table x (a grid of d axes) moved by the vector scores[x] on a common grid: adding X's scores."""
+    grid = rows.shape[1:]
+    top = scores.max(axis=0)
+    out = np.full((rows.shape[0],) + tuple(int(n + m) for n, m in zip(grid, top, strict=True)), -np.inf)
+    for x, sc in enumerate(scores):
+        out[(x,) + tuple(slice(int(c), int(c) + n) for c, n in zip(sc, grid, strict=True))] = rows[x]
+    return out
+
+
+def _step_grid(rows: np.ndarray, logP: np.ndarray, axis: int) -> np.ndarray:
+    """log sum over the states on ``axis`` of rows times the transition (forward: axis 0, backward: axis 1)."""
+    d = rows.ndim - 1
+    lp = logP.reshape(logP.shape + (1,) * d)
+    with np.errstate(invalid="ignore"):
+        if axis == 0:
+            return np.logaddexp.reduce(rows[:, None] + lp, axis=0)
+        return np.logaddexp.reduce(lp + rows[None, :], axis=1)
+
+
+def _forward_grid(logq, logP, S, work: _Work):
+    """alpha_t for t = 1..T on the grid: (k, box of the partial sums before t), as a generator."""
+    alpha = logq.reshape((-1,) + (1,) * S.shape[2])
+    for t in range(S.shape[0]):
+        yield alpha
+        if t == S.shape[0] - 1:
+            return
+        work.step(alpha[0].size * work_per_entry(S.shape[1]))
+        alpha = _step_grid(_shifted_grid(alpha, S[t]), logP, 0)
+
+
+def _backward_grid(logP, S, work: _Work):
+    """(t, beta_t) for t = T..1 on the grid: (k, box of the partial sums after t), as a generator."""
+    T, k, d = S.shape
+    beta = np.zeros((k,) + (1,) * d)
+    for t in range(T - 1, -1, -1):
+        if t < T - 1:
+            work.step(beta[0].size * work_per_entry(k))
+            beta = _step_grid(_shifted_grid(beta, S[t + 1]), logP, 1)
+        yield t, beta
+
+
+def _grid_work(S: np.ndarray, n_pairs: int, dims: tuple) -> tuple:
+    """(steps, units, bytes) of the grid passes over one member, as :func:`_work` counts them.
+
+    The passes cost k^2 + 8 * pairs units per cell of the forward and backward grids (the
+    products of the per-axis widths); the convolution at each position is counted at its
+    output's cells per state, a lower end (it skips the exact zeros); the memory holds the
+    backward grids and the laws (k * prod_j (n_j + 1) per position).
+    """
+    T, k, _ = S.shape
+    smax = S.max(axis=1).astype(float)  # (T, d)
+    fwd = np.prod(1.0 + np.vstack([np.zeros((1, smax.shape[1])), np.cumsum(smax, axis=0)[:-1]]), axis=1)
+    bwd = np.prod(1.0 + (smax.sum(axis=0) - np.cumsum(smax, axis=0)), axis=1)
+    cells = float(np.prod(np.asarray(dims, dtype=float)))
+    units = float((fwd + bwd).sum()) * work_per_entry(k) + T * k * cells
+    nbytes = float(T) * (_NODE_BYTES + 8 * k + _PAIR_BYTES * n_pairs) + 8.0 * k * (float(bwd.sum()) + 2.0 * T * cells)
+    return 2 * T, units, nbytes
+
+
+def _joint_member(m, index: int, S, dims: tuple, pairs, work: _Work) -> list:
+    logq, logP = _logs(m)
+    beta = dict(_backward_grid(logP, S, work))
+    out = []
+    for t, alpha in enumerate(_forward_grid(logq, logP, S, work)):
+        b = beta.pop(t)
+        work.step(m.k * math.prod(dims))
+        joint = log_convolve_grid(_shifted_grid(alpha, S[t]), b, S.shape[2])
+        if joint.shape[1:] != dims:
+            raise ParameterError("The grid of a chain's joint laws does not match the workload; "
+                                 "this is a bug in puffgm.")
+        flat = joint.reshape(m.k, -1)
+        marg = log_sum_exp(flat, 1)  # compiled for large grids
+        with np.errstate(invalid="ignore"):
+            cond = np.where(np.isfinite(marg)[:, None], flat - marg[:, None], -np.inf)
+        out.append(NodeLaws(prior=index, node=node_name(t + 1), states=m.states, log_cond=cond.reshape(joint.shape),
+                            log_marginal=marg, pairs=pairs))
+    return out
+
+
+def chain_joint_laws(chain_class, workload, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
+                     deadline: float | None = None, clock: ChainClock | None = None) -> list:
+    """The joint laws of a workload's d grid sums given each state of each X_t, for every chain of the class.
+
+    The forward and backward passes of :func:`chain_query_laws` with a grid of d partial sums,
+    one axis per statistic, instead of one axis: ``alpha_t(x, g)`` and ``beta_t(x, g)`` with g a
+    cell of the grid, X_t's state moving the grid by its row of scores (s_1(x), ..., s_d(x)),
+    and ``P(G = g, X_t = x)`` the grid convolution of the two
+    (:func:`puffgm.core.kernels.log_convolve_grid`); in log space, with exact zeros.
+
+    Parameters
+    ----------
+    chain_class : ChainPriorClass
+        Members with a known initial law (a vector or ``"stationary"``).
+    workload : BoundWorkload
+        Bound to the nodes X1..XT.
+    max_exact_length : int
+        Longest chain computed (the joint laws are exact at every position or not computed).
+    deadline : float, optional
+    clock : ChainClock, optional
+        As :func:`chain_query_laws`: the work is projected before the passes and checked at every step.
+
+    Returns
+    -------
+    list of NodeLaws
+        ``log_cond`` of shape ``(k,) + workload.dims``.
+
+    Raises
+    ------
+    NotApplicableError
+        For a member whose initial law is ``"any"``.
+    ParameterError
+        When T exceeds ``max_exact_length``.
+    TimeLimitError, InferenceLimitError
+        When the projected time or memory is over the budget.
+    """
+    for m in chain_class.members:
+        if m.initial_kind == "any":
+            raise NotApplicableError(
+                f"Chain {m.name!r} has the initial law 'any', an infinite class of initial laws; query-specific "
+                "calibration needs a known initial law (a vector or 'stationary')."
+            )
+    T, k = check_chain_length(chain_class.length, "chain_joint_laws"), chain_class.members[0].k
+    if T > max_exact_length:
+        raise ParameterError(f"A workload needs the exact joint laws at every position, which are computed for "
+                             f"chains of length at most max_exact_length = {max_exact_length}; this one has T = {T}: "
+                             "use the Markov Quilt Mechanism (--method exact).")
+    S = _grid_scores(workload, T, k)
+    pairs = tuple((a, b) for a in range(k) for b in range(a + 1, k))
+    if clock is None:
+        clock = ChainClock(what=f"Computing the workload's joint laws on the chain (T = {T}, k = {k})",
+                           advice=QUERY_ADVICE, deadline=deadline)
+    n = len(chain_class.members)
+    steps, units, nbytes = _grid_work(S, len(pairs), workload.dims)
+    check_memory(nbytes * n, clock.what, QUERY_ADVICE)
+    clock.project(n * (steps * _STEP_SECONDS + units * _UNIT_SECONDS))
+    work = _Work(clock, n * units)
+    laws = []
+    for i, m in enumerate(chain_class.members):
+        laws.extend(_joint_member(m, i, S, tuple(workload.dims), pairs, work))
+    return laws

@@ -69,12 +69,12 @@ def add_calibration_arguments(p) -> None:
                         "(default 1 each), or 'optimal' (a search that lowers the summed expected error)")
     p.add_argument("--max-joint-length", type=int, default=None,
                    help="workloads: largest joint law, in cells (the product of each statistic's number of "
-                        "values), exact inference may build (default 65536)")
+                        "values), exact inference may build (default 262144)")
     p.add_argument("--objective", choices=("abs", "square"), default=None,
                    help="optimal-noise: minimise the expected absolute (default) or squared error")
     p.add_argument("--max-sum-length", type=int, default=None,
-                   help="query methods: largest partial-sum axis (largest query value + 1) exact inference "
-                        "may carry (default 65536)")
+                   help="query methods: largest partial-sum axis (largest query value + 1; a workload: of each "
+                        "statistic) exact inference may carry (default 65536)")
     p.add_argument("--max-quilt-states", type=int, default=None,
                    help="bound on the joint state space of candidate quilts (networks)")
     p.add_argument("--search-budget", type=int, default=None,

@@ -13,7 +13,7 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["convolve_rows", "log_sum_exp_middle", "LINEAR_FLOOR"]
+__all__ = ["convolve_rows", "convolve_cells", "log_sum_exp_middle", "laplace_smooth_middle", "LINEAR_FLOOR"]
 
 #: A convolution entry whose linear-space sum is at least this is exact to rounding; below it
 #: (tails, and exact zeros) the entry is recomputed as a max-shifted log-sum-exp.
@@ -74,6 +74,96 @@ def convolve_rows(a, b, ia, ib, out):  # pragma: no cover - compiled
                 out[r, s] = exact_entry(ra, rb, s, t0, t1)
 
 
+@numba.njit("void(float64[::1], float64[::1], int64[::1], int64[::1], int64[::1], boolean[::1], float64[::1])",
+            cache=True, nogil=True)
+def _exact_cells(ra, rb, fu, fv, oa, want, row):  # pragma: no cover - compiled
+    """The cells ``want`` of one row of :func:`convolve_cells`, each a log-sum-exp shifted by its largest
+    term; a term 750 below it is exactly 0 in double precision and skipped.  ``fu`` holds the finite cells
+    of ``ra``, ``fv`` the output offsets of the finite cells of ``rb`` (in order), ``oa`` the offsets of ``ra``'s."""
+    n = row.shape[0]
+    top, acc = np.full(n, -np.inf), np.zeros(n)
+    nv = fv.shape[0]
+    vals = np.empty(nv)
+    j = 0
+    for v in range(rb.shape[0]):
+        if rb[v] > -np.inf:
+            vals[j] = rb[v]
+            j += 1
+    for u in fu:
+        base, x = oa[u], ra[u]
+        for j in range(nv):
+            o = base + fv[j]
+            if want[o] and x + vals[j] > top[o]:
+                top[o] = x + vals[j]
+    for u in fu:
+        base, x = oa[u], ra[u]
+        for j in range(nv):
+            o = base + fv[j]
+            if want[o]:
+                d = x + vals[j] - top[o]
+                if d > -750.0:
+                    acc[o] += math.exp(d)
+    for o in range(n):
+        if want[o]:
+            row[o] = top[o] + math.log(acc[o])
+
+
+@numba.njit("void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[:, ::1])",
+            cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def convolve_cells(a, b, ia, ib, oa, ob, out):  # pragma: no cover - compiled
+    """``out[r, o] = log sum exp(a[ia[r], u] + b[ib[r], v])`` over the cells u, v with ``oa[u] + ob[v] = o``.
+
+    The convolution of two tables over a grid of k axes, their cells flattened: ``oa`` and ``ob``
+    give each cell's flat index in the output grid, so that cell sums map to index sums (no carry:
+    the output grid holds every sum).  As :func:`convolve_rows`, each row is shifted by its maximum
+    and exponentiated once, the finite cells only (an exact zero adds no term), and an output cell
+    is summed in linear space when that sum is at least :data:`LINEAR_FLOOR`; a cell reached by some
+    finite term but below the floor is recomputed in log space (shifted by its largest term), and a
+    cell reached by no finite term is an exact zero.
+    """
+    ca, cb, n = a.shape[1], b.shape[1], out.shape[1]
+    ea, eb = np.empty(ca), np.empty(cb)
+    fu, fv = np.empty(ca, np.int64), np.empty(cb, np.int64)
+    acc = np.empty(n)
+    hit = np.empty(n, np.bool_)
+    for r in range(out.shape[0]):
+        ra, rb = a[ia[r]], b[ib[r]]
+        ma, mb = ra.max(), rb.max()
+        if ma == -np.inf or mb == -np.inf:
+            out[r, :] = -np.inf
+            continue
+        nu = 0
+        for u in range(ca):
+            if ra[u] > -np.inf:
+                fu[nu] = u
+                ea[nu] = math.exp(ra[u] - ma)
+                nu += 1
+        nv = 0
+        for v in range(cb):
+            if rb[v] > -np.inf:
+                fv[nv] = ob[v]
+                eb[nv] = math.exp(rb[v] - mb)
+                nv += 1
+        acc[:] = 0.0
+        hit[:] = False
+        for i in range(nu):
+            e, base = ea[i], oa[fu[i]]
+            for j in range(nv):
+                o = base + fv[j]
+                acc[o] += e * eb[j]
+                hit[o] = True
+        low = False
+        for o in range(n):
+            if acc[o] >= LINEAR_FLOOR:
+                out[r, o] = math.log(acc[o]) + ma + mb
+                hit[o] = False
+            else:
+                out[r, o] = -np.inf
+                low = low or hit[o]
+        if low:
+            _exact_cells(ra, rb, fu[:nu], fv[:nv], oa, hit, out[r])
+
+
 @numba.njit("void(float64[:, :, ::1], float64[:, ::1])", cache=True, nogil=True)
 def log_sum_exp_middle(t, out):  # pragma: no cover - compiled
     """``out[p, q] = log sum_x exp(t[p, x, q])``, shifted by the largest term (``-inf`` if all are)."""
@@ -95,3 +185,45 @@ def log_sum_exp_middle(t, out):  # pragma: no cover - compiled
                 acc[q] += math.exp(t[p, x, q] - m[q])
         for q in range(n_q):
             out[p, q] = math.log(acc[q]) + m[q] if acc[q] > 0.0 else -np.inf
+
+
+_LOG2 = math.log(2.0)
+
+
+@numba.njit("float64(float64, float64)", cache=True, nogil=True)
+def log_add_exp(x, y):  # pragma: no cover - compiled
+    """``numpy.logaddexp`` of two floats, by the same formula (equal terms, including two ``-inf``, first;
+    an exact zero adds exactly nothing: x + log1p(0) = x)."""
+    if y == -np.inf:
+        return x
+    if x == -np.inf:
+        return y
+    if x == y:
+        return x + _LOG2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d
+
+
+@numba.njit("void(float64[:, :, ::1], float64, float64[:, :, ::1])", cache=True, nogil=True)
+def laplace_smooth_middle(t, step, out):  # pragma: no cover - compiled
+    """``out[p, w, q] = log sum_g exp(t[p, g, q] + step |w - g|)`` (step = -1/scale < 0), by the two
+    one-sided recursions of :func:`puffgm.mechanisms.query.laplace_log_density` along the middle axis:
+    ``l(w) = logaddexp(l(w - 1) + step, t(w))`` from the left, ``r(w)`` likewise from the right, and
+    ``out(w) = logaddexp(l(w), r(w + 1) + step)``; sums of non-negative terms only."""
+    n, nq = t.shape[1], t.shape[2]
+    right = np.empty((n, nq))
+    for p in range(t.shape[0]):
+        for q in range(nq):
+            out[p, 0, q] = t[p, 0, q]
+            right[n - 1, q] = t[p, n - 1, q]
+        for s in range(1, n):
+            for q in range(nq):
+                out[p, s, q] = log_add_exp(out[p, s - 1, q] + step, t[p, s, q])
+                right[n - 1 - s, q] = log_add_exp(right[n - s, q] + step, t[p, n - 1 - s, q])
+        for s in range(n - 1):
+            for q in range(nq):
+                out[p, s, q] = log_add_exp(out[p, s, q], right[s + 1, q] + step)

@@ -217,6 +217,39 @@ class PriorKind:
         self.check_options(options, self.query_options, "query-specific calibration")
         return self._query_laws(query=load_query(query), deadline=deadline, options=dict(options))
 
+    def workload_laws(self, workload, *, deadline=None, **options):
+        """The exact joint laws of a workload's statistics given each secret, on the grid of their sums.
+
+        One exact inference with a grid of partial sums, one axis per statistic (the same
+        junction tree or chain passes as :meth:`query_laws`, in log space).
+
+        Parameters
+        ----------
+        workload : BoundWorkload
+            Bound to :meth:`query_domain` (:meth:`puffgm.core.workload.Workload.bind`).
+        deadline : float, optional
+            ``time.monotonic()`` value after which a TimeLimitError is raised.
+        **options
+            The kind's :attr:`query_options`; any other is refused.
+
+        Returns
+        -------
+        JointLaws
+            :class:`puffgm.mechanisms.workload.JointLaws`.
+
+        Raises
+        ------
+        NotApplicableError
+            When the kind cannot compute them (the message says which kinds can).
+        """
+        if self.query_options is None:
+            raise NotApplicableError(
+                f"Workloads are not available for {self.kind}; they need the exact joint laws of the queries, "
+                "which puffgm computes for Bayesian networks and Markov-chain classes."
+            )
+        self.check_options(options, self.query_options, "workload calibration")
+        return self._workload_laws(workload=workload, deadline=deadline, options=dict(options))
+
     def query_domain(self):
         """``(nodes, states)``: the nodes and each node's state names that sum queries bind to
         (:meth:`puffgm.core.query.SumQuery.bind`); None when the kind has no query laws."""
@@ -232,6 +265,9 @@ class PriorKind:
         return {k: v for k, v in options.items() if k in self.methods.get("exact", ())}
 
     def _query_laws(self, *, query, deadline, options):
+        raise NotImplementedError
+
+    def _workload_laws(self, *, workload, deadline, options):
         raise NotImplementedError
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):

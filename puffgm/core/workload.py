@@ -16,13 +16,19 @@ A histogram is one count query per state (``{"count": s, "nodes": [...]}``), nam
 by the state; its nodes must share one state space (a chain's positions, the people
 of a contact network).
 
-The joint law needs no new inference engine: the k partial sums are digits of one
-integer.  With each query's grid sum G_j in 0..n_j (:class:`~puffgm.core.query.BoundQuery`)
-and radices R_1 = 1, R_{j+1} = R_j (n_j + 1), the *encoded* score of a node's state x is
-e(x) = sum_j s_j(x) R_j, and the encoded sum E = sum_j G_j R_j determines every G_j
-(no digit carries, since G_j <= n_j).  So the one-axis exact inference of a single
-sum query (a junction tree or the forward and backward passes of a chain, in log space)
-computes the joint law of (G_1, ..., G_k) as the law of E on 0..prod_j (n_j + 1) - 1.
+The joint law is computed by the exact inference of a single sum query with a grid of k
+partial-sum axes instead of one (:meth:`puffgm.core.prior.PriorKind.workload_laws`): each node's
+state x moves the grid by its row of grid scores (s_1(x), ..., s_k(x)) (:meth:`BoundWorkload.node_score_rows`),
+and the grid of a joint law has prod_j (n_j + 1) cells (:meth:`BoundWorkload.check_cells` bounds it).
+
+The same joint law is also the law of one integer whose digits are the k sums: with each query's
+grid sum G_j in 0..n_j (:class:`~puffgm.core.query.BoundQuery`) and radices R_1 = 1,
+R_{j+1} = R_j (n_j + 1), the *encoded* score of a node's state x is e(x) = sum_j s_j(x) R_j, and the
+encoded sum E = sum_j G_j R_j determines every G_j (no digit carries, since G_j <= n_j).  So the
+one-axis inference of a single sum query computes the joint law of (G_1, ..., G_k) as the law of E
+on 0..prod_j (n_j + 1) - 1 (:meth:`BoundWorkload.encoded`, :meth:`BoundWorkload.decode`): the same
+sums, with the exact zeros between the digits convolved as well, so the grid is the road taken
+and the encoded sum a second road the tests compare it with.
 """
 
 from __future__ import annotations
@@ -41,8 +47,9 @@ from puffgm.exceptions import ParameterError
 
 __all__ = ["Workload", "BoundWorkload", "load_workload", "is_workload_spec", "DEFAULT_MAX_JOINT_LENGTH"]
 
-#: The largest encoded axis prod_j (n_j + 1) a workload may need (the joint law's number of cells).
-DEFAULT_MAX_JOINT_LENGTH = 1 << 16
+#: The largest grid prod_j (n_j + 1) a workload may need (the joint law's number of cells): a 3-state
+#: histogram of 63 positions (64^3 cells), a 4-state one of 21, four counts of 20 nodes each.
+DEFAULT_MAX_JOINT_LENGTH = 1 << 18
 
 _SUGGEST = "use the Markov Quilt Mechanism (--method exact), whose noise does not depend on the queries"
 
@@ -114,7 +121,7 @@ class BoundWorkload:
 
     @property
     def joint_length(self) -> int:
-        """prod_j (n_j + 1): the cells of the joint law (the encoded axis)."""
+        """prod_j (n_j + 1): the cells of the joint law (of its grid, and of the encoded axis)."""
         return math.prod(self.dims)
 
     @property
@@ -125,6 +132,20 @@ class BoundWorkload:
             out.append(r)
             r *= d
         return tuple(out)
+
+    def node_score_rows(self) -> dict:
+        """For each scored node, its grid scores as an int array (states, k): row x is
+        (s_1(x), ..., s_k(x)), each query's shifted grid score (0 where the query does not score the node).
+
+        The step by which the node's state moves the grid of partial sums (one axis per statistic).
+        """
+        rows: dict = {}
+        for j, q in enumerate(self.queries):
+            for n, sc in zip(q.nodes, q.scores, strict=True):
+                if n not in rows:
+                    rows[n] = np.zeros((len(sc), self.k), dtype=np.int64)
+                rows[n][:, j] = sc
+        return rows
 
     def node_l1(self) -> dict:
         """For each scored node, the largest L1 change of the table when that node alone changes state:
@@ -159,11 +180,7 @@ class BoundWorkload:
         ParameterError
             When prod_j (n_j + 1) exceeds ``max_joint_length`` (one sentence naming the limit).
         """
-        if self.joint_length > max_joint_length:
-            raise ParameterError(
-                f"The joint law of these {self.k} statistics has {self.joint_length} cells "
-                f"({' x '.join(map(str, self.dims))}), over the limit of {max_joint_length} (max_joint_length); "
-                f"release fewer or coarser statistics, or {_SUGGEST}.")
+        self.check_cells(max_joint_length)
         scores: dict = {}
         for q, r in zip(self.queries, self.radices, strict=True):
             for n, s in zip(q.nodes, q.scores, strict=True):
@@ -171,6 +188,20 @@ class BoundWorkload:
                 add = [r * int(v) for v in s]
                 scores[n] = add if prev is None else [a + b for a, b in zip(prev, add, strict=True)]
         return SumQuery({"scores": scores})
+
+    def check_cells(self, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH) -> None:
+        """Refuse a joint law of more than ``max_joint_length`` cells prod_j (n_j + 1).
+
+        Raises
+        ------
+        ParameterError
+            One sentence naming the cells and the limit.
+        """
+        if self.joint_length > max_joint_length:
+            raise ParameterError(
+                f"The joint law of these {self.k} statistics has {self.joint_length} cells "
+                f"({' x '.join(map(str, self.dims))}), over the limit of {max_joint_length} (max_joint_length); "
+                f"release fewer or coarser statistics, or {_SUGGEST}.")
 
     def decode(self, encoded_rows: np.ndarray, offset: int) -> np.ndarray:
         """Joint laws from laws of the encoded sum: rows on offset..offset+m-1 -> arrays of shape (rows, *dims).

@@ -14,12 +14,14 @@ The chain is fitted to statsmodels' monthly El Nino sea-surface temperatures (73
 bundled with statsmodels, so the numbers do not depend on the optional data packages),
 discretised into :data:`CHAIN_STATES` equal-width states, with its stationary start and
 smoothing tau = 1e-5 (as in :mod:`puffgm.experiments.song_tables`); its length
-:data:`CHAIN_LENGTH` is the longest whose joint law (31^3 = 29791 cells) fits the default
-``max_joint_length`` of 65536 cells with three states.
+:data:`CHAIN_LENGTH` (31^3 = 29791 cells) is the longest that fitted the limit of 65536 cells
+before the joint laws were computed on a grid (the default ``max_joint_length`` is now 2^18 cells:
+three states up to T = 63), kept so that the figures compare across versions.
 """
 
 from __future__ import annotations
 
+import os
 import pathlib
 import time
 
@@ -90,6 +92,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     from puffgm.api import as_prior
 
     epsilon = 1.0
+    load = os.getloadavg()[0]
     names = NETWORKS[:1] if quick else NETWORKS
     total = len(names) + (0 if quick else 1)
     rows = []
@@ -108,7 +111,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "; on the chain it is the histogram (one count per state over every position) of a chain fitted to "
              "statsmodels' monthly El Nino sea-surface temperatures (732 months, "
              f"{CHAIN_STATES} equal-width states, stationary start, smoothing tau = 1e-5), of length {CHAIN_LENGTH}, "
-             "the longest whose joint law fits the default limit of 65536 cells with three states")
+             "the longest that fitted the limit of 65536 cells before the joint laws were computed on a grid "
+             "(the default limit is now 2^18 = 262144 cells: three states up to T = 63)")
     L = [f"## {TITLE}", "",
          "Several statistics of the same data released together, each with its own Laplace noise: the scale t "
          "(here the same on every statistic, weights 1) is the least whose exact joint Pufferfish loss is at most "
@@ -126,5 +130,6 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
          "(bench/data/workload.json).", ""]
     L += _table(rows)
     L += ["", "Seconds are wall-clock seconds of the whole `calibrate_workload` call (exact laws, the bisection, "
-          "each statistic alone and MQM), in one process on a machine shared with other jobs."]
+          "each statistic alone and MQM), in one process on a 2-core machine shared with other jobs (load average "
+          f"{load:.1f} when the run started; the first table that needs the compiled kernels also loads them)."]
     return "\n".join(L) + "\n"

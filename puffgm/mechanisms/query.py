@@ -64,7 +64,7 @@ __all__ = [
     "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "loss_resolution", "check_resolvable",
     "RESOLUTION_FACTOR", "QueryCalibration", "QueryRelease",
-    "release_query", "answer_in_range", "least_passing", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "release_query", "answer_in_range", "least_passing", "stack_laws", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
 ]
 
@@ -169,25 +169,33 @@ class QueryLaws:
 
     @functools.cached_property
     def _stack(self):
-        rows: list = []
-        pairs, labels, base = [], [], 0
-        for nl in self.laws:
-            act = nl.active_pairs()
-            if not act:
-                continue
-            used = sorted({s for p in act for s in p})
-            where = {s: base + j for j, s in enumerate(used)}
-            rows.extend(nl.log_cond[s] for s in used)
-            base += len(used)
-            for a, b in act:
-                pairs.append((where[a], where[b]))
-                labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
-        width = self.query.total + 1
-        mat = np.array(rows, dtype=np.float64).reshape(len(rows), width)
-        idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
-        mat.setflags(write=False)
-        idx.setflags(write=False)
-        return mat, idx, tuple(labels)
+        return stack_laws(self.laws, (self.query.total + 1,))
+
+
+def stack_laws(laws, row_shape: tuple):
+    """(rows, pairs, labels) of :meth:`QueryLaws.stacked` from NodeLaws whose rows have shape ``row_shape``.
+
+    Only the pairs whose two states have positive probability are kept (:meth:`NodeLaws.active_pairs`),
+    and only the rows they use; the arrays are read-only.
+    """
+    rows: list = []
+    pairs, labels, base = [], [], 0
+    for nl in laws:
+        act = nl.active_pairs()
+        if not act:
+            continue
+        used = sorted({s for p in act for s in p})
+        where = {s: base + j for j, s in enumerate(used)}
+        rows.extend(nl.log_cond[s] for s in used)
+        base += len(used)
+        for a, b in act:
+            pairs.append((where[a], where[b]))
+            labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
+    mat = np.array(rows, dtype=np.float64).reshape((len(rows),) + tuple(row_shape))
+    idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
+    mat.setflags(write=False)
+    idx.setflags(write=False)
+    return mat, idx, tuple(labels)
 
 
 # ------------------------------------------------------------------ W_inf

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.accuracy import laplace_rows
+from puffgm.core.kernels import laplace_smooth
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
@@ -65,41 +66,94 @@ from puffgm.mechanisms.query import (
     RESOLUTION_FACTOR,
     QueryLaws,
     answer_in_range,
-    laplace_log_density,
     least_passing,
+    stack_laws,
 )
 
-__all__ = ["WorkloadLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights", "WorkloadCalibration",
-           "WorkloadRelease", "release_workload", "THEOREM_WORKLOAD"]
+__all__ = ["WorkloadLaws", "JointLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights",
+           "WorkloadCalibration", "WorkloadRelease", "release_workload", "THEOREM_WORKLOAD"]
 
 THEOREM_WORKLOAD = ("exact joint Pufferfish loss of independent Laplace noise on each statistic, from the exact joint "
                     "laws of the workload (vertex theorem, puffgm.mechanisms.workload), minimised over the scale")
 
 
 @dataclass(frozen=True)
-class WorkloadLaws:
-    """The exact joint laws of a workload given each secret, for every prior of a class.
+class JointLaws:
+    """The exact joint laws of a workload's grid sums (G_1, ..., G_k) given each secret, for every prior.
+
+    Computed on the grid of partial sums, one axis per statistic (:meth:`PriorKind.workload_laws
+    <puffgm.core.prior.PriorKind.workload_laws>`).
 
     Attributes
     ----------
     workload : BoundWorkload
-    encoded : QueryLaws
-        The laws of the encoded sum (:meth:`BoundWorkload.encoded`), one row per secret value.
-    group_l1 : float
-        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
-        over the groups C of correlated nodes.
+    laws : tuple of NodeLaws
+        One per (prior, protected node with a pair); ``log_cond`` has shape ``(states,) + workload.dims``.
+    n_priors : int
+    prior_name, secrets : str
+    notes : tuple of str
     seconds : float
     """
 
     workload: BoundWorkload
-    encoded: QueryLaws
-    group_l1: float
+    laws: tuple
+    n_priors: int
+    prior_name: str = ""
+    secrets: str = ""
+    notes: tuple = ()
     seconds: float = 0.0
+
+    def stacked(self):
+        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.mechanisms.query.QueryLaws.stacked>`,
+        each row of shape ``workload.dims``; read-only, built once."""
+        return self._stack
+
+    @functools.cached_property
+    def _stack(self):
+        return stack_laws(self.laws, self.workload.dims)
+
+
+@dataclass(frozen=True)
+class WorkloadLaws:
+    """The exact joint laws of a workload given each secret, for every prior of a class.
+
+    From one of two exact roads, which give the same laws: the grid of partial sums (``joint``,
+    what :func:`puffgm.calibrate_workload` uses), or the laws of the encoded sum (``encoded``,
+    :meth:`BoundWorkload.encoded <puffgm.core.workload.BoundWorkload.encoded>`), one axis whose
+    cells are mostly exact zeros.
+
+    Attributes
+    ----------
+    workload : BoundWorkload
+    encoded : QueryLaws or None
+        The laws of the encoded sum, one row per secret value.
+    group_l1 : float
+        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
+        over the groups C of correlated nodes.
+    seconds : float
+    joint : JointLaws or None
+        The laws on the grid (given instead of ``encoded``).
+    """
+
+    workload: BoundWorkload
+    encoded: QueryLaws | None = None
+    group_l1: float = 0.0
+    seconds: float = 0.0
+    joint: JointLaws | None = None
+
+    def __post_init__(self):
+        if (self.encoded is None) == (self.joint is None):
+            raise ParameterError("WorkloadLaws takes exactly one of encoded= and joint=.")
+
+    @property
+    def source(self):
+        """The laws as computed (``joint`` or ``encoded``): their prior name, secrets and notes."""
+        return self.joint if self.joint is not None else self.encoded
 
     @property
     def n_priors(self) -> int:
         """The number of priors in the class."""
-        return self.encoded.n_priors
+        return self.source.n_priors
 
     def stacked(self):
         """(rows, pairs, labels): every joint law as an array of shape ``dims``, and the audited pairs.
@@ -112,8 +166,12 @@ class WorkloadLaws:
 
     @functools.cached_property
     def _stack(self):
-        rows, pairs, labels = self.encoded.stacked()
-        joint = self.workload.decode(rows, self.encoded.query.offset)
+        if self.joint is not None:
+            return self.joint.stacked()
+        encoded = self.encoded
+        assert encoded is not None  # __post_init__: exactly one of the two
+        rows, pairs, labels = encoded.stacked()
+        joint = self.workload.decode(rows, encoded.query.offset)
         joint.setflags(write=False)
         return joint, pairs, labels
 
@@ -124,19 +182,24 @@ class WorkloadLaws:
 def smoothed(rows: np.ndarray, grid_scales: Sequence) -> np.ndarray:
     """log f(y) (without the constant prod_j 1/(2 b_j)) at every grid vertex y, for each joint law of ``rows``.
 
-    One log-space Laplace smoothing per axis (:func:`~puffgm.mechanisms.query.laplace_log_density`).
+    One log-space Laplace smoothing per axis (:func:`puffgm.core.kernels.laplace_smooth`, the recursions of
+    :func:`~puffgm.mechanisms.query.laplace_log_density` along that axis; compiled when numba is installed).
     """
     out = np.asarray(rows, dtype=float)
     for j, b in enumerate(grid_scales):
-        moved = np.moveaxis(out, j + 1, -1)
-        shape = moved.shape
-        dens, _, _ = laplace_log_density(np.ascontiguousarray(moved).reshape(-1, shape[-1]), float(b))
-        out = np.moveaxis(dens.reshape(shape), -1, j + 1)
+        out = laplace_smooth(out, j + 1, float(b))
     return out
 
 
 def _pair_losses(rows, pairs, grid_scales):
-    """(loss per pair, flat index of the maximising vertex) at the grid scales; all zero scales: no noise."""
+    """(loss per pair, flat index of the maximising vertex) at the grid scales; all zero scales: no noise.
+
+    Only the rows the pairs use are smoothed (each row on its own, so a pair's loss does not depend on
+    which other pairs are evaluated with it).
+    """
+    used = np.unique(pairs)
+    if len(used) < len(rows):
+        rows, pairs = rows[used], np.searchsorted(used, pairs)
     if all(b > 0 for b in grid_scales):
         dens = smoothed(rows, grid_scales)
     elif not any(b > 0 for b in grid_scales):
@@ -196,7 +259,9 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     Bisection on t to ``rtol`` relative (the loss is non-increasing in t, module docstring); the
     returned t has a computed loss at most epsilon minus the loss's rounding error
     (:func:`joint_loss_resolution`), and t (1 - rtol) has a larger loss (or t is 0: the exact
-    table is already epsilon-Pufferfish private).
+    table is already epsilon-Pufferfish private).  The steps after a failing t smooth only the
+    laws of the pairs still over the target (:class:`_PrunedLoss`); the result is that of the
+    search over every pair.
 
     Parameters
     ----------
@@ -217,14 +282,17 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     """
     units = [q.unit for q in laws.workload.queries]
 
-    def at(t):
+    def scales(t):
         if deadline is not None and time.monotonic() > deadline:
             raise TimeLimitError("The time limit passed while searching the joint Laplace scale of the workload; "
                                  "use the Markov Quilt Mechanism (--method exact).")
-        return joint_loss_of(laws, [t * w * u for w, u in zip(weights, units, strict=True)])
+        return [t * w * u for w, u in zip(weights, units, strict=True)]
 
-    best, evals = at(0.0), 1
-    if best[0] == 0.0:
+    rows, pairs, _ = laws.stacked()
+    scales(0.0)  # the deadline
+    evals = 1
+    if all(np.array_equal(rows[a], rows[b]) for a, b in pairs):  # no noise needed: the loss at t = 0 is 0
+        best = joint_loss_of(laws, scales(0.0))
         return 0.0, best[0], best[1], best[2], evals
     res = joint_loss_resolution(laws)
     if epsilon < RESOLUTION_FACTOR * res:
@@ -232,9 +300,74 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
                              f"in double precision (epsilon must be at least {RESOLUTION_FACTOR * res:.1e}); MQM "
                              "(--method exact) takes any epsilon.")
     target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
-    hi, best, more = least_passing(at, threshold=target, start=start, rtol=rtol,
-                                   refusal="No Laplace scale brings the workload's loss to epsilon.")
+    refusal = "No Laplace scale brings the workload's loss to epsilon."
+    pruned = _PrunedLoss(laws, scales, target)
+    hi, _, more = least_passing(pruned, threshold=target, start=start, rtol=rtol, refusal=refusal)
+    best = pruned.every_pair(hi)
+    if best[0] > target:  # a dropped pair over the target by rounding alone: search again with every pair
+        hi, best, more = least_passing(lambda t: joint_loss_of(laws, scales(t)), threshold=target, start=start,
+                                       rtol=rtol, refusal=refusal)
     return hi, best[0], best[1], best[2], evals + more
+
+
+class _PrunedLoss:
+    """The joint loss at t over the pairs still in play, for :func:`least_passing`'s search of the least t.
+
+    Each pair's loss is itself non-increasing in t (the post-processing argument of the module
+    docstring holds pair by pair), and after a failing t every later evaluation of the search is at a
+    t at least as large.  So at a failing t the pairs at or below the target stay there for the rest
+    of the search and are dropped, each with its loss then as a bound on its loss at every later t;
+    a passing t drops nothing.  The search takes the same steps as with every pair (each step is
+    decided by whether the largest loss is over the target, and a dropped pair no longer can be).
+    :meth:`every_pair` then gives the result over every pair at the returned t.
+    """
+
+    #: A dropped pair whose bound is this close (relative) to the largest loss of its prior is evaluated
+    #: again: far above the rounding of the computed losses, so a skipped pair cannot be the maximum.
+    MARGIN = 1e-9
+
+    def __init__(self, laws: WorkloadLaws, scales, target: float):
+        self.rows, self.all_pairs, self.labels = laws.stacked()
+        self.n_priors, self.scales, self.target = laws.n_priors, scales, target
+        self.active = np.arange(len(self.all_pairs))
+        self.bound = np.full(len(self.all_pairs), np.inf)
+
+    def __call__(self, t: float):
+        loss, _ = _pair_losses(self.rows, self.all_pairs[self.active], self.scales(t))
+        worst = float(loss.max())
+        if worst > self.target:
+            drop = loss <= self.target
+            self.bound[self.active[drop]] = loss[drop]
+            self.active = self.active[~drop]
+        return (worst,)
+
+    def every_pair(self, t: float):
+        """(loss, witness, per_prior) at t as :func:`joint_loss_of` gives them over every pair.
+
+        The pairs in play are evaluated, then each dropped pair whose bound may reach the largest loss
+        of its prior (within :attr:`MARGIN`); a prior with no pair evaluated yet gets its pair of largest
+        bound first.  The others are below that largest loss, so neither the loss, nor the witness
+        (the first pair that attains it), nor the losses per prior depend on them.
+        """
+        scales = self.scales(t)
+        n = len(self.all_pairs)
+        loss, where = np.full(n, -np.inf), np.zeros(n, dtype=np.int64)
+        prior = np.array([lab[0] for lab in self.labels], dtype=np.int64)
+        todo = self.active
+        while len(todo):
+            loss[todo], where[todo] = _pair_losses(self.rows, self.all_pairs[todo], scales)
+            top = np.full(self.n_priors, -np.inf)
+            np.maximum.at(top, prior, loss)
+            open_ = np.isneginf(loss) & (self.bound >= top[prior] - self.MARGIN * np.maximum(1.0, np.abs(top[prior])))
+            first = [int(np.flatnonzero(open_ & (prior == p))[np.argmax(self.bound[open_ & (prior == p)])])
+                     for p in range(self.n_priors) if np.isneginf(top[p]) and (open_ & (prior == p)).any()]
+            todo = np.array(first, dtype=np.int64) if first else np.flatnonzero(open_ & np.isfinite(top[prior]))
+        per_prior = [0.0] * self.n_priors
+        for p, v in zip(prior, loss, strict=True):
+            per_prior[p] = max(per_prior[p], float(v))
+        k = int(np.argmax(loss))
+        vertex = tuple(int(i) for i in np.unravel_index(int(where[k]), self.rows.shape[1:]))
+        return float(loss[k]), self.labels[k] + (vertex,), tuple(per_prior)
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,

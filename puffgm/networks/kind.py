@@ -17,7 +17,7 @@ from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
 from puffgm.networks.priors import PriorClass, load_prior_class
-from puffgm.networks.query_laws import group_sensitivity, network_query_laws
+from puffgm.networks.query_laws import group_sensitivity, network_joint_laws, network_query_laws
 from puffgm.networks.secrets import resolve_secrets
 
 __all__ = ["BayesianNetworkKind"]
@@ -68,6 +68,17 @@ class BayesianNetworkKind(PriorKind):
         return QueryLaws(query=bound, laws=tuple(laws), n_priors=len(theta.priors),
                          group_sensitivity=group_sensitivity(theta, bound), prior_name=self.name,
                          secrets=secrets.canonical(theta), notes=tuple(theta.notes) + bound.notes,
+                         seconds=time.monotonic() - start)
+
+    def _workload_laws(self, *, workload, deadline, options):
+        from puffgm.mechanisms.workload import JointLaws
+
+        theta = self.prior_class
+        secrets = resolve_secrets(options.pop("secrets", None), options.pop("protected", None), "calibrate")
+        start = time.monotonic()
+        laws = network_joint_laws(theta, workload, secrets, deadline=deadline, **options)
+        return JointLaws(workload=workload, laws=tuple(laws), n_priors=len(theta.priors), prior_name=self.name,
+                         secrets=secrets.canonical(theta), notes=tuple(theta.notes),
                          seconds=time.monotonic() - start)
 
     def _influence_curve(self, *, max_b, options):

@@ -27,13 +27,13 @@ import time
 
 import numpy as np
 
-from puffgm.core.kernels import log_convolve
+from puffgm.core.kernels import COMPILED_MIN_GRID_SUM, log_convolve, log_convolve_grid, log_sum_exp
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.mechanisms.query import NodeLaws
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, elimination_tree, logsumexp_axis
 
-__all__ = ["network_query_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH", "SumFactor"]
+__all__ = ["network_query_laws", "network_joint_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH", "SumFactor"]
 
 #: Largest partial-sum axis (the largest value of F on the grid, plus one).
 DEFAULT_MAX_SUM_LENGTH = 1 << 16
@@ -42,14 +42,17 @@ _SUGGEST = "use the Markov Quilt Mechanism (--method exact), which does not depe
 
 
 class SumFactor:
-    """A log-space table over some variables and a trailing partial-sum axis.
+    """A log-space table over some variables and trailing partial-sum axes.
+
+    One query has one partial-sum axis; a workload of k queries has k of them, a
+    grid whose cell g holds the partial sums (g_1, ..., g_k) (:func:`network_joint_laws`).
 
     Attributes
     ----------
     vars : tuple of int
         The variables of the leading axes, in axis order.
     table : ndarray
-        Shape ``(card of each var...) + (length of the partial-sum axis,)``.
+        Shape ``(card of each var...) + (length of each partial-sum axis...)``.
     """
 
     __slots__ = ("vars", "table")
@@ -60,24 +63,30 @@ class SumFactor:
 
     @property
     def length(self) -> int:
-        """Length of the partial-sum axis."""
+        """Length of the (last) partial-sum axis."""
         return self.table.shape[-1]
+
+    @property
+    def grid(self) -> int:
+        """The number of partial-sum axes."""
+        return self.table.ndim - len(self.vars)
 
     def aligned(self, scope: tuple) -> np.ndarray:
         """The table with its variable axes in ``scope`` order (size-1 axes for absent variables)."""
-        perm = sorted(range(len(self.vars)), key=lambda j: scope.index(self.vars[j]))
-        t = np.transpose(self.table, perm + [len(self.vars)])
+        nv = len(self.vars)
+        perm = sorted(range(nv), key=lambda j: scope.index(self.vars[j]))
+        t = np.transpose(self.table, perm + list(range(nv, self.table.ndim)))
         present = set(self.vars)
-        shape, it = [], iter(t.shape[:-1])
+        shape, it = [], iter(t.shape[:nv])
         for v in scope:
             shape.append(next(it) if v in present else 1)
-        return t.reshape(tuple(shape) + (t.shape[-1],))
+        return t.reshape(tuple(shape) + t.shape[nv:])
 
     def sum_to(self, keep: tuple) -> SumFactor:
         """Sum out every variable not in ``keep`` (log-sum-exp), axes then in ``keep`` order."""
         t = self.table
         for j in sorted((j for j, v in enumerate(self.vars) if v not in keep), reverse=True):
-            t = logsumexp_axis(t, j)
+            t = logsumexp_axis(t, j) if self.grid == 1 else log_sum_exp(t, j, min_compiled=COMPILED_MIN_GRID_SUM)
         rest = [v for v in self.vars if v in keep]
         return SumFactor(rest, t).reordered(tuple(v for v in keep if v in rest))
 
@@ -86,7 +95,7 @@ class SumFactor:
         if scope == self.vars:
             return self
         perm = [self.vars.index(v) for v in scope]
-        return SumFactor(scope, np.transpose(self.table, perm + [len(self.vars)]))
+        return SumFactor(scope, np.transpose(self.table, perm + list(range(len(self.vars), self.table.ndim))))
 
 
 def convolve(f: SumFactor, g: SumFactor, scope: tuple) -> SumFactor:
@@ -95,20 +104,30 @@ def convolve(f: SumFactor, g: SumFactor, scope: tuple) -> SumFactor:
     ``out[x, s] = log sum_t exp(f[x, t] + g[x, s - t])``: a sum of products of
     non-negative terms evaluated in log space (:func:`puffgm.core.kernels.log_convolve`,
     compiled when numba is installed), so no relative precision is lost however small a
-    term is.
+    term is.  With several partial-sum axes, s and t are cells of the grid
+    (:func:`puffgm.core.kernels.log_convolve_grid`).
     """
-    return SumFactor(scope, log_convolve(f.aligned(scope), g.aligned(scope)))
+    if f.grid == 1:
+        return SumFactor(scope, log_convolve(f.aligned(scope), g.aligned(scope)))
+    return SumFactor(scope, log_convolve_grid(f.aligned(scope), g.aligned(scope), f.grid))
 
 
 def add_score(f: SumFactor, var: int, scores: np.ndarray) -> SumFactor:
-    """Shift the partial-sum axis by the score of ``var``'s state: out[.., x, s + scores[x]] = f[.., x, s]."""
+    """Shift the partial-sum axes by the score of ``var``'s state: out[.., x, s + scores[x]] = f[.., x, s].
+
+    ``scores`` has one entry per state (one partial-sum axis) or one row per state (a grid: the
+    score of each statistic).
+    """
     if not np.any(scores):
         return f
     j = f.vars.index(var)
     t = np.moveaxis(f.table, j, 0)
-    out = np.full(t.shape[:-1] + (t.shape[-1] + int(scores.max()),), -np.inf)
-    for x, sc in enumerate(scores):
-        out[x, ..., int(sc):int(sc) + t.shape[-1]] = t[x]
+    rows = np.asarray(scores).reshape(len(scores), -1)
+    grid = t.shape[t.ndim - rows.shape[1]:]
+    out = np.full(t.shape[:t.ndim - rows.shape[1]] + tuple(n + int(m) for n, m in zip(grid, rows.max(axis=0),
+                                                                                        strict=True)), -np.inf)
+    for x, sc in enumerate(rows):
+        out[(x, Ellipsis) + tuple(slice(int(c), int(c) + n) for c, n in zip(sc, grid, strict=True))] = t[x]
     return SumFactor(f.vars, np.moveaxis(out, 0, j))
 
 
@@ -126,26 +145,26 @@ def group_sensitivity(prior_class, query: BoundQuery) -> int:
 
 
 class _Tree:
-    """The junction tree shared by every prior of the class, on the relevant nodes."""
+    """The junction tree shared by every prior of the class, on the relevant nodes.
 
-    def __init__(self, prior, keep: list, query: BoundQuery, limits: tuple):
+    ``scored`` maps a node to its scores: one per state (one partial-sum axis) or a row per state
+    (a grid of ``grid`` axes); ``cells`` is the largest number of partial-sum cells a clique's table
+    carries (the axis length, or the grid's cells), ``what`` names them in the refusal.
+    """
+
+    def __init__(self, prior, keep: list, scored: dict, cells: int, max_entries: int, what: str):
         self.names = keep
         index = {n: i for i, n in enumerate(keep)}
         self.card = [len(prior.states[n]) for n in keep]
         self.fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in keep]
-        scored = set(query.nodes)
-        self.scores = [query.score_vector(n) if n in scored else np.zeros(c, dtype=np.int64)
+        tail = next(iter(scored.values())).shape[1:] if scored else ()
+        self.grid = tail[0] if tail else 1
+        self.scores = [scored[n] if n in scored else np.zeros((c,) + tail, dtype=np.int64)
                        for n, c in zip(keep, self.card, strict=True)]
-        max_sum, max_entries = limits
-        if query.total + 1 > max_sum:
-            raise InferenceLimitError(
-                f"The query's partial-sum axis has {query.total + 1} entries, over the limit max_sum_length = "
-                f"{max_sum}; {_SUGGEST}.")
-        tree = elimination_tree(self.card, self.fvars, max_clique=max(1, max_entries // (query.total + 1)))
+        tree = elimination_tree(self.card, self.fvars, max_clique=max(1, max_entries // cells))
         if tree is None:
             raise InferenceLimitError(
-                f"A clique of the junction tree times the partial-sum axis ({query.total + 1} entries) exceeds "
-                f"max_table_entries = {max_entries}; {_SUGGEST}.")
+                f"A clique of the junction tree times {what} exceeds max_table_entries = {max_entries}; {_SUGGEST}.")
         self.order, self.cliques, self.parent = tree
         pos = {k: t for t, k in enumerate(self.order)}
         self.home: list[list[int]] = [[] for _ in keep]
@@ -161,24 +180,25 @@ class _Tree:
 def _base(tree: _Tree, prior, k: int) -> SumFactor:
     """Clique k's potential: its assigned CPDs (logs summed) and the score of variable k."""
     scope = tree.cliques[k]
-    shape = tuple(tree.card[v] for v in scope) + (1,)
+    ones = (1,) * tree.grid
+    shape = tuple(tree.card[v] for v in scope) + ones
     t = np.zeros(shape)
     with np.errstate(divide="ignore"):
         for v in tree.home[k]:
             cpd = np.log(prior.cpts[tree.names[v]])
-            t = t + SumFactor(tree.fvars[v], cpd[..., None]).aligned(scope)
+            t = t + SumFactor(tree.fvars[v], cpd.reshape(cpd.shape + ones)).aligned(scope)
     return add_score(SumFactor(scope, np.broadcast_to(t, shape).copy()), k, tree.scores[k])
 
 
-def _unit() -> SumFactor:
-    return SumFactor((), np.zeros(1))
+def _unit(grid: int = 1) -> SumFactor:
+    return SumFactor((), np.zeros((1,) * grid))
 
 
 def _product(factors, scope) -> SumFactor:
     out = factors[0]
     for f in factors[1:]:
         out = convolve(out, f, scope)
-    return out if out.vars == scope else convolve(out, _unit(), scope)
+    return out if out.vars == scope else convolve(out, _unit(out.grid), scope)
 
 
 def _passes(tree: _Tree, prior, wanted: set, deadline):
@@ -193,7 +213,7 @@ def _passes(tree: _Tree, prior, wanted: set, deadline):
     down = {}
     for r in tree.roots:
         others = [up[o] for o in tree.roots if o != r]
-        down[r] = _product(others, ()) if others else _unit()
+        down[r] = _product(others, ()) if others else _unit(tree.grid)
     for k in reversed(tree.order):  # downward: parents before children
         _check_time(deadline)
         scope = tree.cliques[k]
@@ -248,11 +268,60 @@ def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_lengt
     list of NodeLaws
         One per protected node and prior.
     """
+    if query.total + 1 > max_sum_length:
+        raise InferenceLimitError(
+            f"The query's partial-sum axis has {query.total + 1} entries, over the limit max_sum_length = "
+            f"{max_sum_length}; {_SUGGEST}.")
+    scored = {n: query.score_vector(n) for n in query.nodes}
+    what = f"the partial-sum axis ({query.total + 1} entries)"
+    return _node_laws(prior_class, scored, secrets, (query.total + 1, max_table_entries, what), deadline)
+
+
+def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = DEFAULT_MAX_SUM_LENGTH,
+                       max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES, deadline: float | None = None) -> list:
+    """The joint laws of a workload's k grid sums given each state of each protected node, for every prior.
+
+    The junction tree of :func:`network_query_laws` with a grid of k partial-sum axes
+    instead of one: a factor's table carries, besides its variables, the partial sums
+    (g_1, ..., g_k) of the k statistics over the variables already summed into it;
+    multiplying two factors convolves their grids (:func:`puffgm.core.kernels.log_convolve_grid`),
+    summing out X_v shifts the grid by the row of scores (s_1(x_v), ..., s_k(x_v)).  The
+    same log-space arithmetic, with exact zeros, no FFT and no truncation.
+
+    Parameters
+    ----------
+    prior_class : PriorClass
+    workload : BoundWorkload
+        Bound to the class's nodes (:class:`puffgm.core.workload.BoundWorkload`).
+    secrets : SecretSpec
+    max_sum_length : int
+        The longest axis of one statistic (n_j + 1).
+    max_table_entries : int
+        The limit on clique entries times the grid's cells prod_j (n_j + 1).
+    deadline : float, optional
+
+    Returns
+    -------
+    list of NodeLaws
+        ``log_cond`` of shape ``(states,) + workload.dims``.
+    """
+    dims = workload.dims
+    if max(dims) > max_sum_length:
+        raise InferenceLimitError(
+            f"A statistic's partial-sum axis has {max(dims)} entries, over the limit max_sum_length = "
+            f"{max_sum_length}; {_SUGGEST}.")
+    what = f"the grid of partial sums ({workload.joint_length} cells, {' x '.join(map(str, dims))})"
+    return _node_laws(prior_class, workload.node_score_rows(), secrets, (workload.joint_length, max_table_entries,
+                                                                          what), deadline)
+
+
+def _node_laws(prior_class, scored: dict, secrets, limits: tuple, deadline) -> list:
+    """NodeLaws of every prior and protected node from the passes (:func:`_passes`) over the scored nodes."""
+    cells, max_entries, what = limits
     protected = secrets.protected_nodes(prior_class)
     pairs = {n: secrets.value_pairs(prior_class, n) for n in protected}
-    keep = _relevant(prior_class, list(query.nodes) + list(protected))
-    first = prior_class.priors[0]
-    tree = _Tree(first, keep, query, (max_sum_length, max_table_entries))
+    keep = _relevant(prior_class, list(scored) + list(protected))
+    tree = _Tree(prior_class.priors[0], keep, scored, cells, max_entries, what)
     index = {n: i for i, n in enumerate(keep)}
     wanted = {index[n] for n in protected}
     out = []
@@ -260,12 +329,12 @@ def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_lengt
         found = dict(_passes(tree, prior, wanted, deadline))
         for n in protected:
             joint = found[index[n]]
-            marg = logsumexp_axis(joint, 1)
+            flat = joint.reshape(joint.shape[0], -1)
+            marg = logsumexp_axis(flat, 1)
             with np.errstate(invalid="ignore"):
-                cond = np.where(np.isfinite(marg)[:, None], joint - marg[:, None], -np.inf)
+                cond = np.where(np.isfinite(marg)[:, None], flat - marg[:, None], -np.inf).reshape(joint.shape)
             card = len(prior.states[n])
             ps = pairs[n] if pairs[n] is not None else tuple((a, b) for a in range(card) for b in range(a + 1, card))
             out.append(NodeLaws(prior=t, node=n, states=tuple(prior.states[n]), log_cond=cond,
                                 log_marginal=marg, pairs=tuple(ps)))
     return out
-

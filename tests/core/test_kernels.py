@@ -123,3 +123,85 @@ def test_numba_is_not_imported_by_puffgm_help_or_small_problems():
             "puffgm.calibrate('example:alarm', epsilon=1.0); print('numba' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def reference_convolve_grid(a, b, ndim):
+    """Exact to rounding, cell by cell: every pair of cells whose sum is the output cell, math.fsum."""
+    lead = np.broadcast_shapes(a.shape[:-ndim], b.shape[:-ndim])
+    ga, gb = a.shape[-ndim:], b.shape[-ndim:]
+    a, b = np.broadcast_to(a, lead + ga), np.broadcast_to(b, lead + gb)
+    grid = tuple(x + y - 1 for x, y in zip(ga, gb, strict=True))
+    out = np.full(lead + grid, -math.inf)
+    for idx in np.ndindex(*lead):
+        terms: dict = {}
+        for t in np.ndindex(*ga):
+            for u in np.ndindex(*gb):
+                terms.setdefault(tuple(x + y for x, y in zip(t, u, strict=True)), []).append(a[idx + t] + b[idx + u])
+        for s, ts in terms.items():
+            m = max(ts)
+            if m > -math.inf:
+                out[idx + s] = m + math.log(math.fsum(math.exp(x - m) for x in ts))
+    return out
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3, 1e4])
+@pytest.mark.parametrize("shapes,ndim", [(((3, 4, 5), (1, 3, 2)), 2), (((2, 1, 3, 3, 2), (1, 4, 2, 2, 3)), 3),
+                                         (((5,), (7,)), 1), (((2, 3, 1, 4), (2, 1, 6, 2)), 2)])
+def test_grid_convolve_matches_the_exact_reference(use, monkeypatch, scale, shapes, ndim):
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_GRID_TERMS", 0)
+    rng = np.random.default_rng(hash((scale, shapes)) % 2**32)
+    a, b = random_logs(rng, shapes[0], scale, zeros=0.3), random_logs(rng, shapes[1], scale, zeros=0.3)
+    a[(Ellipsis,) + (0,) * ndim] = -np.inf  # a cell of exact zeros in every row
+    assert_logs_close(kernels.log_convolve_grid(a, b, ndim), reference_convolve_grid(a, b, ndim))
+
+
+def test_grid_convolve_keeps_tails_and_exact_zeros(use, monkeypatch):
+    # tails of exp(-1e4) beside masses of order 1 (the log-space road), a row of zeros, unreachable cells
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_GRID_TERMS", 0)
+    a = np.array([[[0.0, -1e4], [-np.inf, -2e4]], [[-np.inf, -np.inf], [-np.inf, -np.inf]]])
+    b = np.array([[[-1e4, -np.inf, 0.0]]])
+    out = kernels.log_convolve_grid(a, b, 2)
+    assert_logs_close(out, reference_convolve_grid(a, b, 2))
+    assert np.all(out[1] == -np.inf) and out[0, 1, 0] == -np.inf
+
+
+def reference_smooth(t, axis, scale):
+    moved = np.moveaxis(t, axis, -1)
+    n = moved.shape[-1]
+    out = np.empty_like(moved)
+    for idx in np.ndindex(*moved.shape[:-1]):
+        for w in range(n):
+            ts = [moved[idx][g] - abs(w - g) / scale for g in range(n)]
+            m = max(ts)
+            out[idx + (w,)] = -math.inf if m == -math.inf else m + math.log(math.fsum(math.exp(x - m) for x in ts))
+    return np.moveaxis(out, -1, axis)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+@pytest.mark.parametrize("scale", [0.3, 5.0, 1e3])
+def test_laplace_smooth_matches_the_exact_reference(use, monkeypatch, axis, scale):
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_SMOOTH", 0)
+    rng = np.random.default_rng(11 + axis)
+    t = random_logs(rng, (4, 6, 5), 1e3, zeros=0.4)
+    t[0, :, :] = -np.inf
+    assert_logs_close(kernels.laplace_smooth(t, axis, scale), reference_smooth(t, axis, scale))
+
+
+def test_compiled_laplace_smooth_is_the_numpy_twin_and_laplace_log_density_bit_for_bit(monkeypatch):
+    """The same recursions with numpy.logaddexp's formula: equal to the last bit to the numpy twin and to the
+    single query's ``laplace_log_density`` (so a scale search takes the same steps whichever runs)."""
+    from puffgm.mechanisms.query import laplace_log_density
+
+    pytest.importorskip("numba")
+    rng = np.random.default_rng(5)
+    t = random_logs(rng, (7, 9, 8, 10), 30.0, zeros=0.3)
+    monkeypatch.setattr(kernels, "_COMPILED_MIN_SMOOTH", 0)
+    monkeypatch.setattr(kernels, "_BACKEND", "numpy")
+    twin = [kernels.laplace_smooth(t, axis, 2.5) for axis in range(4)]
+    monkeypatch.setattr(kernels, "_BACKEND", "numba")
+    kernels._NUMBA.update(kernels._compiled())
+    for axis in range(4):
+        assert np.array_equal(kernels.laplace_smooth(t, axis, 2.5), twin[axis])
+        moved = np.ascontiguousarray(np.moveaxis(t, axis, -1))
+        dens, _, _ = laplace_log_density(moved.reshape(-1, moved.shape[-1]), 2.5)
+        assert np.array_equal(np.moveaxis(dens.reshape(moved.shape), -1, axis), twin[axis])

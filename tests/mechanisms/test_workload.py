@@ -58,7 +58,7 @@ from puffgm.accounting import PrivacyAccountant
 from puffgm.api import as_prior
 from puffgm.chains import ChainPriorClass
 from puffgm.core.workload import load_workload
-from puffgm.exceptions import CompositionError, ParameterError
+from puffgm.exceptions import CompositionError, InferenceLimitError, ParameterError
 from puffgm.mechanisms.laplace import release_laplace
 from puffgm.mechanisms.query import release_query
 from puffgm.mechanisms.workload import WorkloadLaws, joint_loss_of, release_workload
@@ -687,3 +687,86 @@ def test_workload_forms_agree():
                                   baselines=False)
     assert a.scales == b.scales == c.scales == h.scales
     assert h.names == ("yes", "no") and a.names == ("F1", "F2")
+
+
+# =====================================================================================================
+# 7. The grid of partial sums (what calibrate_workload uses) and the pruned search of the scale
+# =====================================================================================================
+
+
+def grid_laws(prior, workload, **options) -> WorkloadLaws:
+    """The joint laws on the grid of partial sums, one axis per statistic (``PriorKind.workload_laws``)."""
+    kind = as_prior(prior)
+    bound = load_workload(workload).bind(*kind.query_domain())
+    return WorkloadLaws(workload=bound, joint=kind.workload_laws(bound, **options), group_l1=0.0)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_grid_laws_match_enumeration_and_the_encoded_laws(case):
+    """The grid road equals the enumeration (1e-9) and the encoded road (1e-12 in log space, the same exact zeros)."""
+    prior, model, workload, _ = make_case(case)
+    ref, ref_pairs, axes = reference_laws(model, workload)
+    grid = grid_laws(prior, workload)
+    assert grid.n_priors == len(model.probs)
+    assert_laws_match(grid, ref, ref_pairs, axes)
+    rows, pairs, labels = grid.stacked()
+    enc_rows, enc_pairs, enc_labels = puffgm_laws(prior, workload).stacked()
+    assert labels == enc_labels and np.array_equal(pairs, enc_pairs)
+    finite = np.isfinite(enc_rows)
+    assert np.array_equal(finite, np.isfinite(rows))
+    err = np.abs(rows[finite] - enc_rows[finite]) / np.maximum(1.0, np.abs(enc_rows[finite]))
+    assert err.max() <= 1e-12, float(err.max())
+
+
+@pytest.mark.parametrize("case", ["asia", "net1", "chain:class-T5", "chain:mixed"])
+def test_pruned_search_equals_the_search_over_every_pair(case):
+    """Dropping the pairs below the target at failing scales changes nothing: the same t, loss, witness,
+    losses per prior and number of evaluations, bit for bit, as the plain bisection over every pair."""
+    from puffgm.mechanisms.query import least_passing
+    from puffgm.mechanisms.workload import joint_loss_resolution, optimal_workload_scale
+
+    prior, _, workload, weights = make_case(case)
+    laws = grid_laws(prior, workload)
+    units = [q.unit for q in laws.workload.queries]
+    w = weights or (1.0,) * len(units)
+    for epsilon in (0.5, 2.0):
+        target = epsilon - joint_loss_resolution(laws, epsilon=epsilon)
+
+        def full(t, epsilon=epsilon):
+            return joint_loss_of(laws, [t * x * u for x, u in zip(w, units, strict=True)])
+
+        hi, best, evals = least_passing(full, threshold=target, start=1.0, rtol=1e-6, refusal="none")
+        got = optimal_workload_scale(laws, epsilon=epsilon, weights=w, start=1.0)
+        assert got == (hi, best[0], best[1], best[2], evals + 1)
+
+
+def test_pruned_search_falls_back_to_every_pair_when_a_dropped_pair_fails(monkeypatch):
+    """If the returned t fails over every pair (a dropped pair over the target by rounding alone), the
+    search is redone over every pair, so the reported loss is always that of every pair."""
+    from puffgm.mechanisms import workload as mw
+
+    prior, _, workload, _ = make_case("asia")
+    laws = grid_laws(prior, workload)
+    plain = mw.optimal_workload_scale(laws, epsilon=1.0, weights=(1.0, 1.0, 1.0), start=1.0)
+    real, calls = mw._PrunedLoss.every_pair, []
+
+    def fails(self, t):
+        calls.append(t)
+        return (math.inf,) + real(self, t)[1:]
+
+    monkeypatch.setattr(mw._PrunedLoss, "every_pair", fails)
+    again = mw.optimal_workload_scale(laws, epsilon=1.0, weights=(1.0, 1.0, 1.0), start=1.0)
+    assert again == plain and calls == [plain[0]]
+
+
+def test_grid_refusals_name_the_grid():
+    with pytest.raises(InferenceLimitError, match=r"grid of partial sums \(81 cells, 9 x 9\)"):
+        puffgm.calibrate_workload("example:asia", [{"count": 0}, {"count": 1}], epsilon=1.0, max_table_entries=100)
+    with pytest.raises(InferenceLimitError, match="9 entries, over the limit max_sum_length = 8"):
+        puffgm.calibrate_workload("example:asia", [{"count": 0}, {"count": 1}], epsilon=1.0, max_sum_length=8)
+
+
+def test_a_chain_past_max_exact_length_is_refused_on_the_grid():
+    cc = ChainPriorClass.from_matrices([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]], length=6)
+    with pytest.raises(ParameterError, match="at most max_exact_length = 3; this one has T = 6"):
+        puffgm.calibrate_workload(cc, {"histogram": {}}, epsilon=1.0, max_exact_length=3)
