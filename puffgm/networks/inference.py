@@ -385,30 +385,101 @@ class LogVariableElimination:
         )
 
     def _compute_fast(self, keep: frozenset, root=None, log=True):
-        card = self._card
-        index = self._index
-        keep_idx = sorted(index[v] for v in keep)
+        """The fast road: plan both routes, refuse before contracting, answer by the cheaper one.
+
+        Today's rule picks the *reference route*: the Steiner subtree of the junction tree when
+        it has fewer variables to sum out than the ancestral set, else the ancestral set.  The
+        query is refused (:class:`~puffgm.exceptions.InferenceLimitError`) exactly when the
+        reference route's greedy elimination (or the final table) needs a table past
+        ``max_table_entries``: that is decided from the plan (:meth:`_plan`, bitmasks only),
+        before any contraction runs.  An answered query is then contracted along the route of
+        smaller estimated cost among those whose plan fits (the marginal is the same on both,
+        to rounding; each route carries its own underflow certificate).
+        """
+        keep_idx = sorted(self._index[v] for v in keep)
+        route = self._route(keep_idx, root, keep)
+        return self._eliminate(route[0], route[1], keep_idx, keep, log)
+
+    def _route(self, keep_idx, root, keep):
+        """(factors, elimination order) of the route that answers the query (see :meth:`_compute_fast`)."""
+        limit = self.max_table_entries
+        keep_mask = 0
+        for k in keep_idx:
+            keep_mask |= 1 << k
+        total = self._mask_size(keep_mask)
+        if total > limit:
+            self._too_large(total, keep)
         mask = 0
         for k in keep_idx:
             mask |= self._anc_bits[k]
-        members = []
-        k = 0
-        m = mask
-        while m:
-            if m & 1:
-                members.append(k)
-            m >>= 1
-            k += 1
-        factors = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in members]
-        n_vars = len(members)
-        # the junction-tree road: the Steiner subtree of cliques covering the query,
-        # when it has fewer variables to sum out than the ancestral set
+        anc = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in _mask_members(mask)]
+        n_vars = mask.bit_count()
         tree_factors = None
         if keep_idx:
-            tree_factors = self._subtree_factors(keep_idx, index[root] if root in index else keep_idx[0])
-        if tree_factors is not None and tree_factors[1] < n_vars:
-            factors = tree_factors[0]
-        # factors: id -> (vars, table, log min positive, bitmask of vars); var -> ids of factors holding it
+            tree_factors = self._subtree_factors(keep_idx, self._index[root] if root in self._index else keep_idx[0])
+        plan_a = self._plan(anc, keep_mask)
+        if tree_factors is None or tree_factors[1] >= n_vars:
+            if plan_a[1] > limit:
+                self._too_large(plan_a[1], keep)
+            return anc, plan_a[0]
+        tree = tree_factors[0]
+        plan_t = self._plan(tree, keep_mask)
+        if plan_t[1] > limit:  # the reference route's refusal, before contracting
+            self._too_large(plan_t[1], keep)
+        if plan_a[1] <= limit and plan_a[2] < plan_t[2]:
+            return anc, plan_a[0]
+        return tree, plan_t[0]
+
+    def _plan(self, factors, keep_mask: int):
+        """(order, largest table, cost) of the greedy min-size elimination of ``factors``.
+
+        Symbolic only: the interaction graph of the factors' scopes as neighbour bitmasks
+        (the scope of the product that eliminates v is v and its current neighbours, and
+        eliminating v joins its neighbours into a clique).  The variables outside
+        ``keep_mask`` are eliminated one at a time, each time the one whose product table is
+        smallest (ties by index), exactly the order :meth:`_eliminate` follows.  The largest
+        table is the largest product table met (the final table included); the cost is the
+        sum of the product tables' entries, the multiply-adds of the contractions up to the
+        number of tables in each.
+        """
+        nb: dict[int, int] = {}
+        for f in factors:
+            m = 0
+            for v in f[0]:
+                m |= 1 << v
+            for v in f[0]:
+                nb[v] = nb.get(v, 0) | m
+        size_of = self._mask_size
+        sizes = {v: size_of(m) for v, m in nb.items() if not keep_mask >> v & 1}
+        heap = [(size, v) for v, size in sizes.items()]
+        heapq.heapify(heap)
+        remaining = set(sizes)
+        order: list[int] = []
+        largest = 0
+        cost = 0
+        while remaining:
+            size, v = heapq.heappop(heap)
+            if v not in remaining or size != sizes[v]:
+                continue
+            remaining.discard(v)
+            order.append(v)
+            if size > largest:
+                largest = size
+            cost += size
+            bit = 1 << v
+            m = nb.pop(v) & ~bit
+            for u in _mask_members(m):
+                nb[u] = (nb[u] | m) & ~bit
+                if u in remaining:
+                    sizes[u] = size_of(nb[u])
+                    heapq.heappush(heap, (sizes[u], u))
+        final = size_of(keep_mask)
+        return order, max(largest, final), cost + final
+
+    def _eliminate(self, factors, order, keep_idx, keep, log=True):
+        """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
+        scaled probability space with the underflow guard (:class:`_Underflow`)."""
+        card = self._card
         fvars, ftab, flo, fmask = {}, {}, {}, {}
         holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):
@@ -418,40 +489,14 @@ class LogVariableElimination:
                 holders.setdefault(v, set()).add(k)
                 m |= 1 << v
             fmask[k] = m
-        members = sorted(holders)
         next_id = len(factors)
         logscale = 0.0
-        keepset = set(keep_idx)
-        elim = [v for v in members if v not in keepset]
-        sizes = {}
-        size_of = self._mask_size
-
-        def scope_mask(v):
-            m = 0
-            for f in holders[v]:
-                m |= fmask[f]
-            return m
-
-        for v in elim:
-            sizes[v] = size_of(scope_mask(v))
-        heap = [(sizes[v], v) for v in elim]
-        heapq.heapify(heap)
-        remaining = set(elim)
-        limit = self.max_table_entries
-        while remaining:
-            # greedy min-size (the variable whose product table is smallest; ties by
-            # topological index); stale heap entries are skipped
-            size, v = heapq.heappop(heap)
-            if v not in remaining or size != sizes[v]:
-                continue
-            remaining.discard(v)
+        for v in order:
             fids = holders.pop(v)
             smask = 0
             for f in fids:
                 smask |= fmask[f]
             scope = _mask_members(smask)
-            if size > limit:
-                self._too_large(size, keep)
             lo = sum(flo[f] for f in fids)
             if lo < _LOG_FLOOR:
                 raise _Underflow
@@ -481,15 +526,8 @@ class LogVariableElimination:
             for u in out_vars:
                 holders[u].add(next_id)
             next_id += 1
-            for u in out_vars:  # only these variables' scopes changed
-                if u in remaining:
-                    sizes[u] = size_of(scope_mask(u))
-                    heapq.heappush(heap, (sizes[u], u))
         fids_left = list(fvars)
         out_vars = tuple(keep_idx)
-        total = math.prod(card[u] for u in out_vars)
-        if total > limit:
-            self._too_large(total, keep)
         if sum(flo[f] for f in fids_left) < _LOG_FLOOR:
             raise _Underflow
         table = _contract([(fvars[f], ftab[f]) for f in fids_left], out_vars, out_vars)
