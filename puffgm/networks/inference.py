@@ -479,7 +479,6 @@ class LogVariableElimination:
     def _eliminate(self, factors, order, keep_idx, keep, log=True):
         """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
         scaled probability space with the underflow guard (:class:`_Underflow`)."""
-        card = self._card
         fvars, ftab, flo, fmask = {}, {}, {}, {}
         holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):

@@ -442,3 +442,64 @@ def test_a_quilt_beyond_the_inference_limit_is_unavailable_to_the_improvement_st
     with pytest.raises(InferenceLimitError):  # a single-node influence drives the search itself: refused
         search.influence_if_fits(node, ("HR",))
     assert search.skipped == 1
+
+
+def _factor_plan(ve, factors, keep_mask):
+    """The greedy min-size order and largest table by explicit factor scopes (the reference of _plan)."""
+    scopes = [set(f[0]) for f in factors]
+    elim = {v for s in scopes for v in s if not keep_mask >> v & 1}
+    order, largest = [], 0
+    while elim:
+        def size(v):
+            scope = set().union(*(s for s in scopes if v in s))
+            return math.prod(ve._card[u] for u in scope), v
+        v = min(elim, key=size)
+        largest = max(largest, size(v)[0])
+        merged = set().union(*(s for s in scopes if v in s)) - {v}
+        scopes = [s for s in scopes if v not in s] + ([merged] if merged else [])
+        order.append(v)
+        elim.discard(v)
+    return order, largest
+
+
+def test_route_plans_match_the_factor_elimination_and_refuse_before_contracting(monkeypatch):
+    """The symbolic plan (interaction graph as bitmasks) eliminates in the order, and meets the largest
+    table, of the factor-by-factor greedy elimination on both routes; a query past the limit is refused
+    with no contraction run, and exactly when the reference route (today's) needs a larger table."""
+    from puffgm.networks import inference
+
+    rng = np.random.default_rng(31)
+    nets = [load_network("example:asia")] + [
+        random_network(rng, n=int(rng.integers(4, 10)), zero_prob=0.2, p_edge=0.5)[0] for _ in range(12)]
+    built = []
+    real_contract = inference._contract
+    monkeypatch.setattr(inference, "_contract",
+                        lambda ops, scope, out: built.append(len(scope)) or real_contract(ops, scope, out))
+    for net in nets:
+        ve = LogVariableElimination(net)
+        for _ in range(6):
+            k = int(rng.integers(1, min(4, len(net.nodes)) + 1))
+            vs = tuple(str(v) for v in rng.choice(net.nodes, size=k, replace=False))
+            keep_idx = sorted(ve._index[v] for v in vs)
+            keep_mask = sum(1 << v for v in keep_idx)
+            anc_mask = 0
+            for v in keep_idx:
+                anc_mask |= ve._anc_bits[v]
+            anc = [(ve._fvars[u],) for u in inference._mask_members(anc_mask)]
+            tree = ve._subtree_factors(keep_idx, ve._index[vs[0]])
+            routes = [anc] + ([tree[0]] if tree is not None else [])
+            for factors in routes:
+                order, largest, _ = ve._plan(factors, keep_mask)
+                ref_order, ref_largest = _factor_plan(ve, factors, keep_mask)
+                assert order == ref_order
+                assert largest == max(ref_largest, math.prod(ve._card[v] for v in keep_idx))
+            reference = tree[0] if tree is not None and tree[1] < anc_mask.bit_count() else anc
+            need = ve._plan(reference, keep_mask)[1]
+            ve.max_table_entries = need  # the tree is built already: the limit decides the query only
+            ve._compute_fast(frozenset(vs), vs[0])  # at the limit: answered
+            ve.max_table_entries = need - 1
+            built.clear()
+            with pytest.raises(InferenceLimitError, match="max_table_entries"):
+                ve._compute_fast(frozenset(vs), vs[0])
+            ve.max_table_entries = inference.DEFAULT_MAX_TABLE_ENTRIES
+            assert built == []  # refused from the plan: no contraction ran
