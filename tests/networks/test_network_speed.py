@@ -503,3 +503,57 @@ def test_route_plans_match_the_factor_elimination_and_refuse_before_contracting(
                 ve._compute_fast(frozenset(vs), vs[0])
             ve.max_table_entries = inference.DEFAULT_MAX_TABLE_ENTRIES
             assert built == []  # refused from the plan: no contraction ran
+
+
+def test_one_network_on_a_dask_cluster_gives_the_local_result(cli):
+    """calibrate(client=...) and ``puffgm calibrate --scheduler``: the node searches run on Dask workers
+    (threads of a LocalCluster in this process), each worker sends back the active quilts and which
+    influences it computed; the result is the local one, witness, bound and counts included."""
+    import json
+
+    distributed = pytest.importorskip("distributed")
+    pc = load_prior_class("example:child")
+    local = calibrate(pc, epsilon=1.0, n_jobs=1)
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        remote = calibrate(pc, epsilon=1.0, client=client)
+        assert remote.to_dict() == local.to_dict()
+        assert remote.worst.witness == local.worst.witness
+        assert remote.details["influence_evaluations"] == local.details["influence_evaluations"]
+        code, out, err = cli("calibrate", "example:child", "--epsilon", "1", "--json", "--per-node",
+                             "--scheduler", cluster.scheduler_address)
+        assert code == 0
+        assert json.loads(out)["sigma_max"] == local.sigma_max
+        code, out, err = cli("calibrate", '{"transition": [[0.9, 0.1], [0.4, 0.6]], "length": 5}',
+                             "--epsilon", "1", "--scheduler", cluster.scheduler_address)
+        assert code == 2 and "--scheduler does not apply" in err
+    with pytest.raises(ValueError, match="'client' parameter of calibrate"):
+        calibrate(pc, epsilon=1.0, client=42)
+
+
+def test_parallel_workers_send_back_no_influence_cache(monkeypatch):
+    """The joblib road merges a compact record of the quilts each worker evaluated (positions only):
+    the refinement recomputes what it needs, with the sequential run's result and evaluation count."""
+    from puffgm.networks import calibration
+
+    sent = []
+    real = calibration._best_chunk
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        sent.append(out[1])
+        return out
+
+    monkeypatch.setattr(calibration, "_best_chunk", spy)
+    pc = load_prior_class("example:alarm")
+    protect = ["CO", "HR", "SHUNT", "PVSAT", "BP", "HRBP", "PAP", "SAO2"]
+    one = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=1)
+    import joblib
+
+    with joblib.parallel_config(backend="threading"):  # the spy runs in this process
+        two = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=2)
+    assert one.to_dict() == two.to_dict()
+    assert sent and all(isinstance(rec, dict) for rec in sent)
+    for rec in sent:
+        for singles, multis in rec.values():
+            assert singles.dtype == np.int32 and all(isinstance(q, tuple) for q in multis)
