@@ -422,10 +422,13 @@ def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_s
     kept = calibration._worker_search(*args)
     second = calibration._best_chunk(*args, list(pc.nodes[5:12]), 1.0)
     assert calibration._worker_search(*args) is kept  # the junction tree and conditionals are kept
-    for (out, cache, evaluations, skipped, fallback), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
+    for (out, record, evaluations, skipped, fallback), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
         fresh = QuiltSearch(pc, None, 10**5, False)
         assert out == {n: fresh.best(n, epsilon=1.0) for n in nodes}
-        assert cache == fresh.engine._cache and evaluations == fresh.engine.evaluations
+        want = fresh.engine.evaluated()  # which quilts were evaluated, not the influences
+        assert set(record) == set(want) and evaluations == fresh.engine.evaluations
+        for n, (singles, multis) in want.items():
+            assert sorted(record[n][0].tolist()) == sorted(singles.tolist()) and sorted(record[n][1]) == sorted(multis)
         assert skipped == fresh.skipped == 0 and fallback == [] and not fresh.fallback
 
 
