@@ -75,7 +75,7 @@ rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 c2 = time.process_time()
 out = {"nodes": len(pc.nodes), "import_s": t1 - t0, "load_s": t2 - t1}
 try:
-    res = calibrate(pc, float(sys.argv[2]), **kw)
+    res = calibrate(pc, epsilon=float(sys.argv[2]), **kw)
 except Exception as exc:  # a refusal: report its one-sentence message
     out.update({"refused": f"{type(exc).__name__}: {exc}", "after_s": time.perf_counter() - t2,
                 "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})

@@ -553,7 +553,10 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
     opts = replace(opts, time_limit=check_time_limit(opts.time_limit, "calibrate"))
-    client, owned = (None, False) if opts.client is None else dask_client(opts.client, "calibrate")
+    client: Any = None
+    owned = False
+    if opts.client is not None:
+        client, owned = dask_client(opts.client, "calibrate")
     try:
         jobs = _resolve_n_jobs(opts.n_jobs, len(nodes)) if client is None else max(
             1, sum(client.nthreads().values()))
@@ -563,7 +566,7 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
         run = _Run(opts, jobs, bar, clock, refined=[], client=client)
         found = _search_priors(pc, nodes, epsilon, secrets, run)
     finally:
-        if owned:
+        if owned and client is not None:
             client.close()
     return _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found, run)
 
