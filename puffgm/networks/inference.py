@@ -9,11 +9,17 @@ log P(X_Q = x_Q, X_i = a), for many quilts.  Three exact roads compute it:
 * **junction-tree subtree**: the network's junction tree (elimination tree of a
   greedy min-size order of the moral graph) is calibrated once; a query uses
   only the Steiner subtree of cliques covering it, P(C_root) times
-  P(C_w | S_w) for the other cliques, chosen when it has fewer variables to
-  sum out than the ancestral set;
+  P(C_w | S_w) for the other cliques;
 * **pairwise pass**: log P(X_i, X_j) for every j at once, from one outward
   pass of the junction tree with the evidence X_i = a on a batch axis
   (:meth:`LogVariableElimination.pair_log_marginals`).
+
+A query is first planned symbolically on both of the first two roads (the greedy
+min-size elimination order on the interaction graph as bitmasks, its largest table
+and its cost, the sum of the product tables' entries): it is refused from the plan,
+before any contraction, when the reference route (the subtree when it has fewer
+variables to sum out than the ancestral set, else the ancestral set) needs a table
+past the limit, and otherwise contracted along the cheaper road whose plan fits.
 
 Every road multiplies and sums out with ``numpy.einsum`` in probability space,
 each intermediate table scaled to maximum 1 with its log-scale kept apart, and
@@ -387,8 +393,9 @@ class LogVariableElimination:
     def _compute_fast(self, keep: frozenset, root=None, log=True):
         """The fast road: plan both routes, refuse before contracting, answer by the cheaper one.
 
-        Today's rule picks the *reference route*: the Steiner subtree of the junction tree when
-        it has fewer variables to sum out than the ancestral set, else the ancestral set.  The
+        The *reference route* is the Steiner subtree of the junction tree when it has fewer
+        variables to sum out than the ancestral set, else the ancestral set (the rule that
+        decides which quilts are skipped, kept from the releases before routing by cost).  The
         query is refused (:class:`~puffgm.exceptions.InferenceLimitError`) exactly when the
         reference route's greedy elimination (or the final table) needs a table past
         ``max_table_entries``: that is decided from the plan (:meth:`_plan`, bitmasks only),
