@@ -302,6 +302,7 @@ class LogVariableElimination:
         self._index = index
         self._card = [len(prior.states[n]) for n in prior.nodes]
         self._size_memo: dict[int, int] = {}
+        self._scope_masks: dict[tuple, int] = {}
         self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
         self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
         self._flo = [_log_min_positive(t) for t in self._ftab]
@@ -430,12 +431,35 @@ class LogVariableElimination:
                 self._too_large(plan_a[1], keep)
             return anc, plan_a[0]
         tree = tree_factors[0]
+        if plan_a[1] <= limit:
+            # no plan of the subtree is needed when it surely fits (all its variables together make
+            # a table within the limit) and cannot be cheaper: its cost is at least its largest
+            # table's entries, since every table takes part in some product
+            union = 0
+            biggest = 0
+            for f in tree:
+                union |= self._vars_mask(f[0])
+                biggest = max(biggest, f[1].size)
+            if plan_a[2] <= biggest and self._mask_size(union) <= limit:
+                return anc, plan_a[0]
         plan_t = self._plan(tree, keep_mask)
         if plan_t[1] > limit:  # the reference route's refusal, before contracting
             self._too_large(plan_t[1], keep)
         if plan_a[1] <= limit and plan_a[2] < plan_t[2]:
             return anc, plan_a[0]
         return tree, plan_t[0]
+
+    def _vars_mask(self, vars_) -> int:
+        """The bitmask of a factor's scope (memoised by the scope)."""
+        m = self._scope_masks.get(vars_)
+        if m is None:
+            m = 0
+            for v in vars_:
+                m |= 1 << v
+            if len(self._scope_masks) >= 1 << 16:
+                self._scope_masks.clear()
+            self._scope_masks[vars_] = m
+        return m
 
     def _plan(self, factors, keep_mask: int):
         """(order, largest table, cost) of the greedy min-size elimination of ``factors``.
@@ -450,10 +474,9 @@ class LogVariableElimination:
         number of tables in each.
         """
         nb: dict[int, int] = {}
+        vars_mask = self._vars_mask
         for f in factors:
-            m = 0
-            for v in f[0]:
-                m |= 1 << v
+            m = vars_mask(f[0])
             for v in f[0]:
                 nb[v] = nb.get(v, 0) | m
         size_of = self._mask_size
