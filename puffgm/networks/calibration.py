@@ -231,9 +231,9 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     where = f"n_jobs={n_jobs}" if client is None else "a Dask worker"
+    results = _chunk_results(args, chunks, epsilon, deadline, n_jobs, client)
     try:
-        for out, evaluated, evaluations, skipped, fallback in _chunk_results(args, chunks, epsilon, deadline,
-                                                                             n_jobs, client):
+        for out, evaluated, evaluations, skipped, fallback in results:
             best.update(out)
             search.engine.add_evaluated(evaluated)
             search.engine.evaluations += evaluations
@@ -250,6 +250,8 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
         retry = "retry with n_jobs=1" if client is None else "retry without client="
         raise WorkerError(f"A worker process failed while searching the quilts of {name!r} ({where}): "
                           f"{one_line(exc)}; {retry}.") from None
+    finally:
+        results.close()  # a time limit reached here: the tasks left are cancelled
     return {n: best[n] for n in nodes}
 
 

@@ -518,7 +518,9 @@ def test_one_network_on_a_dask_cluster_gives_the_local_result(cli):
     pc = load_prior_class("example:child")
     local = calibrate(pc, epsilon=1.0, n_jobs=1)
     with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None,
-                                  silence_logs=40) as cluster, distributed.Client(cluster) as client:
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        with pytest.raises(TimeLimitError, match="reached its time_limit"):  # raised on a worker: a refusal
+            calibrate(pc, epsilon=1.0, client=client, time_limit=1e-3)
         remote = calibrate(pc, epsilon=1.0, client=client)
         assert remote.to_dict() == local.to_dict()
         assert remote.worst.witness == local.worst.witness
