@@ -192,7 +192,9 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     **options
         The options of the kind and method (``kind.methods[method]``), e.g.
         ``protected``, ``max_quilt_states``, ``search_budget`` ... for networks
-        (:class:`puffgm.networks.calibration.NetworkOptions`); an option the
+        (:class:`puffgm.networks.calibration.NetworkOptions`; ``client=`` a Dask
+        ``distributed.Client`` or a scheduler address spreads one network's node
+        searches over the cluster's workers, with the local result); an option the
         kind does not use is refused with a ParameterError naming the options.
         ``query=`` (with method ``"wasserstein"``, ``"optimal-laplace"`` or
         ``"optimal-noise"``) is deprecated: it warns and returns what

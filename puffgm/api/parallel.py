@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffgm.api.dispatch import as_prior, classify
-from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.validation import check_positive_finite, check_positive_int, dask_client
 from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
 
 if TYPE_CHECKING:  # annotations only
@@ -129,20 +129,7 @@ def _chunks(n: int, workers: int, chunk_size):
 
 def _dask_client(client):
     """(Client, owned): a ``distributed.Client`` as given, or a new one for a scheduler address."""
-    if isinstance(client, str):
-        try:
-            from distributed import Client
-        except ImportError:
-            raise ParameterError(
-                "client= needs Dask's distributed package: install it with pip install 'puffgm[cluster]'."
-            ) from None
-        return Client(client), True
-    if not (hasattr(client, "submit") and hasattr(client, "gather")):
-        raise ParameterError(
-            f"client= must be a distributed.Client or a scheduler address 'tcp://host:8786'; "
-            f"got {type(client).__name__}."
-        )
-    return client, False
+    return dask_client(client, "calibrate_many")
 
 
 def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",

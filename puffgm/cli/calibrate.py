@@ -101,6 +101,9 @@ def add_calibration_arguments(p) -> None:
                    help="seconds a calibration (networks, chains, parameter boxes) or a query method may take; "
                         "it answers within them (a note gives the certified gap if the search of the worst quilts "
                         "stopped early) or refuses with the projected time (default 120; 0: no limit)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="networks: search the nodes on the workers of this Dask scheduler (tcp://host:8786; "
+                        "pip install 'puffgm[cluster]'); the same result as the local run")
 
 
 def _command(args) -> str:
@@ -132,7 +135,7 @@ def _positive_int(args, flag: str) -> int | None:
 
 def _flag_names(keys) -> list:
     """Command-line flags of option names (``max_quilt_states`` is ``--max-quilt-states``)."""
-    return ["--" + k.replace("_", "-") for k in keys]
+    return ["--scheduler" if k == "client" else "--" + k.replace("_", "-") for k in keys]
 
 
 def _options(args, prior) -> dict:
@@ -157,6 +160,7 @@ def _options(args, prior) -> dict:
         "max_table_entries": _positive_int(args, "max-table-entries"),
         "time_limit": None if args.time_limit is None else _time_limit(args) or None,  # 0: no limit
         "paper_convention": True if args.paper_convention else None,
+        "client": args.scheduler,
     }
     options: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     accepted = prior.accepted_options(args.method)
@@ -188,7 +192,7 @@ def _query_options(args, prior) -> dict:
     unused = sorted(set(options) - set(accepted))
     mqm_only = [f for f, v in (("--max-quilt-states", args.max_quilt_states), ("--search-budget", args.search_budget),
                                ("--certify-budget", args.certify_budget), ("--paper-convention", args.paper_convention),
-                               ("--per-node", args.per_node)) if v]
+                               ("--per-node", args.per_node), ("--scheduler", args.scheduler)) if v]
     if unused or mqm_only:
         flags = ", ".join(_flag_names(unused) + mqm_only)
         raise ParameterError(f"{flags} {'does' if len(unused) + len(mqm_only) == 1 else 'do'} not apply to "

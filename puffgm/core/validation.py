@@ -19,7 +19,7 @@ from puffgm.exceptions import ParameterError
 
 __all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int",
            "check_time_limit", "did_you_mean", "is_inline_json", "read_json_argument",
-           "progress_enabled", "renamed", "refuse_unexpected", "deprecated_call"]
+           "progress_enabled", "renamed", "refuse_unexpected", "deprecated_call", "dask_client"]
 
 
 def _is_real(value) -> bool:
@@ -245,3 +245,26 @@ def progress_enabled(progress: bool | None = None, stream=None) -> bool:
         return bool(isatty()) if callable(isatty) else False
     except (ValueError, OSError):  # a closed or detached stream
         return False
+
+
+def dask_client(client, where: str):
+    """(Client, owned): a ``distributed.Client`` as given, or a new one for a scheduler address.
+
+    ``owned`` is True when the client was opened here (the caller closes it).  Anything else
+    than an object with ``submit`` and ``gather`` or a string is refused with a ParameterError
+    naming ``where``.
+    """
+    if isinstance(client, str):
+        try:
+            from distributed import Client
+        except ImportError:
+            raise ParameterError(
+                f"client= of {where} needs Dask's distributed package: install it with pip install 'puffgm[cluster]'."
+            ) from None
+        return Client(client), True
+    if not (hasattr(client, "submit") and hasattr(client, "gather")):
+        raise ParameterError(
+            f"The 'client' parameter of {where} must be a distributed.Client or a scheduler address "
+            f"'tcp://host:8786'; got {type(client).__name__}."
+        )
+    return client, False

@@ -45,7 +45,7 @@ from typing import Any
 
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.ties import canonical_argmax
-from puffgm.core.validation import check_positive_finite, check_time_limit
+from puffgm.core.validation import check_positive_finite, check_time_limit, dask_client
 from puffgm.exceptions import InferenceLimitError, ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
 from puffgm.networks.priors import PriorClass, load_prior_class
@@ -118,7 +118,8 @@ def _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table
 
 def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries, nodes, epsilon,
                 deadline=None):
-    """Worker of the parallel road: active quilts of ``nodes``, the influences computed for them, and
+    """Worker of the parallel roads: active quilts of ``nodes``, which influences were computed for them
+    (:meth:`~puffgm.networks.influence.InfluenceEngine.evaluated`, positions only, not the influences),
     the evaluation and skipped counts of this task, and the nodes that fell back to the trivial quilt."""
     search = _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
     name = prior_class.priors[0].name
@@ -135,7 +136,7 @@ def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_en
     evaluations, skipped = engine.evaluations, search.skipped
     out = {n: search.best(n, epsilon=epsilon) for n in nodes}
     fallback = [n for n in nodes if n in search.fallback]
-    return out, engine._cache, engine.evaluations - evaluations, search.skipped - skipped, fallback
+    return out, engine.evaluated(), engine.evaluations - evaluations, search.skipped - skipped, fallback
 
 
 #: The projection of a calibration's time refuses at once when it exceeds the limit this many
@@ -203,11 +204,16 @@ class _Clock:
                 "time_limit (--time-limit SECONDS; 0: no limit).")
 
 
-def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None) -> dict:
-    """search.best of every node, sequentially or split over joblib workers (identical results:
-    each node's search depends on that node only; the workers' influence caches are merged
-    back, so the refinement and the evaluation count are those of the sequential run)."""
-    if n_jobs <= 1 or len(nodes) < 2 * n_jobs:
+def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None, client=None) -> dict:
+    """search.best of every node, sequentially, split over joblib workers, or over the workers of a
+    Dask cluster (``client``).  Identical results: each node's search depends on that node only.
+
+    A worker sends back each node's active quilt and a compact record of the influences it
+    computed (which quilts, not their values or witnesses); the refinement of the worst nodes
+    recomputes in this process the few influences it needs again (the same values, the same
+    code), and the record keeps the evaluation count that of the sequential run.
+    """
+    if client is None and (n_jobs <= 1 or len(nodes) < 2 * n_jobs):
         best = {}
         for n in nodes:
             best[n] = search.best(n, epsilon=epsilon)
@@ -216,9 +222,8 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
             if clock is not None:
                 clock.tick()
         return best
-    from joblib import Parallel, delayed
-
-    size = max(1, -(-len(nodes) // (4 * n_jobs)))  # about 4 chunks per worker, in node order
+    workers = n_jobs if client is None else max(1, sum(client.nthreads().values()))
+    size = max(1, -(-len(nodes) // (4 * workers)))  # about 4 chunks per worker, in node order
     deadline = None
     if clock is not None and clock.limit is not None:
         size = 1  # one node per task, so the time budget is checked often
@@ -227,12 +232,12 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     spec = (search.secrets._protected, dict(search.secrets._pairs))
     args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
+    where = f"n_jobs={n_jobs}" if client is None else "a Dask worker"
+    results = _chunk_results(args, chunks, epsilon, deadline, n_jobs, client)
     try:
-        for out, cache, evaluations, skipped, fallback in Parallel(n_jobs=n_jobs, return_as="generator")(
-                delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks):
+        for out, evaluated, evaluations, skipped, fallback in results:
             best.update(out)
-            for key, value in cache.items():
-                search.engine._cache.setdefault(key, value)
+            search.engine.add_evaluated(evaluated)
             search.engine.evaluations += evaluations
             search.skipped += skipped
             search.fallback.update(fallback)
@@ -244,9 +249,33 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
         raise  # raised on purpose inside a worker (a time limit, an inference limit, ...)
     except Exception as exc:  # noqa: BLE001 - a worker process died: one line, never a worker traceback
         name = search.prior_class.priors[0].name
-        raise WorkerError(f"A worker process failed while searching the quilts of {name!r} (n_jobs={n_jobs}): "
-                          f"{one_line(exc)}; retry with n_jobs=1.") from None
+        retry = "retry with n_jobs=1" if client is None else "retry without client="
+        raise WorkerError(f"A worker process failed while searching the quilts of {name!r} ({where}): "
+                          f"{one_line(exc)}; {retry}.") from None
+    finally:
+        results.close()  # a time limit reached here: the tasks left are cancelled
     return {n: best[n] for n in nodes}
+
+
+def _chunk_results(args, chunks, epsilon, deadline, n_jobs, client):
+    """The results of :func:`_best_chunk` on every chunk, as they complete (joblib) or in order of
+    completion (Dask; the prior class is sent to every worker once)."""
+    if client is None:
+        from joblib import Parallel, delayed
+
+        yield from Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks)
+        return
+    from distributed import as_completed
+
+    shared = client.scatter(args[0], broadcast=True, hash=False)
+    futures = [client.submit(_best_chunk, shared, *args[1:], chunk, epsilon, deadline, pure=False)
+               for chunk in chunks]
+    try:
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        client.cancel(futures)
 
 
 def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Run):
@@ -281,7 +310,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     ``stopped`` True when the time limit cut steps 2-3 short.
     """
     refined, budget, certify_budget = run.refined, run.opts.search_budget, run.opts.certify_budget
-    best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock)
+    best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock, run.client)
     every, nodes = nodes, [n for n in nodes if n not in search.fallback]
     if not nodes:  # every node fell back: no lower bound but the trivial 0
         return _with_prior(best, prior_index), 0.0, {}, False
@@ -417,6 +446,14 @@ class NetworkOptions:
         influences of pairs and small sets, 0-1 programs by HiGHS) with this many
         influence queries: a higher ``sigma_lower_bound`` and possibly better
         quilts, at a cost of seconds to minutes.  0 (default) skips it.
+    client : distributed.Client or str, optional
+        Search the nodes on the workers of this Dask cluster (a ``Client``, or a scheduler
+        address such as ``"tcp://10.0.0.5:8786"``, for which a client is opened and closed
+        again; the ``cluster`` extra).  Each worker thread keeps one quilt search (its
+        junction tree) across its tasks and sends back each node's active quilt and which
+        influences it computed, never the influences themselves; the refinement and the
+        branch and bound of the worst nodes run in this process.  The result is that of the
+        local run (every quilt, score, witness, bound and count).  ``n_jobs`` is ignored.
     """
 
     secrets: SecretSpec | None = None
@@ -429,6 +466,7 @@ class NetworkOptions:
     n_jobs: int | None = None
     time_limit: float | None = None
     certify_budget: int = 0
+    client: Any = None
 
     @classmethod
     def from_options(cls, options: dict, where: str = "calibrate") -> NetworkOptions:
@@ -453,6 +491,7 @@ class _Run:
     bar: Any  # a tqdm bar, or None
     clock: _Clock
     refined: list
+    client: Any = None  # a distributed.Client: the node searches run on its workers
 
 
 @dataclass
@@ -488,7 +527,7 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
         The fields of :class:`NetworkOptions`: ``secrets``, ``protected``,
         ``max_quilt_states``, ``exhaustive``, ``search_budget``,
         ``max_table_entries``, ``progress``, ``n_jobs``, ``time_limit``,
-        ``certify_budget``; any other name is refused.
+        ``certify_budget``, ``client``; any other name is refused.
     Returns
     -------
     CalibrationResult
@@ -511,13 +550,22 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
     secrets = resolve_secrets(opts.secrets, opts.protected, "calibrate")
     pc = load_prior_class(prior)
     nodes = secrets.protected_nodes(pc)
-    jobs = _resolve_n_jobs(opts.n_jobs, len(nodes))
     opts = replace(opts, time_limit=check_time_limit(opts.time_limit, "calibrate"))
-    clock = _Clock(opts.time_limit, len(pc.priors) * len(nodes),
-                   pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors", jobs)
-    bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
-    run = _Run(opts, jobs, bar, clock, refined=[])
-    found = _search_priors(pc, nodes, epsilon, secrets, run)
+    client: Any = None
+    owned = False
+    if opts.client is not None:
+        client, owned = dask_client(opts.client, "calibrate")
+    try:
+        jobs = _resolve_n_jobs(opts.n_jobs, len(nodes)) if client is None else max(
+            1, sum(client.nthreads().values()))
+        clock = _Clock(opts.time_limit, len(pc.priors) * len(nodes),
+                       pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors", jobs)
+        bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
+        run = _Run(opts, jobs, bar, clock, refined=[], client=client)
+        found = _search_priors(pc, nodes, epsilon, secrets, run)
+    finally:
+        if owned and client is not None:
+            client.close()
     return _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found, run)
 
 

@@ -9,11 +9,17 @@ log P(X_Q = x_Q, X_i = a), for many quilts.  Three exact roads compute it:
 * **junction-tree subtree**: the network's junction tree (elimination tree of a
   greedy min-size order of the moral graph) is calibrated once; a query uses
   only the Steiner subtree of cliques covering it, P(C_root) times
-  P(C_w | S_w) for the other cliques, chosen when it has fewer variables to
-  sum out than the ancestral set;
+  P(C_w | S_w) for the other cliques;
 * **pairwise pass**: log P(X_i, X_j) for every j at once, from one outward
   pass of the junction tree with the evidence X_i = a on a batch axis
   (:meth:`LogVariableElimination.pair_log_marginals`).
+
+A query is first planned symbolically on both of the first two roads (the greedy
+min-size elimination order on the interaction graph as bitmasks, its largest table
+and its cost, the sum of the product tables' entries): it is refused from the plan,
+before any contraction, when the reference route (the subtree when it has fewer
+variables to sum out than the ancestral set, else the ancestral set) needs a table
+past the limit, and otherwise contracted along the cheaper road whose plan fits.
 
 Every road multiplies and sums out with ``numpy.einsum`` in probability space,
 each intermediate table scaled to maximum 1 with its log-scale kept apart, and
@@ -297,6 +303,7 @@ class LogVariableElimination:
         self._index = index
         self._card = [len(prior.states[n]) for n in prior.nodes]
         self._size_memo: dict[int, int] = {}
+        self._scope_masks: dict[tuple, int] = {}
         self._fvars = [(index[n],) + tuple(index[p] for p in prior.parents[n]) for n in prior.nodes]
         self._ftab = [np.ascontiguousarray(prior.cpts[n], dtype=float) for n in prior.nodes]
         self._flo = [_log_min_positive(t) for t in self._ftab]
@@ -386,30 +393,123 @@ class LogVariableElimination:
         )
 
     def _compute_fast(self, keep: frozenset, root=None, log=True):
-        card = self._card
-        index = self._index
-        keep_idx = sorted(index[v] for v in keep)
+        """The fast road: plan both routes, refuse before contracting, answer by the cheaper one.
+
+        The *reference route* is the Steiner subtree of the junction tree when it has fewer
+        variables to sum out than the ancestral set, else the ancestral set (the rule that
+        decides which quilts are skipped, kept from the releases before routing by cost).  The
+        query is refused (:class:`~puffgm.exceptions.InferenceLimitError`) exactly when the
+        reference route's greedy elimination (or the final table) needs a table past
+        ``max_table_entries``: that is decided from the plan (:meth:`_plan`, bitmasks only),
+        before any contraction runs.  An answered query is then contracted along the route of
+        smaller estimated cost among those whose plan fits (the marginal is the same on both,
+        to rounding; each route carries its own underflow certificate).
+        """
+        keep_idx = sorted(self._index[v] for v in keep)
+        route = self._route(keep_idx, root, keep)
+        return self._eliminate(route[0], route[1], keep_idx, keep, log)
+
+    def _route(self, keep_idx, root, keep):
+        """(factors, elimination order) of the route that answers the query (see :meth:`_compute_fast`)."""
+        limit = self.max_table_entries
+        keep_mask = 0
+        for k in keep_idx:
+            keep_mask |= 1 << k
+        total = self._mask_size(keep_mask)
+        if total > limit:
+            self._too_large(total, keep)
         mask = 0
         for k in keep_idx:
             mask |= self._anc_bits[k]
-        members = []
-        k = 0
-        m = mask
-        while m:
-            if m & 1:
-                members.append(k)
-            m >>= 1
-            k += 1
-        factors = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in members]
-        n_vars = len(members)
-        # the junction-tree road: the Steiner subtree of cliques covering the query,
-        # when it has fewer variables to sum out than the ancestral set
+        anc = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in _mask_members(mask)]
+        n_vars = mask.bit_count()
         tree_factors = None
         if keep_idx:
-            tree_factors = self._subtree_factors(keep_idx, index[root] if root in index else keep_idx[0])
-        if tree_factors is not None and tree_factors[1] < n_vars:
-            factors = tree_factors[0]
-        # factors: id -> (vars, table, log min positive, bitmask of vars); var -> ids of factors holding it
+            tree_factors = self._subtree_factors(keep_idx, self._index[root] if root in self._index else keep_idx[0])
+        plan_a = self._plan(anc, keep_mask)
+        if tree_factors is None or tree_factors[1] >= n_vars:
+            if plan_a[1] > limit:
+                self._too_large(plan_a[1], keep)
+            return anc, plan_a[0]
+        tree = tree_factors[0]
+        if plan_a[1] <= limit:
+            # no plan of the subtree is needed when it surely fits (all its variables together make
+            # a table within the limit) and cannot be cheaper: its cost is at least its largest
+            # table's entries, since every table takes part in some product
+            union = 0
+            biggest = 0
+            for f in tree:
+                union |= self._vars_mask(f[0])
+                biggest = max(biggest, f[1].size)
+            if plan_a[2] <= biggest and self._mask_size(union) <= limit:
+                return anc, plan_a[0]
+        plan_t = self._plan(tree, keep_mask)
+        if plan_t[1] > limit:  # the reference route's refusal, before contracting
+            self._too_large(plan_t[1], keep)
+        if plan_a[1] <= limit and plan_a[2] < plan_t[2]:
+            return anc, plan_a[0]
+        return tree, plan_t[0]
+
+    def _vars_mask(self, vars_) -> int:
+        """The bitmask of a factor's scope (memoised by the scope)."""
+        m = self._scope_masks.get(vars_)
+        if m is None:
+            m = 0
+            for v in vars_:
+                m |= 1 << v
+            if len(self._scope_masks) >= 1 << 16:
+                self._scope_masks.clear()
+            self._scope_masks[vars_] = m
+        return m
+
+    def _plan(self, factors, keep_mask: int):
+        """(order, largest table, cost) of the greedy min-size elimination of ``factors``.
+
+        Symbolic only: the interaction graph of the factors' scopes as neighbour bitmasks
+        (the scope of the product that eliminates v is v and its current neighbours, and
+        eliminating v joins its neighbours into a clique).  The variables outside
+        ``keep_mask`` are eliminated one at a time, each time the one whose product table is
+        smallest (ties by index), exactly the order :meth:`_eliminate` follows.  The largest
+        table is the largest product table met (the final table included); the cost is the
+        sum of the product tables' entries, the multiply-adds of the contractions up to the
+        number of tables in each.
+        """
+        nb: dict[int, int] = {}
+        vars_mask = self._vars_mask
+        for f in factors:
+            m = vars_mask(f[0])
+            for v in f[0]:
+                nb[v] = nb.get(v, 0) | m
+        size_of = self._mask_size
+        sizes = {v: size_of(m) for v, m in nb.items() if not keep_mask >> v & 1}
+        heap = [(size, v) for v, size in sizes.items()]
+        heapq.heapify(heap)
+        remaining = set(sizes)
+        order: list[int] = []
+        largest = 0
+        cost = 0
+        while remaining:
+            size, v = heapq.heappop(heap)
+            if v not in remaining or size != sizes[v]:
+                continue
+            remaining.discard(v)
+            order.append(v)
+            if size > largest:
+                largest = size
+            cost += size
+            bit = 1 << v
+            m = nb.pop(v) & ~bit
+            for u in _mask_members(m):
+                nb[u] = (nb[u] | m) & ~bit
+                if u in remaining:
+                    sizes[u] = size_of(nb[u])
+                    heapq.heappush(heap, (sizes[u], u))
+        final = size_of(keep_mask)
+        return order, max(largest, final), cost + final
+
+    def _eliminate(self, factors, order, keep_idx, keep, log=True):
+        """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
+        scaled probability space with the underflow guard (:class:`_Underflow`)."""
         fvars, ftab, flo, fmask = {}, {}, {}, {}
         holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):
@@ -419,40 +519,14 @@ class LogVariableElimination:
                 holders.setdefault(v, set()).add(k)
                 m |= 1 << v
             fmask[k] = m
-        members = sorted(holders)
         next_id = len(factors)
         logscale = 0.0
-        keepset = set(keep_idx)
-        elim = [v for v in members if v not in keepset]
-        sizes = {}
-        size_of = self._mask_size
-
-        def scope_mask(v):
-            m = 0
-            for f in holders[v]:
-                m |= fmask[f]
-            return m
-
-        for v in elim:
-            sizes[v] = size_of(scope_mask(v))
-        heap = [(sizes[v], v) for v in elim]
-        heapq.heapify(heap)
-        remaining = set(elim)
-        limit = self.max_table_entries
-        while remaining:
-            # greedy min-size (the variable whose product table is smallest; ties by
-            # topological index); stale heap entries are skipped
-            size, v = heapq.heappop(heap)
-            if v not in remaining or size != sizes[v]:
-                continue
-            remaining.discard(v)
+        for v in order:
             fids = holders.pop(v)
             smask = 0
             for f in fids:
                 smask |= fmask[f]
             scope = _mask_members(smask)
-            if size > limit:
-                self._too_large(size, keep)
             lo = sum(flo[f] for f in fids)
             if lo < _LOG_FLOOR:
                 raise _Underflow
@@ -482,15 +556,8 @@ class LogVariableElimination:
             for u in out_vars:
                 holders[u].add(next_id)
             next_id += 1
-            for u in out_vars:  # only these variables' scopes changed
-                if u in remaining:
-                    sizes[u] = size_of(scope_mask(u))
-                    heapq.heappush(heap, (sizes[u], u))
         fids_left = list(fvars)
         out_vars = tuple(keep_idx)
-        total = math.prod(card[u] for u in out_vars)
-        if total > limit:
-            self._too_large(total, keep)
         if sum(flo[f] for f in fids_left) < _LOG_FLOOR:
             raise _Underflow
         table = _contract([(fvars[f], ftab[f]) for f in fids_left], out_vars, out_vars)

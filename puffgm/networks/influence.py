@@ -155,6 +155,10 @@ class InfluenceEngine:
         self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
         self._pair_results = None
         self.evaluations = 0
+        # node -> the quilts (as node positions) whose influence a worker evaluated already: asked
+        # again here, they are recomputed (the same value) but not counted again
+        self._elsewhere: dict = {}
+        self._elsewhere_names: dict = {}
         self.deadline_check: Callable[[], None] | None = None  # a callable that raises when a time limit is reached
 
     def forget_nodes(self):
@@ -251,6 +255,42 @@ class InfluenceEngine:
             self._pair_tables[t] = tables
         return tables.get(j) if j is not None else None
 
+    def evaluated(self) -> dict:
+        """The quilts whose influences this engine computed, per protected node, compactly.
+
+        ``{node: (positions of the single-node quilts, [positions of each larger quilt])}``
+        (positions in ``prior_class.nodes``, a numpy array of int32 and a list of tuples): what
+        a worker sends back instead of its influence cache, so that the driver counts
+        ``evaluations`` as one engine would (:meth:`add_evaluated`).
+        """
+        pos = self._position
+        singles: dict = {}
+        multis: dict = {}
+        for node, quilt in self._cache:
+            if len(quilt) == 1:
+                singles.setdefault(node, []).append(pos[quilt[0]])
+            elif quilt:
+                multis.setdefault(node, []).append(tuple(pos[v] for v in quilt))
+        return {n: (np.array(singles.get(n, ()), dtype=np.int32), multis.get(n, []))
+                for n in set(singles) | set(multis)}
+
+    def add_evaluated(self, record: dict) -> None:
+        """Mark the quilts of :meth:`evaluated` (another engine's) as evaluated: computed again here
+        they are not counted in ``evaluations`` again."""
+        self._elsewhere.update(record)
+
+    def _counted_elsewhere(self, node, quilt) -> bool:
+        rec = self._elsewhere.get(node)
+        if rec is None:
+            return False
+        names = self._elsewhere_names.get(node)
+        if names is None:
+            nodes = self.prior_class.nodes
+            names = {(nodes[k],) for k in rec[0].tolist()}
+            names.update(tuple(nodes[k] for k in q) for q in rec[1])
+            self._elsewhere_names[node] = names
+        return quilt in names
+
     def quilt_states(self, quilt) -> int:
         """Joint state space size of a quilt."""
         return math.prod(len(self.prior_class.states[q]) for q in quilt)
@@ -258,7 +298,8 @@ class InfluenceEngine:
     def _compute(self, node, quilt) -> Influence:
         if not quilt:
             return Influence(0.0, None)
-        self.evaluations += 1
+        if not self._elsewhere or not self._counted_elsewhere(node, quilt):
+            self.evaluations += 1
         if self.deadline_check is not None and not self.evaluations % 16:
             self.deadline_check()
         states = self.prior_class.states

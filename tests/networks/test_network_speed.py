@@ -422,10 +422,13 @@ def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_s
     kept = calibration._worker_search(*args)
     second = calibration._best_chunk(*args, list(pc.nodes[5:12]), 1.0)
     assert calibration._worker_search(*args) is kept  # the junction tree and conditionals are kept
-    for (out, cache, evaluations, skipped, fallback), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
+    for (out, record, evaluations, skipped, fallback), nodes in ((first, pc.nodes[:5]), (second, pc.nodes[5:12])):
         fresh = QuiltSearch(pc, None, 10**5, False)
         assert out == {n: fresh.best(n, epsilon=1.0) for n in nodes}
-        assert cache == fresh.engine._cache and evaluations == fresh.engine.evaluations
+        want = fresh.engine.evaluated()  # which quilts were evaluated, not the influences
+        assert set(record) == set(want) and evaluations == fresh.engine.evaluations
+        for n, (singles, multis) in want.items():
+            assert sorted(record[n][0].tolist()) == sorted(singles.tolist()) and sorted(record[n][1]) == sorted(multis)
         assert skipped == fresh.skipped == 0 and fallback == [] and not fresh.fallback
 
 
@@ -442,3 +445,120 @@ def test_a_quilt_beyond_the_inference_limit_is_unavailable_to_the_improvement_st
     with pytest.raises(InferenceLimitError):  # a single-node influence drives the search itself: refused
         search.influence_if_fits(node, ("HR",))
     assert search.skipped == 1
+
+
+def _factor_plan(ve, factors, keep_mask):
+    """The greedy min-size order and largest table by explicit factor scopes (the reference of _plan)."""
+    scopes = [set(f[0]) for f in factors]
+    elim = {v for s in scopes for v in s if not keep_mask >> v & 1}
+    order, largest = [], 0
+    while elim:
+        def size(v):
+            scope = set().union(*(s for s in scopes if v in s))
+            return math.prod(ve._card[u] for u in scope), v
+        v = min(elim, key=size)
+        largest = max(largest, size(v)[0])
+        merged = set().union(*(s for s in scopes if v in s)) - {v}
+        scopes = [s for s in scopes if v not in s] + ([merged] if merged else [])
+        order.append(v)
+        elim.discard(v)
+    return order, largest
+
+
+def test_route_plans_match_the_factor_elimination_and_refuse_before_contracting(monkeypatch):
+    """The symbolic plan (interaction graph as bitmasks) eliminates in the order, and meets the largest
+    table, of the factor-by-factor greedy elimination on both routes; a query past the limit is refused
+    with no contraction run, and exactly when the reference route (today's) needs a larger table."""
+    from puffgm.networks import inference
+
+    rng = np.random.default_rng(31)
+    nets = [load_network("example:asia")] + [
+        random_network(rng, n=int(rng.integers(4, 10)), zero_prob=0.2, p_edge=0.5)[0] for _ in range(12)]
+    built = []
+    real_contract = inference._contract
+    monkeypatch.setattr(inference, "_contract",
+                        lambda ops, scope, out: built.append(len(scope)) or real_contract(ops, scope, out))
+    for net in nets:
+        ve = LogVariableElimination(net)
+        for _ in range(6):
+            k = int(rng.integers(1, min(4, len(net.nodes)) + 1))
+            vs = tuple(str(v) for v in rng.choice(net.nodes, size=k, replace=False))
+            keep_idx = sorted(ve._index[v] for v in vs)
+            keep_mask = sum(1 << v for v in keep_idx)
+            anc_mask = 0
+            for v in keep_idx:
+                anc_mask |= ve._anc_bits[v]
+            anc = [(ve._fvars[u],) for u in inference._mask_members(anc_mask)]
+            tree = ve._subtree_factors(keep_idx, ve._index[vs[0]])
+            routes = [anc] + ([tree[0]] if tree is not None else [])
+            for factors in routes:
+                order, largest, _ = ve._plan(factors, keep_mask)
+                ref_order, ref_largest = _factor_plan(ve, factors, keep_mask)
+                assert order == ref_order
+                assert largest == max(ref_largest, math.prod(ve._card[v] for v in keep_idx))
+            reference = tree[0] if tree is not None and tree[1] < anc_mask.bit_count() else anc
+            need = ve._plan(reference, keep_mask)[1]
+            ve.max_table_entries = need  # the tree is built already: the limit decides the query only
+            ve._compute_fast(frozenset(vs), vs[0])  # at the limit: answered
+            ve.max_table_entries = need - 1
+            built.clear()
+            with pytest.raises(InferenceLimitError, match="max_table_entries"):
+                ve._compute_fast(frozenset(vs), vs[0])
+            ve.max_table_entries = inference.DEFAULT_MAX_TABLE_ENTRIES
+            assert built == []  # refused from the plan: no contraction ran
+
+
+def test_one_network_on_a_dask_cluster_gives_the_local_result(cli):
+    """calibrate(client=...) and ``puffgm calibrate --scheduler``: the node searches run on Dask workers
+    (threads of a LocalCluster in this process), each worker sends back the active quilts and which
+    influences it computed; the result is the local one, witness, bound and counts included."""
+    import json
+
+    distributed = pytest.importorskip("distributed")
+    pc = load_prior_class("example:child")
+    local = calibrate(pc, epsilon=1.0, n_jobs=1)
+    with distributed.LocalCluster(n_workers=1, processes=False, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        with pytest.raises(TimeLimitError, match="reached its time_limit"):  # raised on a worker: a refusal
+            calibrate(pc, epsilon=1.0, client=client, time_limit=1e-3)
+        remote = calibrate(pc, epsilon=1.0, client=client)
+        assert remote.to_dict() == local.to_dict()
+        assert remote.worst.witness == local.worst.witness
+        assert remote.details["influence_evaluations"] == local.details["influence_evaluations"]
+        code, out, err = cli("calibrate", "example:child", "--epsilon", "1", "--json", "--per-node",
+                             "--scheduler", cluster.scheduler_address)
+        assert code == 0
+        assert json.loads(out)["sigma_max"] == local.sigma_max
+        code, out, err = cli("calibrate", '{"transition": [[0.9, 0.1], [0.4, 0.6]], "length": 5}',
+                             "--epsilon", "1", "--scheduler", cluster.scheduler_address)
+        assert code == 2 and "--scheduler does not apply" in err
+    with pytest.raises(ValueError, match="'client' parameter of calibrate"):
+        calibrate(pc, epsilon=1.0, client=42)
+
+
+def test_parallel_workers_send_back_no_influence_cache(monkeypatch):
+    """The joblib road merges a compact record of the quilts each worker evaluated (positions only):
+    the refinement recomputes what it needs, with the sequential run's result and evaluation count."""
+    from puffgm.networks import calibration
+
+    sent = []
+    real = calibration._best_chunk
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        sent.append(out[1])
+        return out
+
+    monkeypatch.setattr(calibration, "_best_chunk", spy)
+    pc = load_prior_class("example:alarm")
+    protect = ["CO", "HR", "SHUNT", "PVSAT", "BP", "HRBP", "PAP", "SAO2"]
+    one = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=1)
+    import joblib
+
+    with joblib.parallel_config(backend="threading"):  # the spy runs in this process
+        two = calibrate(pc, epsilon=1.0, protected=protect, n_jobs=2)
+    assert one.to_dict() == two.to_dict()
+    assert sent and all(isinstance(rec, dict) for rec in sent)
+    for rec in sent:
+        for singles, multis in rec.values():
+            assert singles.dtype == np.int32 and all(isinstance(q, tuple) for q in multis)
