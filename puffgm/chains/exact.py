@@ -62,7 +62,7 @@ A fixed non-stationary start q (a vector) uses a third one: the early nodes
 are searched exactly and every later node is bounded by the stationary chain
 with the same P at epsilon - Omega, where Omega is a certified bound on the
 Hilbert projective distance between q P^(i-1) and pi, which a stochastic matrix
-never expands (:meth:`MQMExact._mixing_run`; docs/chains.md).  The scan stops
+never expands (:func:`_mixing_run`; docs/chains.md).  The scan stops
 once the bound is below the early maximum (exact result) or within
 ``mixing_rtol`` of the stationary value, so the cost stops growing with T.
 Periodic chains, transient states or ``mixing=False``: every node is searched,
@@ -727,7 +727,7 @@ class MQMExact:
         Fixed (vector) start, not ``per_node``: search the early nodes exactly and bound
         every later node by the stationary chain at epsilon - Omega, where Omega is a
         certified bound on the Hilbert distance between the marginals and pi (see
-        :meth:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
+        :func:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
     mixing_rtol : float
         Stop the early scan once the bound is within this relative distance of the
         stationary value (default 1e-6), unless it is already exact before.
@@ -767,6 +767,15 @@ class MQMExact:
         self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
         self.time_limit = check_time_limit(time_limit, "MQMExact")
         self._clock: ChainClock | None = None  # set by calibrate (shared with a family's members)
+
+    @property
+    def clock(self) -> ChainClock | None:
+        """The time budget of the calibration under way (None: no limit); a family's members share one."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, value: ChainClock | None):
+        self._clock = value
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
@@ -861,60 +870,6 @@ class MQMExact:
             options=options,
         )
 
-    # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
-    def _stationary_twin(self, search: ChainQuiltSearch, eps: float):
-        """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
-        prior = search.members[0].prior
-        try:
-            pi = np.asarray(prior.stationary, dtype=float)
-        except PriorError:
-            return None
-        if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
-            # transient states: their marginals vanish, influences need not converge; and a zero
-            # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
-            return None
-        twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
-        stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=self.paper_convention)
-        m = stat.members[0]
-        # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi); drift bounds
-        # d_H(mu_j, pi) - d_H(mu_i, pi) for every j >= i, whatever j - i (2 d_H(pi, pi*))
-        m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
-        m.drift = 2.0 * stationary_error(m.P, m.pi)
-        return stat
-
-    def _mixing_run(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float):
-        """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
-
-        Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
-        one-sided (Lemma C.9's analogue does not apply; the caller searches every node).
-
-        Derivation (fixed start q, P with a unique positive stationary pi).  The marginal of X_i
-        is mu_i = q P^(i-1).  In equation (5) the node enters only through
-        C_i(x, x') = log mu_i(x') / mu_i(x) (the left-end support can only shrink the max).
-        With r_i = log mu_i - log pi and Omega_i = max r_i - min r_i (Hilbert's projective
-        distance d_H(mu_i, pi)), C_i(x, x') <= C_pi(x, x') + Omega_i, hence for every quilt
-
-            e_i(X_Q | X_i) <= e_pi(X_Q | X_i) + Omega_i,
-            score_i(Q, epsilon) <= score_pi(Q, epsilon - Omega_i),
-
-        so sigma_i <= sigma_max^stationary(epsilon - Omega_i) (the stationary twin, same P
-        and T, whose max over nodes the Lemma C.9 analogue gives from the middle node).
-        A stochastic matrix never expands d_H (if a v <= u <= b v then a vP <= uP <= b vP),
-        and pi P = pi, so Omega_j <= Omega_i for every j >= i: one bound covers all later
-        nodes.  For the computed pi, d_H(pi P, pi) = eta may be positive; then
-        Omega_j <= Omega_i + (j - i) eta, and floating-point error in mu_i is bounded by
-        :func:`_log_error`.  Every term over-estimates, so the bound is safe.  Symmetrically
-        e_i >= e_pi - Omega_i when every left end is past the first positive marginal, which
-        gives the lower bound ``sigma_lower_bound`` from the middle node.
-
-        The scan stops at the first checked node i with stationary(epsilon - Omega_i) <= the
-        max over earlier nodes (then the result is exact), or with Omega_i small enough that the
-        bound is within ``mixing_rtol`` of stationary(epsilon).  Early nodes are first tested
-        with the previous node's and the stationary optimum's quilts: a node whose such quilt
-        already scores below max(current max, stationary(epsilon)) cannot raise the result.
-        """
-        return _MixingScan(search, stat, ell, eps, self.mixing_rtol).run()
-
     def _calibrate_family(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A finite family: max over members of each member's own optimum.
 
@@ -928,7 +883,7 @@ class MQMExact:
         for m in cc.members:
             sub = MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
                            per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
-            sub._clock = self._clock  # one budget for the whole family
+            sub.clock = self._clock  # one budget for the whole family
             results.append(sub.calibrate(epsilon=eps, lipschitz=lipschitz))
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
         top = results[k]
@@ -946,6 +901,61 @@ class MQMExact:
         )
 
 
+# -- fixed start: exact early nodes, certified stationary bound for the rest -------------
+def _stationary_twin(search: ChainQuiltSearch, eps: float, paper_convention: bool):
+    """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
+    prior = search.members[0].prior
+    try:
+        pi = np.asarray(prior.stationary, dtype=float)
+    except PriorError:
+        return None
+    if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
+        # transient states: their marginals vanish, influences need not converge; and a zero
+        # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
+        return None
+    twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
+    stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=paper_convention)
+    m = stat.members[0]
+    # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi); drift bounds
+    # d_H(mu_j, pi) - d_H(mu_i, pi) for every j >= i, whatever j - i (2 d_H(pi, pi*))
+    m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
+    m.drift = 2.0 * stationary_error(m.P, m.pi)
+    return stat
+
+def _mixing_run(search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float, rtol: float):
+    """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
+
+    Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
+    one-sided (Lemma C.9's analogue does not apply; the caller searches every node).
+
+    Derivation (fixed start q, P with a unique positive stationary pi).  The marginal of X_i
+    is mu_i = q P^(i-1).  In equation (5) the node enters only through
+    C_i(x, x') = log mu_i(x') / mu_i(x) (the left-end support can only shrink the max).
+    With r_i = log mu_i - log pi and Omega_i = max r_i - min r_i (Hilbert's projective
+    distance d_H(mu_i, pi)), C_i(x, x') <= C_pi(x, x') + Omega_i, hence for every quilt
+
+        e_i(X_Q | X_i) <= e_pi(X_Q | X_i) + Omega_i,
+        score_i(Q, epsilon) <= score_pi(Q, epsilon - Omega_i),
+
+    so sigma_i <= sigma_max^stationary(epsilon - Omega_i) (the stationary twin, same P
+    and T, whose max over nodes the Lemma C.9 analogue gives from the middle node).
+    A stochastic matrix never expands d_H (if a v <= u <= b v then a vP <= uP <= b vP),
+    and pi P = pi, so Omega_j <= Omega_i for every j >= i: one bound covers all later
+    nodes.  For the computed pi, d_H(pi P, pi) = eta may be positive; then
+    Omega_j <= Omega_i + (j - i) eta, and floating-point error in mu_i is bounded by
+    :func:`_log_error`.  Every term over-estimates, so the bound is safe.  Symmetrically
+    e_i >= e_pi - Omega_i when every left end is past the first positive marginal, which
+    gives the lower bound ``sigma_lower_bound`` from the middle node.
+
+    The scan stops at the first checked node i with stationary(epsilon - Omega_i) <= the
+    max over earlier nodes (then the result is exact), or with Omega_i small enough that the
+    bound is within ``mixing_rtol`` of stationary(epsilon).  Early nodes are first tested
+    with the previous node's and the stationary optimum's quilts: a node whose such quilt
+    already scores below max(current max, stationary(epsilon)) cannot raise the result.
+    """
+    return _MixingScan(search, stat, ell, eps, rtol).run()
+
+
 class _ChainRun:
     """MQMExact on a one-member class at one epsilon: the strategy, a run at quilt length l, and the choice of l."""
 
@@ -955,7 +965,7 @@ class _ChainRun:
         self.eps = eps
         self.T = cc.length
         self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
-        self.search.clock = mech._clock
+        self.search.clock = mech.clock
         self.want_nodes = want_nodes
         self.mix_info: dict = {}
         self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
@@ -972,7 +982,7 @@ class _ChainRun:
             strategy = "every node"
         stat = None
         if strategy == "every node" and not want_nodes and self.mech.mixing and kinds == {"vector"} and self.T > 2:
-            stat = self.mech._stationary_twin(self.search, self.eps)
+            stat = _stationary_twin(self.search, self.eps, self.mech.paper_convention)
             if stat is not None:
                 strategy = "fixed start: exact early nodes + certified mixing bound"
         return strategy, stat
@@ -1024,7 +1034,7 @@ class _ChainRun:
         T, search = self.T, self.search
         search.ensure(ell)
         if self.stat is not None:
-            out = self.mech._mixing_run(search, self.stat, ell, self.eps)
+            out = _mixing_run(search, self.stat, ell, self.eps, self.mech.mixing_rtol)
             self.mix_info.clear()
             if out is not None:
                 i, r, info = out
@@ -1094,7 +1104,7 @@ class _ChainRun:
 
 
 class _MixingScan:
-    """The node scan of :meth:`MQMExact._mixing_run` (fixed start, certified mixing bound), step by step."""
+    """The node scan of :func:`_mixing_run` (fixed start, certified mixing bound), step by step."""
 
     KINDS = {(True, True): "two", (True, False): "left", (False, True): "right"}
 
@@ -1207,7 +1217,7 @@ class _MixingScan:
         return out
 
     def run(self):
-        """(node, result tuple, info) of the scan, or None (see :meth:`MQMExact._mixing_run`)."""
+        """(node, result tuple, info) of the scan, or None (see :func:`_mixing_run`)."""
         T, eps = self.T, self.eps
         self.stat.share_tables(self.search)
         self.r0 = r0 = self.stat_bound(eps)

@@ -474,7 +474,7 @@ def _resolve(pc, protected, secrets):
         return _protected(pc, protected)
     if protected is not None:
         raise ParameterError("Give either 'secrets' or 'protected', not both.")
-    if getattr(secrets, "_pairs", None):
+    if getattr(secrets, "pairs", None):
         raise ParameterError("Value pairs do not apply to Gaussian region secrets; give protected nodes only.")
     return list(secrets.protected_nodes(pc))
 

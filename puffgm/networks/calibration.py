@@ -106,12 +106,10 @@ def _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table
     keyed by node) is dropped at the start of every task, so a node's result and the counts
     do not depend on the nodes searched before it in the same worker.
     """
-    key = (prior_class.fingerprint, secrets[0], tuple(sorted(secrets[1].items())), max_quilt_states, exhaustive,
-           max_table_entries)
+    key = (prior_class.fingerprint, secrets.key(), max_quilt_states, exhaustive, max_table_entries)
     if getattr(_WORKER, "key", None) != key:
         _WORKER.key, _WORKER.search = None, None  # free the previous calibration's search first
-        spec = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
-        _WORKER.search = QuiltSearch(prior_class, spec, max_quilt_states, exhaustive, max_table_entries)
+        _WORKER.search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
         _WORKER.key = key
     return _WORKER.search
 
@@ -229,8 +227,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
         size = 1  # one node per task, so the time budget is checked often
         deadline = time.time() + clock.limit - (time.perf_counter() - clock.start)
     chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
-    spec = (search.secrets._protected, dict(search.secrets._pairs))
-    args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
+    args = (search.prior_class, search.secrets, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     where = f"n_jobs={n_jobs}" if client is None else "a Dask worker"
     results = _chunk_results(args, chunks, epsilon, deadline, n_jobs, client)
@@ -314,12 +311,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     every, nodes = nodes, [n for n in nodes if n not in search.fallback]
     if not nodes:  # every node fell back: no lower bound but the trivial 0
         return _with_prior(best, prior_index), 0.0, {}, False
-    engine = search.engine
-    check, engine.deadline_check = engine.deadline_check, None
-    try:
+    with search.engine.without_deadline():
         quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=0)
-    finally:
-        engine.deadline_check = check
     try:
         if not search.exhaustive and budget > 0:
             top = max(c.score for c in best.values())

@@ -186,7 +186,7 @@ class QuiltSearch:
                 if not quilt or next(iter(quilt)) not in self._make(node, frozenset()).remote:
                     raise
                 zero = Influence(0.0, None)
-                self.engine._cache[(node, tuple(quilt))] = zero
+                self.engine.remember(node, quilt, zero)
                 return zero
             self.skipped += 1
             return None
