@@ -414,7 +414,7 @@ class MQMApprox:
         T = self.chain_class.length
         for cand in (scaled / _MAX_FLOAT * (1 + 1e-6), T / _MAX_FLOAT * (1 + 1e-9)):
             if cand > 0 and math.isfinite(cand):
-                r = self._worst(cand)[1]
+                _, r, *_ = self._worst(cand)
                 if math.isfinite(_ceil_ratio(T, cand) if r.kind == "trivial" else _round_up(r.score / cand)):
                     return cand
         return T / _MAX_FLOAT * (1 + 1e-9)

@@ -1071,7 +1071,8 @@ class _ChainRun:
                 self.mix_info.update(info)
                 return i, r, None
             self.mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
-            return self._every_node(ell)[:2] + (None,)
+            i, r, _ = self._every_node(ell)
+            return i, r, None
         if self.strategy == "every node":
             return self._every_node(ell)
         if self.strategy.startswith("stationary"):
@@ -1082,7 +1083,8 @@ class _ChainRun:
             if ell < T and not final:
                 # Lemma C.9 needs a two-sided optimum: look further before searching every node
                 return mid, replace(r, score=math.inf), None
-            return self._every_node(ell)[:2] + (None,)
+            i, r, _ = self._every_node(ell)
+            return i, r, None
         worst_i, worst = 0, None
         for i in range(1, T + 1):
             if search.clock is not None:
@@ -1107,7 +1109,8 @@ class _ChainRun:
         if max_length is not None:
             ell = min(max_length, T)
             out = self.run(ell, final=True)
-            exact = out[1].score <= (ell + 1) / eps or ell >= T
+            _, worst, _ = out
+            exact = worst.score <= (ell + 1) / eps or ell >= T
             if not exact:
                 notes.append(f"quilts restricted to card(X_N) <= {ell}: valid, possibly above the exact optimum")
             return ell, out, exact
@@ -1125,7 +1128,10 @@ class _ChainRun:
                     break
                 ell = min(T, 2 * ell)
         out = self.run(ell)
-        while not (out[1].score <= (ell + 1) / eps or ell >= T):
+        while True:
+            _, worst, _ = out
+            if worst.score <= (ell + 1) / eps or ell >= T:
+                break
             if clock is not None:
                 clock.check(detail=f" (quilts of up to {ell} nodes searched)")
             ell = min(T, 2 * ell)
