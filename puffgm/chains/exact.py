@@ -796,16 +796,9 @@ class MQMExact:
         self.mixing = bool(mixing)
         self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
         self.time_limit = check_time_limit(time_limit, "MQMExact")
-        self._clock: ChainClock | None = None  # set by calibrate (shared with a family's members)
-
-    @property
-    def clock(self) -> ChainClock | None:
-        """The time budget of the calibration under way (None: no limit); a family's members share one."""
-        return self._clock
-
-    @clock.setter
-    def clock(self, value: ChainClock | None):
-        self._clock = value
+        #: The time budget of the calibration under way (None: no limit), set by calibrate; a family's
+        #: members share their family's.
+        self.clock: ChainClock | None = None
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
@@ -836,15 +829,15 @@ class MQMExact:
         if isinstance(cc, InfiniteChainClass):  # self._box
             return cc.certified_exact(epsilon=eps, lipschitz=lipschitz, options=options)
         check_chain_length(cc.length, "MQMExact")
-        if self._clock is None and self.time_limit is not None:
-            self._clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
+        if self.clock is None and self.time_limit is not None:
+            self.clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
                                      "use a shorter chain, a larger epsilon or max_length")
         try:
             if len(cc) > 1:
                 return self._calibrate_family(eps, lipschitz, options)
             return self._calibrate_chain(eps, lipschitz, options)
         finally:
-            self._clock = None
+            self.clock = None
 
     def _calibrate_chain(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
@@ -913,7 +906,7 @@ class MQMExact:
         for m in cc.members:
             sub = MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
                            per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
-            sub.clock = self._clock  # one budget for the whole family
+            sub.clock = self.clock  # one budget for the whole family
             results.append(sub.calibrate(epsilon=eps, lipschitz=lipschitz))
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
         top = results[k]
