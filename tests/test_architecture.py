@@ -5,6 +5,9 @@
 * at most 14 entries at the top level of the package;
 * functions a reader can name: at most 120 lines and at most 8 parameters;
 * no module imports another module's private name;
+* no private reach: a ``_name`` attribute (not a dunder) is read, written or called only on
+  ``self``, ``cls`` or ``super()`` (``obj._x``, ``getattr(obj, "_x")`` on any other object fail,
+  also another instance of the same class and a module's private name through the module);
 * every public module declares ``__all__``;
 * privacy parameters (epsilon, epsilon_puffer, epsilon_dp, budget) are keyword-only in the public API.
 """
@@ -90,6 +93,44 @@ def test_no_module_imports_another_modules_private_name():
                 bad += [f"{m} <- {node.module}.{a.name}" for a in node.names
                         if a.name.startswith("_") and not a.name.startswith("__")]
     assert not bad, "\n".join(bad)
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _is_own(node) -> bool:
+    """``self``, ``cls`` or ``super()``: the only objects whose private names a method may use."""
+    if isinstance(node, ast.Name):
+        return node.id in ("self", "cls")
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "super"
+
+
+def _private_reaches(tree):
+    """(line, source) of every private attribute used on an object other than self, cls or super()."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _is_private(node.attr) and not _is_own(node.value):
+            yield node.lineno, ast.unparse(node)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2
+              and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+              and _is_private(node.args[1].value) and not _is_own(node.args[0])):
+            yield node.lineno, ast.unparse(node)
+
+
+def test_no_private_reach():
+    """Engines expose what their callers need as public methods or properties; nothing else
+    touches a ``_name`` of another object (docs/architecture.md, "No private reach")."""
+    bad = [f"{m}:{line}: {src}" for m, _path, tree in _modules() for line, src in _private_reaches(tree)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_private_reach_check_sees_each_spelling():
+    seen = sorted(src for _, src in _private_reaches(ast.parse(
+        "engine._cache[k] = v\nx = other._y\npolicy._mask(d)\ngetattr(s, '_pairs', None)\nsetattr(o, '_z', 1)\n"
+        "self._ok\ncls._ok\nsuper()._ok()\nobj.__class__\ngetattr(self, '_ok')\nobj.public\n")))
+    assert seen == sorted(["engine._cache", "other._y", "policy._mask", "getattr(s, '_pairs', None)",
+                           "setattr(o, '_z', 1)"])
 
 
 def test_every_public_module_declares_all():

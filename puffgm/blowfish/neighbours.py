@@ -80,7 +80,7 @@ def enumerate_databases(policy: Policy, n: int | None = None, *, max_databases: 
             f"max_databases={max_databases}; use a smaller domain or n."
         )
     dbs = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64).reshape(-1, n)
-    return dbs[policy._valid_mask(dbs)] if policy.constraints else dbs
+    return dbs[policy.valid_mask(dbs)] if policy.constraints else dbs
 
 
 def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int = MAX_DATABASES,
@@ -159,7 +159,7 @@ def are_neighbours(policy: Policy, d1, d2, *, max_databases: int = MAX_DATABASES
         return False
     if policy.unconstrained:
         diff = np.flatnonzero(a != b)
-        return diff.size == 1 and policy.graph._has_edge_idx(int(a[diff[0]]), int(b[diff[0]]))
+        return diff.size == 1 and policy.graph.has_edge_index(int(a[diff[0]]), int(b[diff[0]]))
     dbs, pairs = neighbour_pairs(policy, len(a), max_databases=max_databases)
     row = {tuple(r): j for j, r in enumerate(dbs.tolist())}
     return (row[tuple(a.tolist())], row[tuple(b.tolist())]) in {tuple(p) for p in pairs.tolist()}

@@ -330,9 +330,10 @@ class SecretGraph:
     def has_edge(self, x, y) -> bool:
         """True if the values x and y are joined (an unordered discriminative pair)."""
         i, j = self.domain.index(x), self.domain.index(y)
-        return self._has_edge_idx(i, j)
+        return self.has_edge_index(i, j)
 
-    def _has_edge_idx(self, i: int, j: int) -> bool:
+    def has_edge_index(self, i: int, j: int) -> bool:
+        """True if the values with domain indices i and j are joined (``has_edge`` on indices)."""
         if i == j:
             return False
         if self.kind == "complete":
@@ -701,7 +702,7 @@ class Policy:
         return all(int(counts[list(c)].sum()) == con.count
                    for c, con in zip(self._con_idx, self.constraints, strict=True))
 
-    def _valid_mask(self, dbs: np.ndarray) -> np.ndarray:
+    def valid_mask(self, dbs: np.ndarray) -> np.ndarray:
         """Which rows of an (m, n) array of value indices satisfy the constraints."""
         ok = np.ones(len(dbs), dtype=bool)
         for c, con in zip(self._con_idx, self.constraints, strict=True):

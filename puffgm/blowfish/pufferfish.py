@@ -124,7 +124,7 @@ def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_prio
         names.append(f"random product #{r}")
     if not policy.unconstrained:
         dbs = np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int64)
-        mask = policy._valid_mask(dbs).reshape((k,) * n)
+        mask = policy.valid_mask(dbs).reshape((k,) * n)
         conditioned = []
         for t in priors:
             t = np.where(mask, t, 0.0)

@@ -43,12 +43,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 
 import numpy as np
 
-from puffgm.chains.exact import PER_NODE_LIMIT, quilt_choice
+from puffgm.chains.exact import PER_NODE_LIMIT, ChainQuiltResult, quilt_choice
 from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary_distribution
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
@@ -307,7 +308,7 @@ class MQMApprox:
         return int(2 * math.ceil((_log_coth12(epsilon) + self._log_inv_pi_min) / self.g))
 
     def _search(self, i: int, ell: int, eps: float):
-        """Best quilt of node X_i among those with at most ``ell`` nodes: (eps * score, kind, a, b, influence, card).
+        """Best quilt of node X_i among those with at most ``ell`` nodes (its ``score`` is eps times the score).
 
         A quilt of card nodes and influence bound e has score card / (epsilon - e); the search
         ranks epsilon times it, card / (1 - rho) with rho = e / epsilon (:meth:`rho`, in log
@@ -321,7 +322,7 @@ class MQMApprox:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 return np.where(rel < 1.0, card / (1.0 - rel), math.inf)
 
-        best = (float(T), "trivial", 0, 0, 0.0, T)
+        best = ChainQuiltResult(float(T), "trivial", 0, 0, 0.0, T)
         amax, bmax = min(i - 1, ell), min(T - i, ell)
         if amax > 0:
             a = np.arange(1, amax + 1)
@@ -330,16 +331,16 @@ class MQMApprox:
                 rel = 2.0 * self.rho(a, epsilon=eps)
             s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
-            if s[j] < best[0]:
-                best = (float(s[j]), "left", int(a[j]), 0, float(rel[j]) * eps, int(card[j]))
+            if s[j] < best.score:
+                best = ChainQuiltResult(float(s[j]), "left", int(a[j]), 0, float(rel[j]) * eps, int(card[j]))
         if bmax > 0:
             b = np.arange(1, bmax + 1)
             card = i + b - 1
             rel = self.rho(b, epsilon=eps)
             s = np.where(card <= ell, score(card, rel), math.inf)
             j = int(np.argmin(s))
-            if s[j] < best[0]:
-                best = (float(s[j]), "right", 0, int(b[j]), float(rel[j]) * eps, int(card[j]))
+            if s[j] < best.score:
+                best = ChainQuiltResult(float(s[j]), "right", 0, int(b[j]), float(rel[j]) * eps, int(card[j]))
         if amax > 0 and bmax > 0:
             best = self._two_sided(amax, bmax, ell, eps, best)
         return best
@@ -380,28 +381,28 @@ class MQMApprox:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             sc = np.where(rel < 1.0, (s - 1) / (1.0 - rel), math.inf)
         j = int(np.argmin(sc))
-        if sc[j] < best[0]:
+        if sc[j] < best.score:
             a, b = int(L[j]), int(s[j] - L[j])
-            best = (float(sc[j]), "two", a, b, float(rel[j]) * eps, int(s[j] - 1))
+            best = ChainQuiltResult(float(sc[j]), "two", a, b, float(rel[j]) * eps, int(s[j] - 1))
         return best
 
     def _worst(self, eps: float):
-        """The worst node and its best quilt: (i, (eps * score, kind, a, b, influence, card), strategy, a*, l)."""
+        """The worst node and its best quilt: (i, ChainQuiltResult with eps * score, strategy, a*, l)."""
         T = self.chain_class.length
         a_star = self.a_star(epsilon=eps)
         ell = min(T, 4 * a_star)
         mid = (T + 1) // 2
         r = self._search(mid, ell, eps)
-        if r[1] == "two":
+        if r.kind == "two":
             return mid, r, "middle node (Lemma 4.9 / C.9)", a_star, ell
         if T == 1 or not float(self.rho(T - 1, epsilon=eps)) < 1.0:
             # even the longest one-sided quilt (T - 1 steps away) has influence >= epsilon, and a
             # two-sided one has more: every node keeps the trivial quilt (score T / epsilon)
-            trivial = (float(T), "trivial", 0, 0, 0.0, T)
+            trivial = ChainQuiltResult(float(T), "trivial", 0, 0, 0.0, T)
             return 1, trivial, "every node (no quilt has influence below epsilon)", a_star, T
         # Short chain: Lemma C.9 does not apply; search every node over all quilts.
         res = [self._search(j, T, eps) for j in range(1, T + 1)]
-        i = int(np.argmax([x[0] for x in res])) + 1
+        i = int(np.argmax([x.score for x in res])) + 1
         return i, res[i - 1], "every node (chain too short for Lemma 4.9)", a_star, T
 
     def _finite_from(self, scaled: float) -> float:
@@ -413,8 +414,8 @@ class MQMApprox:
         T = self.chain_class.length
         for cand in (scaled / _MAX_FLOAT * (1 + 1e-6), T / _MAX_FLOAT * (1 + 1e-9)):
             if cand > 0 and math.isfinite(cand):
-                r = self._worst(cand)[1]
-                if math.isfinite(_ceil_ratio(T, cand) if r[1] == "trivial" else _round_up(r[0] / cand)):
+                _, r, *_ = self._worst(cand)
+                if math.isfinite(_ceil_ratio(T, cand) if r.kind == "trivial" else _round_up(r.score / cand)):
                     return cand
         return T / _MAX_FLOAT * (1 + 1e-9)
 
@@ -440,22 +441,22 @@ class MQMApprox:
         cc = self.chain_class
         T = cc.length
         i, r, strategy, a_star, ell = self._worst(eps)
-        sigma = _ceil_ratio(T, eps) if r[1] == "trivial" else _round_up(r[0] / eps)
+        sigma = _ceil_ratio(T, eps) if r.kind == "trivial" else _round_up(r.score / eps)
         if not math.isfinite(sigma):
             raise NumericalError(
                 f"MQMApprox's noise scale at epsilon = {eps:g} is above the largest double ({_MAX_FLOAT:.3g}) "
-                f"for this chain of T = {T} nodes; epsilon of at least about {_up3(self._finite_from(r[0]))} works.")
-        r = (sigma,) + tuple(r[1:])
+                f"for this chain of T = {T} nodes; epsilon of at least about {_up3(self._finite_from(r.score))} works.")
+        r = replace(r, score=sigma)
         worst = quilt_choice(T, i, r, T <= PER_NODE_LIMIT)
         notes = list(cc.notes)
         group = T / eps
-        if r[0] >= group * (1 - 1e-12):
+        if r.score >= group * (1 - 1e-12):
             notes.append("no gain over group DP for the worst node")
         return CalibrationResult(
             epsilon=eps,
             lipschitz=lipschitz,
             method="approx",
-            sigma_max=r[0],
+            sigma_max=r.score,
             worst=worst,
             per_node=(),
             n_nodes=T,

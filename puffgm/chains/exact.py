@@ -62,7 +62,7 @@ A fixed non-stationary start q (a vector) uses a third one: the early nodes
 are searched exactly and every later node is bounded by the stationary chain
 with the same P at epsilon - Omega, where Omega is a certified bound on the
 Hilbert projective distance between q P^(i-1) and pi, which a stochastic matrix
-never expands (:meth:`MQMExact._mixing_run`; docs/chains.md).  The scan stops
+never expands (:func:`_mixing_run`; docs/chains.md).  The scan stops
 once the bound is below the early maximum (exact result) or within
 ``mixing_rtol`` of the stationary value, so the cost stops growing with T.
 Periodic chains, transient states or ``mixing=False``: every node is searched,
@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -85,7 +86,8 @@ from puffgm.core.validation import check_positive_finite, check_positive_int, ch
 from puffgm.exceptions import NumericalError, ParameterError, PriorError
 
 __all__ = [
-    "MQMExact", "mqm_exact", "chain_max_influence", "ChainQuiltSearch", "quilt_choice", "ratio_max",
+    "MQMExact", "mqm_exact", "chain_max_influence", "ChainQuiltResult", "ChainQuiltSearch", "quilt_choice",
+    "ratio_max",
     "THEOREM_EXACT", "PER_NODE_LIMIT", "PER_NODE_DEFAULT_LIMIT",
 ]
 
@@ -197,6 +199,36 @@ def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
     if n <= step:
         return ratio_max(logMs, support)
     return np.concatenate([ratio_max(logMs[j : j + step], support) for j in range(0, n, step)])
+
+
+@dataclass(frozen=True, slots=True)
+class ChainQuiltResult:
+    """The best Lemma 4.6 quilt found for one node X_i of a chain (Song, Wang and Chaudhuri, Algorithm 3).
+
+    The quilt is {X_{i-a}, X_{i+b}} (a = 0: no left end, b = 0: no right end); its nearby set has
+    ``card`` nodes, and its score is card(X_N) / (epsilon - e(X_Q | X_i)) (MQMApprox ranks epsilon
+    times it and divides at the end).
+
+    Attributes
+    ----------
+    score : float
+        The quilt's score, sigma for this node (inf when the influence reaches epsilon).
+    kind : str
+        ``"two"``, ``"left"``, ``"right"`` or ``"trivial"`` (X_Q empty, X_N every node).
+    a, b : int
+        Distances of the left and right ends from X_i (0: that end is absent).
+    influence : float
+        The max-influence e(X_Q | X_i), or the bound on it that the score uses.
+    card : int
+        card(X_N), the number of nearby nodes (X_i included).
+    """
+
+    score: float
+    kind: str
+    a: int
+    b: int
+    influence: float
+    card: int
 
 
 class _Member:
@@ -474,13 +506,12 @@ class ChainQuiltSearch:
     def search(self, i: int, ell: int, cap: float = -math.inf, seed=None):
         """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
 
-        Returns (score, kind, a, b, influence, card) with kind in
-        {"two", "left", "right", "trivial"}; the first best in the order
+        Returns a :class:`ChainQuiltResult`; the first best in the order
         trivial, left (a ascending), right (b ascending), two-sided (lower
         bound ascending, then a, b) wins ties.  With ``cap``, the search may
         stop at the first quilt scoring <= cap (then the score is an upper
         bound on the node's optimum, itself <= cap); without, it is the optimum.
-        ``seed``: a result tuple of a quilt of node i with card <= l, the best
+        ``seed``: a :class:`ChainQuiltResult` of a quilt of node i with card <= l, the best
         known so far (prunes the search; the optimum's score is unchanged, a tie
         may be reported with the seed's quilt).
         """
@@ -488,30 +519,30 @@ class ChainQuiltSearch:
         amax = max(0, min(i - 1, ell, self.L))
         bmax = max(0, min(T - i, ell, self.L))
         Gs, Bs, DL, DR = self.node_tables(i, amax, bmax)
-        best = (T / eps, "trivial", 0, 0, 0.0, T)
-        if seed is not None and seed[0] < best[0]:
+        best = ChainQuiltResult(T / eps, "trivial", 0, 0, 0.0, T)
+        if seed is not None and seed.score < best.score:
             best = seed
         # one-sided quilts with card(X_N) <= l: card grows with a (with b), so they are a prefix
         n = min(amax, ell - (T - i))  # card = T - i + a
         if n > 0:
             j, s, d = _first_min(T - i + 1, DL[:n].tolist(), eps)
-            if s < best[0]:
-                best = (s, "left", j + 1, 0, d, T - i + 1 + j)
+            if s < best.score:
+                best = ChainQuiltResult(s, "left", j + 1, 0, d, T - i + 1 + j)
         n = min(bmax, ell - i + 1)  # card = i + b - 1
         if n > 0:
             j, s, d = _first_min(i, DR[:n].tolist(), eps)
-            if s < best[0]:
-                best = (s, "right", 0, j + 1, d, i + j)
+            if s < best.score:
+                best = ChainQuiltResult(s, "right", 0, j + 1, d, i + j)
         if amax and bmax:
             ai0, bi0, card = _pairs(amax, bmax, ell)
             lb = _score(card, np.maximum(DL[ai0], DR[bi0]), eps)
-            cand = np.flatnonzero(lb < best[0])
+            cand = np.flatnonzero(lb < best.score)
             if cand.size:
                 cand = cand[np.argsort(lb[cand], kind="stable")]
                 aa, bb, cards = ai0[cand], bi0[cand], card[cand]
                 lbs = lb[cand].tolist()
                 pos, batch = 0, 64
-                while pos < cand.size and lbs[pos] < best[0] and best[0] > cap:
+                while pos < cand.size and lbs[pos] < best.score and best.score > cap:
                     if self._clock is not None:
                         self._clock.check(detail=f" (searching the quilts of X{i}, l = {ell})")
                     ai, bi = aa[pos : pos + batch], bb[pos : pos + batch]
@@ -524,9 +555,9 @@ class ChainQuiltSearch:
                     self.evaluations += ai.size
                     s = _score(cards[pos : pos + batch], d2, eps)
                     j = int(np.argmin(s))
-                    if s[j] < best[0]:
+                    if s[j] < best.score:
                         a, b = int(ai[j]) + 1, int(bi[j]) + 1
-                        best = (float(s[j]), "two", a, b, float(d2[j]), a + b - 1)
+                        best = ChainQuiltResult(float(s[j]), "two", a, b, float(d2[j]), a + b - 1)
                     pos += batch
                     batch = min(batch * 2, 4096)
         return best
@@ -656,7 +687,7 @@ def _names(T: int) -> tuple:
 
 
 def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
-    """The :class:`~puffgm.core.results.QuiltChoice` of node X_i from a search result tuple.
+    """The :class:`~puffgm.core.results.QuiltChoice` of node X_i from its search result.
 
     Parameters
     ----------
@@ -664,13 +695,12 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
         The chain length.
     i : int
         The node (1-based).
-    res : tuple
-        (score, kind, a, b, influence, card) as :meth:`ChainQuiltSearch.search` returns it, with
-        kind in {"two", "left", "right", "trivial"} and the quilt {X_{i-a}, X_{i+b}} (Lemma 4.6).
+    res : ChainQuiltResult
+        The node's best quilt as :meth:`ChainQuiltSearch.search` returns it.
     materialise : bool
         Build the names of the nearby and remote sets (set it for T <= PER_NODE_LIMIT only).
     """
-    score, kind, a, b, infl, card = res
+    kind, a, b = res.kind, res.a, res.b
     quilt: tuple[str, ...]
     if kind == "two":
         quilt = (node_name(i - a), node_name(i + b))
@@ -698,7 +728,7 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
         tail = names[hi + 1 :] if kind in ("two", "right") else names[hi:]
         remote = head + tail
     return QuiltChoice(
-        node=node_name(i), quilt=quilt, nearby=nearby, remote=remote, max_influence=infl, score=score,
+        node=node_name(i), quilt=quilt, nearby=nearby, remote=remote, max_influence=res.influence, score=res.score,
         n_remote=n_remote, witness=None,
     )
 
@@ -727,7 +757,7 @@ class MQMExact:
         Fixed (vector) start, not ``per_node``: search the early nodes exactly and bound
         every later node by the stationary chain at epsilon - Omega, where Omega is a
         certified bound on the Hilbert distance between the marginals and pi (see
-        :meth:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
+        :func:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
     mixing_rtol : float
         Stop the early scan once the bound is within this relative distance of the
         stationary value (default 1e-6), unless it is already exact before.
@@ -766,7 +796,9 @@ class MQMExact:
         self.mixing = bool(mixing)
         self.mixing_rtol = check_positive_finite(mixing_rtol, "mixing_rtol", "MQMExact")
         self.time_limit = check_time_limit(time_limit, "MQMExact")
-        self._clock: ChainClock | None = None  # set by calibrate (shared with a family's members)
+        #: The time budget of the calibration under way (None: no limit), set by calibrate; a family's
+        #: members share their family's.
+        self.clock: ChainClock | None = None
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
@@ -797,15 +829,15 @@ class MQMExact:
         if isinstance(cc, InfiniteChainClass):  # self._box
             return cc.certified_exact(epsilon=eps, lipschitz=lipschitz, options=options)
         check_chain_length(cc.length, "MQMExact")
-        if self._clock is None and self.time_limit is not None:
-            self._clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
+        if self.clock is None and self.time_limit is not None:
+            self.clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
                                      "use a shorter chain, a larger epsilon or max_length")
         try:
             if len(cc) > 1:
                 return self._calibrate_family(eps, lipschitz, options)
             return self._calibrate_chain(eps, lipschitz, options)
         finally:
-            self._clock = None
+            self.clock = None
 
     def _calibrate_chain(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
@@ -829,7 +861,7 @@ class MQMExact:
         per_node: tuple[QuiltChoice, ...] = ()
         if allres is not None and want_nodes:
             per_node = tuple(quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
-        sigma = r[0]
+        sigma = r.score
         group = T / eps
         if sigma >= group * (1 - 1e-12):
             notes.append("no gain over group DP for the worst node")
@@ -854,66 +886,12 @@ class MQMExact:
                 "initial": ",".join(sorted(cc.initial_kinds)),
                 "paper_convention": self.paper_convention,
                 "influence_evaluations": int(run.search.evaluations),
-                "worst_quilt_kind": r[1],
+                "worst_quilt_kind": r.kind,
                 **mix_info,
             },
             graph=QuiltGraph("chain", length=int(T)),
             options=options,
         )
-
-    # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
-    def _stationary_twin(self, search: ChainQuiltSearch, eps: float):
-        """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
-        prior = search.members[0].prior
-        try:
-            pi = np.asarray(prior.stationary, dtype=float)
-        except PriorError:
-            return None
-        if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
-            # transient states: their marginals vanish, influences need not converge; and a zero
-            # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
-            return None
-        twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
-        stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=self.paper_convention)
-        m = stat.members[0]
-        # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi); drift bounds
-        # d_H(mu_j, pi) - d_H(mu_i, pi) for every j >= i, whatever j - i (2 d_H(pi, pi*))
-        m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
-        m.drift = 2.0 * stationary_error(m.P, m.pi)
-        return stat
-
-    def _mixing_run(self, search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float):
-        """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
-
-        Returns (node, result tuple, info) or None when the stationary twin's middle optimum is
-        one-sided (Lemma C.9's analogue does not apply; the caller searches every node).
-
-        Derivation (fixed start q, P with a unique positive stationary pi).  The marginal of X_i
-        is mu_i = q P^(i-1).  In equation (5) the node enters only through
-        C_i(x, x') = log mu_i(x') / mu_i(x) (the left-end support can only shrink the max).
-        With r_i = log mu_i - log pi and Omega_i = max r_i - min r_i (Hilbert's projective
-        distance d_H(mu_i, pi)), C_i(x, x') <= C_pi(x, x') + Omega_i, hence for every quilt
-
-            e_i(X_Q | X_i) <= e_pi(X_Q | X_i) + Omega_i,
-            score_i(Q, epsilon) <= score_pi(Q, epsilon - Omega_i),
-
-        so sigma_i <= sigma_max^stationary(epsilon - Omega_i) (the stationary twin, same P
-        and T, whose max over nodes the Lemma C.9 analogue gives from the middle node).
-        A stochastic matrix never expands d_H (if a v <= u <= b v then a vP <= uP <= b vP),
-        and pi P = pi, so Omega_j <= Omega_i for every j >= i: one bound covers all later
-        nodes.  For the computed pi, d_H(pi P, pi) = eta may be positive; then
-        Omega_j <= Omega_i + (j - i) eta, and floating-point error in mu_i is bounded by
-        :func:`_log_error`.  Every term over-estimates, so the bound is safe.  Symmetrically
-        e_i >= e_pi - Omega_i when every left end is past the first positive marginal, which
-        gives the lower bound ``sigma_lower_bound`` from the middle node.
-
-        The scan stops at the first checked node i with stationary(epsilon - Omega_i) <= the
-        max over earlier nodes (then the result is exact), or with Omega_i small enough that the
-        bound is within ``mixing_rtol`` of stationary(epsilon).  Early nodes are first tested
-        with the previous node's and the stationary optimum's quilts: a node whose such quilt
-        already scores below max(current max, stationary(epsilon)) cannot raise the result.
-        """
-        return _MixingScan(search, stat, ell, eps, self.mixing_rtol).run()
 
     def _calibrate_family(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
         """A finite family: max over members of each member's own optimum.
@@ -928,7 +906,7 @@ class MQMExact:
         for m in cc.members:
             sub = MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
                            per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
-            sub._clock = self._clock  # one budget for the whole family
+            sub.clock = self.clock  # one budget for the whole family
             results.append(sub.calibrate(epsilon=eps, lipschitz=lipschitz))
         k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
         top = results[k]
@@ -946,6 +924,61 @@ class MQMExact:
         )
 
 
+# -- fixed start: exact early nodes, certified stationary bound for the rest -------------
+def _stationary_twin(search: ChainQuiltSearch, eps: float, paper_convention: bool):
+    """A search over the stationary chain with the same P and T, or None if pi is not unique and positive."""
+    prior = search.members[0].prior
+    try:
+        pi = np.asarray(prior.stationary, dtype=float)
+    except PriorError:
+        return None
+    if not (pi > 0).all() or not (np.asarray(prior.transition) > 0).any(axis=0).all():
+        # transient states: their marginals vanish, influences need not converge; and a zero
+        # column of P would break "mu_i > 0 implies mu_j > 0 for j > i" (non-expansion needs it)
+        return None
+    twin = ChainPrior(prior.transition, "stationary", prior.length, prior.states, prior.name)
+    stat = ChainQuiltSearch(ChainPriorClass([twin]), epsilon=eps, paper_convention=paper_convention)
+    m = stat.members[0]
+    # eta bounds d_H(pi P, pi) for the computed pi (exactly 0 for the exact pi); drift bounds
+    # d_H(mu_j, pi) - d_H(mu_i, pi) for every j >= i, whatever j - i (2 d_H(pi, pi*))
+    m.eta = _osc(_log(m.pi @ m.P), m.logpi) + _log_error(1, m.k, m.logpi)
+    m.drift = 2.0 * stationary_error(m.P, m.pi)
+    return stat
+
+def _mixing_run(search: ChainQuiltSearch, stat: ChainQuiltSearch, ell: int, eps: float, rtol: float):
+    """Max over nodes of the fixed-start chain: exact early nodes, a certified bound for the rest.
+
+    Returns (node, ChainQuiltResult, info) or None when the stationary twin's middle optimum is
+    one-sided (Lemma C.9's analogue does not apply; the caller searches every node).
+
+    Derivation (fixed start q, P with a unique positive stationary pi).  The marginal of X_i
+    is mu_i = q P^(i-1).  In equation (5) the node enters only through
+    C_i(x, x') = log mu_i(x') / mu_i(x) (the left-end support can only shrink the max).
+    With r_i = log mu_i - log pi and Omega_i = max r_i - min r_i (Hilbert's projective
+    distance d_H(mu_i, pi)), C_i(x, x') <= C_pi(x, x') + Omega_i, hence for every quilt
+
+        e_i(X_Q | X_i) <= e_pi(X_Q | X_i) + Omega_i,
+        score_i(Q, epsilon) <= score_pi(Q, epsilon - Omega_i),
+
+    so sigma_i <= sigma_max^stationary(epsilon - Omega_i) (the stationary twin, same P
+    and T, whose max over nodes the Lemma C.9 analogue gives from the middle node).
+    A stochastic matrix never expands d_H (if a v <= u <= b v then a vP <= uP <= b vP),
+    and pi P = pi, so Omega_j <= Omega_i for every j >= i: one bound covers all later
+    nodes.  For the computed pi, d_H(pi P, pi) = eta may be positive; then
+    Omega_j <= Omega_i + (j - i) eta, and floating-point error in mu_i is bounded by
+    :func:`_log_error`.  Every term over-estimates, so the bound is safe.  Symmetrically
+    e_i >= e_pi - Omega_i when every left end is past the first positive marginal, which
+    gives the lower bound ``sigma_lower_bound`` from the middle node.
+
+    The scan stops at the first checked node i with stationary(epsilon - Omega_i) <= the
+    max over earlier nodes (then the result is exact), or with Omega_i small enough that the
+    bound is within ``mixing_rtol`` of stationary(epsilon).  Early nodes are first tested
+    with the previous node's and the stationary optimum's quilts: a node whose such quilt
+    already scores below max(current max, stationary(epsilon)) cannot raise the result.
+    """
+    return _MixingScan(search, stat, ell, eps, rtol).run()
+
+
 class _ChainRun:
     """MQMExact on a one-member class at one epsilon: the strategy, a run at quilt length l, and the choice of l."""
 
@@ -955,7 +988,7 @@ class _ChainRun:
         self.eps = eps
         self.T = cc.length
         self.search = ChainQuiltSearch(cc, epsilon=eps, paper_convention=mech.paper_convention)
-        self.search.clock = mech._clock
+        self.search.clock = mech.clock
         self.want_nodes = want_nodes
         self.mix_info: dict = {}
         self.strategy, self.stat = self._plan(cc.initial_kinds, want_nodes)
@@ -972,7 +1005,7 @@ class _ChainRun:
             strategy = "every node"
         stat = None
         if strategy == "every node" and not want_nodes and self.mech.mixing and kinds == {"vector"} and self.T > 2:
-            stat = self.mech._stationary_twin(self.search, self.eps)
+            stat = _stationary_twin(self.search, self.eps, self.mech.paper_convention)
             if stat is not None:
                 strategy = "fixed start: exact early nodes + certified mixing bound"
         return strategy, stat
@@ -991,7 +1024,7 @@ class _ChainRun:
             if clock is not None and i % 64 == 0:
                 clock.check(i, T, f" ({i} of the {T} node searches done)")
             res.append(self.search.search(i, ell))
-        j = int(np.argmax([x[0] for x in res]))
+        j = int(np.argmax([x.score for x in res]))
         return j + 1, res[j], res
 
     def _check_every_node(self, ell: int):
@@ -1016,7 +1049,7 @@ class _ChainRun:
         return "its marginals need not converge to a positive stationary law (periodic or reducible P)"
 
     def run(self, ell: int, final: bool = False):
-        """(worst node, its result tuple, every node's results or None) with quilts of card(X_N) <= l.
+        """(worst node, its ChainQuiltResult, every node's results or None) with quilts of card(X_N) <= l.
 
         ``final``: l will not grow, so a one-sided middle optimum of a stationary
         chain falls back to searching every node instead of asking for a longer l.
@@ -1024,25 +1057,27 @@ class _ChainRun:
         T, search = self.T, self.search
         search.ensure(ell)
         if self.stat is not None:
-            out = self.mech._mixing_run(search, self.stat, ell, self.eps)
+            out = _mixing_run(search, self.stat, ell, self.eps, self.mech.mixing_rtol)
             self.mix_info.clear()
             if out is not None:
                 i, r, info = out
                 self.mix_info.update(info)
                 return i, r, None
             self.mix_info["fallback"] = "the stationary twin's middle optimum is one-sided: every node searched"
-            return self._every_node(ell)[:2] + (None,)
+            i, r, _ = self._every_node(ell)
+            return i, r, None
         if self.strategy == "every node":
             return self._every_node(ell)
         if self.strategy.startswith("stationary"):
             mid = (T + 1) // 2
             r = search.search(mid, ell)
-            if r[1] == "two" or T <= 1:
+            if r.kind == "two" or T <= 1:
                 return mid, r, None
             if ell < T and not final:
                 # Lemma C.9 needs a two-sided optimum: look further before searching every node
-                return mid, (math.inf,) + tuple(r[1:]), None
-            return self._every_node(ell)[:2] + (None,)
+                return mid, replace(r, score=math.inf), None
+            i, r, _ = self._every_node(ell)
+            return i, r, None
         worst_i, worst = 0, None
         for i in range(1, T + 1):
             if search.clock is not None:
@@ -1050,9 +1085,9 @@ class _ChainRun:
             if i % 1024 == 0:
                 _check_scan_memory(search, i, "searched from the left without finding a two-sided optimum")
             r = search.search(i, ell)
-            if worst is None or r[0] > worst[0]:
+            if worst is None or r.score > worst.score:
                 worst_i, worst = i, r
-            if r[1] == "two":
+            if r.kind == "two":
                 break
         return worst_i, worst, None
 
@@ -1067,7 +1102,8 @@ class _ChainRun:
         if max_length is not None:
             ell = min(max_length, T)
             out = self.run(ell, final=True)
-            exact = out[1][0] <= (ell + 1) / eps or ell >= T
+            _, worst, _ = out
+            exact = worst.score <= (ell + 1) / eps or ell >= T
             if not exact:
                 notes.append(f"quilts restricted to card(X_N) <= {ell}: valid, possibly above the exact optimum")
             return ell, out, exact
@@ -1081,11 +1117,14 @@ class _ChainRun:
                 self.search.ensure(ell)
                 self.stat.share_tables(self.search)
                 r0 = self.stat.search(mid, ell)
-                if r0[1] == "two" and r0[0] <= (ell + 1) / eps:
+                if r0.kind == "two" and r0.score <= (ell + 1) / eps:
                     break
                 ell = min(T, 2 * ell)
         out = self.run(ell)
-        while not (out[1][0] <= (ell + 1) / eps or ell >= T):
+        while True:
+            _, worst, _ = out
+            if worst.score <= (ell + 1) / eps or ell >= T:
+                break
             if clock is not None:
                 clock.check(detail=f" (quilts of up to {ell} nodes searched)")
             ell = min(T, 2 * ell)
@@ -1094,7 +1133,7 @@ class _ChainRun:
 
 
 class _MixingScan:
-    """The node scan of :meth:`MQMExact._mixing_run` (fixed start, certified mixing bound), step by step."""
+    """The node scan of :func:`_mixing_run` (fixed start, certified mixing bound), step by step."""
 
     KINDS = {(True, True): "two", (True, False): "left", (False, True): "right"}
 
@@ -1121,20 +1160,20 @@ class _MixingScan:
             r = stat.search(self.mid, self.ell)
         finally:
             stat.eps = self.eps
-        return r if (any_kind or r[1] == "two") else None
+        return r if (any_kind or r.kind == "two") else None
 
     def candidates(self, i: int, cap: float):
         """(certificate <= cap or None, best seed) from the previous and the twin's quilts at node i."""
         search, T, r0 = self.search, self.T, self.r0
         seed = None
-        for a, b in ((self.prev, (r0[2], r0[3])) if self.prev else ((r0[2], r0[3]),)):
+        for a, b in ((self.prev, (r0.a, r0.b)) if self.prev else ((r0.a, r0.b),)):
             if (a or b) and a < i and i + b <= T and max(a, b) <= search.L:
                 card = (a + b - 1) if (a and b) else (T - i + a) if a else (i + b - 1)
                 if card > self.ell:
                     continue
                 sc, d = search.quilt_score(i, a, b)
-                cand = (sc, self.KINDS[(a > 0, b > 0)], a, b, d, card)
-                if seed is None or sc < seed[0]:
+                cand = ChainQuiltResult(sc, self.KINDS[(a > 0, b > 0)], a, b, d, card)
+                if seed is None or sc < seed.score:
                     seed = cand
                 if sc <= cap:
                     return cand, seed
@@ -1142,7 +1181,7 @@ class _MixingScan:
 
     def _too_long(self) -> bool:
         """True if the worst score shows that longer quilts are needed (the caller doubles l)."""
-        return self.worst[0] > (self.ell + 1) / self.eps and self.ell < self.T
+        return self.worst.score > (self.ell + 1) / self.eps and self.ell < self.T
 
     def _look_ahead(self, j: int) -> bool:
         """Search node j exactly (node optima are rising); True if longer quilts are needed.
@@ -1153,8 +1192,8 @@ class _MixingScan:
         _, seed_j = self.candidates(j, -math.inf)
         rj = self.search.search(j, self.ell, seed=seed_j)
         self.ahead[j] = rj
-        self.m_exact = max(self.m_exact, rj[0])
-        if rj[0] > self.worst[0]:
+        self.m_exact = max(self.m_exact, rj.score)
+        if rj.score > self.worst.score:
             self.rise += 1
             self.worst_i, self.worst = j, rj
             return self._too_long()
@@ -1163,7 +1202,7 @@ class _MixingScan:
 
     def _node(self, i: int):
         """Node i's result (exact, or an upper bound <= the cap), or None if longer quilts are needed."""
-        cap = self.s0 if self.worst is None else max(self.worst[0], self.s0)
+        cap = self.s0 if self.worst is None else max(self.worst.score, self.s0)
         if i in self.ahead:
             return self.ahead.pop(i)
         # cheap certificate: the previous node's quilt, then the stationary optimum's, at node i
@@ -1172,12 +1211,12 @@ class _MixingScan:
         if r is None and self.worst is not None and j < self.T and j not in self.ahead:
             if self._look_ahead(j):
                 return None
-            cap = max(self.worst[0], self.s0)
+            cap = max(self.worst.score, self.s0)
             r, seed = self.candidates(i, cap)
         if r is None:
             r = self.search.search(i, self.ell, cap=cap, seed=seed)
-            if r[0] > cap:
-                self.m_exact = max(self.m_exact, r[0])
+            if r.score > cap:
+                self.m_exact = max(self.m_exact, r.score)
         return r
 
     def _mixing_bounds(self, i: int) -> list:
@@ -1203,23 +1242,24 @@ class _MixingScan:
         for drift in drifts:
             omega = base + drift
             if omega < eps - self.e_star:
-                out.append((omega, (r0[5] / (eps - omega - self.e_star), "two", r0[2], r0[3], self.e_star, r0[5])))
+                score = r0.card / (eps - omega - self.e_star)
+                out.append((omega, ChainQuiltResult(score, "two", r0.a, r0.b, self.e_star, r0.card)))
         return out
 
     def run(self):
-        """(node, result tuple, info) of the scan, or None (see :meth:`MQMExact._mixing_run`)."""
+        """(node, ChainQuiltResult, info) of the scan, or None (see :func:`_mixing_run`)."""
         T, eps = self.T, self.eps
         self.stat.share_tables(self.search)
         self.r0 = r0 = self.stat_bound(eps)
         if r0 is None:
             if self.ell < T:  # as the stationary shortcut does: look at longer quilts first
-                return self.mid, (math.inf, "trivial", 0, 0, 0.0, T), {}
+                return self.mid, ChainQuiltResult(math.inf, "trivial", 0, 0, 0.0, T), {}
             return None
-        self.s0, self.e_star = r0[0], r0[4]
+        self.s0, self.e_star = r0.score, r0.influence
         rtol = self.rtol
         self.target = target = rtol * (eps - self.e_star) / (1 + rtol) if math.isfinite(self.s0) else 0.0
         stop: int | None = None
-        bound: tuple | None = None
+        bound: ChainQuiltResult | None = None
         omega = math.inf
         clock = self.search.clock
         for i in range(1, T + 1):
@@ -1230,14 +1270,14 @@ class _MixingScan:
             r = self._node(i)
             if r is None:
                 return self.worst_i, self.worst, {}
-            if r[1] != "trivial":
-                self.prev = (r[2], r[3])
-            if self.worst is None or r[0] > self.worst[0]:
+            if r.kind != "trivial":
+                self.prev = (r.a, r.b)
+            if self.worst is None or r.score > self.worst.score:
                 self.worst_i, self.worst = i, r
                 if self._too_long():
                     return self.worst_i, self.worst, {}
             for omega, bound in self._mixing_bounds(i):
-                if bound[0] <= self.worst[0] or omega <= target:
+                if bound.score <= self.worst.score or omega <= target:
                     stop = i
                     break
             if stop is not None:
@@ -1249,22 +1289,21 @@ class _MixingScan:
         worst_i, worst, m_exact = self.worst_i, self.worst, self.m_exact
         info: dict[str, Any] = {"early_nodes_searched": searched}
         if stop is None:  # every node searched
-            exact = m_exact >= worst[0]
+            exact = m_exact >= worst.score
             info.update({"mixing_node": int(self.T), "mixing_error": 0.0, "exact": bool(exact),
-                         "sigma_lower_bound": float(m_exact), "certified_gap": float(worst[0] - m_exact)})
+                         "sigma_lower_bound": float(m_exact), "certified_gap": float(worst.score - m_exact)})
             return worst_i, worst, info
-        if bound[0] > worst[0]:  # a later node may be the worst: report the certified stationary quilt
-            sc, kind, a, b, d, card = bound
-            worst_i, worst = self.mid, (sc, kind, a, b, d + omega, card)
+        if bound.score > worst.score:  # a later node may be the worst: report the certified stationary quilt
+            worst_i, worst = self.mid, replace(bound, influence=bound.influence + omega)
         # lower bound: the exact early nodes, and the middle node (e_mid >= e_pi - Omega)
         lower = m_exact
         ell, mid = self.ell, self.mid
-        if m_exact < worst[0] and mid - ell > stop and mid > stop:
+        if m_exact < worst.score and mid - ell > stop and mid > stop:
             lo = self.stat_bound(self.eps + omega, any_kind=True)
-            lower = max(lower, min(lo[0], (ell + 1) / self.eps))
-        info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound[0]),
+            lower = max(lower, min(lo.score, (ell + 1) / self.eps))
+        info.update({"mixing_node": int(stop), "mixing_error": float(omega), "stationary_bound": float(bound.score),
                      "early_nodes_max": float(m_exact), "sigma_lower_bound": float(lower),
-                     "certified_gap": float(max(0.0, worst[0] - lower)), "exact": bool(m_exact >= worst[0])})
+                     "certified_gap": float(max(0.0, worst.score - lower)), "exact": bool(m_exact >= worst.score)})
         return worst_i, worst, info
 
 

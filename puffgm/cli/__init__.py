@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         p = sub.add_parser(name, help=help_text, description=help_text)
         mod.register(p)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(run_command=mod.run)
     return parser
 
 
@@ -80,7 +80,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     debug = debug or os.environ.get("PUFFGM_DEBUG", "").strip() not in ("", "0")
     try:
-        out = args._run(args)
+        out = args.run_command(args)
     except KeyboardInterrupt:  # pragma: no cover
         sys.stderr.write("puffgm: error: interrupted\n")
         return 2

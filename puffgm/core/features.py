@@ -22,7 +22,7 @@ True
 
 from __future__ import annotations
 
-import sys
+import inspect
 import threading
 
 from puffgm.exceptions import CompositionError, ParameterError
@@ -78,7 +78,11 @@ def require_puffgm_caller(what: str, depth: int = 2) -> None:
     """
     if "honest-but-curious" in _ENABLED:
         return
-    module = sys._getframe(depth).f_globals.get("__name__", "")
+    frame = inspect.currentframe()  # this function's frame; ``depth`` frames up is the caller to judge
+    for _ in range(depth):
+        frame = frame.f_back if frame is not None else None
+    module = frame.f_globals.get("__name__", "") if frame is not None else ""
+    del frame  # no reference cycle through the frames (the inspect documentation's advice)
     if module == "puffgm" or module.startswith("puffgm."):
         return
     raise CompositionError(

@@ -199,7 +199,7 @@ class BoxProbability:
                 x[:, k] = np.minimum(np.maximum(x[:, k] + gk / dg[k], A[:, k]), B[:, k])
         return x
 
-    def _dual_upper(self, mu, A, B, x0, y):
+    def dual_upper(self, mu, A, B, x0, y):
         """The convex-duality upper bound (module docstring) on sub-boxes rows of (A, B) with expansion
         points x0 and tangent points y (any x0 and y give a valid bound); also f0 and g = P (mu - x0)."""
         dx = x0 - mu
@@ -216,7 +216,7 @@ class BoxProbability:
         ``sweeps`` mean-field sweeps (default the instance's); with ``want_mean`` also the mean of the
         product density q of the Gibbs bound (absolute coordinates), x0 and y."""
         x0 = self._mode(np.broadcast_to(mu, A.shape).copy(), A, B)
-        _, f0, g = self._dual_upper(mu, A, B, x0, None)
+        _, f0, g = self.dual_upper(mu, A, B, x0, None)
         a, b = A - x0, B - x0
         dg = self.diag
         theta = g.copy()
@@ -238,7 +238,7 @@ class BoxProbability:
         cross = _quad(m, self.off)
         lower = f0 + np.sum((g - theta) * m + logZ, axis=1) - 0.5 * cross
         y = m
-        upper = self._dual_upper(mu, A, B, x0, y)[0]
+        upper = self.dual_upper(mu, A, B, x0, y)[0]
         # spread proxy: effective width of q_k (exponential decay scale or normal scale), times coupling
         s = 1.0 / np.sqrt(dg)
         nu = theta / dg
@@ -398,7 +398,7 @@ class SubBoxes:
         :class:`BoxProbability` on the kept sub-boxes with the expansion points x0 and tangent points y of
         mu0 (valid for any x0 and y; one vectorised one-dimensional integral per coordinate)."""
         box = self.box
-        U = box._dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
+        U = box.dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
         ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
         with np.errstate(invalid="ignore"):
             return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)

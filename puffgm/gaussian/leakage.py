@@ -374,7 +374,9 @@ class GaussianRegionModel:
         The pinned engines, the marginal bound and the cell engine's budget (:class:`ModelOptions`;
         default ``ModelOptions()``).  The resolved settings are also attributes of the model
         (``pinned_engines``, ``marginal``, ``cell_budget``, ``cell_seconds``, ``cell_target``,
-        ``cell_checkpoint_dir``, ``cell_bonferroni``, ``cell_lazy_gap``).
+        ``cell_checkpoint_dir``, ``cell_bonferroni``, ``cell_lazy_gap``), and so are ``sd``, the
+        untruncated marginal standard deviations, and the regressions :meth:`regress` and
+        :meth:`affine_range` that the leakage bounds read.
     """
 
     def __init__(self, cov, lower, upper, delta, mean=None, *, tol: float = 1e-5, atol: float = 1e-4,
@@ -416,7 +418,7 @@ class GaussianRegionModel:
         # marginal regressions x_k | x_i (for the marginal Bonferroni term), all pairs at once
         self._beta0 = cov / np.diag(cov)[None, :]          # [k, i] = Sigma_ki / Sigma_ii
         self._tau0 = np.sqrt(np.maximum(np.diag(cov)[:, None] - cov ** 2 / np.diag(cov)[None, :], 0.0))
-        self._sd = sd
+        self.sd = sd  # the untruncated marginal standard deviations sqrt(Sigma_ii)
 
     def _set_options(self, options):
         """Validate the :class:`ModelOptions` and keep them as attributes."""
@@ -461,7 +463,7 @@ class GaussianRegionModel:
                 f"Coordinate {i}'s support [{self.lower[i]:g}, {self.upper[i]:g}] is too short for two disjoint "
                 f"regions of width {self.delta:g}.")
 
-    def _regress(self, targets, cond):
+    def regress(self, targets, cond):
         """(beta [len(targets), len(cond)], residual variances, cond-number of Sigma_CC)."""
         if len(cond) == 0:
             return np.zeros((len(targets), 0)), np.diag(self.cov)[targets].copy(), 1.0
@@ -477,7 +479,7 @@ class GaussianRegionModel:
         var = np.diag(self.cov)[targets] - np.sum(Z * Z, axis=0)
         return beta, var, float(np.linalg.cond(S))
 
-    def _affine_range(self, beta_row, cond):
+    def affine_range(self, beta_row, cond):
         """Range of sum_c beta_c (x_c - m_c) over the box of the conditioning coordinates."""
         if len(cond) == 0:
             return 0.0, 0.0
@@ -558,7 +560,7 @@ class GaussianRegionModel:
                 return np.zeros_like(ua)
             return zero, zero
         tau0 = self._tau0[ok, i].copy()
-        tau0[tau0 <= 1e-13 * self._sd[ok]] = 0.0
+        tau0[tau0 <= 1e-13 * self.sd[ok]] = 0.0
         tails_m = ConditionalTails(self.mean[ok], self.mean[ok], self._beta0[ok, i], tau0, self.lower[ok],
                                    self.upper[ok])
 
@@ -650,7 +652,7 @@ class GaussianRegionModel:
         """Theorem 9 as the paper computes it: sup over mu in [mu_lo, mu_hi] of the conditional log ratio
         (x_i | x_C ~ N(mu, sig^2)) minus the untruncated marginal log ratio, on a grid of ``grid`` region
         positions (disjoint pairs; :func:`puffgm.gaussian.primitives.theorem9_sweep`)."""
-        return theorem9_sweep((self.lower[i], self.upper[i]), self.delta, (self.mean[i], self._sd[i]), (mu_lo, mu_hi),
+        return theorem9_sweep((self.lower[i], self.upper[i]), self.delta, (self.mean[i], self.sd[i]), (mu_lo, mu_hi),
                               sig, grid)
 
 
@@ -661,22 +663,22 @@ class _Split:
     def __init__(self, model, i, cond, high):
         self.model, self.i, self.cond, self.high = model, i, cond, high
         self.delta = model.delta
-        self.lo_i, self.hi_i, self.m_i, self.s0 = model.lower[i], model.upper[i], model.mean[i], model._sd[i]
+        self.lo_i, self.hi_i, self.m_i, self.s0 = model.lower[i], model.upper[i], model.mean[i], model.sd[i]
         # x_i | x_C
-        beta_i, var_i, self.cond_a = model._regress([i], cond)
+        beta_i, var_i, self.cond_a = model.regress([i], cond)
         self.var_i = float(var_i[0])
         self.degenerate = self.var_i <= 1e-13 * model.cov[i, i]
         if self.degenerate:
             return
         self.sig = math.sqrt(self.var_i)
-        a_lo, a_hi = model._affine_range(beta_i[0], cond)
+        a_lo, a_hi = model.affine_range(beta_i[0], cond)
         self.mu_lo, self.mu_hi = self.m_i + a_lo, self.m_i + a_hi
         # x_k | x_i, x_C for k in H'
         if high:
-            beta_k, var_k, self.cond_b = model._regress(high, [i] + cond)
+            beta_k, var_k, self.cond_b = model.regress(high, [i] + cond)
             tau_k = np.sqrt(np.maximum(var_k, 0.0))
             tau_k = np.where(var_k <= 1e-13 * np.diag(model.cov)[high], 0.0, tau_k)
-            base_k = np.array([model._affine_range(beta_k[t, 1:], cond) for t in range(len(high))])
+            base_k = np.array([model.affine_range(beta_k[t, 1:], cond) for t in range(len(high))])
             base_k = base_k + model.mean[high][:, None]
             self.base_k, self.slope_k = base_k, beta_k[:, 0]
             hk = np.array(high)
@@ -836,9 +838,9 @@ class _Split:
         grid = np.linspace(lo_i, hi_i - delta, max(16, int(math.ceil(2 * (hi_i - lo_i - delta) / delta))) + 1)
         for p_ in high:
             rest = [k for k in high if k != p_]
-            beta_r, var_r, cond_r = model._regress(rest, [i, p_] + cond)
+            beta_r, var_r, cond_r = model.regress(rest, [i, p_] + cond)
             tau_r = np.where(var_r <= 1e-13 * np.diag(model.cov)[rest], 0.0, np.sqrt(np.maximum(var_r, 0.0)))
-            base_r = np.array([model._affine_range(beta_r[t, 1:], [p_] + cond) for t in range(len(rest))])
+            base_r = np.array([model.affine_range(beta_r[t, 1:], [p_] + cond) for t in range(len(rest))])
             base_r = base_r + model.mean[rest][:, None]
             tails_r = ConditionalTails(base_r[:, 0], base_r[:, 1], beta_r[:, 0], tau_r, model.lower[rest],
                                        model.upper[rest])

@@ -200,15 +200,10 @@ class LinearGaussianPrior:
         return self._model
 
     def moral_graph(self):
+        """The moral graph of the network (``networkx.moral_graph``: parents married, directions dropped)."""
         import networkx as nx
 
-        g = nx.Graph()
-        g.add_nodes_from(self.nodes)
-        g.add_edges_from(self.dag.to_undirected().edges)
-        for v in self.nodes:
-            for a, b in itertools.combinations(self.parents[v], 2):
-                g.add_edge(a, b)
-        return g
+        return nx.moral_graph(self.dag)
 
     def to_dict(self) -> dict:
         """The JSON file format (see the module docstring)."""
@@ -474,7 +469,7 @@ def _resolve(pc, protected, secrets):
         return _protected(pc, protected)
     if protected is not None:
         raise ParameterError("Give either 'secrets' or 'protected', not both.")
-    if getattr(secrets, "_pairs", None):
+    if getattr(secrets, "pairs", None):
         raise ParameterError("Value pairs do not apply to Gaussian region secrets; give protected nodes only.")
     return list(secrets.protected_nodes(pc))
 

@@ -106,12 +106,10 @@ def _worker_search(prior_class, secrets, max_quilt_states, exhaustive, max_table
     keyed by node) is dropped at the start of every task, so a node's result and the counts
     do not depend on the nodes searched before it in the same worker.
     """
-    key = (prior_class.fingerprint, secrets[0], tuple(sorted(secrets[1].items())), max_quilt_states, exhaustive,
-           max_table_entries)
+    key = (prior_class.fingerprint, secrets.key(), max_quilt_states, exhaustive, max_table_entries)
     if getattr(_WORKER, "key", None) != key:
         _WORKER.key, _WORKER.search = None, None  # free the previous calibration's search first
-        spec = SecretSpec(protected=secrets[0], pairs=secrets[1])  # sent as plain data
-        _WORKER.search = QuiltSearch(prior_class, spec, max_quilt_states, exhaustive, max_table_entries)
+        _WORKER.search = QuiltSearch(prior_class, secrets, max_quilt_states, exhaustive, max_table_entries)
         _WORKER.key = key
     return _WORKER.search
 
@@ -229,8 +227,7 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
         size = 1  # one node per task, so the time budget is checked often
         deadline = time.time() + clock.limit - (time.perf_counter() - clock.start)
     chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
-    spec = (search.secrets._protected, dict(search.secrets._pairs))
-    args = (search.prior_class, spec, search.max_quilt_states, search.exhaustive, search.max_table_entries)
+    args = (search.prior_class, search.secrets, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     where = f"n_jobs={n_jobs}" if client is None else "a Dask worker"
     results = _chunk_results(args, chunks, epsilon, deadline, n_jobs, client)
@@ -314,12 +311,8 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     every, nodes = nodes, [n for n in nodes if n not in search.fallback]
     if not nodes:  # every node fell back: no lower bound but the trivial 0
         return _with_prior(best, prior_index), 0.0, {}, False
-    engine = search.engine
-    check, engine.deadline_check = engine.deadline_check, None
-    try:
+    with search.engine.without_deadline():
         quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=0)
-    finally:
-        engine.deadline_check = check
     try:
         if not search.exhaustive and budget > 0:
             top = max(c.score for c in best.values())
@@ -331,7 +324,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
                 return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
         if not search.exhaustive:
             _refine_worst(search, best, every, epsilon,
-                          lambda n: refined.append((prior_index, n) if prior_index else n), search.fallback)
+                          lambda n: refined.append(_PriorNode(prior_index, n)), search.fallback)
         best, lower, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=budget,
                                                  certify_budget=certify_budget)
         stopped = False
@@ -482,6 +475,21 @@ class NetworkOptions:
 NETWORK_OPTIONS = tuple(f.name for f in fields(NetworkOptions))
 
 
+@dataclass(frozen=True)
+class _PriorNode:
+    """A protected node under one prior of the class: ``prior`` its index in the class, ``node`` its name."""
+
+    prior: int
+    node: str
+
+    def detail(self):
+        """Its form in the result's details (unchanged): the name under prior 0, (prior, name) otherwise."""
+        return (self.prior, self.node) if self.prior else self.node
+
+    def __str__(self) -> str:
+        return f"{self.node} (prior {self.prior})" if self.prior else self.node
+
+
 @dataclass
 class _Run:
     """One calibration's validated options and bookkeeping: workers, progress bar, time budget, refined nodes."""
@@ -490,7 +498,7 @@ class _Run:
     jobs: int
     bar: Any  # a tqdm bar, or None
     clock: _Clock
-    refined: list
+    refined: list[_PriorNode]
     client: Any = None  # a distributed.Client: the node searches run on its workers
 
 
@@ -501,13 +509,13 @@ class _Found:
     best: dict
     lower: list
     per_prior: list
-    searched: list
+    searched: list[_PriorNode]
     planes: list
     evaluations: int = 0
     skipped: int = 0
     family: str | None = None
     stopped: bool = False
-    fallback: list = field(default_factory=list)  # nodes (or (prior, node)) given the trivial quilt
+    fallback: list[_PriorNode] = field(default_factory=list)  # the nodes given the trivial quilt
     fallback_sigma: float = 0.0  # their largest score card(X_N) / epsilon
     searched_sigma: float = 0.0  # the largest score of the other nodes
 
@@ -596,7 +604,7 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
                 run.bar.close()
             raise
         found.lower.append(lower_t)
-        found.searched.extend(((t, v) if t else v) for v in certs)
+        found.searched.extend(_PriorNode(t, v) for v in certs)
         found.planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
                             for c in certs.values() if c.cutting_planes is not None)
         found.evaluations += search.engine.evaluations
@@ -613,7 +621,7 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
 
 def _record_fallback(found: _Found, mine: dict, fallback: list, prior_index: int) -> None:
     """Add one prior's fallback nodes (given the trivial quilt) and the two largest scores to ``found``."""
-    found.fallback.extend(((prior_index, v) if prior_index else v) for v in fallback)
+    found.fallback.extend(_PriorNode(prior_index, v) for v in fallback)
     for v, c in mine.items():
         if v in fallback:
             found.fallback_sigma = max(found.fallback_sigma, c.score)
@@ -623,7 +631,7 @@ def _record_fallback(found: _Found, mine: dict, fallback: list, prior_index: int
 
 def _fallback_note(found: _Found, limit: int, sigma_max: float) -> str:
     """The note naming the nodes that fell back to the trivial quilt and the sigma it implies."""
-    names = [v if isinstance(v, str) else f"{v[1]} (prior {v[0]})" for v in found.fallback]
+    names = [str(v) for v in found.fallback]
     shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
     effect = ("sets sigma_max" if found.fallback_sigma >= sigma_max
               else f"is below sigma_max = {sigma_max:.6g}")
@@ -682,7 +690,7 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
     group = pc.largest_component() / epsilon
     opts = run.opts
     notes = _calibration_notes(pc, found, opts, sigma_max, group)
-    fallback = ({"fallback_nodes": tuple(found.fallback), "fallback_sigma": found.fallback_sigma}
+    fallback = ({"fallback_nodes": tuple(v.detail() for v in found.fallback), "fallback_sigma": found.fallback_sigma}
                 if found.fallback else {})
     return CalibrationResult(
         epsilon=epsilon,
@@ -705,10 +713,10 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
             "influence_evaluations": found.evaluations,
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)
             "secrets_description": repr(secrets),
-            "refined_nodes": tuple(run.refined),
+            "refined_nodes": tuple(v.detail() for v in run.refined),
             "per_prior_lower_bound": tuple(found.lower),
             "search_budget": opts.search_budget,
-            "branch_and_bound_nodes": tuple(found.searched),
+            "branch_and_bound_nodes": tuple(v.detail() for v in found.searched),
             "certify_budget": opts.certify_budget,
             "cutting_plane_nodes": tuple(found.planes),
             "skipped_quilts": found.skipped,

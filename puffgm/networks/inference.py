@@ -39,6 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -248,6 +249,25 @@ class _Underflow(Exception):
 _LOG_FLOOR = math.log(1e-280)
 
 
+@dataclass(frozen=True)
+class _JunctionTree:
+    """The calibrated junction tree of :meth:`LogVariableElimination._tree` (one clique per variable).
+
+    ``cliques[k]`` (variable k first, then its neighbours eliminated later), ``parent[k]`` (None at a
+    root), ``beta[k]`` = P(C_k), ``sep[k]`` = P(S_k) on the separator towards the parent (None at a
+    root), ``blo[k]`` a lower bound on log of the positive entries of ``beta[k]``, ``biggest`` the
+    largest clique table (entries) and ``nbrs[k]`` the cliques adjacent to k.
+    """
+
+    cliques: list
+    parent: list
+    beta: list
+    sep: list
+    blo: list
+    biggest: int
+    nbrs: list
+
+
 class LogVariableElimination:
     """Exact log-marginals of one :class:`~puffgm.networks.priors.NetworkPrior`.
 
@@ -292,6 +312,8 @@ class LogVariableElimination:
         self._cache_size = cache_size
         self._cached_entries = 0
         self._anc: dict[str, frozenset[str]] = {}
+        # kept by measurement (python bench/graph_functions.py; docs/architecture.md, "Graph functions"):
+        # one nx.ancestors per node is 13-17 times slower on alarm, hailfinder and win95pts
         for n in prior.nodes:  # topological order: parents' ancestor sets are ready
             s = set()
             for p in prior.parents[n]:
@@ -316,7 +338,8 @@ class LogVariableElimination:
         self._anc_bits = bits
         self.fallbacks = 0
         # junction tree for pairwise marginals, built on first use: False until then, None if too large
-        self._jt: Any = False
+        self._jt: _JunctionTree | None = None
+        self._jt_tried = False  # _tree() builds the tree once; None after that: too large or not certifiable
         self._bfs_cache: dict[int, tuple[dict, dict]] = {}
         self._cond_cache: dict[tuple[int, int], tuple] = {}
 
@@ -581,7 +604,7 @@ class LogVariableElimination:
         tree = self._tree()
         if tree is None:
             return None
-        cliques, parent, beta, sep, blo, _, nbrs = tree
+        cliques, beta, blo = tree.cliques, tree.beta, tree.blo
         up, dist = self._bfs(root)
         chosen = set()
         for j in keep_idx:
@@ -607,7 +630,8 @@ class LogVariableElimination:
         """(parent towards ``root``, distance) of every clique of root's tree; a few roots are kept."""
         hit = self._bfs_cache.get(root)
         if hit is None:
-            nbrs = self._jt[6]
+            assert self._jt is not None  # a root is asked for only once the tree is built
+            nbrs = self._jt.nbrs
             up, dist = {root: None}, {root: 0}
             frontier = [root]
             while frontier:
@@ -631,7 +655,9 @@ class LogVariableElimination:
         key = (w, towards)
         hit = self._cond_cache.get(key)
         if hit is None:
-            cliques, parent, beta, sep, blo, _, _ = self._jt
+            tree = self._jt
+            assert tree is not None  # conditionals are asked for only once the tree is built
+            cliques, parent, beta, sep, blo = tree.cliques, tree.parent, tree.beta, tree.sep, tree.blo
             child = w if parent[w] == towards else towards
             s_vars = cliques[child][1:]
             cw = cliques[w]
@@ -676,7 +702,8 @@ class LogVariableElimination:
         if tree is None:
             return None
         k0 = self._index[node]
-        cliques, parent, beta, sep, blo, biggest, nbrs = tree
+        cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
+        biggest = tree.biggest
         card = self._card
         total = sum(b.size for b in beta)
         if biggest * card[k0] > self.max_table_entries or total * card[k0] > PAIR_PASS_MAX_ENTRIES:
@@ -733,9 +760,9 @@ class LogVariableElimination:
 
     def _tree(self):
         """The calibrated junction tree (built once; None if too large or not certifiable)."""
-        if self._jt is not False:
+        if self._jt_tried:
             return self._jt
-        self._jt = None
+        self._jt_tried = True
         card = self._card
         n = len(card)
         tree = elimination_tree(card, self._fvars, max_clique=self.max_table_entries,
@@ -794,7 +821,8 @@ class LogVariableElimination:
             for v in cliques[k]:
                 var_cliques[v].append(k)
         self._var_cliques = var_cliques
-        self._jt = (cliques, parent, beta, sep, blo, max(b.size for b in beta), nbrs)
+        self._jt = _JunctionTree(cliques=cliques, parent=parent, beta=beta, sep=sep, blo=blo,
+                                 biggest=max(b.size for b in beta), nbrs=nbrs)
         return self._jt
 
     # ------------------------------------------------------------ log road

@@ -24,7 +24,8 @@ Both orders (a, b) and (b, a) of every discriminative pair are taken.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -168,10 +169,28 @@ class InfluenceEngine:
         self._pair_node = self._pair_results_node = self._pair_results = None
         self._pair_tables = []
 
+    @contextmanager
+    def without_deadline(self) -> Iterator[None]:
+        """Suspend :attr:`deadline_check` inside the block (a step that must finish once started)."""
+        check, self.deadline_check = self.deadline_check, None
+        try:
+            yield
+        finally:
+            self.deadline_check = check
+
+    def _key(self, node, quilt) -> tuple:
+        """The cache key of e(quilt | node): the quilt in the class's node order."""
+        return node, tuple(sorted(quilt, key=self._position.__getitem__)) if len(quilt) > 1 else tuple(quilt)
+
+    def remember(self, node, quilt, influence: Influence) -> None:
+        """Keep an influence known without inference (for example 0 for a node independent of
+        X_node) as if computed: :meth:`max_influence` returns it, ``evaluations`` does not count it."""
+        self._cache[self._key(node, quilt)] = influence
+
     def max_influence(self, node, quilt) -> Influence:
         """e_Theta(X_quilt | X_node) with its witness (Definition 4.1)."""
-        quilt = tuple(sorted(quilt, key=self._position.__getitem__)) if len(quilt) > 1 else tuple(quilt)
-        key = (node, quilt)
+        key = self._key(node, quilt)
+        quilt = key[1]
         hit = self._cache.get(key)
         if hit is not None:
             return hit

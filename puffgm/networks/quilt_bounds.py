@@ -87,7 +87,7 @@ import numpy as np
 from puffgm.core.validation import check_positive_finite, check_positive_int
 from puffgm.networks.influence import InfluenceEngine
 from puffgm.networks.priors import PriorClass, load_prior_class
-from puffgm.networks.quilts import ancestral_set, moral_graph, remote_nodes
+from puffgm.networks.quilts import ancestral_set, remote_nodes
 from puffgm.networks.secrets import resolve_secrets
 
 __all__ = [
@@ -276,7 +276,9 @@ def network_lower_bound(prior, *, epsilon, secrets=None, protected=None, max_nod
     nodes = list(secrets.protected_nodes(pc))
     if max_nodes is not None:
         max_nodes = check_positive_int(max_nodes, "max_nodes", "network_lower_bound")
-        moral = moral_graph(pc.dag)
+        import networkx as nx
+
+        moral = nx.moral_graph(pc.dag)
         nodes = sorted(nodes, key=lambda v: (-moral.degree(v), pc.nodes.index(v)))[:max_nodes]
     best, arg = -math.inf, None
     for theta in pc.priors:

@@ -38,7 +38,6 @@ from puffgm.networks.quilts import (
     MarkovQuilt,
     distance_layers,
     exhaustive_quilts,
-    moral_graph,
     use_exhaustive,
 )
 from puffgm.networks.secrets import SecretSpec
@@ -186,7 +185,7 @@ class QuiltSearch:
                 if not quilt or next(iter(quilt)) not in self._make(node, frozenset()).remote:
                     raise
                 zero = Influence(0.0, None)
-                self.engine._cache[(node, tuple(quilt))] = zero
+                self.engine.remember(node, quilt, zero)
                 return zero
             self.skipped += 1
             return None
@@ -197,9 +196,11 @@ class QuiltSearch:
 
     @property
     def moral(self):
-        """The moral graph of the DAG (:func:`puffgm.networks.quilts.moral_graph`), built once."""
+        """The moral graph of the DAG (``networkx.moral_graph``), built once."""
         if self._moral is None:
-            self._moral = moral_graph(self.dag)
+            import networkx as nx
+
+            self._moral = nx.moral_graph(self.dag)
         return self._moral
 
     @property

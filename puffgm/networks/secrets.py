@@ -55,6 +55,20 @@ class SecretSpec:
     def __setattr__(self, key, value):
         raise AttributeError("SecretSpec is immutable")
 
+    def __reduce__(self):
+        # immutable slots cannot be restored by setattr: rebuild from the validated fields (worker processes)
+        return (SecretSpec, (self._protected, self._pairs))
+
+    @property
+    def protected(self) -> tuple[str, ...] | None:
+        """The protected nodes as given (None: every node), not yet checked against a prior."""
+        return self._protected
+
+    @property
+    def pairs(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        """The discriminative value pairs as given, per node (a copy; a node not listed: every pair)."""
+        return dict(self._pairs)
+
     def protected_nodes(self, prior_class) -> tuple:
         """The protected nodes, validated against the class, in the class's node order."""
         if self._protected is None:

@@ -414,9 +414,10 @@ def test_a_worker_keeps_its_search_between_tasks_and_each_task_matches_a_fresh_s
     """The parallel road's worker reuses one QuiltSearch per calibration; a task's quilts, new
     influences and counts are those of a fresh search of its nodes."""
     from puffgm.networks import calibration
+    from puffgm.networks.secrets import SecretSpec
 
     pc = load_prior_class("example:alarm")
-    spec = ((), {})
+    spec = SecretSpec()  # sent to the workers as it is (it pickles)
     args = (pc, spec, 10**5, False, None)
     first = calibration._best_chunk(*args, list(pc.nodes[:5]), 1.0)
     kept = calibration._worker_search(*args)

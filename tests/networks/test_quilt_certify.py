@@ -2,6 +2,7 @@
 
 import json
 
+import networkx as nx
 import numpy as np
 import pytest
 from _nets import random_network
@@ -148,14 +149,13 @@ def test_calibration_bound_includes_the_hubs_single_node_bounds():
     """While a gap remains, the single-node bounds of the 8 highest-degree nodes enter the bound (sound)."""
     from puffgm.networks.quilt_bounds import single_node_bound
     from puffgm.networks.quilt_search import HUB_NODES
-    from puffgm.networks.quilts import moral_graph
 
     rng = np.random.default_rng(61)
     for _ in range(3):
         net, _ = random_network(rng, n=10, p_edge=0.35, zero_prob=0.05, concentration=20.0, max_card=2)
         res = calibrate(net, epsilon=1.0, exhaustive=False, search_budget=0)
         search = QuiltSearch(PriorClass([net]))
-        moral = moral_graph(search.dag)
+        moral = nx.moral_graph(search.dag)
         hubs = sorted(net.nodes, key=lambda v: (-moral.degree(v), net.nodes.index(v)))[:HUB_NODES]
         hub_bound = max(single_node_bound(search.engine, v, epsilon=1.0) for v in hubs)
         assert res.sigma_lower_bound >= min(res.sigma_max, hub_bound) * (1 - 1e-12)
