@@ -53,7 +53,7 @@ LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 # ------------------------------------------------------------------ normal probabilities
 def log_interval_prob(lo, hi, mu, sigma):
-    """log P(lo < N(mu, sigma^2) < hi), elementwise, stable in both tails (-inf when empty)."""
+    r""":math:`\log P(lo < N(\mu, \sigma^2) < hi)`, elementwise, stable in both tails (-inf when empty)."""
     from scipy.special import log_ndtr
 
     lo = (np.asarray(lo, float) - mu) / sigma
@@ -68,12 +68,12 @@ def log_interval_prob(lo, hi, mu, sigma):
 
 
 def tails(lo, hi, m, tau):
-    """Row-wise tail probabilities P(N(m, tau_k^2) outside [lo_k, hi_k]).
+    r"""Row-wise tail probabilities :math:`P(N(m, \tau_k^2) \notin [\mathrm{lo}_k, \mathrm{hi}_k])`.
 
     Parameters
     ----------
     lo, hi, tau : (k,) arrays
-        Bounds and standard deviations of the rows (tau_k = 0: the indicator of m outside).
+        Bounds and standard deviations of the rows (:math:`\tau_k = 0`: the indicator of :math:`m` outside).
     m : (k, c) array
         Means, one column per cell.
     """
@@ -86,7 +86,7 @@ def tails(lo, hi, m, tau):
 
 
 def tail_prob(lo, hi, m, tau):
-    """P(N(m, tau^2) outside [lo, hi]), elementwise (tau = 0: the indicator of m outside)."""
+    r""":math:`P(N(m, \tau^2) \notin [lo, hi])`, elementwise (:math:`\tau = 0`: the indicator of :math:`m` outside)."""
     from scipy.special import ndtr
 
     m = np.asarray(m, float)
@@ -145,7 +145,7 @@ def max_inf_tail(ua, ub, m_i, base, slope, tau, lo, hi):
 
 
 def neglog1m(E):
-    """-log(1 - E), inf when E >= 1 (the Bonferroni correction of a tail sum E)."""
+    r""":math:`-\log(1 - E)`, inf when :math:`E \ge 1` (the Bonferroni correction of a tail sum :math:`E`)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
 
@@ -181,10 +181,10 @@ def log_gauss_exp(a, b, mu, s, lam, t0):
 
 @dataclass(frozen=True, eq=False)
 class PairLaw:
-    """A bivariate normal written through its first coordinate.
+    r"""A bivariate normal written through its first coordinate.
 
-    x_1 ~ N(m1, s1^2) and x_2 | x_1 = t ~ N(m2 + slope (t - m1), tau^2).  ``m1`` and ``m2`` may be
-    arrays of one shape (one law per element, the other fields shared).
+    :math:`x_1 \sim N(m_1, s_1^2)` and :math:`x_2 \mid x_1 = t \sim N(m_2 + \mathrm{slope}\,(t - m_1), \tau^2)`.
+    ``m1`` and ``m2`` may be arrays of one shape (one law per element, the other fields shared).
     """
 
     m1: float | np.ndarray
@@ -223,22 +223,23 @@ def lse_rows(x):
 # ------------------------------------------------------------------ the continuum of regions
 @dataclass(frozen=True)
 class RegionSweep:
-    """The continuum of regions [r, r + delta], r in [lo, hi - delta], and the branch and bound over it.
+    r"""The regions :math:`[r, r + \delta]`, :math:`r \in [lo, hi - \delta]`, and the branch and bound over them.
 
     Attributes
     ----------
     lo, hi : float
-        The support [lo_i, hi_i] of the secret coordinate.
+        The support :math:`[\mathrm{lo}_i, \mathrm{hi}_i]` of the secret coordinate.
     delta : float
         The width of a region.
     tol, atol : float
-        A sweep stops once its certified maximum is within max(atol, tol |best|) of the best value met.
+        A sweep stops once its certified maximum is within :math:`\max(\mathrm{atol}, \mathrm{tol}\,|\mathrm{best}|)` of
+        the best value met.
     iters : int
         Rounds of cell splitting at most.
     max_cells : int
         Cells at most (the sweep stops with its certified value when there are more).
     n_init : int, optional
-        Cells of the initial grid (default max(16, 2 (hi - lo - delta) / delta)).
+        Cells of the initial grid (default :math:`\max(16, 2 (\mathrm{hi} - \mathrm{lo} - \delta) / \delta)`).
     return_edges : bool
         Also return the final partitions (:func:`certified_region_max`, :func:`region_pair_bound`).
     """
@@ -255,12 +256,13 @@ class RegionSweep:
 
 
 def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
-    """Certified max over r in [lo, hi - delta] of F(r) + corr(r), by interval branch and bound.
+    r"""Certified max of :math:`F(r) + \mathrm{corr}(r)` on :math:`r \in [lo, hi-\delta]` (interval branch and bound).
 
-    Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
-    correction ``corr(u, v)`` that bounds the correction of every region inside [u, v]
-    (``None``: no correction).  On a cell [ra, rb] of width h, F minus its chord has second
-    derivative >= -K and vanishes at both ends, so F <= max(F(ra), F(rb)) + K h^2 / 8.  Pruned
+    Needs certified upper values ``fun_up(points)`` of :math:`F`, a curvature bound :math:`F'' \ge -K`, and a
+    correction ``corr(u, v)`` that bounds the correction of every region inside :math:`[u, v]`
+    (``None``: no correction).  On a cell :math:`[r_a, r_b]` of width :math:`h`, :math:`F` minus its chord has
+    second derivative :math:`\ge -K` and vanishes at both ends, so
+    :math:`F \le \max(F(r_a), F(r_b)) + K h^2 / 8`.  Pruned
     cells keep counting in the certified value.
 
     Parameters
@@ -268,9 +270,9 @@ def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
     sweep : RegionSweep
         The region continuum and the stopping rules.
     fun_up : callable
-        Certified upper values of F at an array of region positions.
+        Certified upper values of :math:`F` at an array of region positions.
     K : float
-        Curvature bound, F'' >= -K.
+        Curvature bound, :math:`F'' \ge -K`.
     corr : callable or None
         The correction of the regions inside [u, v], for arrays u, v.
 
@@ -388,28 +390,31 @@ def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, cor
 
 
 def theorem9_sweep(support, delta, marginal, mu_range, sig, grid):
-    """Theorem 9's value as the paper computes it (Bai, He, Gu, Kifer and Maeng, Theorem 9).
+    r"""Theorem 9's value as the paper computes it (Bai, He, Gu, Kifer and Maeng, Theorem 9).
 
-    The sup over mu of the conditional log ratio of two disjoint regions minus the untruncated marginal
-    log ratio, on a grid of region positions: max over mu in ``mu_range`` (the sup over the location family
-    is at an end, by the monotone likelihood ratio) and over disjoint pairs of ``grid`` regions of
+    The sup over :math:`\mu` of the conditional log ratio of two disjoint regions minus the untruncated marginal
+    log ratio, on a grid of region positions: max over :math:`\mu` in ``mu_range`` (the sup over the location
+    family is at an end, by the monotone likelihood ratio) and over disjoint pairs of ``grid`` regions of
 
-        [log N(R; mu, sig^2) - log N(R; m_i, s_i^2)] - [log N(R'; mu, sig^2) - log N(R'; m_i, s_i^2)],
+    $$
+    \left[\log N(R; \mu, \sigma^2) - \log N(R; m_i, s_i^2)\right]
+      - \left[\log N(R'; \mu, \sigma^2) - \log N(R'; m_i, s_i^2)\right],
+    $$
 
     at least 0.  Not a certified bound (the grid and the dropped truncation).
 
     Parameters
     ----------
     support : (float, float)
-        [lo_i, hi_i], the support of x_i.
+        :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`, the support of :math:`x_i`.
     delta : float
         Region width.
     marginal : (float, float)
-        (m_i, s_i), the untruncated marginal of x_i.
+        :math:`(m_i, s_i)`, the untruncated marginal of :math:`x_i`.
     mu_range : (float, float)
-        (mu_lo, mu_hi), the range of the conditional mean of x_i.
+        :math:`(\mu_{\mathrm{lo}}, \mu_{\mathrm{hi}})`, the range of the conditional mean of :math:`x_i`.
     sig : float
-        The conditional standard deviation of x_i.
+        The conditional standard deviation :math:`\sigma` of :math:`x_i`.
     grid : int
         Region positions.
     """
