@@ -502,22 +502,24 @@ class GaussianRegionModel:
 
     # ------------------------------------------------------------ the bound
     def marginal_corrections(self, i: int):
-        """(corr_num, corr_den) for the marginal of x_i under the truncated prior.
+        r"""(corr_num, corr_den) for the marginal of :math:`x_i` under the truncated prior.
 
-        Both are callables of region cells [ua, ub] (arrays; each cell covers every region
-        [r, r + delta] inside it).  With G(t) = P(x_-i in B_-i | x_i = t) and N0 = N(m_i, Sigma_ii),
-        P0(R) = N0(R) P(x_-i in B_-i | x_i in R) / Z, and
+        Both are callables of region cells :math:`[u_a, u_b]` (arrays; each cell covers every region
+        :math:`[r, r + \delta]` inside it).  With :math:`G(t) = P(x_{-i} \in B_{-i} \mid x_i = t)` and
+        :math:`N_0 = N(m_i, \Sigma_{ii})`, :math:`P_0(R) = N_0(R)\, P(x_{-i} \in B_{-i} \mid x_i \in R) / Z`, and
 
-        * ``corr_num`` >= -log P(x_-i in B_-i | x_i in R) (so P0(R) >= N0(R) exp(-corr_num) / Z): the
-          smaller of -log(1 - E0), E0 the Bonferroni sum of the tails of every other coordinate given
-          x_i in [ua, ub] (``inf`` when E0 >= 1), and -min(log G(ua), log G(ub)) (G is log-concave, so
-          its infimum over the cell is at an end), with certified lower bounds of log G from
-          (n - 1)-dimensional box probabilities;
-        * ``corr_den`` >= log P(x_-i in B_-i | x_i in R') (so P0(R') <= N0(R') exp(corr_den) / Z): the
-          smallest of log(1 - max_k inf tail_k), 0, and the certified upper bound of the probability of
+        * ``corr_num`` :math:`\ge -\log P(x_{-i} \in B_{-i} \mid x_i \in R)` (so
+          :math:`P_0(R) \ge N_0(R) \exp(-\mathrm{corr\_num}) / Z`): the smaller of :math:`-\log(1 - E_0)`,
+          :math:`E_0` the Bonferroni sum of the tails of every other coordinate given
+          :math:`x_i \in [u_a, u_b]` (``inf`` when :math:`E_0 \ge 1`), and :math:`-\min(\log G(u_a), \log G(u_b))`
+          (:math:`G` is log-concave, so its infimum over the cell is at an end), with certified lower bounds
+          of :math:`\log G` from :math:`(n - 1)`-dimensional box probabilities;
+        * ``corr_den`` :math:`\ge \log P(x_{-i} \in B_{-i} \mid x_i \in R')` (so
+          :math:`P_0(R') \le N_0(R') \exp(\mathrm{corr\_den}) / Z`): the smallest of
+          :math:`\log(1 - \max_k \inf \mathrm{tail}_k)`, 0, and the certified upper bound of the probability of
           the box expanded by the drift of the conditional mean over the cell,
-          prod_k [lo_k + min(0, -c_k h), hi_k + max(0, -c_k h)], c = Sigma_-i,i / Sigma_ii, h = ub - ua
-          (:mod:`puffgm.gaussian.marginal`).
+          :math:`\prod_k [lo_k + \min(0, -c_k h), hi_k + \max(0, -c_k h)]`,
+          :math:`c = \Sigma_{-i,i} / \Sigma_{ii}`, :math:`h = u_b - u_a` (:mod:`puffgm.gaussian.marginal`).
 
         Each term is a valid bound, so the minimum is.  The box terms are computed according to the
         model's ``marginal`` option (``"auto"``: on cells whose Bonferroni numerator term exceeds
@@ -591,24 +593,24 @@ class GaussianRegionModel:
 
     def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201,
                 pinned_engines: bool | None = None) -> RegionLeakage:
-        """Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
+        r"""Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
 
         Parameters
         ----------
         i : int
             Secret coordinate.
         cond : sequence of int
-            Conditioning set C (must not contain i).
+            Conditioning set :math:`C` (must not contain :math:`i`).
         high : sequence of int, optional
-            H' = the other high-influence coordinates, truncated to their box and integrated
-            out (default: every coordinate outside C and i, the general split of Definition 7).
+            :math:`H'` = the other high-influence coordinates, truncated to their box and integrated
+            out (default: every coordinate outside :math:`C` and :math:`i`, the general split of Definition 7).
             Coordinates in neither are integrated out *untruncated*: only valid when they are
-            independent of x_H given x_C (a Markov-quilt remote set).
+            independent of :math:`x_H` given :math:`x_C` (a Markov-quilt remote set).
         theorem9_grid : int
             Region positions of the Theorem 9 value reported alongside (:meth:`theorem9`).
         pinned_engines : bool, optional
-            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; monotone engine;
-            trivariate engine at b = 3; the cell engine at b >= 4 when the model's ``cell_budget`` > 0)
+            Run the :math:`b \ge 3` engines for pinned splits (bivariate + Bonferroni hybrid; monotone engine;
+            trivariate engine at :math:`b = 3`; the cell engine at :math:`b \ge 4` when the model's ``cell_budget`` > 0)
             when the Bonferroni sum is large; default: the model's setting.  Off, such splits
             keep the Bonferroni / range / precision-Lipschitz bound (often ``inf`` or loose).
 
