@@ -54,11 +54,12 @@ def _sel(x, mask, full):
 
 
 def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
-    """(log int_a^b exp(theta t - K t^2 / 2) dt, mean of t under that density), elementwise, K > 0.
+    r"""(:math:`\log \int_a^b \exp(\theta t - K t^2 / 2)\, dt`, mean of :math:`t` under that density), elementwise.
 
-    The exponent has vertex nu = theta / K and scale s = K^-1/2; with z = (t - nu) / s the integral is
-    s exp(theta^2 / (2 K)) int_{z_a}^{z_b} exp(-z^2 / 2) dz.  When nu lies outside [a, b] the last integral
-    is written with ``erfcx`` at the near end e, relative to the exponent's value theta e - K e^2 / 2 there
+    Needs :math:`K > 0`.  The exponent has vertex :math:`\nu = \theta / K` and scale :math:`s = K^{-1/2}`; with
+    :math:`z = (t - \nu) / s` the integral is :math:`s \exp(\theta^2 / (2K)) \int_{z_a}^{z_b} \exp(-z^2 / 2)\, dz`.
+    When :math:`\nu` lies outside :math:`[a, b]` the last integral is written with ``erfcx`` at the near end
+    :math:`e`, relative to the exponent's value :math:`\theta e - K e^2 / 2` there
     (no cancellation however far the vertex); when it lies inside, with normal probabilities.
     ``mean=False`` returns the log-integral only, ``logz=False`` the mean only (the mean-field sweeps need
     only the means; the same operations, so the same bits, as the pair)."""
@@ -134,8 +135,10 @@ def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
 
 
 def region_boxes(lo, hi, r, delta):
-    """(LO, HI) rows for :meth:`BoxProbability.bounds_many`: the box [lo, hi] with coordinate 0 replaced by
-    the region [r_t, r_t + delta], one row per r_t."""
+    r"""(LO, HI) rows for :meth:`BoxProbability.bounds_many`: the box :math:`[lo, hi]`, coordinate 0 replaced.
+
+    Coordinate 0 becomes the region :math:`[r_t, r_t + \delta]`, one row per :math:`r_t`.
+    """
     r = np.asarray(r, float)
     LO, HI = np.tile(lo, (len(r), 1)), np.tile(hi, (len(r), 1))
     LO[:, 0], HI[:, 0] = r, r + delta
@@ -163,10 +166,11 @@ def _spread_factor(P):
 
 
 class BoxProbability:
-    """Certified bounds of log P(x in B) for x ~ N(mu, P^-1), fixed precision P and many means mu.
+    r"""Certified bounds of :math:`\log P(x \in B)` for :math:`x \sim N(\mu, P^{-1})`, many means :math:`\mu`.
 
-    ``bounds(mu, lo, hi)`` returns (lower, upper) with upper - lower <= ``tol`` when the refinement
-    succeeds within ``max_boxes`` sub-boxes (otherwise the looser certified pair)."""
+    The precision :math:`P` is fixed.  ``bounds(mu, lo, hi)`` returns (lower, upper) with
+    :math:`\mathrm{upper} - \mathrm{lower} \le` ``tol`` when the refinement succeeds within ``max_boxes``
+    sub-boxes (otherwise the looser certified pair)."""
 
     def __init__(self, P, *, tol=1e-3, max_boxes=4000, sweeps=4):
         P = np.asarray(P, float)
@@ -253,12 +257,12 @@ class BoxProbability:
         return lower, upper, score
 
     def bounds(self, mu, lo, hi):
-        """Certified (lower, upper) of log P(x in [lo, hi]) for x ~ N(mu, P^-1), and the sub-box count."""
+        r"""Certified (lower, upper) of :math:`\log P(x \in [lo, hi])`, :math:`x \sim N(\mu, P^{-1})`; sub-box count."""
         L, U, n = self.bounds_many(mu, np.asarray(lo, float)[None, :], np.asarray(hi, float)[None, :])
         return float(L[0]), float(U[0]), int(n[0])
 
     def bounds_many(self, mu, lo, hi, tol=None, keep=False):
-        """Certified (lower, upper, sub-box counts) of log P(x in [lo_t, hi_t]) for the rows t of lo, hi.
+        r"""Certified (lower, upper, sub-box counts) of :math:`\log P(x \in [lo_t, hi_t])`, rows :math:`t` of lo, hi.
 
         All boxes share the mean ``mu``; the refinement runs on every box at once (one vectorised
         round splits, in each box still above the tolerance, the sub-boxes carrying more than the
@@ -329,16 +333,18 @@ class BoxProbability:
 
 @dataclass(frozen=True, eq=False)
 class SubBoxes:
-    """The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean mu0, and the
+    r"""The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean :math:`\mu_0`, and the
     affine extension of its certified lower bounds to other means.
 
-    With eta = P mu and F~(eta) = log int_B exp(eta' x - x' P x / 2) dx, log P(x in B; mu) =
-    F~(eta) - eta' P^-1 eta / 2 + const.  The Gibbs bound of a sub-box A with a *fixed* product density q_A,
-    E_q[eta' x - x' P x / 2] + H(q_A), is affine in eta with slope E_{q_A}[x]; by Jensen,
-    log sum_A exp(l_A) >= sum_A w_A l_A + H(w) for any weights w, with equality at w = softmax(l).  So
-    with w the softmax at eta0, F~(eta) >= F~lower(eta0) + (eta - eta0)' s, s = sum_A w_A E_{q_A}[x], for
-    every eta: a global affine minorant of the convex function F~ (used by the cell engine, whose vertex
-    argument needs the denominator's bound to be affine).
+    With :math:`\eta = P \mu` and :math:`\tilde F(\eta) = \log \int_B \exp(\eta^\top x - x^\top P x / 2)\, dx`,
+    :math:`\log P(x \in B; \mu) = \tilde F(\eta) - \eta^\top P^{-1} \eta / 2 + \mathrm{const}`.  The Gibbs bound of a
+    sub-box :math:`A` with a *fixed* product density :math:`q_A`,
+    :math:`E_q[\eta^\top x - x^\top P x / 2] + H(q_A)`, is affine in :math:`\eta` with slope :math:`E_{q_A}[x]`;
+    by Jensen, :math:`\log \sum_A \exp(l_A) \ge \sum_A w_A l_A + H(w)` for any weights :math:`w`, with
+    equality at :math:`w = \mathrm{softmax}(l)`.  So with :math:`w` the softmax at :math:`\eta_0`,
+    :math:`\tilde F(\eta) \ge \tilde F_{\mathrm{lower}}(\eta_0) + (\eta - \eta_0)^\top s`,
+    :math:`s = \sum_A w_A E_{q_A}[x]`, for every :math:`\eta`: a global affine minorant of the convex function
+    :math:`\tilde F` (used by the cell engine, whose vertex argument needs the denominator's bound to be affine).
 
     Attributes
     ----------
@@ -349,13 +355,13 @@ class SubBoxes:
     A, B : (m, d) arrays
         Lower and upper corners of the sub-boxes.
     pid : (m,) int array
-        The box (0 .. nprob - 1) each sub-box belongs to.
+        The box (:math:`0, \dots, \mathrm{nprob} - 1`) each sub-box belongs to.
     nprob : int
         Number of boxes.
     lower0 : (nprob,) array
-        Certified lower bounds of log P(x in B_t; mu0).
+        Certified lower bounds of :math:`\log P(x \in B_t; \mu_0)`.
     sbar : (nprob, d) array
-        Slopes of the affine extension of the lower bounds in eta = P mu.
+        Slopes of the affine extension of the lower bounds in :math:`\eta = P \mu`.
     x0, y : (m, d) arrays
         Expansion and tangent points of the convex-duality upper bound of each sub-box.
     """
@@ -394,9 +400,11 @@ class SubBoxes:
                         np.concatenate([p.y for p in parts]))
 
     def upper_at(self, mu):
-        """Certified upper bounds of log P(x in B_t; mu) for every box t: the convex-duality bound of
-        :class:`BoxProbability` on the kept sub-boxes with the expansion points x0 and tangent points y of
-        mu0 (valid for any x0 and y; one vectorised one-dimensional integral per coordinate)."""
+        r"""Certified upper bounds of :math:`\log P(x \in B_t; \mu)` for every box :math:`t`.
+
+        The convex-duality bound of :class:`BoxProbability` on the kept sub-boxes with the expansion points
+        x0 and tangent points y of :math:`\mu_0` (valid for any x0 and y; one vectorised one-dimensional
+        integral per coordinate)."""
         box = self.box
         U = box._dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
         ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
@@ -404,7 +412,7 @@ class SubBoxes:
             return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)
 
     def lower_at(self, mu):
-        """Certified lower bounds of log P(x in B_t; mu) for every box t, from the affine minorant of F~."""
+        r"""Certified lower bounds of :math:`\log P(x \in B_t; \mu)`, every box :math:`t`, by the affine minorant."""
         box = self.box
         mu = np.asarray(mu, float)
         eta0, eta = box.P @ self.mu0, box.P @ mu
