@@ -425,32 +425,44 @@ class SubBoxes:
 
 
 class RegionBonferroni:
-    """Certified bounds of log P(x_0 in [r, r + delta], x_k in [lo_k, hi_k] for k >= 1), x ~ N(mu, S), that need
-    no integral in more than one dimension: condition on x_0 and apply Bonferroni to the other coordinates.
+    r"""Certified bounds of :math:`\log P(x_0 \in [r, r + \delta],\ x_k \in [lo_k, hi_k] \text{ for } k \ge 1)`.
 
-    Given x_0 = t, x_k ~ N(mu_k + beta_k (t - mu_0), tau_k^2), beta_k = S_k0 / S_00,
-    tau_k^2 = S_kk - S_k0^2 / S_00, so with R = [r, r + delta] and T the box of x_1 .. x_d,
+    Here :math:`x \sim N(\mu, S)`; the bounds need no integral in more than one dimension: condition on
+    :math:`x_0` and apply Bonferroni to the other coordinates.
 
-        log P(R x T) = log P(x_0 in R) + log P(T | x_0 in R),
-        1 - eps(R) <= P(T | x_0 in R) <= 1 - max_k inf_{t in R} tail_k(t),
-        eps(R) = sum_k sup_{t in R} tail_k(t),
+    Given :math:`x_0 = t`, :math:`x_k \sim N(\mu_k + \beta_k (t - \mu_0), \tau_k^2)`, :math:`\beta_k = S_{k0} / S_{00}`,
+    :math:`\tau_k^2 = S_{kk} - S_{k0}^2 / S_{00}`, so with :math:`R = [r, r + \delta]` and :math:`T` the box of
+    :math:`x_1, \dots, x_d`,
 
-    tail_k(t) = P(x_k outside [lo_k, hi_k] | x_0 = t), quasi-convex in the conditional mean, which is affine
-    in t: the sup is at an end of R, the inf at the point of R whose mean is closest to the box's centre.
-    When the other coordinates stay inside their box (their conditional means well inside, the usual case
-    away from the corners of the conditioning box) the gap -log(1 - eps) is tiny in any dimension, where the
-    sub-box bounds of :class:`BoxProbability` keep a gap of the order of the mean-field error.
+    $$
+    \begin{array}{rl}
+    \log P(R \times T) & = \log P(x_0 \in R) + \log P(T \mid x_0 \in R), \\
+    1 - \epsilon(R) \le P(T \mid x_0 \in R) & \le 1 - \max_k \inf_{t \in R} \mathrm{tail}_k(t), \\
+    \epsilon(R) & = \sum_k \sup_{t \in R} \mathrm{tail}_k(t),
+    \end{array}
+    $$
 
-    **Affine minorant.**  With eta = S^-1 mu and F~_A(eta) = log int_A exp(eta' x - x' S^-1 x / 2) dx,
-    log P(A; mu) = F~_A(eta) - eta' S eta / 2 + const.  F~_{R x R^d} is convex with gradient
-    E[x | x_0 in R] at eta_c, and log P(T | x_0 in R; mu) >= log(1 - eps_F(R)) for every mu of a face F
-    (eps_F the sum over k of the sup over the face: the conditional means are affine in eta, so the sup is
-    at the face's corners), so on F
+    :math:`\mathrm{tail}_k(t) = P(x_k \notin [lo_k, hi_k] \mid x_0 = t)`, quasi-convex in the conditional mean,
+    which is affine in :math:`t`: the sup is at an end of :math:`R`, the inf at the point of :math:`R` whose mean is
+    closest to the box's centre.  When the other coordinates stay inside their box (their conditional means
+    well inside, the usual case away from the corners of the conditioning box) the gap
+    :math:`-\log(1 - \epsilon)` is tiny in any dimension, where the sub-box bounds of :class:`BoxProbability`
+    keep a gap of the order of the mean-field error.
 
-        log P(R x T; mu) >= log P(R; mu_c) + eta_c' mu_c / 2 - eta' mu / 2 + E_c[x | x_0 in R] . (eta - eta_c)
-                            + log(1 - eps_F(R)),
+    **Affine minorant.**  With :math:`\eta = S^{-1} \mu` and
+    :math:`\tilde F_A(\eta) = \log \int_A \exp(\eta^\top x - x^\top S^{-1} x / 2)\, dx`,
+    :math:`\log P(A; \mu) = \tilde F_A(\eta) - \eta^\top S \eta / 2 + \mathrm{const}`.
+    :math:`\tilde F_{R \times \mathbb{R}^d}` is convex with gradient :math:`E[x \mid x_0 \in R]` at :math:`\eta_c`, and
+    :math:`\log P(T \mid x_0 \in R; \mu) \ge \log(1 - \epsilon_F(R))` for every :math:`\mu` of a face :math:`F`
+    (:math:`\epsilon_F` the sum over :math:`k` of the sup over the face: the conditional means are affine in
+    :math:`\eta`, so the sup is at the face's corners), so on :math:`F`
 
-    affine in eta up to the quadratic term that cancels against the numerator's (the cell engine's vertex
+    $$
+    \log P(R \times T; \mu) \ge \log P(R; \mu_c) + \eta_c^\top \mu_c / 2 - \eta^\top \mu / 2
+      + E_c[x \mid x_0 \in R] \cdot (\eta - \eta_c) + \log(1 - \epsilon_F(R)),
+    $$
+
+    affine in :math:`\eta` up to the quadratic term that cancels against the numerator's (the cell engine's vertex
     bound, :mod:`puffgm.gaussian.multivariate`)."""
 
     def __init__(self, S, lo, hi, delta):
