@@ -482,7 +482,10 @@ class RegionBonferroni:
         return mus[:, 1:] - mus[:, :1] * self.beta[None, :]
 
     def eps(self, r, mus):
-        """eps(R) for R = [r, r + delta]: the Bonferroni sum, each tail at its sup over R and the means ``mus``."""
+        r""":math:`\epsilon(R)` for :math:`R = [r, r + \delta]`: the Bonferroni sum, each tail at its sup over R.
+
+        The conditional means are those of ``mus``.
+        """
         base = self._base(mus)
         r = np.asarray(r, float)
         E = bonferroni_sum(r, r + self.delta, 0.0, ConditionalTails(np.min(base, axis=0), np.max(base, axis=0),
@@ -490,12 +493,12 @@ class RegionBonferroni:
         return np.minimum(E * (1 + 1e-9) + 1e-300, 1.0)   # rounding of the tails, outward
 
     def log_marginal(self, r, mu):
-        """log P(x_0 in [r, r + delta]) under mean mu."""
+        r""":math:`\log P(x_0 \in [r, r + \delta])` under mean :math:`\mu`."""
         r = np.asarray(r, float)
         return log_interval_prob(r, r + self.delta, float(mu[0]), self.s0)
 
     def bounds(self, r, mu):
-        """Certified (lower, upper) of log P(R x T; mu) for the regions R = [r, r + delta]."""
+        r"""Certified (lower, upper) of :math:`\log P(R \times T; \mu)` for the regions :math:`R = [r, r + \delta]`."""
         r = np.asarray(r, float)
         lm = self.log_marginal(r, mu)
         inf_tail = (max_inf_tail(r, r + self.delta, 0.0, self._base(mu)[0], self.beta, self.tau, self.lo, self.hi)
@@ -507,8 +510,11 @@ class RegionBonferroni:
         return np.where(np.isnan(low), -np.inf, low - pad), np.where(np.isnan(up), np.inf, up + pad)
 
     def minorant(self, r, eta_c, eps):
-        """The affine minorant's data at the centre's natural parameter ``eta_c`` (mean S eta_c) for the
-        regions r, given eps_F(R) (``eps``): (constant part, gradient rows E_c[x | x_0 in R], eta_c)."""
+        r"""The affine minorant's data at the centre's natural parameter ``eta_c`` (mean :math:`S \eta_c`).
+
+        For the regions ``r``, given :math:`\epsilon_F(R)` (``eps``): (constant part, gradient rows
+        :math:`E_c[x \mid x_0 \in R]`, ``eta_c``).
+        """
         r = np.asarray(r, float)
         eta_c = np.asarray(eta_c, float)
         mu_c = self.S @ eta_c
