@@ -97,11 +97,12 @@ def tail_prob(lo, hi, m, tau):
 
 @dataclass(frozen=True, eq=False)
 class ConditionalTails:
-    """The other coordinates k of a split, as seen from the secret coordinate x_i.
+    r"""The other coordinates :math:`k` of a split, as seen from the secret coordinate :math:`x_i`.
 
-    Given x_i (and any conditioning values), x_k ~ N(base_k + slope_k (x_i - m_i), tau_k^2) with base_k
-    anywhere in [base_lo_k, base_hi_k] (the range of the conditioning term over its box), and x_k must
-    stay in [lo_k, hi_k].  Every field is a (k,) array.
+    Given :math:`x_i` (and any conditioning values),
+    :math:`x_k \sim N(\mathrm{base}_k + \mathrm{slope}_k (x_i - m_i), \tau_k^2)` with :math:`\mathrm{base}_k`
+    anywhere in :math:`[\mathrm{base\_lo}_k, \mathrm{base\_hi}_k]` (the range of the conditioning term over its
+    box), and :math:`x_k` must stay in :math:`[lo_k, hi_k]`.  Every field is a (k,) array.
     """
 
     base_lo: np.ndarray
@@ -113,18 +114,19 @@ class ConditionalTails:
 
 
 def bonferroni_sum(ua, ub, m_i, ct: ConditionalTails):
-    """Bonferroni sum of the largest tails, per cell of x_i.
+    r"""Bonferroni sum of the largest tails, per cell of :math:`x_i`.
 
-    sum_k max over x_i in [ua, ub] and base_k in [base_lo_k, base_hi_k] of P(x_k outside [lo_k, hi_k]),
-    the law of x_k being that of ``ct`` (:class:`ConditionalTails`).  The tail is quasi-convex in the
-    mean, so its maximum is at an end of the mean's range.
+    :math:`\sum_k \max P(x_k \notin [lo_k, hi_k])` over :math:`x_i \in [u_a, u_b]` and
+    :math:`\mathrm{base}_k \in [\mathrm{base\_lo}_k, \mathrm{base\_hi}_k]`, the law of :math:`x_k` being that of
+    ``ct`` (:class:`ConditionalTails`).  The tail is quasi-convex in the mean, so its maximum is at an end of
+    the mean's range.
 
     Parameters
     ----------
     ua, ub : (c,) arrays
-        The cells of x_i.
+        The cells of :math:`x_i`.
     m_i : float
-        The centre of the slopes (the mean of x_i, or 0 when the base already holds it).
+        The centre of the slopes (the mean of :math:`x_i`, or 0 when the base already holds it).
     ct : ConditionalTails
     """
     e1 = ct.slope[:, None] * (ua[None, :] - m_i)
@@ -135,8 +137,10 @@ def bonferroni_sum(ua, ub, m_i, ct: ConditionalTails):
 
 
 def max_inf_tail(ua, ub, m_i, base, slope, tau, lo, hi):
-    """max_k inf over x_i in [ua, ub] (cells) of the tail of x_k, x_k | x_i ~ N(base_k + slope_k (x_i - m_i),
-    tau_k^2): the tail is quasi-convex in the mean, so its inf is at the mean closest to the box's centre."""
+    r""":math:`\max_k \inf_{x_i \in [u_a, u_b]}` (cells) of the tail of :math:`x_k`.
+
+    Here :math:`x_k \mid x_i \sim N(\mathrm{base}_k + \mathrm{slope}_k (x_i - m_i), \tau_k^2)`: the tail is
+    quasi-convex in the mean, so its inf is at the mean closest to the box's centre."""
     e1 = base[:, None] + slope[:, None] * (ua[None, :] - m_i)
     e2 = base[:, None] + slope[:, None] * (ub[None, :] - m_i)
     mid = ((lo + hi) / 2)[:, None]
@@ -152,13 +156,15 @@ def neglog1m(E):
 
 # ------------------------------------------------------------------ bivariate normal pieces
 def log_gauss_exp(a, b, mu, s, lam, t0):
-    """log int_a^b N(t; mu, s^2) exp(lam (t - t0)) dt, arrays, without cancellation.
+    r""":math:`\log \int_a^b N(t; \mu, s^2) \exp(\lambda (t - t_0))\, dt`, arrays, without cancellation.
 
-    The exponent q(t) is a concave quadratic with vertex m = mu + lam s^2; with t* the point of
-    [a, b] nearest to m, the value is q(t*) + log int_a^b exp(q(t) - q(t*)) dt, and the last
-    integral is a scaled Mills-ratio difference (``scipy.special.erfcx``) when m lies outside
-    [a, b], a central normal probability when it lies inside.  (The textbook closed form
-    lam (mu - t0) + (lam s)^2 / 2 + log P(a < N(m, s^2) < b) loses all digits when m is far away.)"""
+    The exponent :math:`q(t)` is a concave quadratic with vertex :math:`m = \mu + \lambda s^2`; with :math:`t^*`
+    the point of :math:`[a, b]` nearest to :math:`m`, the value is
+    :math:`q(t^*) + \log \int_a^b \exp(q(t) - q(t^*))\, dt`, and the last integral is a scaled Mills-ratio
+    difference (``scipy.special.erfcx``) when :math:`m` lies outside :math:`[a, b]`, a central normal
+    probability when it lies inside.  (The textbook closed form
+    :math:`\lambda (\mu - t_0) + (\lambda s)^2 / 2 + \log P(a < N(m, s^2) < b)` loses all digits when :math:`m`
+    is far away.)"""
     from scipy.special import erfcx
 
     a, b, mu, lam, t0 = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, mu, lam, t0)))
@@ -195,14 +201,15 @@ class PairLaw:
 
 
 def log_g(t, mk, c, mi, tau, lo_k, hi_k):
-    """log g(t) = log P(x_k in [lo_k, hi_k] | x_i = t) with x_k | x_i = t ~ N(mk + c (t - mi), tau^2).
+    r""":math:`\log g(t) = \log P(x_k \in [lo_k, hi_k] \mid x_i = t)`, an interval probability of a normal law.
 
-    g is log-concave in t (an interval probability of a location family with log-concave density)."""
+    Here :math:`x_k \mid x_i = t \sim N(m_k + c (t - m_i), \tau^2)`.  :math:`g` is log-concave in :math:`t` (an
+    interval probability of a location family with log-concave density)."""
     return log_interval_prob(lo_k, hi_k, mk + c * (t - mi), tau)
 
 
 def dlog_g(t, mk, c, mi, tau, lo_k, hi_k):
-    """d/dt log g(t) for the g of :func:`log_g` (same parameters)."""
+    r""":math:`\frac{d}{dt} \log g(t)` for the :math:`g` of :func:`log_g` (same parameters)."""
     m = mk + c * (t - mi)
     lp = log_interval_prob(lo_k, hi_k, m, tau)
     z1, z2 = (lo_k - m) / tau, (hi_k - m) / tau
