@@ -102,7 +102,7 @@ class CurveComposition(Composition):
     fingerprint : str
         The prior class's fingerprint.
     curve_key : str
-        Identifies (Theta, S) (:func:`puffgm.core.release.curve_key`).
+        Identifies :math:`(\Theta, S)` (:func:`puffgm.core.release.curve_key`).
     a, b : float, int
         The curve point used.
     epsilon_dp : float
@@ -362,7 +362,9 @@ class PufferfishLaplace(_DPBased):
 
 def pufferfish_laplace(answer, curve, *, epsilon: float | None = None, lipschitz: float = 1.0,
                        **options) -> PufferfishRelease:
-    """Release ``answer + Lap(L / epsilon_DP)``: ``PufferfishLaplace(curve, ...).release(answer, **options)``.
+    r"""Release :math:`\mathrm{answer} + \mathrm{Lap}(L / \epsilon_{\mathrm{DP}})`.
+
+    The same as ``PufferfishLaplace(curve, ...).release(answer, **options)``.
 
     Parameters
     ----------

@@ -90,7 +90,7 @@ RESOLUTION_FACTOR = 1e3
 
 @dataclass(frozen=True)
 class NodeLaws:
-    """The laws of the query given each state of one node, under one prior.
+    r"""The laws of the query given each state of one node, under one prior.
 
     Attributes
     ----------
@@ -99,10 +99,10 @@ class NodeLaws:
     node : str
     states : tuple of str
     log_cond : ndarray, shape (n_states, total + 1)
-        ``log P(G = g | X_node = x)`` for the grid sum G of the query; rows of
+        :math:`\log P(G = g \mid X_{\mathrm{node}} = x)` for the grid sum :math:`G` of the query; rows of
         states of probability 0 are ``-inf``.
     log_marginal : ndarray, shape (n_states,)
-        ``log P(X_node = x)``.
+        :math:`\log P(X_{\mathrm{node}} = x)`.
     pairs : tuple of (int, int)
         The discriminative pairs of the node (state indices).
     """
@@ -202,7 +202,7 @@ def stack_laws(laws, row_shape: tuple):
 
 
 def log_cdf_sf(rows: np.ndarray):
-    """log P(G <= s) and log P(G > s) of every row, both accumulated from their own side."""
+    r""":math:`\log P(G \le s)` and :math:`\log P(G > s)` of every row, both accumulated from their own side."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lc = np.logaddexp.accumulate(rows, axis=-1)
         tail = np.logaddexp.accumulate(rows[..., ::-1], axis=-1)[..., ::-1]
@@ -283,9 +283,9 @@ def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
 
 
 def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float = W_RTOL) -> int:
-    """W_inf of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
+    r""":math:`W_\infty` of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
 
-    Useful along a chain, where W_inf changes little from one position to the
+    Useful along a chain, where :math:`W_\infty` changes little from one position to the
     next: the search tests ``guess``, then walks (by doubling steps, then
     bisection) to the least w for which a coupling exists; the answer does not
     depend on the guess.
@@ -481,11 +481,11 @@ def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
 
 
 def check_resolvable(laws: QueryLaws, *, epsilon: float, scale_per_epsilon: float) -> float:
-    """The resolution of the exact loss (:func:`loss_resolution`), or NumericalError if epsilon is below it.
+    r"""The resolution of the exact loss (:func:`loss_resolution`), or NumericalError if :math:`\epsilon` is below it.
 
-    ``scale_per_epsilon`` (W in grid units) only makes the message name the Laplace scale that
-    epsilon would need.  Double precision cannot decide ``loss <= epsilon`` when epsilon is
-    within RESOLUTION_FACTOR of the rounding of the loss, however large the scale.
+    ``scale_per_epsilon`` (:math:`W` in grid units) only makes the message name the Laplace scale that
+    :math:`\epsilon` would need.  Double precision cannot decide :math:`\mathrm{loss} \le \epsilon` when
+    :math:`\epsilon` is within RESOLUTION_FACTOR of the rounding of the loss, however large the scale.
     """
     res = loss_resolution(laws)
     if epsilon < RESOLUTION_FACTOR * res:
@@ -547,8 +547,8 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
 
 def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: str):
-    """The least scale s in (0, inf) with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
-    non-increasing in s: ``start`` doubled until it passes, then bisection on [0, that].
+    r"""The least scale :math:`s \in (0, \infty)` with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
+    non-increasing in :math:`s`: ``start`` doubled until it passes, then bisection on [0, that].
 
     Returns
     -------
