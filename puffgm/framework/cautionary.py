@@ -219,7 +219,9 @@ class CollapseCase:
 
 
 def bai_example_4_1(joint=None, nodes=("A", "B"), states=None, secret: Secret | None = None) -> CollapseCase:
-    r"""Example 4.1: M*(D) = (D, D') with D' ~ P(. | s2) if s1(D), else (D', D) with D' ~ P(. | s1).
+    r"""Example 4.1: :math:`M^*(D) = (D, D')` if :math:`s_1(D)`, else :math:`(D', D)`.
+
+    In the first case :math:`D' \sim P(\cdot \mid s_2)`, in the second :math:`D' \sim P(\cdot \mid s_1)`.
 
     Default: two binary records with joint [[0.1, 0.2], [0.3, 0.4]] and s1 = "A = 1"
     (so U_1 and U_2 each hold two datasets).  One run leaks nothing (Theorem 1);
@@ -276,8 +278,10 @@ def _evaluate(secret: Secret, assignment) -> bool:
 
 
 def bai_example_4_2(n: int) -> CollapseCase:
-    """Example 4.2: n >= 3 fair coin bits; with prob. 1/2 output (x_2 + x_1, ..., x_n + x_1) (xor),
-    otherwise the parity of all bits (n odd) or of bits 2..n (n even).
+    r"""Example 4.2: :math:`n \ge 3` fair coin bits and two kinds of output.
+
+    With prob. 1/2 output :math:`(x_2 \oplus x_1, \dots, x_n \oplus x_1)` (xor), otherwise the parity of all
+    bits (:math:`n` odd) or of bits :math:`2, \dots, n` (:math:`n` even).
 
     One run leaks nothing about any bit (Theorem 2); the two output types together
     reveal the database; the expected number of runs is 3.
@@ -316,13 +320,15 @@ def theorem_3_epsilon(LT: float, UT: float, LF: float, UF: float) -> float:
 def bai_example_4_3(
     LT: float = 0.3, UT: float = 0.6, LF: float = 0.2, UF: float = 0.5, p_s1: float = 0.5
 ) -> CollapseCase:
-    """Example 4.3: one secret pair (s1, not s1), Theta with P(U_T | s1) in [LT, UT], P(U_F | not s1) in [LF, UF].
+    r"""Example 4.3: one secret pair :math:`(s_1, \neg s_1)` and a box of priors :math:`\Theta`.
 
-    The database is two binary records (S, U): s1 = "S = 1", U_T = {S=1, U=1},
-    U_F = {S=0, U=1}.  Theta holds the four corner priors P(U=1 | S=1) in {LT, UT},
-    P(U=1 | S=0) in {LF, UF} (with P(S=1) = ``p_s1``): every log-ratio is monotone
-    in these two conditionals, so the corners attain the sup over the whole box and
-    the exact audit equals Theorem 3's epsilon.  Two runs reveal the secret; the
+    :math:`\Theta` has :math:`P(U_T \mid s_1) \in [\mathrm{LT}, \mathrm{UT}]` and
+    :math:`P(U_F \mid \neg s_1) \in [\mathrm{LF}, \mathrm{UF}]`.  The database is two binary records
+    :math:`(S, U)`: :math:`s_1 = \{S = 1\}`, :math:`U_T = \{S=1, U=1\}`, :math:`U_F = \{S=0, U=1\}`.
+    :math:`\Theta` holds the four corner priors :math:`P(U=1 \mid S=1) \in \{\mathrm{LT}, \mathrm{UT}\}`,
+    :math:`P(U=1 \mid S=0) \in \{\mathrm{LF}, \mathrm{UF}\}` (with :math:`P(S=1)` = ``p_s1``): every log-ratio
+    is monotone in these two conditionals, so the corners attain the sup over the whole box and
+    the exact audit equals Theorem 3's :math:`\epsilon`.  Two runs reveal the secret; the
     expected number of runs is 3.
     """
     eps = theorem_3_epsilon(LT, UT, LF, UF)
@@ -348,7 +354,9 @@ def bai_example_4_3(
 
 
 def exam_order(n: int, f1=None) -> Instantiation:
-    r"""Example 9.1: n students take an exam in ID order; Data is D_0, ..., D_n (D_k: first k took it).
+    r"""Example 9.1: :math:`n` students take an exam in ID order; Data is :math:`D_0, \dots, D_n`.
+
+    :math:`D_k`: the first :math:`k` took it.
 
     The prior is Equation 17 with :math:`\pi_i = 1`: independent records with
     :math:`P(r_i = 1)` = ``f1[i]`` (default 0.5, making :math:`D_0, \dots, D_n` equally likely)
