@@ -1,4 +1,4 @@
-"""Explicit privacy accounting for sequences of releases on the same data.
+r"""Explicit privacy accounting for sequences of releases on the same data.
 
 Pufferfish privacy does not compose in general (Kifer and Machanavajjhala,
 section 10; Bai et al., section 4 show "privacy collapse").  The accountant
@@ -7,14 +7,17 @@ refuses the others:
 
 * **Markov Quilt Mechanism releases that share quilt sets** (Song, Wang and
   Chaudhuri 2017, Theorem 4.4 and the remark after it): K releases with the
-  same instantiation and the same quilt sets S_{Q,i}, at privacy parameters
-  epsilon_1..epsilon_K, are together (K * max_k epsilon_k)-Pufferfish private.
+  same instantiation and the same quilt sets :math:`S_{Q,i}`, at privacy parameters
+  :math:`\epsilon_1, \dots, \epsilon_K`, are together :math:`(K \max_k \epsilon_k)`-Pufferfish private.
 * **DP-based releases along an a(b)-influence curve** (Bai, He, Gu, Kifer and
-  Maeng, Theorem 7): releases l = 1..k of per-entry epsilon_DP_l-DP mechanisms
-  translated at curve points (a_l, b_l) of the same (Theta, S), each
-  epsilon_puffer_l-Pufferfish by Theorem 6 (a_l < epsilon_puffer_l), are together
+  Maeng, Theorem 7): releases :math:`l = 1, \dots, k` of per-entry
+  :math:`\epsilon_{\mathrm{DP},l}`-DP mechanisms translated at curve points :math:`(a_l, b_l)` of
+  the same :math:`(\Theta, S)`, each :math:`\epsilon_{\mathrm{puffer},l}`-Pufferfish by Theorem 6
+  (:math:`a_l < \epsilon_{\mathrm{puffer},l}`), are together
 
-      max_l a_l + sum_l (epsilon_puffer_l - a_l)
+  $$
+  \max_l a_l + \sum_l (\epsilon_{\mathrm{puffer},l} - a_l)
+  $$
 
   -Pufferfish private: the correlation penalty is paid once.  See
   :mod:`puffgm.mechanisms.pufferfish`.
@@ -123,7 +126,7 @@ _NOT_CHARGED = (
 
 @dataclass(frozen=True)
 class AccountingReport:
-    """The composed guarantee of every recorded release and the theorem it rests on.
+    r"""The composed guarantee of every recorded release and the theorem it rests on.
 
     Attributes
     ----------
@@ -138,8 +141,8 @@ class AccountingReport:
     entries : tuple of LedgerEntry
         The ledger.
     guarantee : str
-        ``"Pufferfish"`` (epsilon-Pufferfish privacy for the prior class and secrets of
-        the releases) or ``"Blowfish"`` ((epsilon, P)-Blowfish privacy under the policy P
+        ``"Pufferfish"`` (:math:`\epsilon`-Pufferfish privacy for the prior class and secrets of
+        the releases) or ``"Blowfish"`` (:math:`(\epsilon, P)`-Blowfish privacy under the policy :math:`P`
         of the releases, He et al. Definition 4.3; not a Pufferfish guarantee for a prior class).
     closed : tuple
         The unit scopes closed to further releases by a release held alone
@@ -240,7 +243,7 @@ class PrivacyAccountant:
         return self._total_with(self._entry(release, None).composition, self._entries)
 
     def charge(self, release, *, label: str | None = None) -> int:
-        """Charge the release ``release`` describes before its noise is drawn; return its ledger position.
+        r"""Charge the release ``release`` describes before its noise is drawn; return its ledger position.
 
         Release functions call it with the record of the release they are about to make (its
         value not drawn yet), then :meth:`record` the release with ``charged=`` the position.
@@ -254,7 +257,7 @@ class PrivacyAccountant:
         CompositionError, BudgetError, ParameterError
             As :meth:`check`; nothing is charged.  Also a CompositionError when called from
             outside puffgm without the feature ``"honest-but-curious"``
-            (:mod:`puffgm.core.features`): a hand-made record could claim any epsilon.
+            (:mod:`puffgm.core.features`): a hand-made record could claim any :math:`\epsilon`.
         """
         require_puffgm_caller("PrivacyAccountant.charge")
         entry = dataclasses.replace(self._entry(release, label), time=now())

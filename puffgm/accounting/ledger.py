@@ -44,12 +44,12 @@ LEDGER_FORMAT = "puffgm-ledger-1"
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One charged or released release.
+    r"""One charged or released release.
 
     Attributes
     ----------
     composition : Composition
-        How the release composes (:mod:`puffgm.core.composition`): its epsilon, its units and
+        How the release composes (:mod:`puffgm.core.composition`): its :math:`\epsilon`, its units and
         every fact its composition theorem reads.
     label, mechanism, secure
         As given by the release.

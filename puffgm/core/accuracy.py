@@ -68,12 +68,12 @@ def check_alpha(alpha, where: str = "accuracy") -> float:
 
 
 def laplace_half_width(scale: float, alpha: float = DEFAULT_ALPHA) -> float:
-    r"""The (1 - alpha) half-width :math:`b \ln(1/\alpha)` of Laplace noise of scale b (OpenDP's formula).
+    r"""The :math:`(1-\alpha)` half-width :math:`b\ln(1/\alpha)` of Laplace noise of scale :math:`b` (OpenDP's formula).
 
     Parameters
     ----------
     scale : float
-        b >= 0; 0 (an exact release) gives 0, an infinite scale (a calibration that does not
+        :math:`b \ge 0`; 0 (an exact release) gives 0, an infinite scale (a calibration that does not
         apply) gives ``inf``.
     alpha : float
         In (0, 1).
@@ -106,7 +106,7 @@ def _outside_tail(pk: float, r: float, j: int) -> float:
 
 
 def integer_half_width(probabilities, tail_ratio: float, alpha: float = DEFAULT_ALPHA) -> int:
-    r"""The least integer t with :math:`\Pr[|Z| \le t] \ge 1 - \alpha` for a law on the integers.
+    r"""The least integer :math:`t` with :math:`\Pr[|Z| \le t] \ge 1 - \alpha` for a law on the integers.
 
     The law is that of :class:`puffgm.mechanisms.optimal_noise.NoiseLaw`: masses ``probabilities``
     on :math:`-K..K` (not necessarily normalised, not necessarily symmetric) and geometric tails
@@ -116,7 +116,7 @@ def integer_half_width(probabilities, tail_ratio: float, alpha: float = DEFAULT_
     ----------
     probabilities : array_like of shape (2K + 1,)
     tail_ratio : float
-        r in [0, 1).
+        :math:`r \in [0, 1)`.
     alpha : float
         In (0, 1).
 
@@ -200,11 +200,11 @@ class Accuracy:
 
     @property
     def confidence(self) -> float:
-        """1 - alpha."""
+        r""":math:`1 - \alpha`."""
         return 1.0 - self.alpha
 
     def interval(self, value: float) -> tuple:
-        """The (1 - alpha) confidence interval for the exact answer around the released ``value``."""
+        r"""The :math:`(1 - \alpha)` confidence interval for the exact answer around the released ``value``."""
         v, t = float(value), self.half_width
         if self.multiplicative:
             return (v * math.exp(-t), v * math.exp(t)) if v >= 0 else (v * math.exp(t), v * math.exp(-t))

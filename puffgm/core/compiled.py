@@ -22,8 +22,9 @@ LINEAR_FLOOR = 1e-250
 
 @numba.njit("float64(float64[::1], float64[::1], int64, int64, int64)", cache=True, nogil=True)
 def exact_entry(ra, rb, s, t0, t1):  # pragma: no cover - compiled
-    """log sum_{t0 <= t < t1} exp(ra[t] + rb[s - t]), shifted by the largest term; a term
-    750 below it is exactly 0 in double precision and skipped."""
+    r""":math:`\log \sum_{t_0 \le t < t_1} \exp(ra_t + rb_{s-t})`, shifted by the largest term.
+
+    A term 750 below it is exactly 0 in double precision and skipped."""
     m = -np.inf
     for t in range(t0, t1):
         v = ra[t] + rb[s - t]
@@ -42,7 +43,7 @@ def exact_entry(ra, rb, s, t0, t1):  # pragma: no cover - compiled
 @numba.njit("void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], float64[:, ::1])",
             cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def convolve_rows(a, b, ia, ib, out):  # pragma: no cover - compiled
-    """``out[r, s] = log sum_t exp(a[ia[r], t] + b[ib[r], s - t])``.
+    r""":math:`\mathrm{out}_{r,s} = \log \sum_t \exp(a_{ia_r, t} + b_{ib_r, s-t})`.
 
     Each row of ``a`` and ``b`` is shifted by its maximum and exponentiated once
     (entries in [0, 1]); an entry is then a dot product of those, exact to rounding when
@@ -111,11 +112,12 @@ def _exact_cells(ra, rb, fu, fv, oa, want, row):  # pragma: no cover - compiled
 @numba.njit("void(float64[:, ::1], float64[:, ::1], int64[::1], int64[::1], int64[::1], int64[::1], float64[:, ::1])",
             cache=True, nogil=True, fastmath={"reassoc", "contract"})
 def convolve_cells(a, b, ia, ib, oa, ob, out):  # pragma: no cover - compiled
-    """``out[r, o] = log sum exp(a[ia[r], u] + b[ib[r], v])`` over the cells u, v with ``oa[u] + ob[v] = o``.
+    r""":math:`\mathrm{out}_{r,o} = \log \sum \exp(a_{ia_r, u} + b_{ib_r, v})` over the cells :math:`u, v`.
 
-    The convolution of two tables over a grid of k axes, their cells flattened: ``oa`` and ``ob``
-    give each cell's flat index in the output grid, so that cell sums map to index sums (no carry:
-    the output grid holds every sum).  As :func:`convolve_rows`, each row is shifted by its maximum
+    The cells are those with :math:`oa_u + ob_v = o`.  The convolution of two tables over a grid of k axes,
+    their cells flattened: ``oa`` and ``ob`` give each cell's flat index in the output grid, so that cell
+    sums map to index sums (no carry: the output grid holds every sum).  As :func:`convolve_rows`, each
+    row is shifted by its maximum
     and exponentiated once, the finite cells only (an exact zero adds no term), and an output cell
     is summed in linear space when that sum is at least :data:`LINEAR_FLOOR`; a cell reached by some
     finite term but below the floor is recomputed in log space (shifted by its largest term), and a
@@ -166,7 +168,7 @@ def convolve_cells(a, b, ia, ib, oa, ob, out):  # pragma: no cover - compiled
 
 @numba.njit("void(float64[:, :, ::1], float64[:, ::1])", cache=True, nogil=True)
 def log_sum_exp_middle(t, out):  # pragma: no cover - compiled
-    """``out[p, q] = log sum_x exp(t[p, x, q])``, shifted by the largest term (``-inf`` if all are)."""
+    r""":math:`\mathrm{out}_{p,q} = \log \sum_x \exp(t_{p,x,q})`, shifted by the largest term (``-inf`` if all are)."""
     n_x, n_q = t.shape[1], t.shape[2]
     m = np.empty(n_q)
     acc = np.empty(n_q)
@@ -210,8 +212,10 @@ def log_add_exp(x, y):  # pragma: no cover - compiled
 
 @numba.njit("void(float64[:, :, ::1], float64, float64[:, :, ::1])", cache=True, nogil=True)
 def laplace_smooth_middle(t, step, out):  # pragma: no cover - compiled
-    """``out[p, w, q] = log sum_g exp(t[p, g, q] + step |w - g|)`` (step = -1/scale < 0), by the two
-    one-sided recursions of :func:`puffgm.mechanisms.query.laplace_log_density` along the middle axis:
+    r""":math:`\mathrm{out}_{p,w,q} = \log \sum_g \exp(t_{p,g,q} + \mathrm{step}\, |w - g|)`, by two recursions.
+
+    Here :math:`\mathrm{step} = -1/b < 0`, :math:`b` the scale.  The two one-sided recursions of
+    :func:`puffgm.mechanisms.query.laplace_log_density` along the middle axis:
     ``l(w) = logaddexp(l(w - 1) + step, t(w))`` from the left, ``r(w)`` likewise from the right, and
     ``out(w) = logaddexp(l(w), r(w + 1) + step)``; sums of non-negative terms only."""
     n, nq = t.shape[1], t.shape[2]

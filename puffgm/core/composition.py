@@ -85,12 +85,12 @@ def _unit_id(u):
 
 @dataclass(frozen=True)
 class Composition:
-    """What decides how one release composes with others, and the theorem that composes them.
+    r"""What decides how one release composes with others, and the theorem that composes them.
 
     Attributes
     ----------
     epsilon : float
-        The release's own privacy parameter.
+        The release's own privacy parameter :math:`\epsilon`.
     units : frozenset or None
         The unit ids the release reads; None: the whole data set (every unit).
 
@@ -210,9 +210,9 @@ _SINGLE = (
 
 @dataclass(frozen=True)
 class HeldAlone(Composition):
-    """A release calibrated for itself alone (one query, a workload, optimal noise, the Wasserstein mechanism).
+    r"""A release calibrated for itself alone (one query, a workload, optimal noise, the Wasserstein mechanism).
 
-    It is epsilon-Pufferfish private by its own exact calibration, and no theorem of Song et
+    It is :math:`\epsilon`-Pufferfish private by its own exact calibration, and no theorem of Song et
     al., Bai et al. or Kifer and Machanavajjhala composes it with another release: the accountant
     holds it only alone on its units, and the ledger is then closed to further releases of them.
 

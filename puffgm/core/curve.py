@@ -60,19 +60,19 @@ THEOREM = "Bai-He-Gu-Kifer-Maeng Definition 7 (a(b)-influence) via Markov quilts
 
 @dataclass(frozen=True)
 class InfluenceCurve:
-    """An a(b)-influence curve: points (b, a(b)) for b = 1..B with witnesses.
+    r"""An :math:`a(b)`-influence curve: points :math:`(b, a(b))` for :math:`b = 1, \dots, B` with witnesses.
 
     Attributes
     ----------
     b : tuple of int
-        1, 2, ..., B.
+        :math:`1, 2, \dots, B`.
     a : tuple of float
-        a(b), non-increasing; ``inf`` where no split with card(H) <= b is known.
+        :math:`a(b)`, non-increasing; ``inf`` where no split with :math:`|H| \le b` is known.
     witnesses : tuple
-        For each point, ``(node, quilt)``: the node attaining max_i a_i(b) and the
-        quilt X_Q attaining that node's min (``None`` when unknown, e.g. closed forms).
+        For each point, ``(node, quilt)``: the node attaining :math:`\max_i a_i(b)` and the
+        quilt :math:`X_Q` attaining that node's min (``None`` when unknown, e.g. closed forms).
     n_entries : int
-        |I|, the number of entries (nodes) of the database.  a(n_entries) = 0.
+        :math:`|I|`, the number of entries (nodes) of the database; :math:`a(|I|) = 0`.
     method : str
         ``"quilts"`` (Bayesian networks), ``"chain"`` (chain machinery) or the
         name of a closed form / user-supplied curve.
@@ -82,7 +82,7 @@ class InfluenceCurve:
         What the curve relies on.
     notes : tuple of str
     details : Mapping
-        Computing time, per-node curves (``"per_node"``: node -> tuple of a_i(b)), ...
+        Computing time, per-node curves (``"per_node"``: node -> tuple of :math:`a_i(b)`), ...
     """
 
     b: Sequence[int]  # stored as a tuple
@@ -145,7 +145,7 @@ class InfluenceCurve:
         return tuple(zip(self.b, self.a, strict=True))
 
     def a_at(self, b: int) -> float:
-        """a(b) for any b >= 1: the stored value, or 0 for b >= n_entries, else a(B)."""
+        r""":math:`a(b)` for any :math:`b \ge 1`: the stored value, 0 for :math:`b \ge |I|`, else :math:`a(B)`."""
         b = check_positive_int(b, "b", "InfluenceCurve.a_at")
         if b >= self.n_entries:
             return 0.0
@@ -164,7 +164,7 @@ class InfluenceCurve:
         return tuple(pts)
 
     def node_curve(self, node) -> InfluenceCurve:
-        """The per-node curve a_i(b) (needs ``per_node=True`` when the curve was computed)."""
+        """The per-node curve :math:`a_i(b)` (needs ``per_node=True`` when the curve was computed)."""
         per = self.details.get("per_node")
         if not per or node not in per:
             raise ParameterError(

@@ -89,7 +89,7 @@ def _compiled() -> dict:
 
 
 def log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Log-space convolution of the last axes: ``out[..., s] = log sum_t exp(a[..., t] + b[..., s - t])``.
+    r"""Log-space convolution of the last axes: :math:`\log \sum_t \exp(a_{\dots,t} + b_{\dots,s-t})` at each :math:`s`.
 
     Parameters
     ----------
@@ -147,9 +147,9 @@ def _log_convolve_numpy(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def log_convolve_grid(a: np.ndarray, b: np.ndarray, ndim: int) -> np.ndarray:
-    """Log-space convolution over the last ``ndim`` axes (a grid of partial sums, one axis per statistic).
+    r"""Log-space convolution over the last ``ndim`` axes (a grid of partial sums, one axis per statistic).
 
-    ``out[..., s] = log sum_{t + u = s} exp(a[..., t] + b[..., u])`` with s, t, u
+    :math:`\mathrm{out}_{\dots,s} = \log \sum_{t + u = s} \exp(a_{\dots,t} + b_{\dots,u})` with :math:`s, t, u`
     multi-indices of the grid: the law of the sum of two independent vectors of
     partial sums, each a table over a box of the integer grid.
 
@@ -264,10 +264,10 @@ def log_sum_exp(t: np.ndarray, axis: int, *, min_compiled: int | None = None) ->
 
 
 def laplace_smooth(t: np.ndarray, axis: int, scale: float) -> np.ndarray:
-    """``log sum_g exp(t[..., g, ...]) exp(-|w - g| / scale)`` at every w = 0..n-1 of ``axis``.
+    r""":math:`\log \sum_g \exp(t_{\dots,g,\dots}) \exp(-|w - g| / b)` at every :math:`w = 0, \dots, n-1` of ``axis``.
 
-    The Laplace smoothing of log-masses on 0..n-1 along one axis (the others are batch axes),
-    without the constant 1/(2 scale): two one-sided log-space recursions,
+    Here :math:`b` is ``scale``.  The Laplace smoothing of log-masses on :math:`0, \dots, n-1` along one axis
+    (the others are batch axes), without the constant :math:`1/(2b)`: two one-sided log-space recursions,
     ``l(w) = logaddexp(l(w - 1) - 1/scale, t(w))`` from the left and ``r(w)`` likewise from the
     right, then ``logaddexp(l(w), r(w + 1) - 1/scale)``: sums of non-negative terms only, so
     every tail keeps its relative precision, and ``-inf`` (an exact zero) stays exact.  The

@@ -124,7 +124,7 @@ def round_values(values, *, total: float | None = None) -> np.ndarray:
         :func:`project_box_total` leaves them).  Each value then moves to its floor or its
         ceiling: the floors, plus one on the values with the largest fractional parts
         (Hamilton's largest remainder method), which is the closest such integer vector in
-        every L^p norm.
+        every :math:`L^p` norm.
 
     Returns
     -------

@@ -134,7 +134,7 @@ class PriorKind:
             )
 
     def calibrate(self, *, epsilon, lipschitz=1.0, method: str = "exact", **options):
-        """Calibrate noise for an L-Lipschitz query at Pufferfish parameter ``epsilon``.
+        """Calibrate noise for an :math:`L`-Lipschitz query at Pufferfish parameter ``epsilon``.
 
         Parameters
         ----------
@@ -158,7 +158,7 @@ class PriorKind:
         Raises
         ------
         ParameterError
-            Before any engine runs: epsilon or lipschitz not a finite number > 0, a method the kind
+            Before any engine runs: epsilon or lipschitz not a finite number :math:`> 0`, a method the kind
             does not have, or an option the method does not take (named as ``puffgm.calibrate``'s).
         """
         epsilon, lipschitz = check_calibration_request(epsilon=epsilon, lipschitz=lipschitz, method=method,

@@ -213,7 +213,7 @@ class BoundQuery:
 
 
 class SumQuery:
-    """A sum query F(X) = sum_i s_i(X_i) as given (before it meets a prior class).
+    r"""A sum query :math:`F(X) = \sum_i s_i(X_i)` as given (before it meets a prior class).
 
     Parameters
     ----------

@@ -123,12 +123,13 @@ class Release:
         return self.explain()
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per statistic, the noise scale and the (1 - alpha) half-width of the noise (:mod:`puffgm.core.accuracy`).
+        r"""Per statistic, the noise scale and :math:`(1-\alpha)` half-width of the noise (:mod:`puffgm.core.accuracy`).
 
         Parameters
         ----------
         alpha : float
-            Significance level in (0, 1): the half-width t has P(|noise| <= t) >= 1 - alpha.
+            Significance level in (0, 1): the half-width :math:`t` has
+            :math:`P(|Z| \le t) \ge 1 - \alpha` for the noise :math:`Z`.
 
         Returns
         -------
@@ -218,7 +219,7 @@ class CalibratedRelease(Release):
         return self.calibration.prior
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per statistic, the noise scale and the (1 - alpha) half-width: the calibration's (its ``accuracy``)."""
+        r"""Per statistic, the noise scale and :math:`(1-\alpha)` half-width: the calibration's (its ``accuracy``)."""
         return self.calibration.accuracy(alpha)
 
     def _tagged(self, line: str) -> str:
@@ -285,11 +286,11 @@ def _digest(facts: Mapping) -> str:
 
 
 def quilt_set_key(calibration) -> str:
-    """Identifies the instantiation and quilt sets S_{Q,i} of a Markov Quilt Mechanism calibration.
+    r"""Identifies the instantiation and quilt sets :math:`S_{Q,i}` of a Markov Quilt Mechanism calibration.
 
     Song, Wang and Chaudhuri 2017 (Theorem 4.4 and the remark after it) compose MQM
-    releases that use the same instantiation (prior class Theta, secrets S) and the same
-    quilt sets S_{Q,i}.  The key hashes the prior class's fingerprint, the method, the
+    releases that use the same instantiation (prior class :math:`\Theta`, secrets :math:`S`) and the same
+    quilt sets :math:`S_{Q,i}`.  The key hashes the prior class's fingerprint, the method, the
     secrets and quilt family the calibration records in its details, and the options it
     was calibrated with (:attr:`~puffgm.core.results.CalibrationResult.options`, every
     option but those in :data:`EXECUTION_OPTIONS`), which the engine recorded when it built

@@ -36,7 +36,7 @@ def check_positive_finite(value, name: str, where: str) -> float:
 
 
 def check_nonnegative_finite(value, name: str, where: str) -> float:
-    """Return ``float(value)`` if it is a finite real number >= 0, else raise ParameterError."""
+    r"""Return ``float(value)`` if it is a finite real number :math:`\ge 0`, else raise ParameterError."""
     if not _is_real(value) or not math.isfinite(float(value)) or float(value) < 0:
         raise ParameterError(
             f"The '{name}' parameter of {where} must be a finite number >= 0. Got {value!r} instead."
@@ -61,7 +61,7 @@ def check_time_limit(value, where: str) -> float | None:
 
 
 def check_nonnegative_int(value, name: str, where: str) -> int:
-    """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
+    r"""Return ``int(value)`` if it is an integer :math:`\ge 0`, else raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
         raise ParameterError(
             f"The '{name}' parameter of {where} must be an integer >= 0. Got {value!r} instead."
@@ -70,7 +70,7 @@ def check_nonnegative_int(value, name: str, where: str) -> int:
 
 
 def check_positive_int(value, name: str, where: str) -> int:
-    """Return ``int(value)`` if it is an integer >= 1, else raise ParameterError."""
+    r"""Return ``int(value)`` if it is an integer :math:`\ge 1`, else raise ParameterError."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
         raise ParameterError(
             f"The '{name}' parameter of {where} must be an integer >= 1. Got {value!r} instead."

@@ -116,17 +116,17 @@ class BoundWorkload:
 
     @property
     def dims(self) -> tuple:
-        """(n_1 + 1, ..., n_k + 1): the length of each query's grid axis."""
+        r""":math:`(n_1 + 1, \dots, n_k + 1)`: the length of each query's grid axis."""
         return tuple(q.total + 1 for q in self.queries)
 
     @property
     def joint_length(self) -> int:
-        """prod_j (n_j + 1): the cells of the joint law (of its grid, and of the encoded axis)."""
+        r""":math:`\prod_j (n_j + 1)`: the cells of the joint law (of its grid, and of the encoded axis)."""
         return math.prod(self.dims)
 
     @property
     def radices(self) -> tuple:
-        """R_j = prod_{i < j} (n_i + 1): the weight of query j's digit in the encoded sum."""
+        r""":math:`R_j = \prod_{i < j} (n_i + 1)`: the weight of query :math:`j`'s digit in the encoded sum."""
         out, r = [], 1
         for d in self.dims:
             out.append(r)
@@ -134,8 +134,8 @@ class BoundWorkload:
         return tuple(out)
 
     def node_score_rows(self) -> dict:
-        """For each scored node, its grid scores as an int array (states, k): row x is
-        (s_1(x), ..., s_k(x)), each query's shifted grid score (0 where the query does not score the node).
+        r"""For each scored node, its grid scores as an int array (states, k): row :math:`x` is
+        :math:`(s_1(x), \dots, s_k(x))`, each query's shifted grid score (0 where the query does not score the node).
 
         The step by which the node's state moves the grid of partial sums (one axis per statistic).
         """
@@ -148,8 +148,8 @@ class BoundWorkload:
         return rows
 
     def node_l1(self) -> dict:
-        """For each scored node, the largest L1 change of the table when that node alone changes state:
-        max over state pairs (x, x') of sum_j |s_j(x) - s_j(x')| / unit_j (query units)."""
+        r"""For each scored node, the largest L1 change of the table when that node alone changes state:
+        :math:`\max_{x, x'} \sum_j |s_j(x) - s_j(x')| / u_j` over state pairs, :math:`u_j` the query units."""
         rows: dict = {}
         for q in self.queries:
             for n, s in zip(q.nodes, q.scores, strict=True):
@@ -173,12 +173,12 @@ class BoundWorkload:
         return float(sum(per_node.get(str(n), 0.0) for n in group))
 
     def encoded(self, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH) -> SumQuery:
-        """The one sum query whose grid sum encodes every query's grid sum (module docstring).
+        r"""The one sum query whose grid sum encodes every query's grid sum (module docstring).
 
         Raises
         ------
         ParameterError
-            When prod_j (n_j + 1) exceeds ``max_joint_length`` (one sentence naming the limit).
+            When :math:`\prod_j (n_j + 1)` exceeds ``max_joint_length`` (one sentence naming the limit).
         """
         self.check_cells(max_joint_length)
         scores: dict = {}
@@ -190,7 +190,7 @@ class BoundWorkload:
         return SumQuery({"scores": scores})
 
     def check_cells(self, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH) -> None:
-        """Refuse a joint law of more than ``max_joint_length`` cells prod_j (n_j + 1).
+        r"""Refuse a joint law of more than ``max_joint_length`` cells :math:`\prod_j (n_j + 1)`.
 
         Raises
         ------
@@ -220,7 +220,7 @@ class BoundWorkload:
         return np.transpose(shaped, (0,) + tuple(range(self.k, 0, -1)))
 
     def evaluate(self, record: Mapping) -> tuple:
-        """(F_1, ..., F_k) on one record, in each query's units."""
+        r""":math:`(F_1, \dots, F_k)` on one record, in each query's units."""
         return tuple(q.evaluate(record) for q in self.queries)
 
     def to_dict(self) -> dict:

@@ -36,9 +36,9 @@ __all__ = ["max_divergence", "CloseAdversary", "close_adversary", "section_2_3_e
 
 
 def max_divergence(log_p, log_q) -> float:
-    """D_inf(p || q) = max over x with p(x) > 0 of log p(x) - log q(x), from log-probabilities.
+    r""":math:`D_\infty(p \| q) = \max_{x \,:\, p(x) > 0} \log p(x) - \log q(x)`, from log-probabilities.
 
-    Returns ``inf`` when q(x) = 0 < p(x) for some x.
+    Returns ``inf`` when :math:`q(x) = 0 < p(x)` for some :math:`x`.
 
     Examples
     --------
@@ -61,7 +61,7 @@ def max_divergence(log_p, log_q) -> float:
 
 @dataclass(frozen=True)
 class CloseAdversary:
-    """Delta of Theorem 2.4 and the degraded guarantee epsilon + 2 Delta.
+    r""":math:`\Delta` of Theorem 2.4 and the degraded guarantee :math:`\epsilon + 2\Delta`.
 
     Attributes
     ----------
@@ -74,9 +74,9 @@ class CloseAdversary:
     per_prior : tuple of float
         max over secrets for each prior of Theta.
     epsilon : float or None
-        The guarantee under Theta (if given).
+        The guarantee under :math:`\Theta` (if given).
     skipped : tuple of str
-        Secrets with probability zero under theta~ or a prior (not conditioned on).
+        Secrets with probability zero under :math:`\tilde\theta` or a prior (not conditioned on).
     """
 
     delta: float
@@ -102,7 +102,7 @@ class CloseAdversary:
 
 def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None = None, secrets=None,
                     log_table: bool = False) -> CloseAdversary:
-    """Delta of Theorem 2.4 for an adversary belief ``theta_tilde`` outside ``inst``'s Theta.
+    r""":math:`\Delta` of Theorem 2.4 for an adversary belief ``theta_tilde`` outside ``inst``'s :math:`\Theta`.
 
     Parameters
     ----------
@@ -111,7 +111,7 @@ def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None =
     theta_tilde : array, pgmpy network or NetworkPrior
         The adversary's prior on the same nodes and states.
     epsilon : float, optional
-        The mechanism's guarantee under Theta, to report epsilon + 2 Delta.
+        The mechanism's guarantee under :math:`\Theta`, to report :math:`\epsilon + 2\Delta`.
     secrets : sequence of str, optional
         Names of the secrets of Q to condition on (default: every secret of Q).
     log_table : bool
@@ -120,7 +120,7 @@ def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None =
     Returns
     -------
     CloseAdversary
-        A secret of probability zero under theta~ or under a prior of Theta is not
+        A secret of probability zero under :math:`\tilde\theta` or under a prior of :math:`\Theta` is not
         conditioned on (the Pufferfish technical condition) and is listed in ``skipped``.
     """
     if epsilon is not None:
@@ -166,17 +166,18 @@ def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None =
 
 
 def section_2_3_example() -> dict:
-    """The numbers of Song et al. section 2.3 (after Theorem 2.4), computed exactly.
+    r"""The numbers of Song et al. section 2.3 (after Theorem 2.4), computed exactly.
 
-    theta = (0.9, 0.05, 0.05) and theta~ = (0.01, 0.95, 0.04) on databases D1, D2, D3;
-    the secret s rules out D3.
+    :math:`\theta = (0.9, 0.05, 0.05)` and :math:`\tilde\theta = (0.01, 0.95, 0.04)` on databases
+    :math:`D_1, D_2, D_3`; the secret :math:`s` rules out :math:`D_3`.
 
     Returns
     -------
     dict
-        ``unconditioned`` = max(D_inf(theta||theta~), D_inf(theta~||theta)) = log 90;
-        ``conditioned`` = the same for theta|s, theta~|s = log(90 * 0.96 / 0.95) = log(1728/19);
-        ``paper_conditioned`` = log 91.0962, the paper's value, reproduced from the
+        ``unconditioned`` = :math:`\max(D_\infty(\theta \| \tilde\theta), D_\infty(\tilde\theta \| \theta)) = \log 90`;
+        ``conditioned`` = the same for :math:`\theta | s`, :math:`\tilde\theta | s`:
+        :math:`\log(90 \cdot 0.96 / 0.95) = \log(1728/19)`;
+        ``paper_conditioned`` = :math:`\log 91.0962`, the paper's value, reproduced from the
         conditionals rounded to four digits (0.9474 / 0.0104): a rounding slip.
     """
     th = np.array([0.9, 0.05, 0.05])

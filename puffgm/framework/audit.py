@@ -89,17 +89,17 @@ def _json(x):
 
 @dataclass(frozen=True)
 class AuditResult:
-    """The exact worst-case Pufferfish loss of a mechanism under an instantiation.
+    r"""The exact worst-case Pufferfish loss of a mechanism under an instantiation.
 
     Attributes
     ----------
     loss : float
-        sup over theta, audited pairs and outputs of the absolute log-ratio
+        :math:`\sup` over :math:`\theta`, audited pairs and outputs of the absolute log-ratio
         (``inf`` if some output is possible under one secret and impossible under
         the other; 0.0 if every pair was skipped, see ``skipped``).
     witness : tuple or None
         ``(theta index, (secret_i name, secret_j name), output)`` attaining the loss
-        (the output is an index/label, a real w, ``inf``/``-inf``, or a tuple).
+        (the output is an index/label, a real :math:`w`, ``inf``/``-inf``, or a tuple).
     skipped : tuple
         ``(theta index, pair, reason)`` for every combination skipped because a
         secret has prior probability zero (the Pufferfish technical condition).
@@ -109,7 +109,7 @@ class AuditResult:
         Sizes of the enumeration (``n_outputs`` = number of outputs/candidate
         points examined).
     per_prior : tuple of float
-        The loss restricted to each theta.
+        The loss restricted to each :math:`\theta`.
     notes : tuple of str
     details : Mapping
     """
@@ -133,7 +133,7 @@ class AuditResult:
         object.__setattr__(self, "notes", tuple(self.notes))
 
     def satisfies(self, *, epsilon: float, tol: float = 1e-9) -> bool:
-        """True iff the mechanism is epsilon-Pufferfish private (loss <= epsilon + tol)."""
+        r"""True iff the mechanism is :math:`\epsilon`-Pufferfish private (loss :math:`\le \epsilon + \mathrm{tol}`)."""
         return self.loss <= epsilon + tol
 
     def to_dict(self) -> dict:
@@ -204,7 +204,7 @@ class FiniteMechanism:
         return cls(func, log=True, outputs=outputs, name=name)
 
     def log_table(self, inst: Instantiation) -> np.ndarray:
-        """log P(M(x) = w), shape ``(n_databases, n_outputs)``, validated."""
+        r""":math:`\log P(M(x) = w)`, shape ``(n_databases, n_outputs)``, validated."""
         arr = inst.evaluate(self.source, what="mechanism")
         if arr.ndim != 2:
             raise AuditError(f"The output law of {self.name} must give one vector per database; got shape {arr.shape}.")
@@ -302,7 +302,7 @@ def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: st
 
 
 def audit_finite(inst: Instantiation, mechanism) -> AuditResult:
-    """Exact Pufferfish loss of a finite-output mechanism.
+    r"""Exact Pufferfish loss of a finite-output mechanism.
 
     Parameters
     ----------
@@ -315,12 +315,12 @@ def audit_finite(inst: Instantiation, mechanism) -> AuditResult:
     Returns
     -------
     AuditResult
-        ``loss = max_theta max_(s_i,s_j) max_w |log P(w | s_i, theta) - log P(w | s_j, theta)|``
-        with ``P(w | s, theta) = sum_x P(x | s, theta) P(M(x) = w)``.
+        The loss :math:`\max_\theta \max_{(s_i, s_j)} \max_w |\log P(w \mid s_i, \theta) - \log P(w \mid s_j, \theta)|`
+        with :math:`P(w \mid s, \theta) = \sum_x P(x \mid s, \theta)\, P(M(x) = w)`.
 
     Examples
     --------
-    Randomised response on one bit with keep-probability 3/4 has loss log 3:
+    Randomised response on one bit with keep-probability 3/4 has loss :math:`\log 3`:
 
     >>> import numpy as np
     >>> from puffgm.framework import Instantiation, Secret, audit_finite
@@ -399,16 +399,16 @@ def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> 
 
 def audit_exponential(inst: Instantiation, utility, *, epsilon: float | None = None, scale: float | None = None,
                       sensitivity: float = 1.0, candidates: Sequence | None = None) -> AuditResult:
-    """Exact Pufferfish loss of the exponential mechanism.
+    r"""Exact Pufferfish loss of the exponential mechanism.
 
-    P(M(x) = r) = exp(u(x, r) / scale) / sum_r' exp(u(x, r') / scale), with
-    ``scale = 2 * sensitivity / epsilon`` when ``epsilon`` is given
+    :math:`P(M(x) = r) = \exp(u(x, r) / b) / \sum_{r'} \exp(u(x, r') / b)` with :math:`b` the scale,
+    :math:`b = 2 \Delta_u / \epsilon` (:math:`\Delta_u` the sensitivity) when ``epsilon`` is given
     (McSherry-Talwar; Song et al. use it as a baseline).
 
     Parameters
     ----------
     utility : array or callable
-        Scores u(x, r): table of shape ``inst.shape + (n_candidates,)`` or a callable
+        Scores :math:`u(x, r)`: table of shape ``inst.shape + (n_candidates,)`` or a callable
         ``assignment -> scores``.  ``-inf`` scores are never selected.
     epsilon, scale : float
         Exactly one of them.
@@ -521,15 +521,15 @@ def pair_laws(inst: Instantiation, law_of):
 
 
 def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
-    """Exact Pufferfish loss of the scalar Laplace mechanism ``q(Data) + Lap(scale)``.
+    r"""Exact Pufferfish loss of the scalar Laplace mechanism ``q(Data) + Lap(scale)``.
 
-    Given s and theta the output density is the Laplace mixture
-    f_s(w) = sum_v P(q = v | s, theta) exp(-|w - v| / scale) / (2 scale).  On an
-    interval between consecutive breakpoints f_s(w) = A e^{-w/b} + B e^{w/b}, so
-    f_i / f_j = (A_i + B_i t) / (A_j + B_j t) with t = e^{2w/b}: a Moebius
-    function, monotone in w.  The supremum of |log f_i / f_j| is therefore attained
-    at a query value v (of either conditional law) or in the limits w -> +-inf,
-    where the ratio tends to sum_v P(v|s_i) e^{+-v/b} / sum_v P(v|s_j) e^{+-v/b}.
+    Given :math:`s` and :math:`\theta` the output density is the Laplace mixture
+    :math:`f_s(w) = \sum_v P(q = v \mid s, \theta) \exp(-|w - v| / b) / (2b)` (:math:`b` the scale).  On an
+    interval between consecutive breakpoints :math:`f_s(w) = A e^{-w/b} + B e^{w/b}`, so
+    :math:`f_i / f_j = (A_i + B_i t) / (A_j + B_j t)` with :math:`t = e^{2w/b}`: a Moebius
+    function, monotone in :math:`w`.  The supremum of :math:`|\log f_i / f_j|` is therefore attained
+    at a query value :math:`v` (of either conditional law) or in the limits :math:`w \to \pm\infty`,
+    where the ratio tends to :math:`\sum_v P(v \mid s_i)\, e^{\pm v/b} / \sum_v P(v \mid s_j)\, e^{\pm v/b}`.
     All these points are evaluated exactly in log space.
 
     Parameters
@@ -538,17 +538,17 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
     query : callable or array
         ``q(assignment) -> float`` or a table of shape ``inst.shape``.
     scale : float
-        The Laplace scale b.
+        The Laplace scale :math:`b`.
 
     Returns
     -------
     AuditResult
-        The witness output is the maximising w (a query value or +-inf).
+        The witness output is the maximising :math:`w` (a query value or :math:`\pm\infty`).
 
     Examples
     --------
-    Under DP (independent records) Laplace with scale = sensitivity / epsilon has
-    loss exactly epsilon:
+    Under DP (independent records) Laplace with scale :math:`\Delta / \epsilon` (:math:`\Delta` the
+    sensitivity) has loss exactly :math:`\epsilon`:
 
     >>> import numpy as np
     >>> from puffgm.framework import Instantiation, Secret, audit_laplace
@@ -588,16 +588,16 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
 
 
 def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int = 2**18) -> AuditResult:
-    """Exact Pufferfish loss of ``q(Data) + (Lap(b_1), ..., Lap(b_d))`` (independent coordinates).
+    r"""Exact Pufferfish loss of :math:`q(D) + (\mathrm{Lap}(b_1), \dots, \mathrm{Lap}(b_d))` (independent coordinates).
 
-    Given s and theta the output density is f_s(w) = sum_v P(q = v | s, theta)
-    prod_d exp(-|w_d - v_d| / b_d) / (2 b_d).  In a cell of the grid formed by the
-    query values of each coordinate, fixing every coordinate but w_d makes the
-    ratio f_i / f_j a Moebius function of exp(2 w_d / b_d), hence monotone in w_d.
+    Given :math:`s` and :math:`\theta` the output density is
+    :math:`f_s(w) = \sum_v P(q = v \mid s, \theta) \prod_d \exp(-|w_d - v_d| / b_d) / (2 b_d)`.  In a cell of the
+    grid formed by the query values of each coordinate, fixing every coordinate but :math:`w_d` makes the
+    ratio :math:`f_i / f_j` a Moebius function of :math:`\exp(2 w_d / b_d)`, hence monotone in :math:`w_d`.
     A function monotone in each coordinate on a box attains its supremum at a
-    vertex, so the supremum over R^d is attained at a point of the product grid
-    prod_d (values_d U {-inf, +inf}) (limits at infinite coordinates).  Exact, but
-    the grid has prod_d (m_d + 2) points: refused above ``max_points``.
+    vertex, so the supremum over :math:`\mathbb{R}^d` is attained at a point of the product grid
+    :math:`\prod_d (\mathrm{values}_d \cup \{-\infty, +\infty\})` (limits at infinite coordinates).  Exact, but
+    the grid has :math:`\prod_d (m_d + 2)` points: refused above ``max_points``.
 
     Parameters
     ----------

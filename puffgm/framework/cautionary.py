@@ -52,10 +52,10 @@ FLU_COUNTS = (0.1, 0.15, 0.5, 0.15, 0.1)
 
 
 def flu_clique(count_law: Sequence[float] = FLU_COUNTS):
-    """The flu example of Song et al. section 3: a clique of 4 people, exchangeable prior.
+    r"""The flu example of Song et al. section 3: a clique of 4 people, exchangeable prior.
 
-    P(X = x) = P(N = |x|) / C(4, |x|) with P(N = j) = ``count_law[j]``; pairs
-    (X_i = 0, X_i = 1) for every person; the query is N, the number infected.
+    :math:`P(X = x) = P(N = |x|) / \binom{4}{|x|}` with :math:`P(N = j)` = ``count_law[j]``; pairs
+    :math:`(X_i = 0, X_i = 1)` for every person; the query is :math:`N`, the number infected.
 
     Returns
     -------
@@ -91,15 +91,15 @@ def _support_sets(inst: Instantiation, logm: np.ndarray, theta: int):
 
 def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "database", theta: int = 0,
                             pair: int = 0, max_states: int = 200000) -> dict:
-    """Exact expected number of independent runs until the outputs reveal the database or the secret.
+    r"""Exact expected number of independent runs until the outputs reveal the database or the secret.
 
-    After runs with distinct outputs O, the adversary knows the database lies in
-    supp(O) = {x : P(x | theta) > 0 and P(M(x) = o) > 0 for every o in O}.  The
-    database is revealed when supp(O) is a single database; the secret of pair
-    ``pair`` is revealed when supp(O) lies inside one of its two secrets.  Given
-    the true database x the set O evolves as a Markov chain, and
-    E[T | O] = (1 + sum_{o not in O} p_o E[T | O + o]) / (1 - sum_{o in O} p_o)
-    for unrevealing O; E[T] = sum_x P(x | theta) E[T | x, O = {}].
+    After runs with distinct outputs :math:`O`, the adversary knows the database lies in
+    :math:`\mathrm{supp}(O) = \{x : P(x \mid \theta) > 0,\ P(M(x) = o) > 0 \text{ for every } o \in O\}`.  The
+    database is revealed when :math:`\mathrm{supp}(O)` is a single database; the secret of pair
+    ``pair`` is revealed when :math:`\mathrm{supp}(O)` lies inside one of its two secrets.  Given
+    the true database :math:`x` the set :math:`O` evolves as a Markov chain, and
+    :math:`E[T \mid O] = \left(1 + \sum_{o \notin O} p_o E[T \mid O + o]\right) / \left(1 - \sum_{o \in O} p_o\right)`
+    for unrevealing :math:`O`; :math:`E[T] = \sum_x P(x \mid \theta)\, E[T \mid x, O = \emptyset]`.
 
     Returns
     -------
@@ -219,13 +219,18 @@ class CollapseCase:
 
 
 def bai_example_4_1(joint=None, nodes=("A", "B"), states=None, secret: Secret | None = None) -> CollapseCase:
-    """Example 4.1: M*(D) = (D, D') with D' ~ P(. | s2) if s1(D), else (D', D) with D' ~ P(. | s1).
+    r"""Example 4.1: :math:`M^*(D) = (D, D')` if :math:`s_1(D)`, else :math:`(D', D)`.
+
+    In the first case :math:`D' \sim P(\cdot \mid s_2)`, in the second :math:`D' \sim P(\cdot \mid s_1)`.
 
     Default: two binary records with joint [[0.1, 0.2], [0.3, 0.4]] and s1 = "A = 1"
     (so U_1 and U_2 each hold two datasets).  One run leaks nothing (Theorem 1);
     two differing runs reveal the dataset.  Theorem 1's bound on the expected number
-    of runs is 1 + 1 / (1 - max_D max_s P(D | s)); the exact value is
-    1 + sum_s P(s) sum_{D' in U_other} P(D'|other) / (1 - P(D'|other)).
+    of runs is :math:`1 + 1 / (1 - \max_D \max_s P(D \mid s))`; the exact value is
+
+    $$
+    1 + \sum_s P(s) \sum_{D' \in U_{\mathrm{other}}} \frac{P(D' \mid \mathrm{other})}{1 - P(D' \mid \mathrm{other})}.
+    $$
     """
     joint = np.array([[0.1, 0.2], [0.3, 0.4]]) if joint is None else np.asarray(joint, dtype=float)
     states = [2] * joint.ndim if states is None else states
@@ -273,8 +278,10 @@ def _evaluate(secret: Secret, assignment) -> bool:
 
 
 def bai_example_4_2(n: int) -> CollapseCase:
-    """Example 4.2: n >= 3 fair coin bits; with prob. 1/2 output (x_2 + x_1, ..., x_n + x_1) (xor),
-    otherwise the parity of all bits (n odd) or of bits 2..n (n even).
+    r"""Example 4.2: :math:`n \ge 3` fair coin bits and two kinds of output.
+
+    With prob. 1/2 output :math:`(x_2 \oplus x_1, \dots, x_n \oplus x_1)` (xor), otherwise the parity of all
+    bits (:math:`n` odd) or of bits :math:`2, \dots, n` (:math:`n` even).
 
     One run leaks nothing about any bit (Theorem 2); the two output types together
     reveal the database; the expected number of runs is 3.
@@ -299,7 +306,7 @@ def bai_example_4_2(n: int) -> CollapseCase:
 
 
 def theorem_3_epsilon(LT: float, UT: float, LF: float, UF: float) -> float:
-    """The epsilon of Bai et al. Theorem 3 (max of |log| of the eight endpoint ratios)."""
+    r"""The :math:`\epsilon` of Bai et al. Theorem 3 (max of :math:`|\log|` of the eight endpoint ratios)."""
     for name, v in (("LT", LT), ("UT", UT), ("LF", LF), ("UF", UF)):
         if not (0 < v < 1):
             raise ParameterError(f"The '{name}' parameter of theorem_3_epsilon must be in (0, 1). Got {v!r} instead.")
@@ -313,13 +320,15 @@ def theorem_3_epsilon(LT: float, UT: float, LF: float, UF: float) -> float:
 def bai_example_4_3(
     LT: float = 0.3, UT: float = 0.6, LF: float = 0.2, UF: float = 0.5, p_s1: float = 0.5
 ) -> CollapseCase:
-    """Example 4.3: one secret pair (s1, not s1), Theta with P(U_T | s1) in [LT, UT], P(U_F | not s1) in [LF, UF].
+    r"""Example 4.3: one secret pair :math:`(s_1, \neg s_1)` and a box of priors :math:`\Theta`.
 
-    The database is two binary records (S, U): s1 = "S = 1", U_T = {S=1, U=1},
-    U_F = {S=0, U=1}.  Theta holds the four corner priors P(U=1 | S=1) in {LT, UT},
-    P(U=1 | S=0) in {LF, UF} (with P(S=1) = ``p_s1``): every log-ratio is monotone
-    in these two conditionals, so the corners attain the sup over the whole box and
-    the exact audit equals Theorem 3's epsilon.  Two runs reveal the secret; the
+    :math:`\Theta` has :math:`P(U_T \mid s_1) \in [\mathrm{LT}, \mathrm{UT}]` and
+    :math:`P(U_F \mid \neg s_1) \in [\mathrm{LF}, \mathrm{UF}]`.  The database is two binary records
+    :math:`(S, U)`: :math:`s_1 = \{S = 1\}`, :math:`U_T = \{S=1, U=1\}`, :math:`U_F = \{S=0, U=1\}`.
+    :math:`\Theta` holds the four corner priors :math:`P(U=1 \mid S=1) \in \{\mathrm{LT}, \mathrm{UT}\}`,
+    :math:`P(U=1 \mid S=0) \in \{\mathrm{LF}, \mathrm{UF}\}` (with :math:`P(S=1)` = ``p_s1``): every log-ratio
+    is monotone in these two conditionals, so the corners attain the sup over the whole box and
+    the exact audit equals Theorem 3's :math:`\epsilon`.  Two runs reveal the secret; the
     expected number of runs is 3.
     """
     eps = theorem_3_epsilon(LT, UT, LF, UF)
@@ -345,11 +354,13 @@ def bai_example_4_3(
 
 
 def exam_order(n: int, f1=None) -> Instantiation:
-    """Example 9.1: n students take an exam in ID order; Data is D_0, ..., D_n (D_k: first k took it).
+    r"""Example 9.1: :math:`n` students take an exam in ID order; Data is :math:`D_0, \dots, D_n`.
 
-    The prior is Equation 17 with pi_i = 1: independent records with
-    P(r_i = 1) = ``f1[i]`` (default 0.5, making D_0..D_n equally likely)
-    conditioned on the constraint Q.  Pairs: (r_i = 0, r_i = 1) for each student
+    :math:`D_k`: the first :math:`k` took it.
+
+    The prior is Equation 17 with :math:`\pi_i = 1`: independent records with
+    :math:`P(r_i = 1)` = ``f1[i]`` (default 0.5, making :math:`D_0, \dots, D_n` equally likely)
+    conditioned on the constraint :math:`Q`.  Pairs: :math:`(r_i = 0, r_i = 1)` for each student
     (Equation 16 with every record present).  A list of f1 vectors gives a Theta
     with several priors.
     """
@@ -371,13 +382,19 @@ def exam_order(n: int, f1=None) -> Instantiation:
 
 
 def exam_order_laplace_loss(n: int, *, epsilon: float) -> float:
-    """Closed form of the exact loss of Lap(1/epsilon) on the count under the uniform exam-order prior.
+    r"""Closed form of the exact loss of :math:`\mathrm{Lap}(1/\epsilon)` on the count, uniform exam-order prior.
 
-    For pair i, r_i = 1 means the count is uniform on {i..n}, r_i = 0 on {0..i-1};
-    beyond the extreme counts the ratio of the Laplace mixtures is constant, so the
-    loss is max_i max(log mean_{j>=i} e^{eps j} - log mean_{j<i} e^{eps j},
-    log mean_{j<i} e^{-eps j} - log mean_{j>=i} e^{-eps j}).  For i = 1 the first
-    term is log((1/n) sum_{j=1}^n e^{eps j}) (Example 9.2).
+    For pair :math:`i`, :math:`r_i = 1` means the count is uniform on :math:`\{i, \dots, n\}`, :math:`r_i = 0` on
+    :math:`\{0, \dots, i-1\}`; beyond the extreme counts the ratio of the Laplace mixtures is constant, so the
+    loss is
+
+    $$
+    \max_i \max\left(\log \operatorname{mean}_{j \ge i} e^{\epsilon j}
+      - \log \operatorname{mean}_{j < i} e^{\epsilon j},
+      \log \operatorname{mean}_{j < i} e^{-\epsilon j} - \log \operatorname{mean}_{j \ge i} e^{-\epsilon j}\right).
+    $$
+
+    For :math:`i = 1` the first term is :math:`\log\left(\frac{1}{n} \sum_{j=1}^n e^{\epsilon j}\right)` (Example 9.2).
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "exam_order_laplace_loss")
     j = np.arange(n + 1, dtype=float)

@@ -91,32 +91,32 @@ DEFAULT_TOL = 1e-7
 
 @dataclass(frozen=True)
 class NfcCheck:
-    """One NfC linear program: prior, ordered secret pair and dataset D*.
+    r"""One NfC linear program: prior, ordered secret pair and dataset D*.
 
     Attributes
     ----------
     prior : str
-        Name of the prior theta.
+        Name of the prior :math:`\theta`.
     pair : tuple of str
-        The ordered pair (s1, s2): D* satisfies s1, the combination is over s2.
+        The ordered pair :math:`(s_1, s_2)`: :math:`D^*` satisfies :math:`s_1`, the combination is over :math:`s_2`.
     dataset : dict
-        D* as ``{node: state}``.
+        :math:`D^*` as ``{node: state}``.
     value : float
-        v(D*): the smallest epsilon for which Eq. 1 holds at D* (``inf`` if no
-        s2-dataset can produce every output of D*).
+        :math:`v(D^*)`: the smallest :math:`\epsilon` for which Eq. 1 holds at :math:`D^*` (``inf`` if no
+        :math:`s_2`-dataset can produce every output of :math:`D^*`).
     beta : tuple of (dict, float)
-        The optimal convex combination (datasets D_l with their weights > 1e-9).
+        The optimal convex combination (datasets :math:`D_l` with their weights :math:`> 10^{-9}`).
     alpha : tuple of (label, float)
-        The optimal dual: output frequencies of the attack (weights > 1e-9).
+        The optimal dual: output frequencies of the attack (weights :math:`> 10^{-9}`).
     dp_value : float
-        v_DP(D*): the best single partner (DP-style constraint, Theorem 5).
+        :math:`v_{DP}(D^*)`: the best single partner (DP-style constraint, Theorem 5).
     dp_partner : dict or None
         That partner dataset.
     n_candidates : int
-        |A|: s2-datasets whose output support contains that of D*.
+        :math:`|A|`: :math:`s_2`-datasets whose output support contains that of :math:`D^*`.
     blocking_output : label or None
-        When ``value`` is infinite: an output of D* that rules out a partner
-        (one per s2-dataset is needed; the first one found is reported).
+        When ``value`` is infinite: an output of :math:`D^*` that rules out a partner
+        (one per :math:`s_2`-dataset is needed; the first one found is reported).
     """
 
     prior: str
@@ -160,7 +160,7 @@ class NfcCheck:
 
 @dataclass(frozen=True)
 class CompositionConditions:
-    """Result of :func:`check_composition_conditions`.
+    r"""Result of :func:`check_composition_conditions`.
 
     Attributes
     ----------
@@ -169,20 +169,20 @@ class CompositionConditions:
     epsilon_source : str
         ``"given"`` or ``"exact single-run audit"`` (the largest single-run loss of the mechanisms).
     nfc_value : float
-        max over (prior, ordered pair, D*) of v(D*): the smallest epsilon at which
+        :math:`\max v(D^*)` over (prior, ordered pair, :math:`D^*`): the smallest :math:`\epsilon` at which
         Theorem 4's necessary conditions hold (``inf`` if none does).
     dp_value : float
         The same with DP-style constraints only (Theorem 5); ``>= nfc_value``.
     holds : bool
         ``nfc_value <= epsilon + tol``.  False means the mechanisms cannot compose
-        linearly at epsilon (Theorem 4); True is necessary, not sufficient.
+        linearly at :math:`\epsilon` (Theorem 4); True is necessary, not sufficient.
     dp_holds : bool
         ``dp_value <= epsilon + tol``: a post-processing-invariant set of DP-style
         constraints holds.
     worst : NfcCheck or None
         The check attaining ``nfc_value`` (the violating pair when ``holds`` is False).
     violations : tuple of NfcCheck
-        Up to ``max_reported`` checks with v > epsilon + tol, worst first.
+        Up to ``max_reported`` checks with :math:`v > \epsilon + \mathrm{tol}`, worst first.
     n_checks, n_violations : int
     mechanism : str
     tol : float
@@ -206,7 +206,7 @@ class CompositionConditions:
     theorem: str = THEOREM4
 
     def satisfies(self, *, epsilon: float) -> bool:
-        """Whether the necessary conditions hold at another epsilon."""
+        r"""Whether the necessary conditions hold at another :math:`\epsilon`."""
         return self.nfc_value <= float(epsilon) + self.tol
 
     def to_dict(self) -> dict:
@@ -331,19 +331,19 @@ def _solve(logm: np.ndarray, star: int, cands: np.ndarray):
 
 def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: float | None = None,
                                  tol: float = DEFAULT_TOL, max_reported: int = 10) -> CompositionConditions:
-    """Decide Bai et al.'s necessary conditions for composition (Theorem 4) and their DP-style form (Theorem 5).
+    r"""Decide Bai et al.'s necessary conditions for composition (Theorem 4) and their DP-style form (Theorem 5).
 
     Parameters
     ----------
     inst : Instantiation
-        (S, Theta) over a small discrete database; every pair is checked in both orders.
+        :math:`(S, \Theta)` over a small discrete database; every pair is checked in both orders.
     mechanisms : FiniteMechanism, array or callable, or a sequence of them
-        Output laws P(M(D) = w) (see :func:`puffgm.framework.audit_finite`).  A sequence is the
-        set M_1..M_m of Theorem 4: its ranges are taken disjoint and checked together.
+        Output laws :math:`P(M(D) = w)` (see :func:`puffgm.framework.audit_finite`).  A sequence is the
+        set :math:`M_1, \dots, M_m` of Theorem 4: its ranges are taken disjoint and checked together.
     epsilon : float, optional
-        The Pufferfish parameter (>= 0).  Default: the largest exact single-run
+        The Pufferfish parameter (:math:`\ge 0`).  Default: the largest exact single-run
         loss of the mechanisms (:func:`~puffgm.framework.audit_finite`), i.e. the
-        best epsilon they are Pufferfish at.
+        best :math:`\epsilon` they are Pufferfish at.
     tol : float
         Tolerance of ``nfc_value <= epsilon``.
     max_reported : int
@@ -356,10 +356,10 @@ def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: fl
 
     Notes
     -----
-    v(D*) = min_beta max_w [log P(w | D*) - sum_l beta_l log P(w | D_l)] is solved with
+    :math:`v(D^*) = \min_\beta \max_w [\log P(w \mid D^*) - \sum_l \beta_l \log P(w \mid D_l)]` is solved with
     scipy's ``linprog`` (HiGHS); see the module docstring for the support rules.
-    One LP per (prior, ordered pair, D* in the support of s1), cached on
-    (D*, candidate set).
+    One LP per (prior, ordered pair, :math:`D^*` in the support of :math:`s_1`), cached on
+    (:math:`D^*`, candidate set).
 
     Examples
     --------
@@ -445,17 +445,20 @@ def check_composition_conditions(inst: Instantiation, mechanisms, *, epsilon: fl
 
 
 def nfc_value(inst: Instantiation, mechanisms) -> float:
-    """The smallest epsilon at which Theorem 4's necessary conditions hold (``inf`` if none)."""
+    r"""The smallest :math:`\epsilon` at which Theorem 4's necessary conditions hold (``inf`` if none)."""
     return check_composition_conditions(inst, mechanisms, epsilon=0.0).nfc_value
 
 
 def repeated_release_loss(inst: Instantiation, mechanism, counts, *, prior: int = 0, pair: int = 0) -> float:
-    """Exact Pufferfish loss of one output multiset of repeated runs, for one prior and pair.
+    r"""Exact Pufferfish loss of one output multiset of repeated runs, for one prior and pair.
 
     For independent runs of ``mechanism`` on the same data whose outputs occur
-    ``counts[w]`` times,
+    ``counts[w]`` times (:math:`c_w`),
 
-        | log sum_D P(D | s1, theta) prod_w P(w | D)^c_w - log sum_D P(D | s2, theta) prod_w P(w | D)^c_w |
+    $$
+    \left| \log \sum_D P(D \mid s_1, \theta) \prod_w P(w \mid D)^{c_w}
+      - \log \sum_D P(D \mid s_2, \theta) \prod_w P(w \mid D)^{c_w} \right|
+    $$
 
     (the multinomial coefficient cancels).  Used to exhibit the failure of linear
     composition predicted by a violated NfC check: take counts proportional to

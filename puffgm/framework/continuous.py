@@ -51,20 +51,23 @@ __all__ = [
 
 
 def absolute_error_scale(k: float, *, epsilon: float) -> float:
-    """Laplace scale 4k / epsilon of Lemma 7.1."""
+    r"""Laplace scale :math:`4k / \epsilon` of Lemma 7.1."""
     return 4 * check_positive_finite(k, "k", "absolute_error_scale") / check_positive_finite(
         epsilon, "epsilon", "absolute_error_scale")
 
 
 def relative_error_scale(c: float, *, epsilon: float) -> float:
-    """Laplace scale 4 log(1/c) / epsilon on sum_i log t_i (section 7.1.2), 0 < c < 1."""
+    r"""Laplace scale :math:`4 \log(1/c) / \epsilon` on :math:`\sum_i \log t_i` (section 7.1.2), :math:`0 < c < 1`."""
     if not (isinstance(c, (int, float)) and 0 < c < 1):
         raise ParameterError(f"The 'c' parameter of relative_error_scale must be in (0, 1). Got {c!r} instead.")
     return 4 * math.log(1 / c) / check_positive_finite(epsilon, "epsilon", "relative_error_scale")
 
 
 def aggregate_sum_scale(delta: float, *, epsilon: float) -> float:
-    """Laplace scale 3 delta / epsilon protecting the sum within a metric ball of radius delta (section 7.2)."""
+    r"""Laplace scale :math:`3\delta / \epsilon` protecting the sum within a metric ball of radius :math:`\delta`.
+
+    Kifer and Machanavajjhala section 7.2.
+    """
     return 3 * check_positive_finite(delta, "delta", "aggregate_sum_scale") / check_positive_finite(
         epsilon, "epsilon", "aggregate_sum_scale")
 
@@ -120,11 +123,11 @@ class ContinuousRelease(Release):
         return f"every prior with independent records (Equation 10); secrets: {self.secret}"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The Laplace scale and its (1 - alpha) half-width (on the log scale for a product or geometric mean).
+        r"""The Laplace scale and its :math:`(1-\alpha)` half-width (on the log scale for a product or geometric mean).
 
-        The noise of a geometric mean of n values is the product's noise divided by n on the log
-        scale (the record does not keep n), so its row states the product's half-width t: the
-        geometric mean lies within a factor exp(t / n) of the released one.
+        The noise of a geometric mean of :math:`n` values is the product's noise divided by :math:`n` on the log
+        scale (the record does not keep :math:`n`), so its row states the product's half-width :math:`t`: the
+        geometric mean lies within a factor :math:`e^{t / n}` of the released one.
         """
         name = "product behind the geometric mean" if self.statistic == "geometric_mean" else "value"
         return laplace_rows((name,), (self.scale,), alpha, multiplicative=self.statistic != "sum")
@@ -156,7 +159,10 @@ def _release_sum(values, scale: float, epsilon: float, guarantee: str, theorem: 
 
 
 def release_sum_absolute_error(values, k: float, *, epsilon: float, random_state=None) -> ContinuousRelease:
-    """sum(values) + Lap(4k/epsilon): no value can be inferred to within +-k (Lemma 7.1)."""
+    r"""Release :math:`\sum \mathrm{values} + \mathrm{Lap}(4k/\epsilon)` (Lemma 7.1).
+
+    No value can be inferred to within :math:`\pm k`.
+    """
     return _release_sum(values, absolute_error_scale(k, epsilon=epsilon), epsilon,
                         f"each value to within absolute error {k:g}", "Kifer-Machanavajjhala Lemma 7.1",
                         random_state)
@@ -164,9 +170,9 @@ def release_sum_absolute_error(values, k: float, *, epsilon: float, random_state
 
 def release_relative_error(values, c: float, *, epsilon: float, statistic: str = "geometric_mean",
                            random_state=None) -> ContinuousRelease:
-    """Multiplicative noise: exp(sum log t + Lap(4 log(1/c)/epsilon)) (section 7.1.2).
+    r"""Multiplicative noise: :math:`\exp(\sum \log t + \mathrm{Lap}(4 \log(1/c)/\epsilon))` (section 7.1.2).
 
-    ``statistic="product"`` releases the product; ``"geometric_mean"`` its n-th root
+    ``statistic="product"`` releases the product; ``"geometric_mean"`` its :math:`n`-th root
     (post-processing, no extra cost).  Values must be > 0.
     """
     v = _values(values)
@@ -188,7 +194,10 @@ def release_relative_error(values, c: float, *, epsilon: float, statistic: str =
 
 
 def release_aggregate_sum(values, delta: float, *, epsilon: float, random_state=None) -> ContinuousRelease:
-    """sum + Lap(3 delta / epsilon): the sum cannot be placed within +-delta versus (delta, 2 delta] (section 7.2)."""
+    r"""Release the sum :math:`+\, \mathrm{Lap}(3\delta / \epsilon)` (section 7.2).
+
+    The sum cannot be placed within :math:`\pm\delta` versus :math:`(\delta, 2\delta]`.
+    """
     return _release_sum(values, aggregate_sum_scale(delta, epsilon=epsilon), epsilon,
                         f"the sum to within {delta:g} (metric ball vs its 2-delta shell)",
                         "Kifer-Machanavajjhala section 7.2 (scale 3 delta / epsilon derived in puffgm)",
@@ -209,7 +218,9 @@ def interval_pairs(node, centers, k: float):
 
 
 def aggregate_pairs(centers, delta: float, statistic=None, name: str = "sum"):
-    """Pairs (|F - c| <= delta, delta < |F - c| <= 2 delta) for each centre c (Equations 12-13, mu = |F - F'|).
+    r"""Pairs :math:`(|F - c| \le \delta,\ \delta < |F - c| \le 2\delta)` for each centre :math:`c` (Equations 12-13).
+
+    The metric is :math:`\mu = |F - F'|`.
 
     ``statistic(assignment)`` defaults to the sum of the (numeric) values.
     """
@@ -225,18 +236,18 @@ def aggregate_pairs(centers, delta: float, statistic=None, name: str = "sum"):
 
 def audit_absolute_error_sum(k: float = 1.0, *, epsilon: float = 1.0, step: float = 0.25, n: int = 2,
                              top: float | None = None, n_random: int = 3, random_state: int = 0) -> dict:
-    """Exact audit of Lemma 7.1 on a discretised domain.
+    r"""Exact audit of Lemma 7.1 on a discretised domain.
 
-    n records with values on the grid {0, step, ..., top}; pairs of adjacent
-    intervals for every grid centre x with [x-k, x+3k) inside the domain; Theta holds
+    :math:`n` records with values on the grid :math:`\{0, \mathrm{step}, \dots, \mathrm{top}\}`; pairs of adjacent
+    intervals for every grid centre :math:`x` with :math:`[x-k, x+3k)` inside the domain; :math:`\Theta` holds
     ``n_random`` random product priors and, for the first pair, the product prior
-    whose record-1 law puts mass 1/2 at x-k and at x+3k-step (the extreme points),
-    where the loss is exactly (4k - step) / (4k/epsilon) = epsilon (1 - step/(4k)).
+    whose record-1 law puts mass 1/2 at :math:`x-k` and at :math:`x+3k-\mathrm{step}` (the extreme points),
+    where the loss is exactly :math:`(4k - \mathrm{step}) / (4k/\epsilon) = \epsilon (1 - \mathrm{step}/(4k))`.
 
     Returns
     -------
     dict
-        ``loss`` (exact audit of sum + Lap(4k/epsilon)), ``expected_worst`` and the
+        ``loss`` (exact audit of the sum :math:`+\, \mathrm{Lap}(4k/\epsilon)`), ``expected_worst`` and the
         AuditResult under ``result``.
     """
     top = 4 * k + 2 * step if top is None else top

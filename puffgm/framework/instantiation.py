@@ -98,7 +98,7 @@ class Secret:
     # -- constructors -------------------------------------------------------
     @classmethod
     def value(cls, node, value, name: str | None = None) -> Secret:
-        """The secret "node has value ``value``" (X_i = a)."""
+        """The secret "node has value ``value``" (:math:`X_i = a`)."""
         return cls(name or f"{node}={value}", "value", node, (value,))
 
     @classmethod
@@ -385,7 +385,7 @@ def _dependency_edges(expanded: list, edges) -> tuple | None:
 
 
 class Instantiation:
-    """A Pufferfish instantiation (S, Q, Theta) over a small discrete database.
+    r"""A Pufferfish instantiation (S, Q, Theta) over a small discrete database.
 
     Validates and tabulates once (the log joint of every prior, the mask and log
     prior probability of every secret); the auditors of :mod:`puffgm.framework.audit`
@@ -416,9 +416,9 @@ class Instantiation:
 
     Notes
     -----
-    The technical condition of Pufferfish: a pair (s_i, s_j) is audited under
-    theta only when P(s_i | theta) > 0 and P(s_j | theta) > 0; the skipped
-    (theta, pair) combinations are listed in :attr:`skipped`.
+    The technical condition of Pufferfish: a pair :math:`(s_i, s_j)` is audited under
+    :math:`\theta` only when :math:`P(s_i \mid \theta) > 0` and :math:`P(s_j \mid \theta) > 0`; the skipped
+    (:math:`\theta`, pair) combinations are listed in :attr:`skipped`.
 
     Examples
     --------
@@ -531,10 +531,10 @@ class Instantiation:
     # ------------------------------------------------------------------ constructors
     @classmethod
     def bayesian_network_default(cls, priors, protected: Sequence | None = None, **kwargs) -> Instantiation:
-        """The Bayesian-network instantiation of Song et al. (section 4.1).
+        r"""The Bayesian-network instantiation of Song et al. (section 4.1).
 
-        S = {X_i = a}, Q = {(X_i = a, X_i = b) : a < b in state order} for every
-        node ``i`` (or only the nodes in ``protected``), Theta = ``priors``.  Other
+        :math:`S = \{X_i = a\}`, :math:`Q = \{(X_i = a, X_i = b) : a < b\}` (in state order) for every
+        node ``i`` (or only the nodes in ``protected``), :math:`\Theta` = ``priors``.  Other
         keyword arguments (``nodes``, ``states``, ...) go to the constructor.
         """
         inst_nodes, inst_states = _peek_nodes_states(priors, kwargs)
@@ -562,7 +562,7 @@ class Instantiation:
         return self._masks[secret_name]
 
     def log_prob_secret(self, theta: int, secret_name: str) -> float:
-        """log P(s | theta)."""
+        r""":math:`\log P(s \mid \theta)`."""
         return self._log_p[(theta, secret_name)]
 
     def active(self):
@@ -596,7 +596,7 @@ class Instantiation:
         return arr.reshape((self.n_databases,) + arr.shape[len(self.shape):])
 
     def conditional(self, theta: int, secret_name: str) -> np.ndarray:
-        """log P(Data = x | s, theta) over the flattened databases (``-inf`` outside s)."""
+        r""":math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the flattened databases (``-inf`` outside s)."""
         lp = self.log_priors[theta].ravel()
         m = self._masks[secret_name].ravel()
         out = np.full(lp.shape, -math.inf)

@@ -31,7 +31,7 @@ def _f(x):
 
 
 def flu(*, epsilon: float = 1.0) -> dict:
-    """The flu clique of Song et al. section 3: W = 2 against the group-DP sensitivity 4, at ``epsilon``."""
+    """The flu clique of Song et al. section 3: :math:`W = 2` against the group-DP sensitivity 4, at ``epsilon``."""
     from puffgm.framework.cautionary import flu_clique
     from puffgm.framework.wasserstein import calibrate_wasserstein
 
@@ -46,7 +46,10 @@ def flu(*, epsilon: float = 1.0) -> dict:
 
 
 def close_adversary(*, epsilon: float = 1.0) -> dict:
-    """Song et al. section 2.3: Delta of the close adversary and the degraded guarantee epsilon + 2 Delta."""
+    r"""Song et al. section 2.3: :math:`\Delta` of the close adversary and the degraded guarantee.
+
+    The degraded guarantee is :math:`\epsilon + 2\Delta`.
+    """
     from puffgm.framework.adversaries import section_2_3_example
 
     r = section_2_3_example()
@@ -117,7 +120,10 @@ def bai_4_3(LT=0.3, UT=0.6, LF=0.2, UF=0.5) -> dict:
 
 
 def exam_order(*, epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
-    """Kifer-Machanavajjhala Examples 9.1/9.2: Lap(1/epsilon) on the count loses more than epsilon."""
+    r"""Kifer-Machanavajjhala Examples 9.1/9.2: Laplace noise on the exam-order count.
+
+    :math:`\mathrm{Lap}(1/\epsilon)` on the count loses more than :math:`\epsilon`.
+    """
     from puffgm.framework.audit import audit_laplace
     from puffgm.framework.cautionary import exam_order as build
     from puffgm.framework.cautionary import exam_order_laplace_loss
@@ -139,7 +145,10 @@ def exam_order(*, epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
 
 
 def theorem_6(*, epsilon: float = 1.0, n: int = 3) -> dict:
-    """Kifer-Machanavajjhala Theorems 6.1/6.2: Lap(1/epsilon) passes for independent records, fails when correlated."""
+    r"""Kifer-Machanavajjhala Theorems 6.1/6.2: Laplace noise under independent and correlated records.
+
+    :math:`\mathrm{Lap}(1/\epsilon)` passes for independent records, fails when correlated.
+    """
     from puffgm.framework.audit import audit_laplace
     from puffgm.framework.cautionary import dp_as_pufferfish, present_sum
 
@@ -152,7 +161,7 @@ def theorem_6(*, epsilon: float = 1.0, n: int = 3) -> dict:
 
 
 def lemma_7_1(*, epsilon: float = 1.0, k: float = 1.0, step: float = 0.25) -> dict:
-    """Kifer-Machanavajjhala Lemma 7.1: sum + Lap(4k/epsilon) audited on a grid of step ``step``."""
+    r"""Kifer-Machanavajjhala Lemma 7.1: sum :math:`+\, \mathrm{Lap}(4k/\epsilon)` audited on a grid of ``step``."""
     from puffgm.framework.continuous import audit_absolute_error_sum
 
     r = audit_absolute_error_sum(k=k, epsilon=epsilon, step=step)

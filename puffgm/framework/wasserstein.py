@@ -70,24 +70,24 @@ CDF_TOL = 1e-12
 
 
 def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> float:
-    """Infinity-Wasserstein distance between two finitely supported laws on the real line.
+    r"""Infinity-Wasserstein distance between two finitely supported laws on the real line.
 
-    W_inf(mu, nu) = ess sup over u in (0, 1) of |F_mu^{-1}(u) - F_nu^{-1}(u)|, the largest
+    :math:`W_\infty(\mu, \nu) = \operatorname{ess\,sup}_{u \in (0, 1)} |F_\mu^{-1}(u) - F_\nu^{-1}(u)|`, the largest
     gap between the quantile functions (Song et al., section 3.1).
 
     Parameters
     ----------
     values_a, probs_a : array_like
-        Support points and probabilities of mu (probabilities sum to 1; zeros allowed).
+        Support points and probabilities of :math:`\mu` (probabilities sum to 1; zeros allowed).
     values_b, probs_b : array_like
-        The same for nu.
+        The same for :math:`\nu`.
     tol : float
         See Notes.
 
     Returns
     -------
     float
-        W_inf(mu, nu): the least largest shift of a coupling of the two laws.
+        :math:`W_\infty(\mu, \nu)`: the least largest shift of a coupling of the two laws.
 
     Notes
     -----
@@ -151,25 +151,25 @@ def _clean(values, probs):
 
 @dataclass(frozen=True)
 class WassersteinCalibration:
-    """Outcome of Algorithm 1: W, the Laplace scale W / epsilon, and what justifies it.
+    r"""Outcome of Algorithm 1: :math:`W`, the Laplace scale :math:`W / \epsilon`, and what justifies it.
 
     Attributes
     ----------
     epsilon : float
     W : float
-        sup over audited (pair, theta) of W_inf between the conditional laws of F.
+        :math:`\sup` over audited (pair, :math:`\theta`) of :math:`W_\infty` between the conditional laws of :math:`F`.
     scale : float
-        W / epsilon.
+        :math:`W / \epsilon`.
     witness : tuple or None
-        (theta index, (s_i, s_j)) attaining W.
+        (theta index, :math:`(s_i, s_j)`) attaining :math:`W`.
     per_pair : tuple
         ``(theta index, (s_i, s_j), W_inf)`` for every audited combination.
     skipped : tuple
-        Combinations skipped by the technical condition P(s | theta) > 0.
+        Combinations skipped by the technical condition :math:`P(s \mid \theta) > 0`.
     group_dp_sensitivity : float or None
-        The group-DP baseline (Theorem 3.3 says W <= it), when groups are known.
+        The group-DP baseline (Theorem 3.3 says :math:`W` is at most it), when groups are known.
     audit : AuditResult or None
-        Exact audit of the released Laplace mechanism (loss <= epsilon by Theorem 3.2).
+        Exact audit of the released Laplace mechanism (loss :math:`\le \epsilon` by Theorem 3.2).
     theorem : str
     notes : tuple of str
     """
@@ -196,7 +196,7 @@ class WassersteinCalibration:
         return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {self.W:.6g}{where})"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The Laplace scale W / epsilon and its (1 - alpha) half-width (:mod:`puffgm.core.accuracy`)."""
+        r"""Laplace scale :math:`W / \epsilon` and its :math:`(1-\alpha)` half-width (:mod:`puffgm.core.accuracy`)."""
         return laplace_rows(("value",), (self.scale,), alpha)
 
     def to_dict(self) -> dict:
@@ -231,9 +231,9 @@ WassersteinRelease = QueryRelease
 
 
 def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] | None = None) -> float:
-    """Global sensitivity of F in the group-DP framework (the baseline of Theorem 3.3).
+    r"""Global sensitivity of :math:`F` in the group-DP framework (the baseline of Theorem 3.3).
 
-    max over groups G and databases x, x' that differ only on G of |F(x) - F(x')|,
+    :math:`\max |F(x) - F(x')|` over groups :math:`G` and databases :math:`x, x'` that differ only on :math:`G`,
     by enumeration.  Groups are the sets of correlated records; by default the
     connected components of the instantiation's dependency graph
     (``inst.groups()``: the DAG's components for Bayesian-network priors, all
@@ -251,12 +251,12 @@ def group_dp_sensitivity(inst: Instantiation, query, groups: Sequence[Sequence] 
 
 def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=None,
                           audit: bool = True) -> WassersteinCalibration:
-    """Algorithm 1 of Song et al.: W = sup W_inf(mu_i, mu_j), Laplace scale W / epsilon.
+    r"""Algorithm 1 of Song et al.: :math:`W = \sup W_\infty(\mu_i, \mu_j)`, Laplace scale :math:`W / \epsilon`.
 
     Parameters
     ----------
     inst : Instantiation
-        (S, Q, Theta) over a small database.
+        :math:`(S, Q, \Theta)` over a small database.
     query : callable or array
         The scalar query F (``F(assignment) -> float`` or a table of shape ``inst.shape``).
     epsilon : float
@@ -269,11 +269,11 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
     Returns
     -------
     WassersteinCalibration
-        W, the Laplace scale W / epsilon, the witness pair and the exact audit of the release.
+        :math:`W`, the Laplace scale :math:`W / \epsilon`, the witness pair and the exact audit of the release.
 
     Notes
     -----
-    W = 0 (the query's law does not depend on any secret) gives scale 0: the
+    :math:`W = 0` (the query's law does not depend on any secret) gives scale 0: the
     query is released exactly and the audit confirms loss 0.
 
     Examples
@@ -318,7 +318,7 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
 
 def release_wasserstein(calibration: WassersteinCalibration, true_value: float, random_state=None, *,
                         accountant=None, label: str | None = None) -> QueryRelease:
-    """Release ``F(D) + Lap(W / epsilon)`` (secure OpenDP noise by default).
+    r"""Release :math:`F(D) + \mathrm{Lap}(W / \epsilon)` (secure OpenDP noise by default).
 
     Parameters
     ----------

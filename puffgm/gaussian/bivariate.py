@@ -42,7 +42,7 @@ __all__ = ["log_box_bounds", "pinned_pair_leakage"]
 
 
 def log_box_bounds(r, delta, law: PairLaw, box_k, M=16):
-    """Certified (lower, upper) of log N(x_i in [r, r + delta], x_k in [lo_k, hi_k]) for arrays r.
+    r"""Certified (lower, upper) of :math:`\log N(x_i \in [r, r + \delta], x_k \in [lo_k, hi_k])` for arrays :math:`r`.
 
     Parameters
     ----------
@@ -51,9 +51,10 @@ def log_box_bounds(r, delta, law: PairLaw, box_k, M=16):
     delta : float
         Region width.
     law : PairLaw
-        x_i ~ N(m1, s1^2), x_k | x_i = t ~ N(m2 + slope (t - m1), tau^2) (scalar means).
+        :math:`x_i \sim N(m_1, s_1^2)`, :math:`x_k \mid x_i = t \sim N(m_2 + \mathrm{slope}\,(t - m_1), \tau^2)`
+        (scalar means).
     box_k : (float, float)
-        The interval [lo_k, hi_k] of x_k.
+        The interval :math:`[lo_k, hi_k]` of :math:`x_k`.
     M : int
         Sub-intervals of each region: on each, log g (concave) lies below its tangent at the midpoint and
         above its chord, and the normal density times an exponential integrates in closed form.
@@ -78,7 +79,7 @@ def log_box_bounds(r, delta, law: PairLaw, box_k, M=16):
 
 
 def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOptions = PinnedOptions()):
-    """Certified upper bound of the leakage of region secrets on x_i through x_cond with H = {i, k}.
+    r"""Certified upper bound of the leakage of region secrets on :math:`x_i` via ``x_cond``, :math:`H = \{i, k\}`.
 
     Parameters
     ----------
@@ -87,10 +88,10 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOp
     i, k : int
         The secret coordinate and the other high-influence coordinate (truncated, integrated out).
     cond : sequence of int
-        The conditioning set C.
+        The conditioning set :math:`C`.
     corr_num, corr_den : callable
         The marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`
-        (-log(1 - E0) for the numerator region, log U0 for the denominator region).
+        (:math:`-\log(1 - E_0)` for the numerator region, :math:`\log U_0` for the denominator region).
     options : PinnedOptions
         ``tol``, ``atol`` (region sweeps and slab refinement) and ``max_rounds`` (slab refinement rounds).
 
@@ -98,7 +99,7 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOp
     -------
     tuple
         (value, details); ``details["lower"]`` is a certified lower bound of the exact leakage at
-        attained points (eta on the hulls at the slab centres: a box corner x_C attains it).
+        attained points (:math:`\eta` on the hulls at the slab centres: a box corner :math:`x_C` attains it).
     """
     cov, mean = model.cov, model.mean
     lo_i, hi_i, lo_k, hi_k = model.lower[i], model.upper[i], model.lower[k], model.upper[k]

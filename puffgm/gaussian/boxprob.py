@@ -54,11 +54,12 @@ def _sel(x, mask, full):
 
 
 def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
-    """(log int_a^b exp(theta t - K t^2 / 2) dt, mean of t under that density), elementwise, K > 0.
+    r"""(:math:`\log \int_a^b \exp(\theta t - K t^2 / 2)\, dt`, mean of :math:`t` under that density), elementwise.
 
-    The exponent has vertex nu = theta / K and scale s = K^-1/2; with z = (t - nu) / s the integral is
-    s exp(theta^2 / (2 K)) int_{z_a}^{z_b} exp(-z^2 / 2) dz.  When nu lies outside [a, b] the last integral
-    is written with ``erfcx`` at the near end e, relative to the exponent's value theta e - K e^2 / 2 there
+    Needs :math:`K > 0`.  The exponent has vertex :math:`\nu = \theta / K` and scale :math:`s = K^{-1/2}`; with
+    :math:`z = (t - \nu) / s` the integral is :math:`s \exp(\theta^2 / (2K)) \int_{z_a}^{z_b} \exp(-z^2 / 2)\, dz`.
+    When :math:`\nu` lies outside :math:`[a, b]` the last integral is written with ``erfcx`` at the near end
+    :math:`e`, relative to the exponent's value :math:`\theta e - K e^2 / 2` there
     (no cancellation however far the vertex); when it lies inside, with normal probabilities.
     ``mean=False`` returns the log-integral only, ``logz=False`` the mean only (the mean-field sweeps need
     only the means; the same operations, so the same bits, as the pair)."""
@@ -134,8 +135,10 @@ def log_trunc_normal(a, b, theta, K, *, mean=True, logz=True):
 
 
 def region_boxes(lo, hi, r, delta):
-    """(LO, HI) rows for :meth:`BoxProbability.bounds_many`: the box [lo, hi] with coordinate 0 replaced by
-    the region [r_t, r_t + delta], one row per r_t."""
+    r"""(LO, HI) rows for :meth:`BoxProbability.bounds_many`: the box :math:`[lo, hi]`, coordinate 0 replaced.
+
+    Coordinate 0 becomes the region :math:`[r_t, r_t + \delta]`, one row per :math:`r_t`.
+    """
     r = np.asarray(r, float)
     LO, HI = np.tile(lo, (len(r), 1)), np.tile(hi, (len(r), 1))
     LO[:, 0], HI[:, 0] = r, r + delta
@@ -163,10 +166,11 @@ def _spread_factor(P):
 
 
 class BoxProbability:
-    """Certified bounds of log P(x in B) for x ~ N(mu, P^-1), fixed precision P and many means mu.
+    r"""Certified bounds of :math:`\log P(x \in B)` for :math:`x \sim N(\mu, P^{-1})`, many means :math:`\mu`.
 
-    ``bounds(mu, lo, hi)`` returns (lower, upper) with upper - lower <= ``tol`` when the refinement
-    succeeds within ``max_boxes`` sub-boxes (otherwise the looser certified pair)."""
+    The precision :math:`P` is fixed.  ``bounds(mu, lo, hi)`` returns (lower, upper) with
+    :math:`\mathrm{upper} - \mathrm{lower} \le` ``tol`` when the refinement succeeds within ``max_boxes``
+    sub-boxes (otherwise the looser certified pair)."""
 
     def __init__(self, P, *, tol=1e-3, max_boxes=4000, sweeps=4):
         P = np.asarray(P, float)
@@ -253,12 +257,12 @@ class BoxProbability:
         return lower, upper, score
 
     def bounds(self, mu, lo, hi):
-        """Certified (lower, upper) of log P(x in [lo, hi]) for x ~ N(mu, P^-1), and the sub-box count."""
+        r"""Certified (lower, upper) of :math:`\log P(x \in [lo, hi])`, :math:`x \sim N(\mu, P^{-1})`; sub-box count."""
         L, U, n = self.bounds_many(mu, np.asarray(lo, float)[None, :], np.asarray(hi, float)[None, :])
         return float(L[0]), float(U[0]), int(n[0])
 
     def bounds_many(self, mu, lo, hi, tol=None, keep=False):
-        """Certified (lower, upper, sub-box counts) of log P(x in [lo_t, hi_t]) for the rows t of lo, hi.
+        r"""Certified (lower, upper, sub-box counts) of :math:`\log P(x \in [lo_t, hi_t])`, rows :math:`t` of lo, hi.
 
         All boxes share the mean ``mu``; the refinement runs on every box at once (one vectorised
         round splits, in each box still above the tolerance, the sub-boxes carrying more than the
@@ -329,16 +333,18 @@ class BoxProbability:
 
 @dataclass(frozen=True, eq=False)
 class SubBoxes:
-    """The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean mu0, and the
+    r"""The final sub-boxes of :meth:`BoxProbability.bounds_many` (``keep=True``) at a mean :math:`\mu_0`, and the
     affine extension of its certified lower bounds to other means.
 
-    With eta = P mu and F~(eta) = log int_B exp(eta' x - x' P x / 2) dx, log P(x in B; mu) =
-    F~(eta) - eta' P^-1 eta / 2 + const.  The Gibbs bound of a sub-box A with a *fixed* product density q_A,
-    E_q[eta' x - x' P x / 2] + H(q_A), is affine in eta with slope E_{q_A}[x]; by Jensen,
-    log sum_A exp(l_A) >= sum_A w_A l_A + H(w) for any weights w, with equality at w = softmax(l).  So
-    with w the softmax at eta0, F~(eta) >= F~lower(eta0) + (eta - eta0)' s, s = sum_A w_A E_{q_A}[x], for
-    every eta: a global affine minorant of the convex function F~ (used by the cell engine, whose vertex
-    argument needs the denominator's bound to be affine).
+    With :math:`\eta = P \mu` and :math:`\tilde F(\eta) = \log \int_B \exp(\eta^\top x - x^\top P x / 2)\, dx`,
+    :math:`\log P(x \in B; \mu) = \tilde F(\eta) - \eta^\top P^{-1} \eta / 2 + \mathrm{const}`.  The Gibbs bound of a
+    sub-box :math:`A` with a *fixed* product density :math:`q_A`,
+    :math:`E_q[\eta^\top x - x^\top P x / 2] + H(q_A)`, is affine in :math:`\eta` with slope :math:`E_{q_A}[x]`;
+    by Jensen, :math:`\log \sum_A \exp(l_A) \ge \sum_A w_A l_A + H(w)` for any weights :math:`w`, with
+    equality at :math:`w = \mathrm{softmax}(l)`.  So with :math:`w` the softmax at :math:`\eta_0`,
+    :math:`\tilde F(\eta) \ge \tilde F_{\mathrm{lower}}(\eta_0) + (\eta - \eta_0)^\top s`,
+    :math:`s = \sum_A w_A E_{q_A}[x]`, for every :math:`\eta`: a global affine minorant of the convex function
+    :math:`\tilde F` (used by the cell engine, whose vertex argument needs the denominator's bound to be affine).
 
     Attributes
     ----------
@@ -349,13 +355,13 @@ class SubBoxes:
     A, B : (m, d) arrays
         Lower and upper corners of the sub-boxes.
     pid : (m,) int array
-        The box (0 .. nprob - 1) each sub-box belongs to.
+        The box (:math:`0, \dots, \mathrm{nprob} - 1`) each sub-box belongs to.
     nprob : int
         Number of boxes.
     lower0 : (nprob,) array
-        Certified lower bounds of log P(x in B_t; mu0).
+        Certified lower bounds of :math:`\log P(x \in B_t; \mu_0)`.
     sbar : (nprob, d) array
-        Slopes of the affine extension of the lower bounds in eta = P mu.
+        Slopes of the affine extension of the lower bounds in :math:`\eta = P \mu`.
     x0, y : (m, d) arrays
         Expansion and tangent points of the convex-duality upper bound of each sub-box.
     """
@@ -394,9 +400,11 @@ class SubBoxes:
                         np.concatenate([p.y for p in parts]))
 
     def upper_at(self, mu):
-        """Certified upper bounds of log P(x in B_t; mu) for every box t: the convex-duality bound of
-        :class:`BoxProbability` on the kept sub-boxes with the expansion points x0 and tangent points y of
-        mu0 (valid for any x0 and y; one vectorised one-dimensional integral per coordinate)."""
+        r"""Certified upper bounds of :math:`\log P(x \in B_t; \mu)` for every box :math:`t`.
+
+        The convex-duality bound of :class:`BoxProbability` on the kept sub-boxes with the expansion points
+        x0 and tangent points y of :math:`\mu_0` (valid for any x0 and y; one vectorised one-dimensional
+        integral per coordinate)."""
         box = self.box
         U = box.dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
         ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
@@ -404,7 +412,7 @@ class SubBoxes:
             return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)
 
     def lower_at(self, mu):
-        """Certified lower bounds of log P(x in B_t; mu) for every box t, from the affine minorant of F~."""
+        r"""Certified lower bounds of :math:`\log P(x \in B_t; \mu)`, every box :math:`t`, by the affine minorant."""
         box = self.box
         mu = np.asarray(mu, float)
         eta0, eta = box.P @ self.mu0, box.P @ mu
@@ -417,32 +425,44 @@ class SubBoxes:
 
 
 class RegionBonferroni:
-    """Certified bounds of log P(x_0 in [r, r + delta], x_k in [lo_k, hi_k] for k >= 1), x ~ N(mu, S), that need
-    no integral in more than one dimension: condition on x_0 and apply Bonferroni to the other coordinates.
+    r"""Certified bounds of :math:`\log P(x_0 \in [r, r + \delta],\ x_k \in [lo_k, hi_k] \text{ for } k \ge 1)`.
 
-    Given x_0 = t, x_k ~ N(mu_k + beta_k (t - mu_0), tau_k^2), beta_k = S_k0 / S_00,
-    tau_k^2 = S_kk - S_k0^2 / S_00, so with R = [r, r + delta] and T the box of x_1 .. x_d,
+    Here :math:`x \sim N(\mu, S)`; the bounds need no integral in more than one dimension: condition on
+    :math:`x_0` and apply Bonferroni to the other coordinates.
 
-        log P(R x T) = log P(x_0 in R) + log P(T | x_0 in R),
-        1 - eps(R) <= P(T | x_0 in R) <= 1 - max_k inf_{t in R} tail_k(t),
-        eps(R) = sum_k sup_{t in R} tail_k(t),
+    Given :math:`x_0 = t`, :math:`x_k \sim N(\mu_k + \beta_k (t - \mu_0), \tau_k^2)`, :math:`\beta_k = S_{k0} / S_{00}`,
+    :math:`\tau_k^2 = S_{kk} - S_{k0}^2 / S_{00}`, so with :math:`R = [r, r + \delta]` and :math:`T` the box of
+    :math:`x_1, \dots, x_d`,
 
-    tail_k(t) = P(x_k outside [lo_k, hi_k] | x_0 = t), quasi-convex in the conditional mean, which is affine
-    in t: the sup is at an end of R, the inf at the point of R whose mean is closest to the box's centre.
-    When the other coordinates stay inside their box (their conditional means well inside, the usual case
-    away from the corners of the conditioning box) the gap -log(1 - eps) is tiny in any dimension, where the
-    sub-box bounds of :class:`BoxProbability` keep a gap of the order of the mean-field error.
+    $$
+    \begin{array}{rl}
+    \log P(R \times T) & = \log P(x_0 \in R) + \log P(T \mid x_0 \in R), \\
+    1 - \epsilon(R) \le P(T \mid x_0 \in R) & \le 1 - \max_k \inf_{t \in R} \mathrm{tail}_k(t), \\
+    \epsilon(R) & = \sum_k \sup_{t \in R} \mathrm{tail}_k(t),
+    \end{array}
+    $$
 
-    **Affine minorant.**  With eta = S^-1 mu and F~_A(eta) = log int_A exp(eta' x - x' S^-1 x / 2) dx,
-    log P(A; mu) = F~_A(eta) - eta' S eta / 2 + const.  F~_{R x R^d} is convex with gradient
-    E[x | x_0 in R] at eta_c, and log P(T | x_0 in R; mu) >= log(1 - eps_F(R)) for every mu of a face F
-    (eps_F the sum over k of the sup over the face: the conditional means are affine in eta, so the sup is
-    at the face's corners), so on F
+    :math:`\mathrm{tail}_k(t) = P(x_k \notin [lo_k, hi_k] \mid x_0 = t)`, quasi-convex in the conditional mean,
+    which is affine in :math:`t`: the sup is at an end of :math:`R`, the inf at the point of :math:`R` whose mean is
+    closest to the box's centre.  When the other coordinates stay inside their box (their conditional means
+    well inside, the usual case away from the corners of the conditioning box) the gap
+    :math:`-\log(1 - \epsilon)` is tiny in any dimension, where the sub-box bounds of :class:`BoxProbability`
+    keep a gap of the order of the mean-field error.
 
-        log P(R x T; mu) >= log P(R; mu_c) + eta_c' mu_c / 2 - eta' mu / 2 + E_c[x | x_0 in R] . (eta - eta_c)
-                            + log(1 - eps_F(R)),
+    **Affine minorant.**  With :math:`\eta = S^{-1} \mu` and
+    :math:`\tilde F_A(\eta) = \log \int_A \exp(\eta^\top x - x^\top S^{-1} x / 2)\, dx`,
+    :math:`\log P(A; \mu) = \tilde F_A(\eta) - \eta^\top S \eta / 2 + \mathrm{const}`.
+    :math:`\tilde F_{R \times \mathbb{R}^d}` is convex with gradient :math:`E[x \mid x_0 \in R]` at :math:`\eta_c`, and
+    :math:`\log P(T \mid x_0 \in R; \mu) \ge \log(1 - \epsilon_F(R))` for every :math:`\mu` of a face :math:`F`
+    (:math:`\epsilon_F` the sum over :math:`k` of the sup over the face: the conditional means are affine in
+    :math:`\eta`, so the sup is at the face's corners), so on :math:`F`
 
-    affine in eta up to the quadratic term that cancels against the numerator's (the cell engine's vertex
+    $$
+    \log P(R \times T; \mu) \ge \log P(R; \mu_c) + \eta_c^\top \mu_c / 2 - \eta^\top \mu / 2
+      + E_c[x \mid x_0 \in R] \cdot (\eta - \eta_c) + \log(1 - \epsilon_F(R)),
+    $$
+
+    affine in :math:`\eta` up to the quadratic term that cancels against the numerator's (the cell engine's vertex
     bound, :mod:`puffgm.gaussian.multivariate`)."""
 
     def __init__(self, S, lo, hi, delta):
@@ -462,7 +482,10 @@ class RegionBonferroni:
         return mus[:, 1:] - mus[:, :1] * self.beta[None, :]
 
     def eps(self, r, mus):
-        """eps(R) for R = [r, r + delta]: the Bonferroni sum, each tail at its sup over R and the means ``mus``."""
+        r""":math:`\epsilon(R)` for :math:`R = [r, r + \delta]`: the Bonferroni sum, each tail at its sup over R.
+
+        The conditional means are those of ``mus``.
+        """
         base = self._base(mus)
         r = np.asarray(r, float)
         E = bonferroni_sum(r, r + self.delta, 0.0, ConditionalTails(np.min(base, axis=0), np.max(base, axis=0),
@@ -470,12 +493,12 @@ class RegionBonferroni:
         return np.minimum(E * (1 + 1e-9) + 1e-300, 1.0)   # rounding of the tails, outward
 
     def log_marginal(self, r, mu):
-        """log P(x_0 in [r, r + delta]) under mean mu."""
+        r""":math:`\log P(x_0 \in [r, r + \delta])` under mean :math:`\mu`."""
         r = np.asarray(r, float)
         return log_interval_prob(r, r + self.delta, float(mu[0]), self.s0)
 
     def bounds(self, r, mu):
-        """Certified (lower, upper) of log P(R x T; mu) for the regions R = [r, r + delta]."""
+        r"""Certified (lower, upper) of :math:`\log P(R \times T; \mu)` for the regions :math:`R = [r, r + \delta]`."""
         r = np.asarray(r, float)
         lm = self.log_marginal(r, mu)
         inf_tail = (max_inf_tail(r, r + self.delta, 0.0, self._base(mu)[0], self.beta, self.tau, self.lo, self.hi)
@@ -487,8 +510,11 @@ class RegionBonferroni:
         return np.where(np.isnan(low), -np.inf, low - pad), np.where(np.isnan(up), np.inf, up + pad)
 
     def minorant(self, r, eta_c, eps):
-        """The affine minorant's data at the centre's natural parameter ``eta_c`` (mean S eta_c) for the
-        regions r, given eps_F(R) (``eps``): (constant part, gradient rows E_c[x | x_0 in R], eta_c)."""
+        r"""The affine minorant's data at the centre's natural parameter ``eta_c`` (mean :math:`S \eta_c`).
+
+        For the regions ``r``, given :math:`\epsilon_F(R)` (``eps``): (constant part, gradient rows
+        :math:`E_c[x \mid x_0 \in R]`, ``eta_c``).
+        """
         r = np.asarray(r, float)
         eta_c = np.asarray(eta_c, float)
         mu_c = self.S @ eta_c

@@ -72,7 +72,10 @@ THEOREM9 = "Bai-He-Gu-Kifer-Maeng Theorem 9 (truncated Gaussian, region secrets,
 
 
 def gp_covariance(n: int, length_scale: float) -> np.ndarray:
-    """Sigma_jk = exp(-(j-k)^2 / l) (Example 6.2's Gaussian-process kernel; note: / l, not / 2 l^2)."""
+    r""":math:`\Sigma_{jk} = \exp(-(j-k)^2 / l)`, Example 6.2's Gaussian-process kernel.
+
+    Note: :math:`/l`, not :math:`/2l^2`.
+    """
     n = check_positive_int(n, "n", "gp_covariance")
     ell = check_positive_finite(length_scale, "length_scale", "gp_covariance")
     idx = np.arange(n)
@@ -96,7 +99,7 @@ def _conditional(cov, mean, i, L):
 
 
 def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mean=None, grid: int = 201) -> dict:
-    """Leakage of region secrets on x_i through x_L (Theorem 9's one-dimensional sweep).
+    r"""Leakage of region secrets on :math:`x_i` through :math:`x_L` (Theorem 9's one-dimensional sweep).
 
     Parameters
     ----------
@@ -104,13 +107,13 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
     lower, upper : (n,) arrays
         The truncation box.
     delta : float
-        Region width (regions [r, r + delta] inside [lower_i, upper_i]).
+        Region width (regions :math:`[r, r + \delta]` inside :math:`[\mathrm{lower}_i, \mathrm{upper}_i]`).
     i : int
     L : sequence of int
-        Low-influence indices (must not contain i).
+        Low-influence indices (must not contain :math:`i`).
     mean : (n,) array, optional (default 0)
     grid : int
-        Number of region positions r for the ``theorem9`` value.
+        Number of region positions :math:`r` for the ``theorem9`` value.
 
     Returns
     -------
@@ -157,7 +160,7 @@ def gaussian_region_influence(cov, lower, upper, delta: float, i: int, L, *, mea
 
 @dataclass(frozen=True)
 class CurveOptions:
-    """Options of the truncated-Gaussian curves (:func:`gaussian_region_curve`, :func:`gp_region_curve`,
+    r"""Options of the truncated-Gaussian curves (:func:`gaussian_region_curve`, :func:`gp_region_curve`,
     :func:`gaussian_network_curve`).
 
     Attributes
@@ -165,13 +168,14 @@ class CurveOptions:
     nodes : sequence of int, optional
         The secret coordinates (default all).
     search : {"auto", "farthest", "greedy", "exhaustive"}
-        How the high-influence set H (i in H, |H| = b) is chosen for every secret coordinate i and every b:
+        How the high-influence set :math:`H` (:math:`i \in H`, :math:`|H| = b`) is chosen for every secret
+        coordinate :math:`i` and every :math:`b`:
 
-        * ``"farthest"``: L = the n - b coordinates least correlated with i (largest |i - j| for the GP
-          kernel: Theorem 9 (1)), H the b most correlated;
-        * ``"greedy"``: grow H one coordinate at a time, adding the one that lowers the leakage most;
-        * ``"exhaustive"``: every H (n <= 14);
-        * ``"auto"``: exhaustive for n <= 10, otherwise the better of farthest and greedy.
+        * ``"farthest"``: :math:`L` = the :math:`n - b` coordinates least correlated with :math:`i` (largest
+          :math:`|i - j|` for the GP kernel: Theorem 9 (1)), :math:`H` the :math:`b` most correlated;
+        * ``"greedy"``: grow :math:`H` one coordinate at a time, adding the one that lowers the leakage most;
+        * ``"exhaustive"``: every :math:`H` (:math:`n \le 14`);
+        * ``"auto"``: exhaustive for :math:`n \le 10`, otherwise the better of farthest and greedy.
     value : {"safe", "range", "theorem9"}
         The value of a split (module docstring): ``"safe"``, the certified upper bound of
         :class:`~puffgm.gaussian.leakage.GaussianRegionModel`, or the uncertified ``"range"`` and
@@ -204,12 +208,13 @@ class CurveOptions:
 
 def gaussian_region_curve(cov, lower, upper, delta: float, *, mean=None, max_b: int | None = None, names=None,
                           options: CurveOptions | None = None) -> InfluenceCurve:
-    """a(b)-influence curve of a truncated Gaussian prior with region secrets.
+    r""":math:`a(b)`-influence curve of a truncated Gaussian prior with region secrets.
 
-    For every secret coordinate i (``options.nodes``, default all) and every b, the high-influence set H
-    (i in H, |H| = b) is chosen by ``options.search`` (:class:`CurveOptions`).  Any H gives a valid upper
-    bound (Definition 7 is an infimum over splits), so a(b) = max_i min over the explored H with
-    |H| <= b (a smaller H bounds every H of size b containing it: conditioning on more coordinates only
+    For every secret coordinate :math:`i` (``options.nodes``, default all) and every :math:`b`, the
+    high-influence set :math:`H` (:math:`i \in H`, :math:`|H| = b`) is chosen by ``options.search``
+    (:class:`CurveOptions`).  Any :math:`H` gives a valid upper bound (Definition 7 is an infimum over
+    splits), so :math:`a(b) = \max_i \min_{H \,:\, |H| \le b}` over the explored :math:`H` (a smaller
+    :math:`H` bounds every :math:`H` of size :math:`b` containing it: conditioning on more coordinates only
     mixes the likelihood ratios).
 
     Parameters
@@ -376,11 +381,12 @@ class _CurveTable:
 def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: float = 0.1, *,
                     max_b: int | None = None, center_only: bool = False,
                     options: CurveOptions | None = None) -> InfluenceCurve:
-    """Example 6.2: N(0, Sigma) with Sigma_jk = exp(-(j-k)^2 / l), truncated to [-gamma, gamma]^n.
+    r"""Example 6.2: :math:`N(0, \Sigma)` with the kernel :math:`\Sigma`, truncated to :math:`[-\gamma, \gamma]^n`.
 
-    H grows around the secret coordinate (L = the farthest coordinates, Theorem 9 (1): the search of
-    ``options`` is "farthest").  By default every coordinate of ``options.nodes`` (default all) is a
-    secret (the max over i is taken); ``center_only=True`` keeps only i* = ceil(n/2) as in the paper.
+    Here :math:`\Sigma_{jk} = \exp(-(j-k)^2 / l)`.  :math:`H` grows around the secret coordinate
+    (:math:`L` = the farthest coordinates, Theorem 9 (1): the search of ``options`` is "farthest").  By
+    default every coordinate of ``options.nodes`` (default all) is a secret (the max over :math:`i` is
+    taken); ``center_only=True`` keeps only :math:`i^* = \lceil n/2 \rceil` as in the paper.
     ``max_b`` and the other options are those of :func:`gaussian_region_curve`.
     """
     gamma = check_positive_finite(gamma, "gamma", "gp_region_curve")
@@ -394,9 +400,9 @@ def gp_region_curve(n: int, length_scale: float, gamma: float = 5.0, delta: floa
 
 def gaussian_network_curve(model, bounds, delta: float, *, max_b: int | None = None,
                            options: CurveOptions | None = None) -> InfluenceCurve:
-    """a(b)-influence curve of a pgmpy ``LinearGaussianBayesianNetwork`` with region secrets.
+    r""":math:`a(b)`-influence curve of a pgmpy ``LinearGaussianBayesianNetwork`` with region secrets.
 
-    The joint Gaussian N(m, Sigma) comes from ``model.to_joint_gaussian()``.
+    The joint Gaussian :math:`N(m, \Sigma)` comes from ``model.to_joint_gaussian()``.
     ``bounds`` is a ``(lower, upper)`` pair for every node or a mapping
     node -> (lower, upper): the prior is the joint Gaussian truncated to that
     box (without truncation every region secret leaks infinitely through any

@@ -193,10 +193,11 @@ def _rect_quad_min(a11, a12, a22, u1lo, u1hi, u2lo, u2hi):
 
 @dataclass(frozen=True, eq=False)
 class TruncatedBlock:
-    """The other high-influence coordinates x_H' of a split given x_i and x_C.
+    r"""The other high-influence coordinates :math:`x_{H'}` of a split given :math:`x_i` and :math:`x_C`.
 
-    x_H' ~ N(nu, omega) with nu anywhere in the box hull [nu_lo, nu_hi] (over x_i in its support and x_C in
-    its box), truncated to T = prod_k [lo_k, hi_k].  ``omega`` is a (k, k) array, the others (k,) arrays.
+    :math:`x_{H'} \sim N(\nu, \Omega)` with :math:`\nu` anywhere in the box hull :math:`[\nu_{lo}, \nu_{hi}]`
+    (over :math:`x_i` in its support and :math:`x_C` in its box), truncated to :math:`T = \prod_k [lo_k, hi_k]`.
+    ``omega`` is a (k, k) array, the others (k,) arrays.
     """
 
     omega: np.ndarray
@@ -207,54 +208,68 @@ class TruncatedBlock:
 
 
 def mixed_range_bound(block: TruncatedBlock, slope, spread, width_i, mu_spread, var_i, delta):
-    """The *mixed-derivative range bound* of the leakage of a split (i, C, H') (bound 4).
+    r"""The *mixed-derivative range bound* of the leakage of a split :math:`(i, C, H')` (bound 4).
 
-    Given x_i = t and x_C, x_H' ~ N(nu, Omega) with nu = nu_0 + c t + B x_C; let
-    F(t, x_C) = log P_nu(x_H' in T) and Lambda(x_C) = log P(A | x_C) - log P(A' | x_C).  The prior ratio
-    P(A) / P(A') is an average of the conditional ratios, so the leakage is at most
-    sup Lambda - inf Lambda.  Lambda = Lambda_1 + D with Lambda_1 = log N(R | mu) - log N(R' | mu)
-    (x_i | x_C ~ N(mu, sigma^2)) and D the truncation term; for t_0 between R and R', F(t_0, x_C) cancels
-    in D, so D(x) - D(x') is at most (hi_i - lo_i) sup |d^2 F / dt dx_C . (x - x')| plus the change
-    of the weights of t within R and R' (2 delta |mu - mu'| / sigma^2), and
-    |Lambda_1(x) - Lambda_1(x')| <= (hi_i - lo_i) |mu - mu'| / sigma^2.  With H = Hess_nu log P_nu(T),
+    Given :math:`x_i = t` and :math:`x_C`, :math:`x_{H'} \sim N(\nu, \Omega)` with
+    :math:`\nu = \nu_0 + c t + B x_C`; let
+    :math:`F(t, x_C) = \log P_\nu(x_{H'} \in T)` and
+    :math:`\Lambda(x_C) = \log P(A \mid x_C) - \log P(A' \mid x_C)`.  The prior ratio
+    :math:`P(A) / P(A')` is an average of the conditional ratios, so the leakage is at most
+    :math:`\sup \Lambda - \inf \Lambda`.  :math:`\Lambda = \Lambda_1 + D` with
+    :math:`\Lambda_1 = \log N(R \mid \mu) - \log N(R' \mid \mu)` (:math:`x_i \mid x_C \sim N(\mu, \sigma^2)`) and
+    :math:`D` the truncation term; for :math:`t_0` between :math:`R` and :math:`R'`, :math:`F(t_0, x_C)` cancels
+    in :math:`D`, so :math:`D(x) - D(x')` is at most
+    :math:`(hi_i - lo_i) \sup |\partial^2 F / \partial t\, \partial x_C \cdot (x - x')|` plus the change
+    of the weights of :math:`t` within :math:`R` and :math:`R'` (:math:`2 \delta |\mu - \mu'| / \sigma^2`), and
+    :math:`|\Lambda_1(x) - \Lambda_1(x')| \le (hi_i - lo_i) |\mu - \mu'| / \sigma^2`.  With
+    :math:`H = \mathrm{Hess}_\nu \log P_\nu(T)`,
 
-        d^2 F / dt dx_C . (x - x') = c' H B (x - x'),  |.| <= L = sum_jk |c_j| h_jk r_k,
+    $$
+    \frac{\partial^2 F}{\partial t\, \partial x_C} \cdot (x - x') = c^\top H B (x - x'), \qquad
+      |\cdot| \le L = \sum_{jk} |c_j|\, h_{jk}\, r_k,
+    $$
 
-    r_k = sum_m |B_km| (hi_m - lo_m) the spread of nu_k over the box of x_C, and h_jk >= |H_jk| from
-    the face formulas of P = P_nu(T): |dP / dnu_j| <= max_a f_j(a) (f_j the density of y_j at the faces
-    a in {lo_j, hi_j}); |d^2 P / dnu_j dnu_k| <= sum_ab f_jk(a, b) (bivariate densities at the four
-    corners, j != k); |d^2 P / dnu_j^2| <= (f_j(lo_j) + f_j(hi_j)) sum_k |Omega^-1_jk| w_k (w_k the
-    largest |y_k - nu_k| over the box); P >= 1 - E (Bonferroni), and H = P'' / P - P' P'^T / P^2.  Every
-    density is maximised over the box hull [nu_lo, nu_hi] of nu (the bivariate one by minimising its
-    quadratic form over a rectangle, exactly).  The bound is
+    :math:`r_k = \sum_m |B_{km}| (hi_m - lo_m)` the spread of :math:`\nu_k` over the box of :math:`x_C`, and
+    :math:`h_{jk} \ge |H_{jk}|` from the face formulas of :math:`P = P_\nu(T)`:
+    :math:`|\partial P / \partial \nu_j| \le \max_a f_j(a)` (:math:`f_j` the density of :math:`y_j` at the faces
+    :math:`a \in \{lo_j, hi_j\}`); :math:`|\partial^2 P / \partial \nu_j \partial \nu_k| \le \sum_{ab} f_{jk}(a, b)`
+    (bivariate densities at the four corners, :math:`j \ne k`);
+    :math:`|\partial^2 P / \partial \nu_j^2| \le (f_j(lo_j) + f_j(hi_j)) \sum_k |(\Omega^{-1})_{jk}|\, w_k`
+    (:math:`w_k` the largest :math:`|y_k - \nu_k|` over the box); :math:`P \ge 1 - E` (Bonferroni), and
+    :math:`H = P'' / P - P' P'^\top / P^2`.  Every density is maximised over the box hull
+    :math:`[\nu_{lo}, \nu_{hi}]` of :math:`\nu` (the bivariate one by minimising its quadratic form over a
+    rectangle, exactly).  The bound is
 
-        (hi_i - lo_i + 2 delta) (mu_hi - mu_lo) / sigma^2 + (hi_i - lo_i) L,
+    $$
+    (hi_i - lo_i + 2 \delta) (\mu_{hi} - \mu_{lo}) / \sigma^2 + (hi_i - lo_i) L,
+    $$
 
-    small when the truncation is mild (E << 1) and the coordinates near C barely interact with those
-    near i: the terms shrink as C moves away from i, where the Bonferroni bounds (which count the
-    truncation of the numerator and of the denominator separately) stay at E.
+    small when the truncation is mild (:math:`E \ll 1`) and the coordinates near :math:`C` barely interact
+    with those near :math:`i`: the terms shrink as :math:`C` moves away from :math:`i`, where the Bonferroni
+    bounds (which count the truncation of the numerator and of the denominator separately) stay at :math:`E`.
 
     Parameters
     ----------
     block : TruncatedBlock
-        Omega, the box hull [nu_lo, nu_hi] of nu and the box T of x_H'.
+        :math:`\Omega`, the box hull :math:`[\nu_{lo}, \nu_{hi}]` of :math:`\nu` and the box :math:`T` of
+        :math:`x_{H'}`.
     slope : (k,) array
-        c, the slope of nu in t.
+        :math:`c`, the slope of :math:`\nu` in :math:`t`.
     spread : (k,) array
-        r, the spread of nu over the box of x_C.
+        :math:`r`, the spread of :math:`\nu` over the box of :math:`x_C`.
     width_i : float
-        hi_i - lo_i.
+        :math:`hi_i - lo_i`.
     mu_spread : float
-        mu_hi - mu_lo, the spread of the conditional mean of x_i over the box of x_C.
+        :math:`\mu_{hi} - \mu_{lo}`, the spread of the conditional mean of :math:`x_i` over the box of :math:`x_C`.
     var_i : float
-        sigma^2, the conditional variance of x_i given x_C.
+        :math:`\sigma^2`, the conditional variance of :math:`x_i` given :math:`x_C`.
     delta : float
         The region width.
 
     Returns
     -------
     tuple
-        ``(value, info)``; ``inf`` when E >= 1 or Omega is (numerically) singular.
+        ``(value, info)``; ``inf`` when :math:`E \ge 1` or :math:`\Omega` is (numerically) singular.
     """
     k = len(slope)
     base = (width_i + 2 * delta) * mu_spread / var_i
@@ -354,7 +369,7 @@ class RegionLeakage:
 
 
 class GaussianRegionModel:
-    """A truncated Gaussian N(mean, cov) on a box with region secrets of width ``delta``.
+    r"""A truncated Gaussian :math:`N(\mathrm{mean}, \mathrm{cov})` on a box with region secrets of width ``delta``.
 
     Validates once, then answers :meth:`leakage` queries for any (i, C, H).
 
@@ -365,11 +380,11 @@ class GaussianRegionModel:
     delta : float, > 0, with 2 delta <= upper_i - lower_i for every secret coordinate
     mean : (n,) array, optional (default 0)
     tol, atol : float, > 0
-        Branch-and-bound tolerance: each maximisation stops within max(atol, tol |value|) of a
-        value met (the returned value is still an upper bound; the tolerance bounds its excess
-        over the bound function).  A leakage is a sum of two such maximisations, so the
-        branch-and-bound bounds have a floor near 2 ``atol``; the mixed range bound
-        (:func:`mixed_range_bound`) needs no branch and bound and can go below it.
+        Branch-and-bound tolerance: each maximisation stops within
+        :math:`\max(\mathrm{atol}, \mathrm{tol}\,|\mathrm{value}|)` of a value met (the returned value is
+        still an upper bound; the tolerance bounds its excess over the bound function).  A leakage is a
+        sum of two such maximisations, so the branch-and-bound bounds have a floor near 2 ``atol``; the
+        mixed range bound (:func:`mixed_range_bound`) needs no branch and bound and can go below it.
     options : ModelOptions, optional
         The pinned engines, the marginal bound and the cell engine's budget (:class:`ModelOptions`;
         default ``ModelOptions()``).  The resolved settings are also attributes of the model
@@ -489,22 +504,24 @@ class GaussianRegionModel:
 
     # ------------------------------------------------------------ the bound
     def marginal_corrections(self, i: int):
-        """(corr_num, corr_den) for the marginal of x_i under the truncated prior.
+        r"""(corr_num, corr_den) for the marginal of :math:`x_i` under the truncated prior.
 
-        Both are callables of region cells [ua, ub] (arrays; each cell covers every region
-        [r, r + delta] inside it).  With G(t) = P(x_-i in B_-i | x_i = t) and N0 = N(m_i, Sigma_ii),
-        P0(R) = N0(R) P(x_-i in B_-i | x_i in R) / Z, and
+        Both are callables of region cells :math:`[u_a, u_b]` (arrays; each cell covers every region
+        :math:`[r, r + \delta]` inside it).  With :math:`G(t) = P(x_{-i} \in B_{-i} \mid x_i = t)` and
+        :math:`N_0 = N(m_i, \Sigma_{ii})`, :math:`P_0(R) = N_0(R)\, P(x_{-i} \in B_{-i} \mid x_i \in R) / Z`, and
 
-        * ``corr_num`` >= -log P(x_-i in B_-i | x_i in R) (so P0(R) >= N0(R) exp(-corr_num) / Z): the
-          smaller of -log(1 - E0), E0 the Bonferroni sum of the tails of every other coordinate given
-          x_i in [ua, ub] (``inf`` when E0 >= 1), and -min(log G(ua), log G(ub)) (G is log-concave, so
-          its infimum over the cell is at an end), with certified lower bounds of log G from
-          (n - 1)-dimensional box probabilities;
-        * ``corr_den`` >= log P(x_-i in B_-i | x_i in R') (so P0(R') <= N0(R') exp(corr_den) / Z): the
-          smallest of log(1 - max_k inf tail_k), 0, and the certified upper bound of the probability of
+        * ``corr_num`` :math:`\ge -\log P(x_{-i} \in B_{-i} \mid x_i \in R)` (so
+          :math:`P_0(R) \ge N_0(R) \exp(-\mathrm{corr\_num}) / Z`): the smaller of :math:`-\log(1 - E_0)`,
+          :math:`E_0` the Bonferroni sum of the tails of every other coordinate given
+          :math:`x_i \in [u_a, u_b]` (``inf`` when :math:`E_0 \ge 1`), and :math:`-\min(\log G(u_a), \log G(u_b))`
+          (:math:`G` is log-concave, so its infimum over the cell is at an end), with certified lower bounds
+          of :math:`\log G` from :math:`(n - 1)`-dimensional box probabilities;
+        * ``corr_den`` :math:`\ge \log P(x_{-i} \in B_{-i} \mid x_i \in R')` (so
+          :math:`P_0(R') \le N_0(R') \exp(\mathrm{corr\_den}) / Z`): the smallest of
+          :math:`\log(1 - \max_k \inf \mathrm{tail}_k)`, 0, and the certified upper bound of the probability of
           the box expanded by the drift of the conditional mean over the cell,
-          prod_k [lo_k + min(0, -c_k h), hi_k + max(0, -c_k h)], c = Sigma_-i,i / Sigma_ii, h = ub - ua
-          (:mod:`puffgm.gaussian.marginal`).
+          :math:`\prod_k [lo_k + \min(0, -c_k h), hi_k + \max(0, -c_k h)]`,
+          :math:`c = \Sigma_{-i,i} / \Sigma_{ii}`, :math:`h = u_b - u_a` (:mod:`puffgm.gaussian.marginal`).
 
         Each term is a valid bound, so the minimum is.  The box terms are computed according to the
         model's ``marginal`` option (``"auto"``: on cells whose Bonferroni numerator term exceeds
@@ -578,24 +595,24 @@ class GaussianRegionModel:
 
     def leakage(self, i: int, cond, high=None, *, theorem9_grid: int = 201,
                 pinned_engines: bool | None = None) -> RegionLeakage:
-        """Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
+        r"""Certified upper bound of the leakage of region secrets on ``x_i`` through ``x_cond``.
 
         Parameters
         ----------
         i : int
             Secret coordinate.
         cond : sequence of int
-            Conditioning set C (must not contain i).
+            Conditioning set :math:`C` (must not contain :math:`i`).
         high : sequence of int, optional
-            H' = the other high-influence coordinates, truncated to their box and integrated
-            out (default: every coordinate outside C and i, the general split of Definition 7).
+            :math:`H'` = the other high-influence coordinates, truncated to their box and integrated
+            out (default: every coordinate outside :math:`C` and :math:`i`, the general split of Definition 7).
             Coordinates in neither are integrated out *untruncated*: only valid when they are
-            independent of x_H given x_C (a Markov-quilt remote set).
+            independent of :math:`x_H` given :math:`x_C` (a Markov-quilt remote set).
         theorem9_grid : int
             Region positions of the Theorem 9 value reported alongside (:meth:`theorem9`).
         pinned_engines : bool, optional
-            Run the b >= 3 engines for pinned splits (bivariate + Bonferroni hybrid; monotone engine;
-            trivariate engine at b = 3; the cell engine at b >= 4 when the model's ``cell_budget`` > 0)
+            Run the :math:`b \ge 3` engines for pinned splits (bivariate + Bonferroni hybrid; monotone engine;
+            trivariate engine at :math:`b = 3`; the cell engine at :math:`b \ge 4` when the model's ``cell_budget`` > 0)
             when the Bonferroni sum is large; default: the model's setting.  Off, such splits
             keep the Bonferroni / range / precision-Lipschitz bound (often ``inf`` or loose).
 
@@ -649,9 +666,9 @@ class GaussianRegionModel:
         return i, cond, high
 
     def theorem9(self, i, mu_lo, mu_hi, sig, grid=201) -> float:
-        """Theorem 9 as the paper computes it: sup over mu in [mu_lo, mu_hi] of the conditional log ratio
-        (x_i | x_C ~ N(mu, sig^2)) minus the untruncated marginal log ratio, on a grid of ``grid`` region
-        positions (disjoint pairs; :func:`puffgm.gaussian.primitives.theorem9_sweep`)."""
+        r"""Theorem 9 as the paper computes it: sup over :math:`\mu \in [\mu_{lo}, \mu_{hi}]` of the conditional
+        log ratio (:math:`x_i \mid x_C \sim N(\mu, \sigma^2)`) minus the untruncated marginal log ratio, on a grid
+        of ``grid`` region positions (disjoint pairs; :func:`puffgm.gaussian.primitives.theorem9_sweep`)."""
         return theorem9_sweep((self.lower[i], self.upper[i]), self.delta, (self.mean[i], self.sd[i]), (mu_lo, mu_hi),
                               sig, grid)
 

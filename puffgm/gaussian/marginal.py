@@ -52,7 +52,9 @@ _EPS = np.finfo(float).eps
 
 
 class TruncatedMarginal:
-    """Certified bounds of log G(t) = log P(x_-i in B_-i | x_i = t) for one coordinate i (module docstring).
+    r"""Certified bounds of :math:`\log G(t) = \log P(x_{-i} \in B_{-i} \mid x_i = t)` for one coordinate :math:`i`.
+
+    See the module docstring.
 
     Parameters
     ----------
@@ -115,7 +117,10 @@ class TruncatedMarginal:
         return np.array([self._low[v] for v in t.tolist()], float)
 
     def log_sup_upper(self, ua, ub):
-        """Certified upper bounds of sup_{t in [ua, ub]} log G(t) by the expanded box (<= 0), per cell."""
+        r"""Certified upper bounds of :math:`\sup_{t \in [u_a, u_b]} \log G(t)` by the expanded box, per cell.
+
+        Each is :math:`\le 0`.
+        """
         ua = np.asarray(ua, float).ravel()
         ub = np.asarray(ub, float).ravel()
         keys = list(zip(ua.tolist(), ub.tolist(), strict=True))
@@ -131,12 +136,18 @@ class TruncatedMarginal:
         return np.array([self._up[k] for k in keys], float)
 
     def corr_num(self, ua, ub):
-        """Upper bound of -log P(x_-i in B_-i | x_i in R) for every region R inside [ua, ub]:
-        -min(lower log G(ua), lower log G(ub)) (log-concavity; >= 0)."""
+        r"""Upper bound of :math:`-\log P(x_{-i} \in B_{-i} \mid x_i \in R)` for the regions in a cell.
+
+        For every region :math:`R` inside :math:`[u_a, u_b]`, it is :math:`-\min(\log G(u_a), \log G(u_b))`,
+        each :math:`\log G` a certified lower bound (log-concavity; :math:`\ge 0`).
+        """
         return np.maximum(-np.minimum(self.log_lower(ua), self.log_lower(ub)), 0.0)
 
     def corr_den(self, ua, ub):
-        """Upper bound of log P(x_-i in B_-i | x_i in R') for every region R' inside [ua, ub] (<= 0)."""
+        r"""Upper bound of :math:`\log P(x_{-i} \in B_{-i} \mid x_i \in R')` for the regions in a cell.
+
+        For every region :math:`R'` inside :math:`[u_a, u_b]`; each is :math:`\le 0`.
+        """
         return self.log_sup_upper(ua, ub)
 
     def __repr__(self):

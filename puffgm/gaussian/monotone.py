@@ -48,13 +48,13 @@ __all__ = ["CornerOptions", "balancing_signs", "corner_lower_bound", "monotone_l
 
 @dataclass(frozen=True, eq=False)
 class CornerOptions:
-    """Options of :func:`corner_lower_bound`.
+    r"""Options of :func:`corner_lower_bound`.
 
     Attributes
     ----------
     starts : sequence of arrays, optional
-        Starting corners (vectors of +-1 over the conditioning set); default the corners that maximise and
-        minimise eta_i.
+        Starting corners (vectors of :math:`\pm 1` over the conditioning set); default the corners that
+        maximise and minimise :math:`\eta_i`.
     sweeps : int
         Passes of single-coordinate flips from each start.
     box_tol, max_boxes : float, int
@@ -72,9 +72,9 @@ class CornerOptions:
 
 
 def balancing_signs(P, root=0):
-    """Signs s with s[root] = +1 and s_j s_k P_jk <= 0 for every j != k, or None when none exist.
+    r"""Signs :math:`s` with :math:`s_j s_k P_{jk} \le 0` for every :math:`j \ne k`, or None when none exist.
 
-    The signs are propagated along the non-zero off-diagonal entries (a breadth-first search of the
+    ``s[root]`` is +1.  The signs are propagated along the non-zero off-diagonal entries (a breadth-first search of the
     graph of P); the matrix is sign-balanced exactly when no entry contradicts them."""
     P = np.asarray(P, float)
     n = len(P)
@@ -99,10 +99,11 @@ def balancing_signs(P, root=0):
 
 
 def monotone_leakage(model, i, high, cond, corr_num, corr_den, options: PinnedOptions = PinnedOptions()):
-    """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
+    r"""Certified upper bound of the leakage of region secrets on :math:`x_i` through ``x_cond``.
 
-    Applies when the conditional precision of x_H given x_cond is sign-balanced (see the module
-    docstring); returns (inf, details with a "reason") otherwise.
+    The high-influence set is :math:`H = \{i\} \cup` ``high``.  Applies when the conditional precision of
+    :math:`x_H` given ``x_cond`` is sign-balanced (see the module docstring); returns (inf, details with a
+    "reason") otherwise.
 
     Parameters
     ----------
@@ -116,10 +117,10 @@ def monotone_leakage(model, i, high, cond, corr_num, corr_den, options: PinnedOp
         The conditioning set C.
     corr_num, corr_den : callable
         The marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`
-        (-log(1 - E0) for the numerator region, log U0 for the denominator region).
+        (:math:`-\log(1 - E_0)` for the numerator region, :math:`\log U_0` for the denominator region).
     options : PinnedOptions
-        ``tol``, ``atol`` (region sweeps), ``box_tol`` (default max(atol, 1e-2)) and ``max_boxes`` (box
-        probabilities).
+        ``tol``, ``atol`` (region sweeps), ``box_tol`` (default :math:`\max(\mathrm{atol}, 10^{-2})`) and
+        ``max_boxes`` (box probabilities).
 
     Returns
     -------
@@ -206,14 +207,16 @@ def _pair_bound_factory(model, i, S, box, box_bounds, corr, options):
 
 
 def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: CornerOptions = CornerOptions()):
-    """Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
+    r"""Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
 
-    Any attained x_C and any disjoint pair of regions give a lower bound of the leakage (Definition 7
-    takes a sup).  At a corner x_C, with R the top region [hi_i - delta, hi_i] and R' the bottom one
-    (and back), log P(R | x_C) - log P(R' | x_C) >= lower(log N(R x T)) - upper(log N(R' x T))
-    (:class:`~puffgm.gaussian.boxprob.BoxProbability`), and the marginal log ratio of the truncated
-    prior is at most log N0(R) - log N0(R') - log(1 - E0(R')) (Bonferroni, ``corr_num``).  Starting
-    from the corners that maximise and minimise eta_i (or ``options.starts``), single coordinates of x_C
+    Any attained :math:`x_C` and any disjoint pair of regions give a lower bound of the leakage (Definition 7
+    takes a sup).  At a corner :math:`x_C`, with :math:`R` the top region :math:`[hi_i - \delta, hi_i]` and
+    :math:`R'` the bottom one (and back),
+    :math:`\log P(R \mid x_C) - \log P(R' \mid x_C) \ge \mathrm{lower}(\log N(R \times T))
+    - \mathrm{upper}(\log N(R' \times T))` (:class:`~puffgm.gaussian.boxprob.BoxProbability`), and the
+    marginal log ratio of the truncated prior is at most :math:`\log N_0(R) - \log N_0(R') - \log(1 - E_0(R'))`
+    (Bonferroni, ``corr_num``).  Starting from the corners that maximise and minimise :math:`\eta_i` (or
+    ``options.starts``), single coordinates of :math:`x_C`
     are flipped while the bound improves (``options.sweeps`` passes); at the best corner every disjoint
     pair of a grid of ``options.n_regions`` regions (both ends included) is tried as well.  No sign
     condition is needed.
@@ -235,8 +238,8 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: Cor
     Returns
     -------
     tuple
-        (lower bound, the best corner as a vector of +-1 over ``cond``, number of evaluations);
-        (-inf, None, 0) when x_H is determined by x_cond.
+        (lower bound, the best corner as a vector of :math:`\pm 1` over ``cond``, number of evaluations);
+        (-inf, None, 0) when :math:`x_H` is determined by ``x_cond``.
     """
     H = [int(i)] + [int(k) for k in high]
     C = list(cond)

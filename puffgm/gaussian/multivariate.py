@@ -141,11 +141,17 @@ _PRUNE_FACES = True
 
 
 def zonotope_misses_box(center, gens, cons, lo, hi):
-    """True only when the box lo <= eta_cons <= hi provably misses Z = center + gens [-1, 1]^m.
+    r"""True only when the box :math:`lo \le \eta_{cons} \le hi` provably misses :math:`Z = c + G [-1, 1]^m`.
 
-    A phase-one linear program (HiGHS) proposes multipliers lam; the box is certified to miss Z when
-    max_{u in [-1, 1]^m} lam . G_cons u = ||lam G_cons||_1 < min_{eta in box} lam . (eta - center_cons)
-    (a separating hyperplane, checked in floating point with a relative margin)."""
+    Here :math:`c` is ``center`` and :math:`G` is ``gens``.  A phase-one linear program (HiGHS) proposes
+    multipliers :math:`\lambda`; the box is certified to miss :math:`Z` when
+    (a separating hyperplane, checked in floating point with a relative margin)
+
+    $$
+    \max_{u \in [-1, 1]^m} \lambda \cdot G_{cons} u = \|\lambda G_{cons}\|_1
+      < \min_{\eta \in \mathrm{box}} \lambda \cdot (\eta - c_{cons}).
+    $$
+    """
     from scipy.optimize import linprog
 
     Gc = gens[cons]
@@ -172,7 +178,7 @@ def zonotope_misses_box(center, gens, cons, lo, hi):
 
 @dataclass(frozen=True)
 class CellOptions:
-    """Options of :func:`cell_leakage` (validated there).
+    r"""Options of :func:`cell_leakage` (validated there).
 
     Attributes
     ----------
@@ -181,7 +187,8 @@ class CellOptions:
     max_cells : int
         Budget of the branch and bound (cells evaluated; with a checkpoint, over every run).
     box_tol, box_rel : float
-        The box probabilities are refined to a gap of max(``box_tol``, ``box_rel`` |lower bound|).
+        The box probabilities are refined to a gap of
+        :math:`\max(\mathrm{box\_tol}, \mathrm{box\_rel}\, |\mathrm{lower\ bound}|)`.
     max_boxes : int
         Sub-boxes per box probability.
     n_vertex_axes, max_vertex_axes : int
@@ -257,9 +264,10 @@ class _Stopping:
 
 
 def cell_leakage(model, i, high, cond, corr_num, corr_den, options: CellOptions = CellOptions()):
-    """Certified upper bound of the leakage of region secrets on x_i through x_cond, H = {i} + high.
+    r"""Certified upper bound of the leakage of region secrets on :math:`x_i` through ``x_cond``.
 
-    Any b = 1 + len(high) >= 2 and any conditional precision (see the module docstring).
+    The high-influence set is :math:`H = \{i\} \cup` ``high``.  Any :math:`b = 1 + |\mathrm{high}| \ge 2` and
+    any conditional precision (see the module docstring).
 
     Parameters
     ----------

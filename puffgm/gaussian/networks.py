@@ -488,11 +488,14 @@ def _protected(pc, protected):
 
 def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets=None, bounds=None, delta=None,
                        exhaustive=None):
-    """Markov Quilt Mechanism calibration for linear-Gaussian priors with region secrets.
+    r"""Markov Quilt Mechanism calibration for linear-Gaussian priors with region secrets.
 
-    sigma_max = max over priors theta and protected nodes v of
-    min over moral-graph quilts Q of card(X_N) / (epsilon - e_theta(X_Q | X_v)),
-    e certified (:mod:`puffgm.gaussian.leakage`).  Returns a
+    $$
+    \sigma_{\max} = \max_{\theta, v} \min_Q \frac{\mathrm{card}(X_N)}{\epsilon - e_\theta(X_Q \mid X_v)}
+    $$
+
+    over priors :math:`\theta`, protected nodes :math:`v` and moral-graph quilts :math:`Q`, with :math:`e`
+    certified (:mod:`puffgm.gaussian.leakage`).  Returns a
     :class:`puffgm.core.results.CalibrationResult` (method ``"mqm-gaussian"``) that records the
     options given (those not None: ``result.options``, part of the composition key of its releases)
     and the DAG of the prior whose node needs the most noise (``result.graph``, for ``result.plot()``).
@@ -567,10 +570,11 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
 
 def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None, bounds=None, delta=None,
                              exhaustive=None):
-    """a(b)-influence curve of a linear-Gaussian prior class with region secrets.
+    r""":math:`a(b)`-influence curve of a linear-Gaussian prior class with region secrets.
 
-    a_theta,v(b) = min { e_theta(X_Q | X_v) : moral-graph quilt Q with card(X_N) <= b },
-    a(b) = max over theta and v (each prior its own split, as for discrete networks).
+    :math:`a_{\theta,v}(b) = \min \{ e_\theta(X_Q \mid X_v) : \mathrm{card}(X_N) \le b \}` over moral-graph quilts
+    :math:`Q`,
+    :math:`a(b) = \max_{\theta, v} a_{\theta,v}(b)` (each prior its own split, as for discrete networks).
     """
     from puffgm.core.curve import InfluenceCurve
     from puffgm.core.validation import check_positive_int

@@ -53,7 +53,7 @@ LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
 # ------------------------------------------------------------------ normal probabilities
 def log_interval_prob(lo, hi, mu, sigma):
-    """log P(lo < N(mu, sigma^2) < hi), elementwise, stable in both tails (-inf when empty)."""
+    r""":math:`\log P(lo < N(\mu, \sigma^2) < hi)`, elementwise, stable in both tails (-inf when empty)."""
     from scipy.special import log_ndtr
 
     lo = (np.asarray(lo, float) - mu) / sigma
@@ -68,12 +68,12 @@ def log_interval_prob(lo, hi, mu, sigma):
 
 
 def tails(lo, hi, m, tau):
-    """Row-wise tail probabilities P(N(m, tau_k^2) outside [lo_k, hi_k]).
+    r"""Row-wise tail probabilities :math:`P(N(m, \tau_k^2) \notin [\mathrm{lo}_k, \mathrm{hi}_k])`.
 
     Parameters
     ----------
     lo, hi, tau : (k,) arrays
-        Bounds and standard deviations of the rows (tau_k = 0: the indicator of m outside).
+        Bounds and standard deviations of the rows (:math:`\tau_k = 0`: the indicator of :math:`m` outside).
     m : (k, c) array
         Means, one column per cell.
     """
@@ -86,7 +86,7 @@ def tails(lo, hi, m, tau):
 
 
 def tail_prob(lo, hi, m, tau):
-    """P(N(m, tau^2) outside [lo, hi]), elementwise (tau = 0: the indicator of m outside)."""
+    r""":math:`P(N(m, \tau^2) \notin [lo, hi])`, elementwise (:math:`\tau = 0`: the indicator of :math:`m` outside)."""
     from scipy.special import ndtr
 
     m = np.asarray(m, float)
@@ -97,11 +97,12 @@ def tail_prob(lo, hi, m, tau):
 
 @dataclass(frozen=True, eq=False)
 class ConditionalTails:
-    """The other coordinates k of a split, as seen from the secret coordinate x_i.
+    r"""The other coordinates :math:`k` of a split, as seen from the secret coordinate :math:`x_i`.
 
-    Given x_i (and any conditioning values), x_k ~ N(base_k + slope_k (x_i - m_i), tau_k^2) with base_k
-    anywhere in [base_lo_k, base_hi_k] (the range of the conditioning term over its box), and x_k must
-    stay in [lo_k, hi_k].  Every field is a (k,) array.
+    Given :math:`x_i` (and any conditioning values),
+    :math:`x_k \sim N(\mathrm{base}_k + \mathrm{slope}_k (x_i - m_i), \tau_k^2)` with :math:`\mathrm{base}_k`
+    anywhere in :math:`[\mathrm{base\_lo}_k, \mathrm{base\_hi}_k]` (the range of the conditioning term over its
+    box), and :math:`x_k` must stay in :math:`[lo_k, hi_k]`.  Every field is a (k,) array.
     """
 
     base_lo: np.ndarray
@@ -113,18 +114,19 @@ class ConditionalTails:
 
 
 def bonferroni_sum(ua, ub, m_i, ct: ConditionalTails):
-    """Bonferroni sum of the largest tails, per cell of x_i.
+    r"""Bonferroni sum of the largest tails, per cell of :math:`x_i`.
 
-    sum_k max over x_i in [ua, ub] and base_k in [base_lo_k, base_hi_k] of P(x_k outside [lo_k, hi_k]),
-    the law of x_k being that of ``ct`` (:class:`ConditionalTails`).  The tail is quasi-convex in the
-    mean, so its maximum is at an end of the mean's range.
+    :math:`\sum_k \max P(x_k \notin [lo_k, hi_k])` over :math:`x_i \in [u_a, u_b]` and
+    :math:`\mathrm{base}_k \in [\mathrm{base\_lo}_k, \mathrm{base\_hi}_k]`, the law of :math:`x_k` being that of
+    ``ct`` (:class:`ConditionalTails`).  The tail is quasi-convex in the mean, so its maximum is at an end of
+    the mean's range.
 
     Parameters
     ----------
     ua, ub : (c,) arrays
-        The cells of x_i.
+        The cells of :math:`x_i`.
     m_i : float
-        The centre of the slopes (the mean of x_i, or 0 when the base already holds it).
+        The centre of the slopes (the mean of :math:`x_i`, or 0 when the base already holds it).
     ct : ConditionalTails
     """
     e1 = ct.slope[:, None] * (ua[None, :] - m_i)
@@ -135,8 +137,10 @@ def bonferroni_sum(ua, ub, m_i, ct: ConditionalTails):
 
 
 def max_inf_tail(ua, ub, m_i, base, slope, tau, lo, hi):
-    """max_k inf over x_i in [ua, ub] (cells) of the tail of x_k, x_k | x_i ~ N(base_k + slope_k (x_i - m_i),
-    tau_k^2): the tail is quasi-convex in the mean, so its inf is at the mean closest to the box's centre."""
+    r""":math:`\max_k \inf_{x_i \in [u_a, u_b]}` (cells) of the tail of :math:`x_k`.
+
+    Here :math:`x_k \mid x_i \sim N(\mathrm{base}_k + \mathrm{slope}_k (x_i - m_i), \tau_k^2)`: the tail is
+    quasi-convex in the mean, so its inf is at the mean closest to the box's centre."""
     e1 = base[:, None] + slope[:, None] * (ua[None, :] - m_i)
     e2 = base[:, None] + slope[:, None] * (ub[None, :] - m_i)
     mid = ((lo + hi) / 2)[:, None]
@@ -145,20 +149,22 @@ def max_inf_tail(ua, ub, m_i, base, slope, tau, lo, hi):
 
 
 def neglog1m(E):
-    """-log(1 - E), inf when E >= 1 (the Bonferroni correction of a tail sum E)."""
+    r""":math:`-\log(1 - E)`, inf when :math:`E \ge 1` (the Bonferroni correction of a tail sum :math:`E`)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(E < 1, -np.log1p(-np.minimum(E, 1.0)), np.inf)
 
 
 # ------------------------------------------------------------------ bivariate normal pieces
 def log_gauss_exp(a, b, mu, s, lam, t0):
-    """log int_a^b N(t; mu, s^2) exp(lam (t - t0)) dt, arrays, without cancellation.
+    r""":math:`\log \int_a^b N(t; \mu, s^2) \exp(\lambda (t - t_0))\, dt`, arrays, without cancellation.
 
-    The exponent q(t) is a concave quadratic with vertex m = mu + lam s^2; with t* the point of
-    [a, b] nearest to m, the value is q(t*) + log int_a^b exp(q(t) - q(t*)) dt, and the last
-    integral is a scaled Mills-ratio difference (``scipy.special.erfcx``) when m lies outside
-    [a, b], a central normal probability when it lies inside.  (The textbook closed form
-    lam (mu - t0) + (lam s)^2 / 2 + log P(a < N(m, s^2) < b) loses all digits when m is far away.)"""
+    The exponent :math:`q(t)` is a concave quadratic with vertex :math:`m = \mu + \lambda s^2`; with :math:`t^*`
+    the point of :math:`[a, b]` nearest to :math:`m`, the value is
+    :math:`q(t^*) + \log \int_a^b \exp(q(t) - q(t^*))\, dt`, and the last integral is a scaled Mills-ratio
+    difference (``scipy.special.erfcx``) when :math:`m` lies outside :math:`[a, b]`, a central normal
+    probability when it lies inside.  (The textbook closed form
+    :math:`\lambda (\mu - t_0) + (\lambda s)^2 / 2 + \log P(a < N(m, s^2) < b)` loses all digits when :math:`m`
+    is far away.)"""
     from scipy.special import erfcx
 
     a, b, mu, lam, t0 = np.broadcast_arrays(*(np.asarray(v, float) for v in (a, b, mu, lam, t0)))
@@ -181,10 +187,10 @@ def log_gauss_exp(a, b, mu, s, lam, t0):
 
 @dataclass(frozen=True, eq=False)
 class PairLaw:
-    """A bivariate normal written through its first coordinate.
+    r"""A bivariate normal written through its first coordinate.
 
-    x_1 ~ N(m1, s1^2) and x_2 | x_1 = t ~ N(m2 + slope (t - m1), tau^2).  ``m1`` and ``m2`` may be
-    arrays of one shape (one law per element, the other fields shared).
+    :math:`x_1 \sim N(m_1, s_1^2)` and :math:`x_2 \mid x_1 = t \sim N(m_2 + \mathrm{slope}\,(t - m_1), \tau^2)`.
+    ``m1`` and ``m2`` may be arrays of one shape (one law per element, the other fields shared).
     """
 
     m1: float | np.ndarray
@@ -195,14 +201,15 @@ class PairLaw:
 
 
 def log_g(t, mk, c, mi, tau, lo_k, hi_k):
-    """log g(t) = log P(x_k in [lo_k, hi_k] | x_i = t) with x_k | x_i = t ~ N(mk + c (t - mi), tau^2).
+    r""":math:`\log g(t) = \log P(x_k \in [lo_k, hi_k] \mid x_i = t)`, an interval probability of a normal law.
 
-    g is log-concave in t (an interval probability of a location family with log-concave density)."""
+    Here :math:`x_k \mid x_i = t \sim N(m_k + c (t - m_i), \tau^2)`.  :math:`g` is log-concave in :math:`t` (an
+    interval probability of a location family with log-concave density)."""
     return log_interval_prob(lo_k, hi_k, mk + c * (t - mi), tau)
 
 
 def dlog_g(t, mk, c, mi, tau, lo_k, hi_k):
-    """d/dt log g(t) for the g of :func:`log_g` (same parameters)."""
+    r""":math:`\frac{d}{dt} \log g(t)` for the :math:`g` of :func:`log_g` (same parameters)."""
     m = mk + c * (t - mi)
     lp = log_interval_prob(lo_k, hi_k, m, tau)
     z1, z2 = (lo_k - m) / tau, (hi_k - m) / tau
@@ -223,22 +230,23 @@ def lse_rows(x):
 # ------------------------------------------------------------------ the continuum of regions
 @dataclass(frozen=True)
 class RegionSweep:
-    """The continuum of regions [r, r + delta], r in [lo, hi - delta], and the branch and bound over it.
+    r"""The regions :math:`[r, r + \delta]`, :math:`r \in [lo, hi - \delta]`, and the branch and bound over them.
 
     Attributes
     ----------
     lo, hi : float
-        The support [lo_i, hi_i] of the secret coordinate.
+        The support :math:`[\mathrm{lo}_i, \mathrm{hi}_i]` of the secret coordinate.
     delta : float
         The width of a region.
     tol, atol : float
-        A sweep stops once its certified maximum is within max(atol, tol |best|) of the best value met.
+        A sweep stops once its certified maximum is within :math:`\max(\mathrm{atol}, \mathrm{tol}\,|\mathrm{best}|)` of
+        the best value met.
     iters : int
         Rounds of cell splitting at most.
     max_cells : int
         Cells at most (the sweep stops with its certified value when there are more).
     n_init : int, optional
-        Cells of the initial grid (default max(16, 2 (hi - lo - delta) / delta)).
+        Cells of the initial grid (default :math:`\max(16, 2 (\mathrm{hi} - \mathrm{lo} - \delta) / \delta)`).
     return_edges : bool
         Also return the final partitions (:func:`certified_region_max`, :func:`region_pair_bound`).
     """
@@ -255,12 +263,13 @@ class RegionSweep:
 
 
 def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
-    """Certified max over r in [lo, hi - delta] of F(r) + corr(r), by interval branch and bound.
+    r"""Certified max of :math:`F(r) + \mathrm{corr}(r)` on :math:`r \in [lo, hi-\delta]` (interval branch and bound).
 
-    Needs certified upper values ``fun_up(points)`` of F, a curvature bound F'' >= -K, and a
-    correction ``corr(u, v)`` that bounds the correction of every region inside [u, v]
-    (``None``: no correction).  On a cell [ra, rb] of width h, F minus its chord has second
-    derivative >= -K and vanishes at both ends, so F <= max(F(ra), F(rb)) + K h^2 / 8.  Pruned
+    Needs certified upper values ``fun_up(points)`` of :math:`F`, a curvature bound :math:`F'' \ge -K`, and a
+    correction ``corr(u, v)`` that bounds the correction of every region inside :math:`[u, v]`
+    (``None``: no correction).  On a cell :math:`[r_a, r_b]` of width :math:`h`, :math:`F` minus its chord has
+    second derivative :math:`\ge -K` and vanishes at both ends, so
+    :math:`F \le \max(F(r_a), F(r_b)) + K h^2 / 8`.  Pruned
     cells keep counting in the certified value.
 
     Parameters
@@ -268,9 +277,9 @@ def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
     sweep : RegionSweep
         The region continuum and the stopping rules.
     fun_up : callable
-        Certified upper values of F at an array of region positions.
+        Certified upper values of :math:`F` at an array of region positions.
     K : float
-        Curvature bound, F'' >= -K.
+        Curvature bound, :math:`F'' \ge -K`.
     corr : callable or None
         The correction of the regions inside [u, v], for arrays u, v.
 
@@ -388,28 +397,31 @@ def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, cor
 
 
 def theorem9_sweep(support, delta, marginal, mu_range, sig, grid):
-    """Theorem 9's value as the paper computes it (Bai, He, Gu, Kifer and Maeng, Theorem 9).
+    r"""Theorem 9's value as the paper computes it (Bai, He, Gu, Kifer and Maeng, Theorem 9).
 
-    The sup over mu of the conditional log ratio of two disjoint regions minus the untruncated marginal
-    log ratio, on a grid of region positions: max over mu in ``mu_range`` (the sup over the location family
-    is at an end, by the monotone likelihood ratio) and over disjoint pairs of ``grid`` regions of
+    The sup over :math:`\mu` of the conditional log ratio of two disjoint regions minus the untruncated marginal
+    log ratio, on a grid of region positions: max over :math:`\mu` in ``mu_range`` (the sup over the location
+    family is at an end, by the monotone likelihood ratio) and over disjoint pairs of ``grid`` regions of
 
-        [log N(R; mu, sig^2) - log N(R; m_i, s_i^2)] - [log N(R'; mu, sig^2) - log N(R'; m_i, s_i^2)],
+    $$
+    \left[\log N(R; \mu, \sigma^2) - \log N(R; m_i, s_i^2)\right]
+      - \left[\log N(R'; \mu, \sigma^2) - \log N(R'; m_i, s_i^2)\right],
+    $$
 
     at least 0.  Not a certified bound (the grid and the dropped truncation).
 
     Parameters
     ----------
     support : (float, float)
-        [lo_i, hi_i], the support of x_i.
+        :math:`[\mathrm{lo}_i, \mathrm{hi}_i]`, the support of :math:`x_i`.
     delta : float
         Region width.
     marginal : (float, float)
-        (m_i, s_i), the untruncated marginal of x_i.
+        :math:`(m_i, s_i)`, the untruncated marginal of :math:`x_i`.
     mu_range : (float, float)
-        (mu_lo, mu_hi), the range of the conditional mean of x_i.
+        :math:`(\mu_{\mathrm{lo}}, \mu_{\mathrm{hi}})`, the range of the conditional mean of :math:`x_i`.
     sig : float
-        The conditional standard deviation of x_i.
+        The conditional standard deviation :math:`\sigma` of :math:`x_i`.
     grid : int
         Region positions.
     """

@@ -97,23 +97,24 @@ def _grid(law: PairLaw, box_p, box_q, M):
 
 
 def log_box2_bounds(law: PairLaw, box_p, box_q, M=16):
-    """Certified (lower, upper) of log P(x_p in [lo_p, hi_p], x_q in [lo_q, hi_q]), elementwise.
+    r"""Certified (lower, upper) of :math:`\log P(x_p \in [lo_p, hi_p], x_q \in [lo_q, hi_q])`, elementwise.
 
     Parameters
     ----------
     law : PairLaw
-        x_p ~ N(m1, s1^2) and x_q | x_p = u ~ N(m2 + slope (u - m1), tau^2); ``m1`` and ``m2`` are arrays
-        of one shape (the result has that shape).
+        :math:`x_p \sim N(m_1, s_1^2)` and :math:`x_q \mid x_p = u \sim N(m_2 + \mathrm{slope}\,(u - m_1), \tau^2)`;
+        ``m1`` and ``m2`` are arrays of one shape (the result has that shape).
     box_p, box_q : (float, float)
-        The intervals [lo_p, hi_p] and [lo_q, hi_q].
+        The intervals :math:`[lo_p, hi_p]` and :math:`[lo_q, hi_q]`.
     M : int
-        Chebyshev cut points of [lo_p, hi_p].
+        Chebyshev cut points of :math:`[lo_p, hi_p]`.
 
     Notes
     -----
-    [lo_p, hi_p] is cut at M Chebyshev points and a fine grid around the mode of the integrand; on each
-    piece log P(x_q in T_q | u) (concave in u) lies below its tangent at the midpoint and above its
-    chord, and the normal density times an exponential of a linear function integrates in closed form.
+    :math:`[lo_p, hi_p]` is cut at :math:`M` Chebyshev points and a fine grid around the mode of the
+    integrand; on each piece :math:`\log P(x_q \in T_q \mid u)` (concave in :math:`u`) lies below its tangent
+    at the midpoint and above its chord, and the normal density times an exponential of a linear function
+    integrates in closed form.
     Any cut points give valid bounds.
     """
     sp, c, tau = law.s1, law.slope, law.tau
@@ -206,7 +207,9 @@ class _Tri:
 
 
 def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, options: PinnedOptions = PinnedOptions()):
-    """Certified upper bound of the leakage of region secrets on x_i through x_cond with H = {i} + high.
+    r"""Certified upper bound of the leakage of region secrets on :math:`x_i` through ``x_cond``.
+
+    The high-influence set is :math:`H = \{i\} \cup` ``high``.
 
     Parameters
     ----------
@@ -215,15 +218,15 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, options: Pin
     i : int
         The secret coordinate.
     high : (int, int)
-        (p, q): the two other high-influence coordinates, truncated to their box and integrated out.
+        :math:`(p, q)`: the two other high-influence coordinates, truncated to their box and integrated out.
     cond : sequence of int
-        The conditioning set C.
+        The conditioning set :math:`C`.
     corr_num, corr_den : callable
         The marginal corrections of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`
-        (-log(1 - E0) for the numerator region, log U0 for the denominator region).
+        (:math:`-\log(1 - E_0)` for the numerator region, :math:`\log U_0` for the denominator region).
     options : PinnedOptions
         ``tol`` and ``atol`` (region sweeps and the cell branch and bound), ``max_cells``, ``n0`` (initial
-        n0 x n0 grid) and ``give_up_above``: the branch and bound stops early (returning its certified
+        :math:`n_0 \times n_0` grid) and ``give_up_above``: the branch and bound stops early (returning its certified
         value so far, valid but loose) once the bound function exceeds it at a cell centre, a bound known
         elsewhere being then better.
 

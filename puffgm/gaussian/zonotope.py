@@ -24,10 +24,10 @@ __all__ = [
 
 
 def conditional_block(cov, H, C):
-    """(W, S) of the Gaussian conditional x_H | x_C: mean m_H + W (x_C - m_C), covariance S.
+    r""":math:`(W, S)` of the Gaussian conditional :math:`x_H \mid x_C`.
 
-    W = Sigma_HC Sigma_CC^-1 and S = Sigma_HH - W Sigma_CH (symmetrised); W has no
-    columns when C is empty.
+    Mean :math:`m_H + W (x_C - m_C)`, covariance :math:`S`, with :math:`W = \Sigma_{HC} \Sigma_{CC}^{-1}` and
+    :math:`S = \Sigma_{HH} - W \Sigma_{CH}` (symmetrised); :math:`W` has no columns when :math:`C` is empty.
     """
     if C:
         W = np.linalg.solve(cov[np.ix_(C, C)], cov[np.ix_(C, H)]).T
@@ -39,10 +39,10 @@ def conditional_block(cov, H, C):
 
 
 def natural_zonotope(model, H, C, W, S):
-    """(S^-1, centre, generators) of the zonotope of natural parameters eta = S^-1 mu.
+    r"""(:math:`S^{-1}`, centre, generators) of the zonotope of natural parameters :math:`\eta = S^{-1} \mu`.
 
-    mu = m_H + W (x_C - m_C) is affine in x_C, so over the box of x_C, eta ranges over
-    centre + generators @ [-1, 1]^|C| (the image of the box's centre and half-widths).
+    :math:`\mu = m_H + W (x_C - m_C)` is affine in :math:`x_C`, so over the box of :math:`x_C`, :math:`\eta`
+    ranges over centre :math:`+` generators :math:`\cdot [-1, 1]^{|C|}` (the image of the box's centre and half-widths).
     """
     mean = model.mean
     Sinv = np.linalg.inv(S)

@@ -31,13 +31,16 @@ THEOREM_MQM = "Song, Wang and Chaudhuri 2017, Theorem 4.4 (sequential compositio
 
 @dataclass(frozen=True)
 class MarkovQuiltComposition(Composition):
-    """Song, Wang and Chaudhuri 2017 ("Pufferfish privacy mechanisms for correlated data", SIGMOD),
+    r"""Song, Wang and Chaudhuri 2017 ("Pufferfish privacy mechanisms for correlated data", SIGMOD),
     Theorem 4.4 and the remark after it.
 
-    K Markov Quilt Mechanism releases with the same instantiation (prior class Theta, secrets S)
-    and the same quilt sets S_{Q,i}, at privacy parameters epsilon_1..epsilon_K, are together
+    :math:`K` Markov Quilt Mechanism releases with the same instantiation (prior class :math:`\Theta`,
+    secrets :math:`S`) and the same quilt sets :math:`S_{Q,i}`, at privacy parameters
+    :math:`\epsilon_1, \dots, \epsilon_K`, are together
 
-        (K * max_k epsilon_k)-Pufferfish private.
+    $$
+    \left(K \max_k \epsilon_k\right)\text{-Pufferfish private.}
+    $$
 
     Attributes
     ----------
@@ -64,7 +67,7 @@ class MarkovQuiltComposition(Composition):
 
     @classmethod
     def compose(cls, entries: Sequence[Composition]) -> float:
-        """K * max_k epsilon_k over one instantiation and its quilt sets."""
+        r""":math:`K \max_k \epsilon_k` over one instantiation and its quilt sets."""
         if len({e.quilt_key for e in entries if isinstance(e, cls)}) > 1:  # the key hashes the fingerprint
             raise CompositionError(
                 "These Markov Quilt Mechanism releases use different instantiations or quilt sets, so Theorem 4.4 "
@@ -136,7 +139,7 @@ class MarkovQuiltRelease(Release):
         return f"prior class {self.fingerprint}, quilt sets {self.quilt_key}"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per coordinate of the value, the Laplace scale and its (1 - alpha) half-width (see puffgm.core.accuracy)."""
+        r"""Per coordinate of the value, the Laplace scale and its :math:`(1-\alpha)` half-width (core.accuracy)."""
         names = coordinate_names(self.value)
         return laplace_rows(names, (self.scale,) * len(names), alpha)
 
@@ -179,7 +182,7 @@ class MarkovQuiltLaplace:
 
     @property
     def scale(self) -> float:
-        """Laplace scale L * sigma_max of the calibration."""
+        r"""Laplace scale :math:`L \sigma_{\max}` of the calibration."""
         return self.calibration.scale
 
     def release(self, answer, *, random_state=None, accountant=None,

@@ -144,10 +144,10 @@ def _tail_sums(K: int, r: float):
 
 @dataclass(frozen=True)
 class NoiseLaw:
-    """A law on the integers: probabilities on -K..K and geometric tails of ratio r on both sides.
+    r"""A law on the integers: probabilities on :math:`-K, \dots, K` and geometric tails of ratio :math:`r`.
 
-    P(Z = k) = probabilities[k + K] for |k| <= K, P(Z = K + j) = P(Z = K) r^j and
-    P(Z = -K - j) = P(Z = -K) r^j for j >= 1 (r = 0: no tails).
+    :math:`P(Z = k)` = ``probabilities[k + K]`` for :math:`|k| \le K`, :math:`P(Z = K + j) = P(Z = K)\, r^j`
+    and :math:`P(Z = -K - j) = P(Z = -K)\, r^j` for :math:`j \ge 1` (:math:`r = 0`: no tails), on both sides.
 
     Attributes
     ----------
@@ -195,19 +195,22 @@ class NoiseLaw:
         return NoiseLaw(self.probabilities / self.total(), self.tail_ratio)
 
     def moment(self, power: int) -> float:
-        """E|Z| (power 1) or E[Z^2] (power 2), tails in closed form, of the normalised law."""
+        r""":math:`\mathbb{E}|Z|` (power 1) or :math:`\mathbb{E}[Z^2]` (power 2) of the normalised law.
+
+        The tails are summed in closed form.
+        """
         K, p = self.half_width, self.probabilities
         tail = _tail_sums(K, self.tail_ratio)[power]
         return float((np.abs(self.values) ** power * p).sum() + (p[0] + p[-1]) * tail) / self.total()
 
     def mean(self) -> float:
-        """E[Z] of the normalised law (the bias of the release; the program does not force it to 0)."""
+        r""":math:`\mathbb{E}[Z]` of the normalised law (the release's bias; the program does not force it to 0)."""
         K, p = self.half_width, self.probabilities
         tail = _tail_sums(K, self.tail_ratio)[1]
         return float((self.values * p).sum() + (p[-1] - p[0]) * tail) / self.total()
 
     def log_mass(self, k) -> np.ndarray:
-        """log P(Z = k) (up to the common normalisation) for integers k, ``-inf`` for 0."""
+        r""":math:`\log P(Z = k)` (up to the common normalisation) for integers :math:`k`, ``-inf`` for 0."""
         k = np.asarray(k, dtype=np.int64)
         K, p = self.half_width, self.probabilities
         lr = math.log(self.tail_ratio) if self.tail_ratio > 0 else -math.inf
@@ -225,9 +228,10 @@ class NoiseLaw:
 
 
 def discrete_laplace(half_width: int, tail_ratio: float) -> NoiseLaw:
-    """The discrete Laplace law P(Z = k) proportional to r^{|k|}, as a :class:`NoiseLaw`.
+    r"""The discrete Laplace law :math:`P(Z = k) \propto r^{|k|}`, as a :class:`NoiseLaw`.
 
-    With r = e^{-1/b} it is the Laplace(b) density at the integers; E|Z| = 2r / (1 - r^2) = 1 / sinh(1/b).
+    With :math:`r = e^{-1/b}` it is the Laplace(:math:`b`) density at the integers;
+    :math:`\mathbb{E}|Z| = 2r / (1 - r^2) = 1 / \sinh(1/b)`.
     """
     r = float(tail_ratio)
     k = np.arange(-half_width, half_width + 1)
@@ -267,11 +271,11 @@ def _directed(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def tail_losses(rows: np.ndarray, pairs: np.ndarray, tail_ratio: float) -> np.ndarray:
-    r"""The tail condition: the privacy loss of G + Z at outputs beyond the window, for each pair.
+    r"""The tail condition: the privacy loss of :math:`G + Z` at outputs beyond the window, for each pair.
 
-    For y >= K + n - 1 every noise value y - g is in the right tail, so
-    q_a(y) / q_b(y) = M_a^+(r) / M_b^+(r) with M^+(r) = sum_g p(g) r^{-g}; on the
-    left M^-(r) = sum_g p(g) r^g.  The loss there is
+    For :math:`y \ge K + n - 1` every noise value :math:`y - g` is in the right tail, so
+    :math:`q_a(y) / q_b(y) = M_a^+(r) / M_b^+(r)` with :math:`M^+(r) = \sum_g p(g)\, r^{-g}`; on the
+    left :math:`M^-(r) = \sum_g p(g)\, r^g`.  The loss there is
 
     $$
     \max\left(\left|\log M_a^+(r) - \log M_b^+(r)\right|, \left|\log M_a^-(r) - \log M_b^-(r)\right|\right),
@@ -324,12 +328,12 @@ def _directed_losses(rows: np.ndarray, ordered: np.ndarray, law: NoiseLaw):
 
 
 def noise_losses(rows: np.ndarray, pairs: np.ndarray, law: NoiseLaw):
-    """Exact Pufferfish loss of G + Z for each pair of conditional laws, and where it is attained.
+    r"""Exact Pufferfish loss of :math:`G + Z` for each pair of conditional laws, and where it is attained.
 
-    loss(a, b) = sup over all integer outputs y of |log q_a(y) / q_b(y)| with
-    q_a(y) = sum_g p_a(g) P(Z = y - g).  The outputs of the window
-    -K-(n-1) .. K+(n-1) are computed by a log-space convolution; beyond it the
-    ratio is the constant of :func:`tail_losses` (reported at output +-inf), so
+    :math:`\mathrm{loss}(a, b) = \sup_y |\log q_a(y) / q_b(y)|` over all integer outputs :math:`y`, with
+    :math:`q_a(y) = \sum_g p_a(g)\, P(Z = y - g)`.  The outputs of the window
+    :math:`-K-(n-1), \dots, K+(n-1)` are computed by a log-space convolution; beyond it the
+    ratio is the constant of :func:`tail_losses` (reported at output :math:`\pm\infty`), so
     the supremum is exact: nothing is truncated.
 
     Parameters
@@ -381,23 +385,23 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
 
 @dataclass(frozen=True)
 class OptimalNoiseOptions:
-    """Settings of :func:`optimal_noise_of` (the defaults suit the bundled networks).
+    r"""Settings of :func:`optimal_noise_of` (the defaults suit the bundled networks).
 
     Attributes
     ----------
     tail_tol : float
-        K = ceil(b* log(1/tail_tol)), b* the optimal Laplace scale (grid units):
-        Laplace(b*) puts mass tail_tol beyond K.
+        :math:`K = \lceil b^* \log(1/\mathrm{tail\_tol}) \rceil`, :math:`b^*` the optimal Laplace scale
+        (grid units): Laplace(:math:`b^*`) puts mass ``tail_tol`` beyond :math:`K`.
     half_width : int, optional
-        K itself (overrides ``tail_tol``).
+        :math:`K` itself (overrides ``tail_tol``).
     max_half_width : int
-        Refuse (ParameterError) when K would exceed it: the program has 2K+1 unknowns.
+        Refuse (ParameterError) when :math:`K` would exceed it: the program has :math:`2K+1` unknowns.
     r_grid : tuple of float
-        Fractions f of u_max (u = -log r) at which the program is solved first.
+        Fractions :math:`f` of :math:`u_{\max}` (:math:`u = -\log r`) at which the program is solved first.
     refine : int
         Golden-section steps around the best grid point.
     margin : float
-        The program is solved at epsilon - margin (grown tenfold after a failed audit).
+        The program is solved at :math:`\epsilon - \mathrm{margin}` (grown tenfold after a failed audit).
     repairs : int
         Solves at a larger margin before falling back to discrete Laplace.
     pairs_per_round : int
@@ -635,39 +639,39 @@ def _witness(laws: QueryLaws, w) -> dict | None:
 
 @dataclass(frozen=True)
 class OptimalNoise:
-    """The least-error additive noise found for one query and prior class, with its exact audit.
+    r"""The least-error additive noise found for one query and prior class, with its exact audit.
 
     Noise values and the program's values are in grid units (the integers of
     the grid sum G); ``unit`` converts: an answer F is released as
-    F + Z / unit.  Errors are reported in the query's own units.
+    :math:`F + Z / \mathrm{unit}`.  Errors are reported in the query's own units.
 
     Attributes
     ----------
     epsilon : float
     objective : str
-        ``"abs"`` (E|Z| minimised) or ``"square"`` (E[Z^2]).
+        ``"abs"`` (:math:`\mathbb{E}|Z|` minimised) or ``"square"`` (:math:`\mathbb{E}[Z^2]`).
     law : NoiseLaw
         The noise law released (grid units).
     unit : int
         Grid units per query unit.
     loss : float
-        The audited Pufferfish loss of F + Z (at most epsilon).
+        The audited Pufferfish loss of :math:`F + Z` (at most :math:`\epsilon`).
     witness : dict or None
         Where the audited loss is attained (prior, node, pair, output in query units).
     per_prior : tuple of float
         Audited loss per prior.
     half_width, tail_ratio : int, float
-        K and r of the program whose solution is released.
+        :math:`K` and :math:`r` of the program whose solution is released.
     lp_value : float or None
         The program's optimum (grid units) at ``epsilon_lp``; None for the fallback.
     epsilon_lp : float or None
-        The epsilon inside the program (epsilon minus the margin).
+        The :math:`\epsilon` inside the program (:math:`\epsilon` minus the margin).
     status : str
         The solver's message, or what replaced the program.
     laplace_scale : float
         The optimal Laplace scale (query units) = the expected |error| of Laplace noise at it.
     search : tuple of (float, float)
-        Every (r, program value) tried (grid units; inf where infeasible).
+        Every (:math:`r`, program value) tried (grid units; inf where infeasible).
     solves : int
         Linear programs solved.
     prior, secrets : str
@@ -701,22 +705,22 @@ class OptimalNoise:
 
     @property
     def expected_abs_error(self) -> float:
-        """E|Z| / unit: the expected absolute error of the release, in query units."""
+        r""":math:`\mathbb{E}|Z| / \mathrm{unit}`: the expected absolute error of the release, in query units."""
         return self.law.moment(1) / self.unit
 
     @property
     def expected_square_error(self) -> float:
-        """E[Z^2] / unit^2, in squared query units."""
+        r""":math:`\mathbb{E}[Z^2] / \mathrm{unit}^2`, in squared query units."""
         return self.law.moment(2) / self.unit ** 2
 
     @property
     def bias(self) -> float:
-        """E[Z] / unit: the mean error of the release, in query units (the law need not be symmetric)."""
+        r""":math:`\mathbb{E}[Z] / \mathrm{unit}`: the release's mean error in query units (the law may be skewed)."""
         return self.law.mean() / self.unit
 
     @property
     def noise(self) -> dict:
-        """``values`` (grid units, -K..K), ``probabilities``, ``tail_ratio`` r and ``tail_masses``."""
+        r"""``values`` (grid units, :math:`-K..K`), ``probabilities``, ``tail_ratio`` :math:`r` and ``tail_masses``."""
         return self.law.to_dict()
 
     @property
@@ -726,10 +730,11 @@ class OptimalNoise:
         return self.laplace_scale / e if e > 0 else None
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The (1 - alpha) half-width of the noise Z / unit, from its exact law (integer_half_width).
+        r"""The :math:`(1-\alpha)` half-width of the noise :math:`Z / \mathrm{unit}`, from its exact law.
 
-        The least multiple t of 1/unit with P(|Z / unit| <= t) >= 1 - alpha, the geometric
-        tails summed in closed form; one row, ``scale`` None (the law is not Laplace).
+        The least multiple :math:`t` of :math:`1/\mathrm{unit}` with :math:`P(|Z / \mathrm{unit}| \le t) \ge 1 - \alpha`
+        (integer_half_width), the geometric tails summed in closed form; one row, ``scale`` None (the law
+        is not Laplace).
         """
         a = check_alpha(alpha, "OptimalNoise.accuracy")
         t = integer_half_width(self.law.probabilities, self.law.tail_ratio, a) / self.unit
@@ -858,13 +863,13 @@ def _fallback(laws, K: int, b_star: float, epsilon: float, notes: list) -> _Outc
 
 def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
                      options: OptimalNoiseOptions | None = None) -> OptimalNoise:
-    """The least-error additive noise for the query of ``laws`` under exact epsilon-Pufferfish constraints.
+    r"""The least-error additive noise for the query of ``laws`` under exact :math:`\epsilon`-Pufferfish constraints.
 
-    Solves the linear program of the module docstring (unknowns z_k, |k| <= K,
-    geometric tails of ratio r; for every pair (a, b), both orders, and every
-    output y: sum_k p_a(y-k) z_k <= e^epsilon sum_k p_b(y-k) z_k), searching r,
+    Solves the linear program of the module docstring (unknowns :math:`z_k`, :math:`|k| \le K`,
+    geometric tails of ratio :math:`r`; for every pair :math:`(a, b)`, both orders, and every
+    output :math:`y`: :math:`\sum_k p_a(y-k)\, z_k \le e^\epsilon \sum_k p_b(y-k)\, z_k`), searching :math:`r`,
     then audits the solution exactly (:func:`noise_losses`) and never returns
-    a law whose audited loss exceeds epsilon (Kifer and Machanavajjhala,
+    a law whose audited loss exceeds :math:`\epsilon` (Kifer and Machanavajjhala,
     Definition 3.1; Geng and Viswanath 2016 for the differential-privacy
     analogue).
 
@@ -874,7 +879,7 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
         Exact conditional laws of the query (``laws.exact``).
     epsilon : float
     objective : {"abs", "square"}
-        Minimise E|Z| or E[Z^2].
+        Minimise :math:`\mathbb{E}|Z|` or :math:`\mathbb{E}[Z^2]`.
     options : OptimalNoiseOptions, optional
 
     Returns
@@ -970,10 +975,10 @@ def _geometric(r: float, randbelow) -> int:
 
 
 def sample_noise(law: NoiseLaw, randbelow, cumulative: list | None = None) -> int:
-    """One draw of Z from ``law`` (grid units) with ``randbelow(n)`` uniform on 0..n-1.
+    r"""One draw of :math:`Z` from ``law`` (grid units) with ``randbelow(n)`` uniform on :math:`0, \dots, n-1`.
 
     Inverse CDF on the exact integer weights of :func:`_integer_weights`; a
-    tail value K + j (or -K - j) has j drawn by :func:`_geometric`.
+    tail value :math:`K + j` (or :math:`-K - j`) has :math:`j` drawn by :func:`_geometric`.
     """
     import bisect
 
@@ -989,7 +994,7 @@ def sample_noise(law: NoiseLaw, randbelow, cumulative: list | None = None) -> in
 
 @dataclass(frozen=True)
 class OptimalNoiseRelease(QueryRelease):
-    """A noisy answer F(D) + Z / unit with Z drawn from an :class:`OptimalNoise` law (its ``calibration``).
+    r"""A noisy answer :math:`F(D) + Z / \mathrm{unit}`, :math:`Z` from an :class:`OptimalNoise` law (``calibration``).
 
     A query-specific release like :class:`puffgm.mechanisms.query.QueryRelease`,
     whose ``epsilon``, ``theorem``, ``prior`` and composition (held alone: no composition
@@ -1014,7 +1019,7 @@ class OptimalNoiseRelease(QueryRelease):
 
 def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, accountant=None,
                           label: str | None = None) -> OptimalNoiseRelease:
-    """Release ``F(D) + Z / unit`` with Z drawn exactly from the optimal noise law.
+    r"""Release :math:`F(D) + Z / \mathrm{unit}` with :math:`Z` drawn exactly from the optimal noise law.
 
     The draw is an inverse CDF on exact integer weights (:func:`sample_noise`)
     with uniform integers from the operating system's cryptographic generator
@@ -1023,8 +1028,8 @@ def release_optimal_noise(answer, result: OptimalNoise, *, random_state=None, ac
     Parameters
     ----------
     answer : float
-        The exact answer F(D) in the query's units: a value of the query (a multiple of 1/unit
-        plus the offset), since the guarantee covers F(D) + Z / unit.
+        The exact answer :math:`F(D)` in the query's units: a value of the query (a multiple of
+        :math:`1/\mathrm{unit}` plus the offset), since the guarantee covers :math:`F(D) + Z / \mathrm{unit}`.
     result : OptimalNoise
     random_state : int or numpy Generator, optional
         Seeded numpy noise, for tests only (not for production).

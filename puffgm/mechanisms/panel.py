@@ -137,7 +137,7 @@ class PanelRelease(Release):
         return out
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The noise of each released statistic: its scale and (1 - alpha) half-width (:mod:`puffgm.core.accuracy`).
+        r"""Each released statistic's noise: its scale and :math:`(1-\alpha)` half-width (:mod:`puffgm.core.accuracy`).
 
         The aggregate's rows are its noise's; for per-unit releases (``each``) the rows are those of
         the largest per-unit noise, a bound on every unit's (each length's scales are in

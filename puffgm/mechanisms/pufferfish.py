@@ -85,13 +85,15 @@ def _real(x) -> bool:
 
 @dataclass(frozen=True)
 class CurveComposition(Composition):
-    """Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish privacy"), Theorem 7.
+    r"""Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish privacy"), Theorem 7.
 
-    Releases l = 1..k of per-entry epsilon_DP_l-DP mechanisms translated at curve points
-    (a_l, b_l) of one a(b)-influence curve of (Theta, S), each epsilon_l-Pufferfish by Theorem 6
-    (0 <= a_l < epsilon_l), are together
+    Releases :math:`l = 1, \dots, k` of per-entry :math:`\epsilon_{\mathrm{DP},l}`-DP mechanisms translated
+    at curve points :math:`(a_l, b_l)` of one :math:`a(b)`-influence curve of :math:`(\Theta, S)`, each
+    :math:`\epsilon_l`-Pufferfish by Theorem 6 (:math:`0 \le a_l < \epsilon_l`), are together
 
-        max_l a_l + sum_l (epsilon_l - a_l)
+    $$
+    \max_l a_l + \sum_l (\epsilon_l - a_l)
+    $$
 
     -Pufferfish private: the correlation penalty is paid once.
 
@@ -100,7 +102,7 @@ class CurveComposition(Composition):
     fingerprint : str
         The prior class's fingerprint.
     curve_key : str
-        Identifies (Theta, S) (:func:`puffgm.core.release.curve_key`).
+        Identifies :math:`(\Theta, S)` (:func:`puffgm.core.release.curve_key`).
     a, b : float, int
         The curve point used.
     epsilon_dp : float
@@ -125,7 +127,10 @@ class CurveComposition(Composition):
         return str(self.curve_key)
 
     def check(self, mechanism: str) -> None:
-        """Theorem 7's conditions: 0 <= a < epsilon, an integer b >= 1, a finite epsilon_DP > 0."""
+        r"""Theorem 7's conditions on the curve point and the DP parameter.
+
+        :math:`0 \le a < \epsilon`, an integer :math:`b \ge 1` and a finite :math:`\epsilon_{\mathrm{DP}} > 0`.
+        """
         super().check(mechanism)
         a, b, eps_dp = self.a, self.b, self.epsilon_dp
         if not (_real(a) and math.isfinite(a) and 0 <= a < self.epsilon):
@@ -138,7 +143,7 @@ class CurveComposition(Composition):
 
     @classmethod
     def compose(cls, entries: Sequence[Composition]) -> float:
-        """max_l a_l + sum_l (epsilon_l - a_l) along one curve."""
+        r""":math:`\max_l a_l + \sum_l (\epsilon_l - a_l)` along one curve."""
         if len({e.curve_key for e in entries if isinstance(e, cls)}) > 1:  # the key hashes the fingerprint
             raise CompositionError("These releases were translated along a(b)-influence curves of different prior "
                                    "classes or secrets, so Theorem 7 of Bai et al. does not apply; use curve points "
@@ -149,7 +154,7 @@ class CurveComposition(Composition):
 
 @dataclass(frozen=True)
 class PufferfishRelease(Release):
-    """A release of a DP-based Pufferfish mechanism, with what composition needs.
+    r"""A release of a DP-based Pufferfish mechanism, with what composition needs.
 
     Releases along one curve compose by Bai et al. Theorem 7
     (:class:`puffgm.accounting.PrivacyAccountant`).
@@ -164,7 +169,8 @@ class PufferfishRelease(Release):
     epsilon_dp : float
         Per-entry DP parameter actually used.
     a, b : float, int
-        The curve point (a_l, b_l) used: epsilon_dp <= (epsilon_puffer - a) / b.
+        The curve point :math:`(a_l, b_l)` used:
+        :math:`\epsilon_{\mathrm{DP}} \le (\epsilon_{\mathrm{puffer}} - a) / b`.
     secure : bool
         True for OpenDP's secure sampler; False for seeded noise (not for production).
     noise : str
@@ -197,7 +203,7 @@ class PufferfishRelease(Release):
 
     @property
     def composition(self) -> CurveComposition:
-        """Bai et al. Theorem 7 along the curve of (Theta, S), at this release's point and epsilon_DP."""
+        r"""Bai et al. Theorem 7 along the curve of :math:`(\Theta, S)`, at this release's point and DP parameter."""
         return CurveComposition(self.epsilon_puffer, fingerprint=self.fingerprint, curve_key=self.curve_key,
                                 a=self.a, b=self.b, epsilon_dp=self.epsilon_dp, units=self.units)
 
@@ -207,7 +213,7 @@ class PufferfishRelease(Release):
         return self.epsilon_puffer
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per coordinate, the Laplace scale L / epsilon_DP and its (1 - alpha) half-width (the Laplace mechanism).
+        r"""Per coordinate, the Laplace scale :math:`L / \epsilon_{\mathrm{DP}}` and its :math:`(1-\alpha)` half-width.
 
         Raises
         ------
@@ -224,7 +230,7 @@ class PufferfishRelease(Release):
 
     @property
     def curve_point(self) -> tuple:
-        """(a_l, b_l)."""
+        """:math:`(a_l, b_l)`."""
         return (self.a, self.b)
 
     @property
@@ -296,12 +302,12 @@ class _DPBased:
 
 # ------------------------------------------------------------------ Laplace
 class PufferfishLaplace(_DPBased):
-    """Pufferfish Laplace mechanism (Algorithm 1): F(D) + Lap(L / epsilon_DP).
+    r"""Pufferfish Laplace mechanism (Algorithm 1): :math:`F(D) + \mathrm{Lap}(L / \epsilon_{\mathrm{DP}})`.
 
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon : float
         Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     lipschitz : float
@@ -322,7 +328,7 @@ class PufferfishLaplace(_DPBased):
 
     @property
     def scale(self) -> float:
-        """Laplace scale L / epsilon_DP."""
+        r"""Laplace scale :math:`L / \epsilon_{\mathrm{DP}}`."""
         return self.lipschitz / self.epsilon_dp
 
     def release(self, answer, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
@@ -356,7 +362,9 @@ class PufferfishLaplace(_DPBased):
 
 def pufferfish_laplace(answer, curve, *, epsilon: float | None = None, lipschitz: float = 1.0,
                        **options) -> PufferfishRelease:
-    """Release ``answer + Lap(L / epsilon_DP)``: ``PufferfishLaplace(curve, ...).release(answer, **options)``.
+    r"""Release :math:`\mathrm{answer} + \mathrm{Lap}(L / \epsilon_{\mathrm{DP}})`.
+
+    The same as ``PufferfishLaplace(curve, ...).release(answer, **options)``.
 
     Parameters
     ----------
@@ -390,19 +398,22 @@ def _check_candidates(candidates, u: np.ndarray) -> None:
 
 
 def exponential_log_probabilities(utilities, *, epsilon_dp: float, sensitivity: float) -> np.ndarray:
-    """The exact output law of the exponential mechanism, in log space.
+    r"""The exact output law of the exponential mechanism, in log space.
 
-    log P(r) = eps u_r / (2 Delta_u) - logsumexp_r'(eps u_r' / (2 Delta_u))
+    $$
+    \log P(r) = \frac{\epsilon\, u_r}{2 \Delta_u} - \log \sum_{r'} \exp\left(\frac{\epsilon\, u_{r'}}{2 \Delta_u}\right)
+    $$
+
     (McSherry and Talwar; Bai et al. Algorithm 2).
 
     Parameters
     ----------
     utilities : array_like
-        u(D, r) for every candidate r (-inf: never selected).
+        :math:`u(D, r)` for every candidate :math:`r` (-inf: never selected).
     epsilon_dp : float
-        The DP parameter eps.
+        The DP parameter :math:`\epsilon`.
     sensitivity : float
-        Delta_u, the largest change of a utility when one entry changes.
+        :math:`\Delta_u`, the largest change of a utility when one entry changes.
 
     Returns
     -------
@@ -419,18 +430,18 @@ def exponential_log_probabilities(utilities, *, epsilon_dp: float, sensitivity: 
 
 
 def top_k_log_probability(utilities, selection, *, epsilon_dp: float, sensitivity: float) -> float:
-    """log P(noisy top-K returns ``selection`` in that order): K exponential rounds at eps / K.
+    r"""log P(noisy top-K returns ``selection`` in that order): :math:`K` exponential rounds at :math:`\epsilon / K`.
 
     Parameters
     ----------
     utilities : array_like
-        u(D, r) for every candidate r.
+        :math:`u(D, r)` for every candidate :math:`r`.
     selection : sequence of int
-        The ordered indices selected (K = its length).
+        The ordered indices selected (:math:`K` = its length).
     epsilon_dp : float
-        The DP parameter of the K rounds together.
+        The DP parameter of the :math:`K` rounds together.
     sensitivity : float
-        Delta_u.
+        :math:`\Delta_u`.
 
     Returns
     -------
@@ -457,21 +468,21 @@ def top_k_log_probability(utilities, selection, *, epsilon_dp: float, sensitivit
 
 
 class PufferfishExponential(_DPBased):
-    """Pufferfish exponential mechanism (Algorithm 2).
+    r"""Pufferfish exponential mechanism (Algorithm 2).
 
-    Samples candidate r with probability proportional to
-    exp(epsilon_DP u(D, r) / (2 Delta_u)), where Delta_u bounds the change of any
+    Samples candidate :math:`r` with probability proportional to
+    :math:`\exp(\epsilon_{\mathrm{DP}}\, u(D, r) / (2 \Delta_u))`, where :math:`\Delta_u` bounds the change of any
     utility when one entry of the database changes.  Sampling: argmax of
-    u + Gumbel(2 Delta_u / epsilon_DP) (exactly the same law).
+    :math:`u + \mathrm{Gumbel}(2 \Delta_u / \epsilon_{\mathrm{DP}})` (exactly the same law).
 
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon : float
         Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     sensitivity : float
-        Delta_u.
+        :math:`\Delta_u`.
     """
 
     name = "Pufferfish exponential mechanism (Bai et al. Algorithm 2)"
@@ -491,7 +502,7 @@ class PufferfishExponential(_DPBased):
         Parameters
         ----------
         utilities : array_like
-            u(D, r) for every candidate r.
+            :math:`u(D, r)` for every candidate :math:`r`.
         candidates : sequence, optional
             What to release for each index (as many as utilities).
         random_state, accountant, label
@@ -532,22 +543,22 @@ def pufferfish_exponential(utilities, curve, *, epsilon: float | None = None, se
 
 
 class PufferfishTopK(_DPBased):
-    """Noisy top-K: K exponential-mechanism draws without replacement at epsilon_DP / K each.
+    r"""Noisy top-K: :math:`K` exponential-mechanism draws, without replacement, at :math:`\epsilon_{\mathrm{DP}}/K`.
 
-    Bai et al. section 7.1.3 ("Ours-Exp").  The K rounds are epsilon_DP-DP together
-    (basic composition), so the whole selection is epsilon_puffer-Pufferfish by
+    Bai et al. section 7.1.3 ("Ours-Exp").  The :math:`K` rounds are :math:`\epsilon_{\mathrm{DP}}`-DP together
+    (basic composition), so the whole selection is :math:`\epsilon_{\mathrm{puffer}}`-Pufferfish by
     Theorem 6 at the translated point.  The order of the output is the order of selection.
 
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon : float
         Pufferfish privacy parameter of the whole selection (``epsilon_puffer`` is its deprecated name).
     k : int
         K, the number of candidates selected.
     sensitivity : float
-        Delta_u.
+        :math:`\Delta_u`.
     """
 
     name = "Pufferfish noisy top-K (exponential mechanism, Bai et al. section 7.1.3)"
@@ -622,16 +633,18 @@ def pufferfish_top_k(utilities, k: int, curve, *, epsilon: float | None = None, 
 
 # ------------------------------------------------------------------ generic wrapper
 class PufferfishWrapper(_DPBased):
-    """Turn any per-entry epsilon_DP-DP mechanism into an epsilon_puffer-Pufferfish one (Theorem 6).
+    r"""Any per-entry :math:`\epsilon_{\mathrm{DP}}`-DP mechanism made :math:`\epsilon_{\mathrm{puffer}}`-Pufferfish.
+
+    Bai et al. Theorem 6.
 
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon : float
         Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     mechanism : callable ``mechanism(data, epsilon_dp, noise) -> output``
-        Must be epsilon_dp-differentially private with respect to changing one
+        Must be :math:`\epsilon_{\mathrm{DP}}`-differentially private with respect to changing one
         entry of the database, for every epsilon_dp it is given (the user's
         responsibility: puffgm cannot check it).  ``noise`` is the
         :class:`~puffgm.core.noise.NoiseSource` to draw from (secure by default).
@@ -647,7 +660,7 @@ class PufferfishWrapper(_DPBased):
         self.name = name or f"Pufferfish wrapper of {getattr(mechanism, '__name__', 'a DP mechanism')}"
 
     def release(self, data, *, random_state=None, accountant=None, label: str | None = None) -> PufferfishRelease:
-        """Run the user's mechanism on ``data`` at epsilon_DP.
+        r"""Run the user's mechanism on ``data`` at :math:`\epsilon_{\mathrm{DP}}`.
 
         Parameters
         ----------

@@ -90,7 +90,7 @@ RESOLUTION_FACTOR = 1e3
 
 @dataclass(frozen=True)
 class NodeLaws:
-    """The laws of the query given each state of one node, under one prior.
+    r"""The laws of the query given each state of one node, under one prior.
 
     Attributes
     ----------
@@ -99,10 +99,10 @@ class NodeLaws:
     node : str
     states : tuple of str
     log_cond : ndarray, shape (n_states, total + 1)
-        ``log P(G = g | X_node = x)`` for the grid sum G of the query; rows of
+        :math:`\log P(G = g \mid X_{\mathrm{node}} = x)` for the grid sum :math:`G` of the query; rows of
         states of probability 0 are ``-inf``.
     log_marginal : ndarray, shape (n_states,)
-        ``log P(X_node = x)``.
+        :math:`\log P(X_{\mathrm{node}} = x)`.
     pairs : tuple of (int, int)
         The discriminative pairs of the node (state indices).
     """
@@ -122,7 +122,7 @@ class NodeLaws:
 
 @dataclass(frozen=True)
 class QueryLaws:
-    """Everything query-specific calibration needs from a prior class: the conditional laws of F.
+    r"""Everything query-specific calibration needs from a prior class: the conditional laws of F.
 
     Attributes
     ----------
@@ -139,7 +139,7 @@ class QueryLaws:
     w_bounds : tuple
         For classes whose exact laws are too costly at every position (long
         chains): ``(prior, node, a, b, w)`` with w a certified upper bound on
-        W_inf in grid units; then ``laws`` is empty and ``exact`` is False.
+        :math:`W_\infty` in grid units; then ``laws`` is empty and ``exact`` is False.
     exact : bool
     notes : tuple of str
     seconds : float
@@ -202,7 +202,7 @@ def stack_laws(laws, row_shape: tuple):
 
 
 def log_cdf_sf(rows: np.ndarray):
-    """log P(G <= s) and log P(G > s) of every row, both accumulated from their own side."""
+    r""":math:`\log P(G \le s)` and :math:`\log P(G > s)` of every row, both accumulated from their own side."""
     with np.errstate(divide="ignore", invalid="ignore"):
         lc = np.logaddexp.accumulate(rows, axis=-1)
         tail = np.logaddexp.accumulate(rows[..., ::-1], axis=-1)[..., ::-1]
@@ -234,11 +234,11 @@ def coupled_within(cs_a, cs_b, w: int, rtol: float) -> Any:  # a bool array (a n
 
 
 def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
-    """Infinity-Wasserstein distance between laws on the integers 0..n-1, from their log-probabilities.
+    r"""Infinity-Wasserstein distance between laws on the integers :math:`0, \dots, n-1`, from their log-probabilities.
 
-    W_inf(mu, nu) = ess sup_u |F_mu^{-1}(u) - F_nu^{-1}(u)| (Song et al.,
-    Definition 3.1) is the least integer w with F_mu(s) <= F_nu(s + w) and
-    F_nu(s) <= F_mu(s + w) for every s.
+    :math:`W_\infty(\mu, \nu) = \operatorname{ess\,sup}_u |F_\mu^{-1}(u) - F_\nu^{-1}(u)|` (Song et al.,
+    Definition 3.1) is the least integer :math:`w` with :math:`F_\mu(s) \le F_\nu(s + w)` and
+    :math:`F_\nu(s) \le F_\mu(s + w)` for every :math:`s`.
 
     Parameters
     ----------
@@ -251,7 +251,7 @@ def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
     Returns
     -------
     ndarray of int
-        W_inf of each pair of rows, in grid steps.
+        :math:`W_\infty` of each pair of rows, in grid steps.
 
     Examples
     --------
@@ -283,9 +283,9 @@ def w_inf_lattice(log_a, log_b, *, rtol: float = W_RTOL) -> np.ndarray:
 
 
 def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float = W_RTOL) -> int:
-    """W_inf of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
+    r""":math:`W_\infty` of one pair of laws (as :func:`w_inf_lattice`), searched outward from ``guess``.
 
-    Useful along a chain, where W_inf changes little from one position to the
+    Useful along a chain, where :math:`W_\infty` changes little from one position to the
     next: the search tests ``guess``, then walks (by doubling steps, then
     bisection) to the least w for which a coupling exists; the answer does not
     depend on the guess.
@@ -321,11 +321,13 @@ def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float 
 
 
 def laplace_log_density(rows: np.ndarray, scale: float):
-    """log of sum_g mu(g) exp(-|w - g| / scale) at every grid point w, and the two limits.
+    r""":math:`\log \sum_g \mu(g) \exp(-|w - g| / b)` at every grid point :math:`w`, and the two limits.
 
-    With ``l(s) = log sum_{g <= s} mu(g) e^{-(s-g)/scale}`` and
-    ``r(s) = log sum_{g >= s} mu(g) e^{-(g-s)/scale}`` (one-sided log-space
-    recursions), the mixture at s is ``logaddexp(l(s), r(s+1) - 1/scale)``.
+    Here :math:`b` is ``scale`` and :math:`\mu` the law of a row.
+
+    With :math:`l(s) = \log \sum_{g \le s} \mu(g)\, e^{-(s-g)/b}` and
+    :math:`r(s) = \log \sum_{g \ge s} \mu(g)\, e^{-(g-s)/b}` (one-sided log-space
+    recursions), the mixture at :math:`s` is ``logaddexp(l(s), r(s+1) - 1/scale)``.
 
     Parameters
     ----------
@@ -337,10 +339,10 @@ def laplace_log_density(rows: np.ndarray, scale: float):
     Returns
     -------
     dens : ndarray (n_rows, n)
-        The log mixture (without the common factor 1/(2 scale)) at w = 0..n-1.
+        The log mixture (without the common factor :math:`1/(2b)`) at :math:`w = 0, \dots, n-1`.
     up, down : ndarray (n_rows,)
-        ``l(n-1)`` and ``r(0)``: the mixture times e^{(w-(n-1))/scale} as w -> +inf
-        and times e^{-w/scale} as w -> -inf; their differences between two laws are
+        ``l(n-1)`` and ``r(0)``: the mixture times :math:`e^{(w-(n-1))/b}` as :math:`w \to +\infty`
+        and times :math:`e^{-w/b}` as :math:`w \to -\infty`; their differences between two laws are
         the limits of the log ratio.
     """
     step = -1.0 / scale
@@ -364,7 +366,7 @@ def _abs_diff(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def laplace_losses(rows: np.ndarray, pairs: np.ndarray, scale: float):
-    """Exact Pufferfish loss of F + Lap(scale) for each pair of rows, and where it is attained.
+    r"""Exact Pufferfish loss of F + Lap(scale) for each pair of rows, and where it is attained.
 
     Parameters
     ----------
@@ -378,7 +380,7 @@ def laplace_losses(rows: np.ndarray, pairs: np.ndarray, scale: float):
     Returns
     -------
     loss : ndarray (n_pairs,)
-        max over grid points and the limits w -> +-inf of |log f_a(w) / f_b(w)|,
+        max over grid points and the limits :math:`w \to \pm\infty` of :math:`|\log f_a(w) / f_b(w)|`,
         which is the supremum over all outputs (the ratio is monotone between grid points).
     where : ndarray (n_pairs,)
         The maximising output: a grid point, or +-inf.
@@ -479,11 +481,11 @@ def loss_resolution(laws: QueryLaws, *, epsilon: float = 0.0) -> float:
 
 
 def check_resolvable(laws: QueryLaws, *, epsilon: float, scale_per_epsilon: float) -> float:
-    """The resolution of the exact loss (:func:`loss_resolution`), or NumericalError if epsilon is below it.
+    r"""The resolution of the exact loss (:func:`loss_resolution`), or NumericalError if :math:`\epsilon` is below it.
 
-    ``scale_per_epsilon`` (W in grid units) only makes the message name the Laplace scale that
-    epsilon would need.  Double precision cannot decide ``loss <= epsilon`` when epsilon is
-    within RESOLUTION_FACTOR of the rounding of the loss, however large the scale.
+    ``scale_per_epsilon`` (:math:`W` in grid units) only makes the message name the Laplace scale that
+    :math:`\epsilon` would need.  Double precision cannot decide :math:`\mathrm{loss} \le \epsilon` when
+    :math:`\epsilon` is within RESOLUTION_FACTOR of the rounding of the loss, however large the scale.
     """
     res = loss_resolution(laws)
     if epsilon < RESOLUTION_FACTOR * res:
@@ -498,20 +500,20 @@ def check_resolvable(laws: QueryLaws, *, epsilon: float, scale_per_epsilon: floa
 
 def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: float = 1e-6,
                        deadline: float | None = None):
-    """The smallest Laplace scale (grid units) whose exact loss is at most epsilon, to ``rtol`` relative.
+    r"""The smallest Laplace scale (grid units) whose exact loss is at most :math:`\epsilon`, to ``rtol`` relative.
 
     Bisection on [0, upper] (the loss is non-increasing in the scale): the
-    returned scale always has a computed loss <= epsilon - r, with r the loss's
-    rounding error (:func:`check_resolvable`, which refuses an epsilon too small to
-    decide), and scale * (1 - rtol) has a loss above that (or the scale is 0: the
-    exact answer is already epsilon-Pufferfish private).
+    returned scale always has a computed loss :math:`\le \epsilon - r`, with :math:`r` the loss's
+    rounding error (:func:`check_resolvable`, which refuses an :math:`\epsilon` too small to
+    decide), and scale :math:`\times (1 - \mathrm{rtol})` has a loss above that (or the scale is 0: the
+    exact answer is already :math:`\epsilon`-Pufferfish private).
 
     Parameters
     ----------
     laws : QueryLaws
     epsilon : float
     upper : float
-        A scale known to pass (W / epsilon); doubled until it passes if rounding says otherwise.
+        A scale known to pass (:math:`W / \epsilon`); doubled until it passes if rounding says otherwise.
     rtol : float
     deadline : float, optional
         ``time.monotonic()`` value after which a TimeLimitError is raised.
@@ -545,8 +547,8 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
 
 def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: str):
-    """The least scale s in (0, inf) with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
-    non-increasing in s: ``start`` doubled until it passes, then bisection on [0, that].
+    r"""The least scale :math:`s \in (0, \infty)` with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
+    non-increasing in :math:`s`: ``start`` doubled until it passes, then bisection on [0, that].
 
     Returns
     -------
@@ -589,7 +591,7 @@ def _gain(base, x):
 
 @dataclass(frozen=True)
 class QueryCalibration:
-    """The noise of one query under a prior class, side by side with the query-agnostic baselines.
+    r"""The noise of one query under a prior class, side by side with the query-agnostic baselines.
 
     All scales are Laplace scales in the query's own units.
 
@@ -601,17 +603,17 @@ class QueryCalibration:
     scale : float or None
         The Laplace scale of the chosen method (None for ``"optimal-noise"``).
     loss : float or None
-        The exact Pufferfish loss of F + Lap(scale) (None when the laws are not exact).
+        The exact Pufferfish loss of :math:`F + \mathrm{Lap}(b)` at scale :math:`b` (None when the laws are not exact).
     wasserstein : float
-        W of the Wasserstein mechanism (query units; an upper bound when ``exact`` is False).
+        :math:`W` of the Wasserstein mechanism (query units; an upper bound when ``exact`` is False).
     wasserstein_scale : float
-        W / epsilon.
+        :math:`W / \epsilon`.
     optimal_laplace_scale : float or None
-        The smallest Laplace scale with exact loss <= epsilon (None when not computable).
+        The smallest Laplace scale with exact loss :math:`\le \epsilon` (None when not computable).
     group_dp_scale : float
-        Group-DP sensitivity / epsilon.
+        The group-DP sensitivity divided by :math:`\epsilon`.
     mqm_scale : float or None
-        The Markov Quilt Mechanism's scale for this query: sigma_max times its
+        The Markov Quilt Mechanism's scale for this query: :math:`\sigma_{\max}` times its
         Lipschitz constant (None, with a note, when MQM does not apply).
     witness : dict or None
         Where the chosen scale is decided: prior, node, pair (and output for the loss).
@@ -631,7 +633,7 @@ class QueryCalibration:
     optimal_noise : OptimalNoise or None
         The optimal noise law (method ``"optimal-noise"``).
     wasserstein_loss, optimal_laplace_loss : float or None
-        The exact loss of Laplace noise at W / epsilon and at the optimal scale.
+        The exact loss of Laplace noise at :math:`W / \epsilon` and at the optimal scale.
     bound : BoundQuery or None
         The query as bound to the class: :func:`puffgm.release` computes the true answer with it
         from one database (not in :meth:`to_dict`; None for a calibration made by hand).
@@ -666,9 +668,9 @@ class QueryCalibration:
     layout: RecordLayout | None = field(default=None, repr=False, compare=False)
 
     def comparison(self) -> dict:
-        """Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
+        r"""Every mechanism's expected absolute error, with its gain over group DP (> 1 is less noise).
 
-        For Laplace noise the expected absolute error is the scale (E|Lap(b)| = b),
+        For Laplace noise the expected absolute error is the scale (:math:`\mathbb{E}|\mathrm{Lap}(b)| = b`),
         so the Laplace rows also carry ``scale``; the optimal noise
         (:mod:`puffgm.mechanisms.optimal_noise`) is no Laplace law and has only
         its expected absolute error.
@@ -683,7 +685,7 @@ class QueryCalibration:
         return out
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The noise of the released answer: its Laplace scale and (1 - alpha) half-width, or the optimal noise law's.
+        r"""The released answer's noise: Laplace scale and :math:`(1-\alpha)` half-width, or the optimal noise law's.
 
         See :mod:`puffgm.core.accuracy`; method ``"optimal-noise"`` gives the exact half-width of
         its law (:meth:`puffgm.mechanisms.optimal_noise.OptimalNoise.accuracy`).

@@ -51,15 +51,15 @@ THEOREM6 = "Bai-He-Gu-Kifer-Maeng Theorem 6 (translation between DP and Pufferfi
 
 @dataclass(frozen=True)
 class Translation:
-    """The result of a translation along an a(b)-influence curve.
+    r"""The result of a translation along an a(b)-influence curve.
 
     Attributes
     ----------
     direction : str
         ``"puffer_to_dp"`` or ``"dp_to_puffer"``.
     epsilon_puffer, epsilon_dp : float
-        The pair satisfying epsilon_puffer = b * epsilon_dp + a at the point used
-        (for ``puffer_to_dp``, epsilon_dp = (epsilon_puffer - a) / b).
+        The pair satisfying :math:`\epsilon_{\mathrm{puffer}} = b\, \epsilon_{\mathrm{DP}} + a` at the point used
+        (for ``puffer_to_dp``, :math:`\epsilon_{\mathrm{DP}} = (\epsilon_{\mathrm{puffer}} - a) / b`).
     a, b : float, int
         The curve point used (the witness of the optimum).
     witness : tuple or None
@@ -94,7 +94,7 @@ class Translation:
 
     @property
     def trivial_point(self) -> bool:
-        """True when the point used is the trivial one (0, |I|): group privacy over everything."""
+        """True when the point used is the trivial one :math:`(0, |I|)`: group privacy over everything."""
         return self.b >= self.n_entries and self.a == 0.0
 
     def to_dict(self) -> dict:
@@ -154,11 +154,11 @@ def _as_curve(curve):
 
 
 def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translation:
-    """Largest epsilon_DP whose per-entry DP mechanisms are epsilon-Pufferfish.
+    r"""Largest :math:`\epsilon_{\mathrm{DP}}` whose per-entry DP mechanisms are :math:`\epsilon`-Pufferfish.
 
-    epsilon_DP = max over curve points with a(b) < epsilon of (epsilon - a(b)) / b
+    :math:`\epsilon_{\mathrm{DP}} = \max_{b \,:\, a(b) < \epsilon} (\epsilon - a(b)) / b` over the curve points
     (Theorem 6; the paper's Algorithms 1-2 write ``min`` on line 8, a slip).
-    Ties go to the smallest b.
+    Ties go to the smallest :math:`b`.
 
     Parameters
     ----------
@@ -175,7 +175,7 @@ def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translat
     Raises
     ------
     NotApplicableError
-        If no point (not even the trivial (0, |I|)) has a < epsilon.
+        If no point (not even the trivial :math:`(0, |I|)`) has :math:`a < \epsilon`.
     """
     epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "dp_epsilon", epsilon)
     refuse_unexpected(deprecated, "dp_epsilon")
@@ -201,10 +201,10 @@ def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translat
 
 
 def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
-    """Smallest epsilon_puffer guaranteed by a per-entry epsilon_DP-DP mechanism.
+    r"""Least :math:`\epsilon_{\mathrm{puffer}}` guaranteed by a per-entry :math:`\epsilon_{\mathrm{DP}}`-DP mechanism.
 
-    epsilon_puffer = min over b of b * epsilon_DP + a(b)  (Theorem 6, any point).
-    Ties go to the smallest b.
+    :math:`\epsilon_{\mathrm{puffer}} = \min_b \left( b\, \epsilon_{\mathrm{DP}} + a(b) \right)` (Theorem 6, any point).
+    Ties go to the smallest :math:`b`.
 
     Parameters
     ----------

@@ -115,7 +115,7 @@ class JointLaws:
 
 @dataclass(frozen=True)
 class WorkloadLaws:
-    """The exact joint laws of a workload given each secret, for every prior of a class.
+    r"""The exact joint laws of a workload given each secret, for every prior of a class.
 
     From one of two exact roads, which give the same laws: the grid of partial sums (``joint``,
     what :func:`puffgm.calibrate_workload` uses), or the laws of the encoded sum (``encoded``,
@@ -128,8 +128,9 @@ class WorkloadLaws:
     encoded : QueryLaws or None
         The laws of the encoded sum, one row per secret value.
     group_l1 : float
-        Group-DP sensitivity of the table in L1 (query units): the largest sum_j range_j(C) / unit_j
-        over the groups C of correlated nodes.
+        Group-DP sensitivity of the table in L1 (query units): the largest
+        :math:`\sum_j \mathrm{range}_j(C) / u_j` (:math:`u_j` the query units) over the groups :math:`C` of
+        correlated nodes.
     seconds : float
     joint : JointLaws or None
         The laws on the grid (given instead of ``encoded``).
@@ -180,9 +181,10 @@ class WorkloadLaws:
 
 
 def smoothed(rows: np.ndarray, grid_scales: Sequence) -> np.ndarray:
-    """log f(y) (without the constant prod_j 1/(2 b_j)) at every grid vertex y, for each joint law of ``rows``.
+    r""":math:`\log f(y)` at every grid vertex :math:`y`, for each joint law of ``rows``.
 
-    One log-space Laplace smoothing per axis (:func:`puffgm.core.kernels.laplace_smooth`, the recursions of
+    The constant :math:`\prod_j 1/(2 b_j)` is left out.  One log-space Laplace smoothing per axis
+    (:func:`puffgm.core.kernels.laplace_smooth`, the recursions of
     :func:`~puffgm.mechanisms.query.laplace_log_density` along that axis; compiled when numba is installed).
     """
     out = np.asarray(rows, dtype=float)
@@ -237,10 +239,14 @@ def joint_loss_of(laws: WorkloadLaws, grid_scales: Sequence):
 
 
 def joint_loss_resolution(laws: WorkloadLaws, *, epsilon: float = 0.0) -> float:
-    """An upper estimate of the rounding error of the computed joint loss near ``epsilon``.
+    r"""An upper estimate of the rounding error of the computed joint loss near ``epsilon``.
 
     As :func:`puffgm.mechanisms.query.loss_resolution`, with the recursions of every axis:
-    ``4 (sum_j n_j) 2^-52 (1 + max |log p| + epsilon) + max over rows of |log sum p|``.
+
+    $$
+    4 \left(\sum_j n_j\right) 2^{-52} \left(1 + \max |\log p| + \epsilon\right)
+      + \max_{\text{rows}} \left|\log \textstyle\sum p\right|.
+    $$
     """
     rows, _, _ = laws.stacked()
     finite = rows[np.isfinite(rows)]
@@ -254,23 +260,24 @@ def joint_loss_resolution(laws: WorkloadLaws, *, epsilon: float = 0.0) -> float:
 
 def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Sequence, start: float,
                            rtol: float = 1e-6, deadline: float | None = None):
-    """The least t whose table with Lap(t w_j) on statistic j (query units) has exact loss <= epsilon.
+    r"""Least :math:`t` whose table with :math:`\mathrm{Lap}(t w_j)` noise has exact loss :math:`\le \epsilon`.
 
-    Bisection on t to ``rtol`` relative (the loss is non-increasing in t, module docstring); the
-    returned t has a computed loss at most epsilon minus the loss's rounding error
-    (:func:`joint_loss_resolution`), and t (1 - rtol) has a larger loss (or t is 0: the exact
-    table is already epsilon-Pufferfish private).  The steps after a failing t smooth only the
-    laws of the pairs still over the target (:class:`_PrunedLoss`); the result is that of the
-    search over every pair.
+    Statistic :math:`j` gets :math:`\mathrm{Lap}(t w_j)` (query units).  Bisection on :math:`t` to
+    ``rtol`` relative (the loss is non-increasing in :math:`t`, module docstring); the returned :math:`t`
+    has a computed loss at most :math:`\epsilon` minus the loss's rounding error
+    (:func:`joint_loss_resolution`), and :math:`t (1 - \mathrm{rtol})` has a larger loss (or :math:`t` is
+    0: the exact table is already :math:`\epsilon`-Pufferfish private).  The steps after a failing
+    :math:`t` smooth only the laws of the pairs still over the target (:class:`_PrunedLoss`); the result
+    is that of the search over every pair.
 
     Parameters
     ----------
     laws : WorkloadLaws
     epsilon : float
     weights : sequence of float
-        w_j > 0 per statistic.
+        :math:`w_j > 0` per statistic.
     start : float
-        A first guess of t (doubled until it passes).
+        A first guess of :math:`t` (doubled until it passes).
     rtol : float
     deadline : float, optional
         ``time.monotonic()`` value after which a TimeLimitError is raised.
@@ -372,12 +379,13 @@ class _PrunedLoss:
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,
                     sweeps: int = 2) -> list:
-    """Weights w (w_1 = 1) that lower the summed expected absolute error t(w) sum_j w_j of the table.
+    r"""Weights :math:`w` (:math:`w_1 = 1`) that lower the summed expected absolute error :math:`t(w) \sum_j w_j`.
 
     A search, not a certificate: coordinate-wise bounded minimisation (``scipy.optimize.minimize_scalar``)
-    of log w_j within a factor e^2 of the starting point, ``sweeps`` times, each evaluation the least t
-    of :func:`optimal_workload_scale` to 1e-4 relative.  Whatever weights it returns, the release
-    calibrated at them (to 1e-6) holds epsilon exactly; only their optimality is heuristic.
+    of :math:`\log w_j` within a factor :math:`e^2` of the starting point, ``sweeps`` times, each evaluation
+    the least :math:`t` of :func:`optimal_workload_scale` to :math:`10^{-4}` relative.  Whatever weights it
+    returns, the release calibrated at them (to :math:`10^{-6}`) holds :math:`\epsilon` exactly; only their
+    optimality is heuristic.
 
     Parameters
     ----------
@@ -391,7 +399,7 @@ def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, dead
     Returns
     -------
     list of float
-        The weights w_1 = 1, w_2, ..., w_k.
+        The weights :math:`w_1 = 1, w_2, \dots, w_k`.
     """
     from scipy.optimize import minimize_scalar
 
@@ -418,7 +426,7 @@ def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, dead
 
 @dataclass(frozen=True)
 class WorkloadCalibration:
-    """The noise of a table of statistics under a prior class, side by side with the alternatives.
+    r"""The noise of a table of statistics under a prior class, side by side with the alternatives.
 
     Every scale is a Laplace scale in its statistic's units, and its expected absolute error.
 
@@ -428,25 +436,25 @@ class WorkloadCalibration:
     names : tuple of str
         The statistics, in workload order.
     weights : tuple of float
-        w_j: statistic j gets Lap(t w_j).
+        :math:`w_j`: statistic :math:`j` gets :math:`\mathrm{Lap}(t w_j)`.
     t : float
-        The least multiplier whose exact joint loss is at most epsilon.
+        The least multiplier whose exact joint loss is at most :math:`\epsilon`.
     scales : tuple of float
-        t w_j per statistic: the release's Laplace scales.
+        :math:`t w_j` per statistic: the release's Laplace scales.
     loss : float
-        The exact joint Pufferfish loss at ``scales`` (<= epsilon).
+        The exact joint Pufferfish loss at ``scales`` (:math:`\le \epsilon`).
     witness : dict or None
         Where the loss is attained: prior, node, pair and output (a grid vertex, in query units).
     per_prior : tuple of float
         The loss per prior.
     single_scales : tuple of float or None
         Each statistic's own optimal Laplace scale, calibrated alone: for reference only, not a
-        valid release of the table (together they are not epsilon-Pufferfish private).
+        valid release of the table (together they are not :math:`\epsilon`-Pufferfish private).
     group_dp_scale : float
-        Group DP for the table: its L1 sensitivity over a group of correlated nodes / epsilon, on
+        Group DP for the table: its L1 sensitivity over a group of correlated nodes divided by :math:`\epsilon`, on
         every statistic.
     mqm_scale : float or None
-        The Markov Quilt Mechanism for the table: sigma_max times the workload's L1 Lipschitz
+        The Markov Quilt Mechanism for the table: :math:`\sigma_{\max}` times the workload's L1 Lipschitz
         constant, on every statistic (None, with a note, when MQM does not apply).
     workload : dict
         The workload as bound (:meth:`BoundWorkload.to_dict`).
@@ -510,10 +518,10 @@ class WorkloadCalibration:
                 for name, v in rows.items()}
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per statistic (workload order), its Laplace scale t w_j and (1 - alpha) half-width (puffgm.core.accuracy).
+        r"""Per statistic (workload order), its Laplace scale :math:`t w_j` and :math:`(1-\alpha)` half-width.
 
-        Each half-width holds for its statistic alone; for all k at once, a union bound gives
-        confidence 1 - alpha with ``accuracy(alpha / k)``.
+        See puffgm.core.accuracy.  Each half-width holds for its statistic alone; for all :math:`k` at
+        once, a union bound gives confidence :math:`1 - \alpha` with ``accuracy(alpha / k)``.
         """
         return laplace_rows(self.names, self.scales, alpha)
 
@@ -553,7 +561,7 @@ class WorkloadCalibration:
 
 @dataclass(frozen=True)
 class WorkloadRelease(CalibratedRelease):
-    """A noisy table (F_1 + Z_1, ..., F_k + Z_k) calibrated jointly for this workload (fields of
+    r"""A noisy table :math:`(F_1 + Z_1, \dots, F_k + Z_k)` calibrated jointly for this workload (fields of
     :class:`~puffgm.core.release.CalibratedRelease`; ``value`` a tuple in workload order).
 
     Like a query-specific release (composition :class:`~puffgm.core.composition.HeldAlone`), the
@@ -578,14 +586,14 @@ class WorkloadRelease(CalibratedRelease):
 
 def release_workload(answers, calibration: WorkloadCalibration, *, random_state=None,
                      accountant=None, label: str | None = None) -> WorkloadRelease:
-    """Release ``F_j(D) + Lap(scale_j)`` for every statistic (OpenDP's secure sampler by default).
+    r"""Release ``F_j(D) + Lap(scale_j)`` for every statistic (OpenDP's secure sampler by default).
 
     :func:`puffgm.release` computes ``answers`` from the data and calls this.
 
     Parameters
     ----------
     answers : sequence of float or mapping name -> float
-        The exact answers F_1(D), ..., F_k(D) in workload order (or by name).
+        The exact answers :math:`F_1(D), \dots, F_k(D)` in workload order (or by name).
     calibration : WorkloadCalibration
     random_state : int or numpy Generator, optional
         Seeded numpy noise, for tests only (not for production).
