@@ -1,4 +1,4 @@
-"""Priors: the class Theta of distributions the attacker may hold.
+r"""Priors: the class :math:`\Theta` of distributions the attacker may hold.
 
 A prior class is a finite set of discrete Bayesian networks that share one DAG
 and the same state names (Song, Wang and Chaudhuri, section 4.1: "each theta in
