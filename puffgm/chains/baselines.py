@@ -1,22 +1,28 @@
-"""Baselines the chain mechanisms are compared with (Song et al., section 5.1).
+r"""Baselines the chain mechanisms are compared with (Song et al., section 5.1).
 
 * GroupDP: every record of a connected chain may be completely correlated, so
-  the Laplace scale is L * (length of the longest chain) / epsilon.
+  the Laplace scale is :math:`L \cdot (\text{length of the longest chain}) / \epsilon`.
 * Plain DP for aggregates over independent people: each person's whole trace
-  is one record; the Laplace scale is L / epsilon where L is the Lipschitz
+  is one record; the Laplace scale is :math:`L / \epsilon` where :math:`L` is the Lipschitz
   constant with respect to one person's entire trace.
-* GK16 (Ghosh and Kleinberg 2016), binary chains: with M = [[1-q, q], [1-p, p]]
-  (rows: current state 0, 1), gamma = max_j |log f_j| / 2 over
+* GK16 (Ghosh and Kleinberg 2016), binary chains: with
+  :math:`M = \begin{pmatrix} 1-q & q \\ 1-p & p \end{pmatrix}`
+  (rows: current state 0, 1), :math:`\gamma = \max_j |\log f_j| / 2` over
 
-      f1 = (p^2 + p(1-q)) / (p^2 + q(1-p)),
-      f2 = (p/q) ((1-q)^2 + q(1-p)) / ((1-p)(1-q) + p(1-p)),
-      f3 = ((1-p)/(1-q)) ((1-q)q + qp) / ((1-p)q + p^2),
-      f4 = ((1-q)^2 + p(1-q)) / ((1-q)^2 + q(1-p)),
+  $$
+  \begin{array}{l}
+  f_1 = \frac{p^2 + p(1-q)}{p^2 + q(1-p)}, \qquad
+  f_2 = \frac{p}{q} \cdot \frac{(1-q)^2 + q(1-p)}{(1-p)(1-q) + p(1-p)}, \\
+  f_3 = \frac{1-p}{1-q} \cdot \frac{(1-q)q + qp}{(1-p)q + p^2}, \qquad
+  f_4 = \frac{(1-q)^2 + p(1-q)}{(1-q)^2 + q(1-p)},
+  \end{array}
+  $$
 
-  Gamma = the T x T tridiagonal matrix with gamma off the diagonal; the
-  mechanism applies only when ||Gamma||_2 = 2 gamma cos(pi/(T+1)) < 1, and then
-  epsilon_DP = epsilon / max_row(2 rowsum((I - Gamma)^{-1})), noise L / epsilon_DP.
-  For a family, gamma is the maximum over its members; for an infinite class
+  :math:`\Gamma` = the :math:`T \times T` tridiagonal matrix with :math:`\gamma` off the diagonal; the
+  mechanism applies only when :math:`\|\Gamma\|_2 = 2 \gamma \cos(\pi/(T+1)) < 1`, and then
+  :math:`\epsilon_{\mathrm{DP}} = \epsilon / \max_{\text{row}} \left(2 \operatorname{rowsum}((I - \Gamma)^{-1})\right)`,
+  noise :math:`L / \epsilon_{\mathrm{DP}}`.
+  For a family, :math:`\gamma` is the maximum over its members; for an infinite class
   (:class:`~puffgm.chains.priors.InfiniteChainClass`, such as a
   :class:`~puffgm.chains.ChainParameterBox`), a certified upper bound of the
   supremum over the class (for a box: interval arithmetic, :func:`puffgm.chains.box.gk16_gamma_bounds`).
