@@ -196,10 +196,10 @@ def _witness_set(M: np.ndarray, i: int, j: int, size: int) -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class LeakageFunction:
-    """The leakage function L_M(a) of a row-stochastic matrix M (Cao et al., Theorem 4).
+    r"""The leakage function :math:`L_M(a)` of a row-stochastic matrix :math:`M` (Cao et al., Theorem 4).
 
-    L_M(a) = max over ordered pairs of rows (q, d) and subsets S of the states of
-    log[(q(S)(e^a - 1) + 1) / (d(S)(e^a - 1) + 1)], exact, computed over the Pareto front
+    :math:`L_M(a)` = max over ordered pairs of rows :math:`(q, d)` and subsets :math:`S` of the states of
+    :math:`\log[(q(S)(e^a - 1) + 1) / (d(S)(e^a - 1) + 1)]`, exact, computed over the Pareto front
     of the threshold prefixes (module docstring).  Build with :func:`leakage_function`.
 
     Attributes
@@ -369,7 +369,7 @@ def leakage_function(matrix, name: str = "M") -> LeakageFunction:
 
 # ------------------------------------------------------------------ forward and backward matrices
 def time_reversal(forward, stationary=None, *, name: str = "the chain", states=None) -> np.ndarray:
-    """The backward matrix of the stationary chain: P^B[i, j] = pi_j P^F[j, i] / pi_i.
+    r"""The backward matrix of the stationary chain: :math:`P^B[i, j] = \pi_j P^F[j, i] / \pi_i`.
 
     Parameters
     ----------
@@ -519,7 +519,9 @@ def _resolve(chain, backward):
 
 # ------------------------------------------------------------------ the recursions
 def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
-    """a_1 = e_1, a_t = L(a_{t-1}) + e_t for t = 2..T: BPL with L_B, FPL (on reversed budgets) with L_F.
+    r""":math:`a_1 = e_1`, :math:`a_t = L(a_{t-1}) + e_t` for :math:`t = 2..T` (the BPL and FPL recursions).
+
+    BPL with :math:`L_B`, FPL (on reversed budgets) with :math:`L_F`.
 
     Over a run of equal budgets, once a_t = a_{t-1} in floating point every later value of
     the run is the same number (the same function of the same argument), and once
@@ -769,10 +771,11 @@ def _leakage(members, budgets: np.ndarray, label: str, supremum: bool = True) ->
 
 
 def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backward=None) -> TemporalLeakage:
-    """BPL_t, FPL_t and TPL_t of per-step DP releases (Cao et al., ICDE 2017).
+    r"""BPL, FPL and TPL at every step :math:`t` of per-step DP releases (Cao et al., ICDE 2017).
 
-    BPL_1 = epsilon_1, BPL_t = L_B(BPL_{t-1}) + epsilon_t; FPL_T = epsilon_T,
-    FPL_t = L_F(FPL_{t+1}) + epsilon_t; TPL_t = BPL_t + FPL_t - epsilon_t (module docstring).
+    :math:`\mathrm{BPL}_1 = \epsilon_1`, :math:`\mathrm{BPL}_t = L_B(\mathrm{BPL}_{t-1}) + \epsilon_t`;
+    :math:`\mathrm{FPL}_T = \epsilon_T`, :math:`\mathrm{FPL}_t = L_F(\mathrm{FPL}_{t+1}) + \epsilon_t`;
+    :math:`\mathrm{TPL}_t = \mathrm{BPL}_t + \mathrm{FPL}_t - \epsilon_t` (module docstring).
 
     Parameters
     ----------
@@ -807,11 +810,12 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
 
 
 def leakage_supremum(chain, *, epsilon, backward=None) -> LeakageSupremum:
-    """sup over t and T of BPL, FPL and TPL for a constant budget epsilon (``inf`` when unbounded).
+    r"""Sup over :math:`t, T` of BPL, FPL and TPL for a constant budget :math:`\epsilon` (``inf`` when unbounded).
 
-    The sup of BPL is the fixed point of a = L_B(a) + epsilon, finite iff epsilon <
-    epsilon_crit(P^B) = log(1/x_max) (module docstring); likewise FPL with P^F; and
-    sup TPL = sup BPL + sup FPL - epsilon (max over the members of a class).
+    The sup of BPL is the fixed point of :math:`a = L_B(a) + \epsilon`, finite iff
+    :math:`\epsilon < \epsilon_{\mathrm{crit}}(P^B) = \log(1/x_{\max})` (module docstring); likewise FPL with
+    :math:`P^F`; and :math:`\sup \mathrm{TPL} = \sup \mathrm{BPL} + \sup \mathrm{FPL} - \epsilon` (max over the
+    members of a class).
 
     Examples
     --------
