@@ -174,27 +174,29 @@ def single_influences(engine, node, slack: float = INFLUENCE_SLACK) -> dict:
 
 
 def far_set_bound(n: int, k_in: int, e_in: float, tail, *, epsilon: float) -> float:
-    """min f over far sets A' = A ∪ J, J ⊆ T: a lower bound for a region of the search space.
+    r"""Min of :math:`f` over far sets :math:`A \cup J`, :math:`J \subseteq T`: a lower bound on a region of the search.
 
     Parameters
     ----------
     n : int
         Number of nodes of the network.
     k_in : int
-        card(A), the nodes already in the far set.
+        :math:`\mathrm{card}(A)`, the nodes already in the far set.
     e_in : float
-        A lower bound on e(A).
+        A lower bound on :math:`e(A)`.
     tail : 1-D array, ascending
-        Lower bounds on the single-node influences of the nodes T that may still join.
+        Lower bounds on the single-node influences of the nodes :math:`T` that may still join.
     epsilon : float
         The privacy parameter of the scores.
 
     Returns
     -------
     float
-        min over j = 0..card(T) of (n - k_in - j) / (epsilon - max(e_in, tail[j-1])):
-        a j-subset J of T contains a node of influence >= tail[j-1], so by
-        Lemma 1 e(A ∪ J) >= max(e(A), tail[j-1]), and card(X_N) = n - k_in - j.
+        :math:`\min_{0 \le j \le \mathrm{card}(T)} (n - k_{\text{in}} - j) / (\epsilon - \max(e_{\text{in}}, t_{j-1}))`
+        with :math:`t` = ``tail``:
+        a :math:`j`-subset :math:`J` of :math:`T` contains a node of influence :math:`\ge t_{j-1}`, so by
+        Lemma 1 :math:`e(A \cup J) \ge \max(e(A), t_{j-1})`, and
+        :math:`\mathrm{card}(X_N) = n - k_{\mathrm{in}} - j`.
     """
     best = (n - k_in) / (epsilon - e_in) if e_in < epsilon else math.inf
     if len(tail):
@@ -209,7 +211,7 @@ def far_set_bound(n: int, k_in: int, e_in: float, tail, *, epsilon: float) -> fl
 
 
 def single_node_bound(engine, node, *, epsilon: float) -> float:
-    """The single-node lower bound on sigma_i* (module docstring, Corollary).
+    r"""The single-node lower bound on :math:`\sigma_i^*` (module docstring, Corollary).
 
     Parameters
     ----------
@@ -238,11 +240,11 @@ def single_node_bound(engine, node, *, epsilon: float) -> float:
 
 
 def network_lower_bound(prior, *, epsilon, secrets=None, protected=None, max_nodes=None):
-    """A certified lower bound on the best sigma_max any Markov quilts can give, without calibrating.
+    r"""A certified lower bound on the best :math:`\sigma_{\max}` any Markov quilts can give, without calibrating.
 
     The max, over priors of the class and over protected nodes, of the
     single-node bound (module docstring, Corollary): every node's bound is
-    below its optimum sigma_i*, so the max is below max_i sigma_i* (and, for a
+    below its optimum :math:`\sigma_i^*`, so the max is below :math:`\max_i \sigma_i^*` (and, for a
     class, below the max over priors, as puffgm's calibration is).  Any subset
     of the nodes gives a valid, possibly weaker, bound: ``max_nodes`` takes the
     nodes of highest degree in the moral graph first (hubs need the most noise).
