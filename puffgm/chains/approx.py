@@ -259,7 +259,10 @@ class MQMApprox:
         return (t >= self.t0) & (log_delta < 0.0)
 
     def phi(self, t) -> np.ndarray:
-        """log((1 + Delta_t) / (1 - Delta_t)) where valid (t >= t0, Delta_t < 1), else +inf (rounded up)."""
+        r""":math:`\log((1 + \Delta_t) / (1 - \Delta_t))` where valid, else +inf (rounded up).
+
+        Valid means :math:`t \ge t_0` and :math:`\Delta_t < 1`.
+        """
         t = np.asarray(t, dtype=float)
         if self.chain_class.k == 1:
             return np.zeros_like(t)
@@ -270,13 +273,14 @@ class MQMApprox:
         return np.where(self._valid(t, ld), val, math.inf)
 
     def rho(self, t, *, epsilon: float) -> np.ndarray:
-        """phi(t) / epsilon, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
+        r""":math:`\phi(t) / \epsilon`, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
 
-        With Delta = exp(log Delta_t), phi / epsilon = exp(log Delta_t - log epsilon) c(Delta) where
-        c(Delta) = phi / Delta = 2 atanh(Delta) / Delta lies in [2, inf) and is 2 (1 + O(Delta^2)), so
-        neither Delta nor phi is formed where it would be subnormal: every epsilon > 0 and every t
-        give a relative error of a few units of roundoff, covered by the margins of
-        :meth:`_log_delta` and the final factor 1 + 32 u.
+        With :math:`\Delta = \exp(\log \Delta_t)`,
+        :math:`\phi / \epsilon = \exp(\log \Delta_t - \log \epsilon)\, c(\Delta)` where
+        :math:`c(\Delta) = \phi / \Delta = 2 \operatorname{atanh}(\Delta) / \Delta` lies in :math:`[2, \infty)` and is
+        :math:`2 (1 + O(\Delta^2))`, so neither :math:`\Delta` nor :math:`\phi` is formed where it would be subnormal:
+        every :math:`\epsilon > 0` and every :math:`t` give a relative error of a few units of roundoff, covered by
+        the margins of :meth:`_log_delta` and the final factor :math:`1 + 32 u`.
         """
         t = np.asarray(t, dtype=float)
         if self.chain_class.k == 1:
@@ -302,11 +306,17 @@ class MQMApprox:
         return self.phi(b)
 
     def a_star(self, *, epsilon: float) -> int:
-        """Lemma 4.9's a* = 2 ceil(log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1) / pi_min) / g) (1 for k = 1).
+        r"""Lemma 4.9's :math:`a^*` (1 for :math:`k = 1`).
 
-        The ratio is coth(epsilon / 12); its logarithm is taken without forming e^{epsilon/6}
-        (log(12 / epsilon) below epsilon = 1e-100, where the two agree to 1e-200), so every
-        epsilon > 0 gives a finite a*.  a* only sets the search window: any value is sound.
+        $$
+        a^* = 2 \left\lceil \log\left(\frac{e^{\epsilon/6} + 1}{e^{\epsilon/6} - 1} \Big/ \pi_{\min}\right)
+          \Big/ g \right\rceil.
+        $$
+
+        The ratio is :math:`\coth(\epsilon / 12)`; its logarithm is taken without forming :math:`e^{\epsilon/6}`
+        (:math:`\log(12 / \epsilon)` below :math:`\epsilon = 10^{-100}`, where the two agree to :math:`10^{-200}`), so
+        every :math:`\epsilon > 0` gives a finite :math:`a^*`.  :math:`a^*` only sets the search window: any value is
+        sound.
         """
         if self.chain_class.k == 1:
             return 1
@@ -426,14 +436,14 @@ class MQMApprox:
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
-        """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's).
+        r"""Noise scale :math:`\sigma_{\max}` from the Lemma 4.8 bounds (an upper bound on MQMExact's).
 
         Parameters
         ----------
         epsilon : float
-            The Pufferfish privacy parameter (> 0).
+            The Pufferfish privacy parameter (:math:`> 0`).
         lipschitz : float
-            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+            The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
         options : mapping, optional
             The calibration options as the user gave them to :func:`puffgm.calibrate`
             (``PriorKind.calibrate`` passes them down), recorded on the result
