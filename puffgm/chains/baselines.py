@@ -74,16 +74,16 @@ class _Baseline:
 
 def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
              lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
-    """GroupDP: sigma_max = T / epsilon (the whole chain is one group).
+    r"""GroupDP: :math:`\sigma_{\max} = T / \epsilon` (the whole chain is one group).
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
-        Only its length T matters.
+        Only its length :math:`T` matters.
     epsilon : float
-        The privacy parameter (> 0).
+        The privacy parameter (:math:`> 0`).
     lipschitz : float
-        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
     options : mapping, optional
         The calibration options as the user gave them to :func:`puffgm.calibrate`
         (``PriorKind.calibrate`` passes them down), recorded on the result
@@ -112,7 +112,7 @@ def _scale_up(numerator: float, eps: float, method: str) -> float:
 
 
 def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> CalibrationResult:
-    """Plain DP for an aggregate over independent people: sigma_max = 1 / epsilon.
+    r"""Plain DP for an aggregate over independent people: :math:`\sigma_{\max} = 1 / \epsilon`.
 
     ``lipschitz`` must be the Lipschitz constant with respect to one person's
     entire record (all of their trace); people are assumed independent.
@@ -125,7 +125,7 @@ def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> C
 
 
 def gk16_gamma(P) -> float:
-    """gamma of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
+    r""":math:`\gamma` of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
     P = np.asarray(P, dtype=float)
     q, p = np.float64(P[0, 1]), np.float64(P[1, 1])  # numpy floats: a zero denominator gives inf/nan, not an exception
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -173,17 +173,17 @@ def _gk16_middle_row(gamma: float, T: int) -> float:
 
 def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
          lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
-    """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
+    r"""GK16 influence-matrix mechanism for binary chains (applicable iff :math:`\|\Gamma\|_2 < 1`).
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
-        Binary chains; gamma is the maximum over the members, or the certified
+        Binary chains; :math:`\gamma` is the maximum over the members, or the certified
         upper end of the class's bracket (:meth:`InfiniteChainClass.gk16_gamma_bounds`).
     epsilon : float
-        The privacy parameter (> 0).
+        The privacy parameter (:math:`> 0`).
     lipschitz : float
-        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
     options : mapping, optional
         The calibration options as the user gave them to :func:`puffgm.calibrate`
         (``PriorKind.calibrate`` passes them down), recorded on the result
