@@ -806,14 +806,14 @@ class MQMExact:
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
-        """Noise scale sigma_max (per unit L) and the worst node's active quilt.
+        r"""Noise scale :math:`\sigma_{\max}` (per unit :math:`L`) and the worst node's active quilt.
 
         Parameters
         ----------
         epsilon : float
-            The Pufferfish privacy parameter (> 0).
+            The Pufferfish privacy parameter (:math:`> 0`).
         lipschitz : float
-            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+            The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
         options : mapping, optional
             The calibration options as the user gave them to :func:`puffgm.calibrate`
             (``PriorKind.calibrate`` passes them down), recorded on the result
