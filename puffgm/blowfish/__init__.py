@@ -1,4 +1,4 @@
-"""Blowfish privacy (He, Machanavajjhala and Ding, SIGMOD 2014) as a peer of puffgm's stages.
+r"""Blowfish privacy (He, Machanavajjhala and Ding, SIGMOD 2014) as a peer of puffgm's stages.
 
     policy -> sensitivity -> mechanisms -> accounting      (bridge: pufferfish)
 
@@ -6,7 +6,7 @@
   constraints, :class:`Policy` (Definition 3.1);
 * :mod:`~puffgm.blowfish.neighbours`: neighbours (Definition 4.1), the
   graph-distance guarantee (section 4);
-* :mod:`~puffgm.blowfish.sensitivity`: S(f, P) (Definition 5.1), closed forms and
+* :mod:`~puffgm.blowfish.sensitivity`: :math:`S(f, P)` (Definition 5.1), closed forms and
   brute force;
 * :mod:`~puffgm.blowfish.mechanisms`: the Laplace mechanism under Blowfish
   (Theorem 5.1) with the accountant;

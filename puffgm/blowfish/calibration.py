@@ -1,14 +1,14 @@
-"""A Blowfish calibration: a policy, an epsilon and the query they are released for.
+r"""A Blowfish calibration: a policy, an epsilon and the query they are released for.
 
 A :class:`~puffgm.blowfish.policy.Policy` alone says what is secret, not how much noise a
-release needs: that is the Laplace scale S(f, P) / epsilon of He, Machanavajjhala and Ding's
-Theorem 5.1, which depends on the query f.  :class:`BlowfishCalibration` names the three, so
+release needs: that is the Laplace scale :math:`S(f, P) / \epsilon` of He, Machanavajjhala and Ding's
+Theorem 5.1, which depends on the query :math:`f`.  :class:`BlowfishCalibration` names the three, so
 that :func:`puffgm.release` releases it as it releases every other calibration:
 
 * ``query="histogram"``, ``"cumulative"`` or ``"linear_sum"``: the true value is computed from
   the data set by :func:`~puffgm.blowfish.mechanisms.release_histogram`,
   :func:`~puffgm.blowfish.mechanisms.release_cumulative` or
-  :func:`~puffgm.blowfish.mechanisms.release_linear_sum`, at the closed-form S(f, P) of
+  :func:`~puffgm.blowfish.mechanisms.release_linear_sum`, at the closed-form :math:`S(f, P)` of
   :mod:`puffgm.blowfish.sensitivity`;
 * ``sensitivity=S``: any query whose policy-specific sensitivity is S, released from its exact
   answer by :func:`~puffgm.blowfish.mechanisms.laplace_mechanism`.
@@ -38,7 +38,7 @@ QUERIES = ("histogram", "cumulative", "linear_sum")
 
 @dataclass(frozen=True)
 class BlowfishCalibration:
-    """A Blowfish policy, an epsilon and the query released under them (He et al. Theorem 5.1).
+    r"""A Blowfish policy, an epsilon and the query released under them (He et al. Theorem 5.1).
 
     Parameters
     ----------
@@ -49,7 +49,7 @@ class BlowfishCalibration:
     query : {"histogram", "cumulative", "linear_sum"}, optional
         The query computed from the data set (a sequence of domain values).
     sensitivity : float or Sensitivity, optional
-        S(f, P) of a query of your own, released from its exact answer (``answer=``).
+        :math:`S(f, P)` of a query of your own, released from its exact answer (``answer=``).
         Exactly one of ``query`` and ``sensitivity``.
     partition : sequence, optional
         The histogram's cells (``query="histogram"`` only; default one per value).

@@ -1,29 +1,33 @@
-"""SuLQ k-means under Blowfish (He, Machanavajjhala and Ding, section 6).
+r"""SuLQ k-means under Blowfish (He, Machanavajjhala and Ding, section 6).
 
 SuLQ k-means (Blum et al. 2005) repeats, for a fixed number of iterations,
-two noisy queries given the current (public) centroids c_1..c_K:
+two noisy queries given the current (public) centroids :math:`c_1, \ldots, c_K`:
 
-* q_count(D) = (|C_1|, ..., |C_K|), the histogram of the Voronoi cells of the
+* :math:`q_{\mathrm{count}}(D) = (|C_1|, \ldots, |C_K|)`, the histogram of the Voronoi cells of the
   centroids;
-* q_sum(D) = (sum_{x in C_j} (x - c_j))_j, the per-cluster sums (here centred on
+* :math:`q_{\mathrm{sum}}(D) = \left(\sum_{x \in C_j} (x - c_j)\right)_j`, the per-cluster sums (here centred on
   each cluster's own public centroid, a post-processing-equivalent
   reparametrisation that lowers the sensitivity);
 
-then moves c_j to c_j + sum~_j / count~_j.  Each iteration spends epsilon/T,
-half on each query; by sequential composition (Theorem 4.1) the run is
-(epsilon, P)-Blowfish private.
+then moves :math:`c_j` to :math:`c_j + \widetilde{\mathrm{sum}}_j / \widetilde{\mathrm{count}}_j`.  Each iteration
+spends :math:`\epsilon/T`, half on each query; by sequential composition (Theorem 4.1) the run is
+:math:`(\epsilon, P)`-Blowfish private.
 
-**Sensitivities (exact, per iteration).**  A neighbour moves one point x -> y
-along an edge of G.  The counts change by 2 iff x and y fall in different
-cells (S(q_count, P) = 2 if some edge crosses cells, else 0).  The sums change by
-||x - y||_1 if x and y share a cell j, and by ||x - c_A||_1 + ||y - c_B||_1 if
-they fall in cells A != B, so
+**Sensitivities (exact, per iteration).**  A neighbour moves one point :math:`x \to y`
+along an edge of :math:`G`.  The counts change by 2 iff :math:`x` and :math:`y` fall in different
+cells (:math:`S(q_{\mathrm{count}}, P) = 2` if some edge crosses cells, else 0).  The sums change by
+:math:`\lVert x - y \rVert_1` if :math:`x` and :math:`y` share a cell :math:`j`, and by
+:math:`\lVert x - c_A \rVert_1 + \lVert y - c_B \rVert_1` if they fall in cells :math:`A \ne B`, so
 
-    S(q_sum, P) = max over (x, y) in E of  ||x - y||_1            (same cell)
-                                          ||x - c_A||_1 + ||y - c_B||_1   (different cells),
+$$
+S(q_{\mathrm{sum}}, P) = \max_{(x, y) \in E} \begin{cases}
+\lVert x - y \rVert_1 & \text{(same cell)}, \\
+\lVert x - c_A \rVert_1 + \lVert y - c_B \rVert_1 & \text{(different cells)},
+\end{cases}
+$$
 
-computed exactly over the edges of G.  **Paper slip (Lemma 6.1):** the paper
-gives S(q_sum, P) = max_{(x,y) in E} d(x, y) (e.g. theta under G^{d,theta}); that
+computed exactly over the edges of :math:`G`.  **Paper slip (Lemma 6.1):** the paper
+gives :math:`S(q_{\mathrm{sum}}, P) = \max_{(x,y) \in E} d(x, y)` (e.g. :math:`\theta` under :math:`G^{d,\theta}`); that
 ignores moves across a cell boundary, which shift mass between two clusters'
 sums.  Brute-force enumeration (tests/blowfish/test_blowfish_kmeans.py) shows the larger
 value above; puffgm uses it.
@@ -60,7 +64,7 @@ def assign(points: np.ndarray, centroids: np.ndarray) -> np.ndarray:
 
 
 def kmeans_objective(points, centroids) -> float:
-    """sum_x min_j ||x - c_j||_2^2 (section 6, Eqn. (10))."""
+    r""":math:`\sum_x \min_j \lVert x - c_j \rVert_2^2` (section 6, Eqn. (10))."""
     p = np.asarray(points, dtype=float)
     c = np.asarray(centroids, dtype=float)
     return float(((p[:, None, :] - c[None, :, :]) ** 2).sum(axis=2).min(axis=1).sum())
@@ -75,7 +79,9 @@ def _edges(policy: Policy):
 
 
 def kmeans_sensitivities(policy: Policy, centroids) -> tuple:
-    """(S(q_count, P), S(q_sum, P)) for the given public centroids, exact (see the module docstring).
+    r""":math:`(S(q_{\mathrm{count}}, P), S(q_{\mathrm{sum}}, P))` for the given public centroids, exact.
+
+    The sensitivities are derived in the module docstring.
 
     Examples
     --------
@@ -174,12 +180,12 @@ class KMeansResult:
 
 @dataclass(frozen=True)
 class KMeansOptions:
-    """The run of :func:`sulq_kmeans`: iterations, initial centroids, sensitivities.
+    r"""The run of :func:`sulq_kmeans`: iterations, initial centroids, sensitivities.
 
     Attributes
     ----------
     iterations : int
-        Number of SuLQ iterations T (each spends epsilon / T).
+        Number of SuLQ iterations :math:`T` (each spends :math:`\epsilon / T`).
     init : array (K, d), optional
         Initial centroids (public, data independent); default uniform over the domain box.
     sensitivity_override : (float, float), optional
@@ -194,7 +200,7 @@ class KMeansOptions:
 
 def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, options: KMeansOptions | None = None,
                 random_state=None, accountant=None, label: str | None = None) -> KMeansResult:
-    """SuLQ k-means under a Blowfish policy (section 6).
+    r"""SuLQ k-means under a Blowfish policy (section 6).
 
     Parameters
     ----------
@@ -203,7 +209,7 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
         Unconstrained policy on an ordered or grid domain.
     n_clusters : int
     epsilon : float
-        Total budget: epsilon / (2 iterations) per noisy query.
+        Total budget: :math:`\epsilon / (2T)` per noisy query (:math:`T` iterations).
     options : KMeansOptions, optional
         Iterations (default 10), initial centroids, sensitivity override.
     random_state : None, int or Generator

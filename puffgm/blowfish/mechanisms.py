@@ -4,8 +4,8 @@ $$
 M(D) = f(D) + \mathrm{Lap}\left(S(f, P) / \epsilon\right)^d \quad \text{is } (\epsilon, P)\text{-Blowfish private},
 $$
 
-with S(f, P) the policy-specific global sensitivity (Definition 5.1,
-:mod:`puffgm.blowfish.sensitivity`).  When S(f, P) = 0 (e.g. a histogram over
+with :math:`S(f, P)` the policy-specific global sensitivity (Definition 5.1,
+:mod:`puffgm.blowfish.sensitivity`).  When :math:`S(f, P) = 0` (e.g. a histogram over
 the blocks of a partitioned secret graph) the answer is released exactly.
 
 Noise comes from :mod:`puffgm.core.noise` (OpenDP's secure sampler unless a seed is
@@ -52,14 +52,15 @@ THEOREM_BLOWFISH = (
 
 @dataclass(frozen=True)
 class BlowfishComposition(Composition):
-    """He, Machanavajjhala and Ding 2014 ("Blowfish privacy: tuning privacy-utility trade-offs using
+    r"""He, Machanavajjhala and Ding 2014 ("Blowfish privacy: tuning privacy-utility trade-offs using
     policies", SIGMOD), Theorems 4.1 and 4.2.
 
-    Under one policy P, releases at epsilon_1..epsilon_k are (sum_k epsilon_k, P)-Blowfish private
+    Under one policy :math:`P`, releases at :math:`\epsilon_1, \ldots, \epsilon_k` are
+    :math:`(\sum_k \epsilon_k, P)`-Blowfish private
     (Theorem 4.1, sequential); releases computed from disjoint subsets of individuals of a policy
     without count constraints take the max (Theorem 4.2, parallel).  The ``units`` are the
     individuals the release reads (its ``subset``; None: all).  The guarantee is
-    (epsilon, P)-Blowfish privacy under the policy, not Pufferfish privacy for a prior class.
+    :math:`(\epsilon, P)`-Blowfish privacy under the policy, not Pufferfish privacy for a prior class.
 
     Attributes
     ----------
@@ -116,7 +117,7 @@ class BlowfishComposition(Composition):
 
 @dataclass(frozen=True)
 class BlowfishRelease(Release):
-    """A noisy answer released under a Blowfish policy.
+    r"""A noisy answer released under a Blowfish policy.
 
     Releases under one policy compose by He et al. Theorems 4.1 and 4.2
     (:class:`puffgm.accounting.PrivacyAccountant`).
@@ -127,7 +128,7 @@ class BlowfishRelease(Release):
     mechanism : str
     epsilon : float
     scale : float
-        Laplace scale S / epsilon on each coordinate (0: released exactly).
+        Laplace scale :math:`S / \epsilon` on each coordinate (0: released exactly).
     sensitivity : float
     secure : bool
     noise : str
@@ -212,16 +213,16 @@ class ReleaseOptions:
 
 def laplace_mechanism(answer, policy: Policy, *, epsilon: float, sensitivity, random_state=None, accountant=None,
                       label: str | None = None, subset=None) -> BlowfishRelease:
-    """Release ``answer + Lap(sensitivity / epsilon)`` coordinate-wise (Theorem 5.1).
+    r"""Release ``answer + Lap(sensitivity / epsilon)`` coordinate-wise (Theorem 5.1).
 
     Parameters
     ----------
     answer : float or array
-        The true answer f(D).
+        The true answer :math:`f(D)`.
     policy : Policy
     epsilon : float
     sensitivity : float or Sensitivity
-        S(f, P) of the query under ``policy`` (a :class:`Sensitivity` must carry this policy's key).
+        :math:`S(f, P)` of the query under ``policy`` (a :class:`Sensitivity` must carry this policy's key).
     random_state : None, int or numpy Generator
         None for OpenDP's secure sampler; a seed for reproducible, non-secure noise.
     accountant : PrivacyAccountant, optional
@@ -284,7 +285,7 @@ def _data_indices(policy: Policy, data):
 
 
 def release_histogram(data, policy: Policy, *, epsilon: float, partition=None, **kwargs) -> BlowfishRelease:
-    """The histogram h_P of ``data`` (a sequence of domain values) with Laplace noise at S(h_P, P).
+    r"""The histogram :math:`h_P` of ``data`` (a sequence of domain values) with Laplace noise at :math:`S(h_P, P)`.
 
     ``partition`` gives the cells (default one per value, see
     :func:`~puffgm.blowfish.sensitivity.histogram_cells`); ``kwargs`` are the
@@ -298,7 +299,7 @@ def release_histogram(data, policy: Policy, *, epsilon: float, partition=None, *
 
 
 def release_cumulative(data, policy: Policy, *, epsilon: float, **kwargs) -> BlowfishRelease:
-    """The cumulative histogram (Definition 7.1) with Laplace noise at S(c, P).
+    r"""The cumulative histogram (Definition 7.1) with Laplace noise at :math:`S(c, P)`.
 
     No inference; see :func:`puffgm.blowfish.ordered.ordered_mechanism` for the
     ordered mechanism.  ``kwargs`` as in :func:`release_histogram`.
@@ -310,9 +311,9 @@ def release_cumulative(data, policy: Policy, *, epsilon: float, **kwargs) -> Blo
 
 
 def release_linear_sum(data, policy: Policy, *, epsilon: float, values=None, **kwargs) -> BlowfishRelease:
-    """sum_i g(x_i) with Laplace noise at S(f, P).
+    r""":math:`\sum_i g(x_i)` with Laplace noise at :math:`S(f, P)`.
 
-    ``values`` gives g (see :func:`~puffgm.blowfish.sensitivity.values_matrix`;
+    ``values`` gives :math:`g` (see :func:`~puffgm.blowfish.sensitivity.values_matrix`;
     default the rank coordinates); ``kwargs`` as in :func:`release_histogram`.
     """
     sens = linear_sum_sensitivity(policy, values)

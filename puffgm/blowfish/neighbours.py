@@ -1,29 +1,30 @@
-"""Neighbouring databases under a Blowfish policy (Definition 4.1) and the graph-distance guarantee.
+r"""Neighbouring databases under a Blowfish policy (Definition 4.1) and the graph-distance guarantee.
 
-Databases are sequences of n tuples x_1..x_n (individual i holds x_i), the
-set of individuals and n are public (section 2).  For D1, D2 in I_Q
+Databases are sequences of :math:`n` tuples :math:`x_1, \ldots, x_n` (individual :math:`i` holds :math:`x_i`),
+the set of individuals and :math:`n` are public (section 2).  For :math:`D_1, D_2 \in I_Q`
 (reconstructed from He, Machanavajjhala and Ding, section 4):
 
-* T(D1, D2) = {(i, x, y) : x_i(D1) = x, x_i(D2) = y, (x, y) in E}, the
-  discriminative pairs D1 and D2 tell apart;
-* Delta(D1, D2) = (D1 \\ D2) U (D2 \\ D1), the differing (individual, value) tuples.
+* :math:`T(D_1, D_2) = \{(i, x, y) : x_i(D_1) = x,\ x_i(D_2) = y,\ (x, y) \in E\}`, the
+  discriminative pairs :math:`D_1` and :math:`D_2` tell apart;
+* :math:`\Delta(D_1, D_2) = (D_1 \setminus D_2) \cup (D_2 \setminus D_1)`, the differing
+  (individual, value) tuples.
 
-D1 and D2 are **neighbours** (Definition 4.1) iff
+:math:`D_1` and :math:`D_2` are **neighbours** (Definition 4.1) iff
 
-1. D1, D2 in I_Q;
-2. T(D1, D2) is not empty;
-3. there is no D3 in I_Q with (a) emptyset != T(D1, D3) strict-subset T(D1, D2),
-   or (b) T(D1, D3) = T(D1, D2) and Delta(D1, D3) strict-subset Delta(D1, D2).
+1. :math:`D_1, D_2 \in I_Q`;
+2. :math:`T(D_1, D_2)` is not empty;
+3. there is no :math:`D_3 \in I_Q` with (a) :math:`\emptyset \ne T(D_1, D_3) \subsetneq T(D_1, D_2)`,
+   or (b) :math:`T(D_1, D_3) = T(D_1, D_2)` and :math:`\Delta(D_1, D_3) \subsetneq \Delta(D_1, D_2)`.
 
-(The "non-empty" in 3(a) is implicit in the paper: without it D3 = D1 would
-rule out every pair.)  With no constraints, D1 and D2 are neighbours iff they
-differ in one individual, whose value moves along an edge of G.
+(The "non-empty" in 3(a) is implicit in the paper: without it :math:`D_3 = D_1` would
+rule out every pair.)  With no constraints, :math:`D_1` and :math:`D_2` are neighbours iff they
+differ in one individual, whose value moves along an edge of :math:`G`.
 
-A mechanism M is (epsilon, P)-Blowfish private (Definition 4.2) iff
-P[M(D1) in S] <= e^epsilon P[M(D2) in S] for every neighbours (D1, D2) and
-output set S.  For an unconstrained policy and databases differing in one
-tuple x -> y, chaining along a shortest path gives
-P[M(D1) in S] <= e^{epsilon d_G(x, y)} P[M(D2) in S] (section 4, after
+A mechanism :math:`M` is :math:`(\epsilon, P)`-Blowfish private (Definition 4.2) iff
+:math:`P[M(D_1) \in S] \le e^\epsilon P[M(D_2) \in S]` for every neighbours :math:`(D_1, D_2)` and
+output set :math:`S`.  For an unconstrained policy and databases differing in one
+tuple :math:`x \to y`, chaining along a shortest path gives
+:math:`P[M(D_1) \in S] \le e^{\epsilon d_G(x, y)} P[M(D_2) \in S]` (section 4, after
 Definition 4.2): :func:`distance_guarantee`.
 """
 
@@ -166,10 +167,11 @@ def are_neighbours(policy: Policy, d1, d2, *, max_databases: int = MAX_DATABASES
 
 
 def distance_guarantee(policy: Policy, x, y, *, epsilon: float) -> float:
-    """The bound epsilon * d_G(x, y) on |log P[M(D1) in S] / P[M(D2) in S]| for D1, D2 differing in one tuple x -> y.
+    r"""The bound :math:`\epsilon\, d_G(x, y)` for :math:`D_1, D_2` differing in one tuple :math:`x \to y`.
 
+    It bounds :math:`|\log P[M(D_1) \in S] / P[M(D_2) \in S]|`.
     Valid for unconstrained policies (section 4, after Definition 4.2); inf when
-    x and y lie in different connected components (the adversary may tell them apart).
+    :math:`x` and :math:`y` lie in different connected components (the adversary may tell them apart).
 
     Parameters
     ----------

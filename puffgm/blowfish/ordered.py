@@ -1,39 +1,40 @@
-"""Cumulative histograms and range queries under Blowfish (He, Machanavajjhala and Ding, section 7).
+r"""Cumulative histograms and range queries under Blowfish (He, Machanavajjhala and Ding, section 7).
 
-Domain T = {0 < 1 < ... < k-1} (an ordered domain), h_v the count of value v,
-c_j = sum_{v <= j} h_v the cumulative histogram (Definition 7.1); c_{k-1} = n is
-public.  A range query is r[a, b] = c_b - c_{a-1} (Definition 7.2, c_{-1} = 0).
+Domain :math:`T = \{0 < 1 < \cdots < k-1\}` (an ordered domain), :math:`h_v` the count of value :math:`v`,
+:math:`c_j = \sum_{v \le j} h_v` the cumulative histogram (Definition 7.1); :math:`c_{k-1} = n` is
+public.  A range query is :math:`r[a, b] = c_b - c_{a-1}` (Definition 7.2, :math:`c_{-1} = 0`).
 
-* **Ordered mechanism** (section 7.1): under the line graph (theta = 1) a
-  move x -> y changes exactly |x - y| = 1 cumulative count, so releasing
-  c~_j = c_j + Lap(S/epsilon), S = S(c, P) (1 on the line graph, theta under
-  G^{d,theta}) is (epsilon, P)-Blowfish private (Theorem 5.1).  Constrained
-  inference (Hay et al. 2010): the c_j are non-decreasing, so project the noisy
+* **Ordered mechanism** (section 7.1): under the line graph (:math:`\theta = 1`) a
+  move :math:`x \to y` changes exactly :math:`|x - y| = 1` cumulative count, so releasing
+  :math:`\tilde c_j = c_j + \mathrm{Lap}(S/\epsilon)`, :math:`S = S(c, P)` (1 on the line graph, :math:`\theta` under
+  :math:`G^{d,\theta}`) is :math:`(\epsilon, P)`-Blowfish private (Theorem 5.1).  Constrained
+  inference (Hay et al. 2010): the :math:`c_j` are non-decreasing, so project the noisy
   vector on that cone (isotonic regression, ``scipy.optimize.isotonic_regression``)
-  and clip to [0, n].  **Theorem 7.1**: a range query from two noisy counts has
-  error E(r~ - r)^2 = 2 (S/eps)^2 per noisy end, i.e. <= 4/epsilon^2 on the line graph,
-  independent of |T|.
-* **Ordered hierarchical mechanism** (section 7.2) for G^{d,theta}: cut T into
-  ceil(k/theta) blocks of theta consecutive values.  "S nodes" s_i = c(end of
-  block i) (i < last) get Lap(1/eps_S): a move of distance <= theta changes at
-  most one of them.  Each block carries a hierarchical tree of fan-out f and
-  h = ceil(log_f theta) levels below its root ("H nodes", the block's root is
-  s_i - s_{i-1}); a move changes at most one node per level on each side, 2h in
-  all, so each H node gets Lap(2h/eps_H).  With eps_S + eps_H = epsilon the
-  release is (epsilon, P)-Blowfish private (**Theorem 7.2(1)**, sequential
-  composition).  c_j = s_{i-1} + (prefix of block i from at most (f-1)h H nodes).
-  For theta >= k this is the hierarchical mechanism of differential privacy
-  (one tree, budget epsilon/h per level, per-level sensitivity 2 for a changed
-  tuple); for theta = 1 it is the ordered mechanism.
+  and clip to :math:`[0, n]`.  **Theorem 7.1**: a range query from two noisy counts has
+  error :math:`E(\tilde r - r)^2 = 2 (S/\epsilon)^2` per noisy end, i.e. :math:`\le 4/\epsilon^2` on the line graph,
+  independent of :math:`|T|`.
+* **Ordered hierarchical mechanism** (section 7.2) for :math:`G^{d,\theta}`: cut :math:`T` into
+  :math:`\lceil k/\theta \rceil` blocks of :math:`\theta` consecutive values.  "S nodes"
+  :math:`s_i = c(\text{end of block } i)` (:math:`i <` last) get :math:`\mathrm{Lap}(1/\epsilon_S)`: a move of
+  distance :math:`\le \theta` changes at most one of them.  Each block carries a hierarchical tree of
+  fan-out :math:`f` and :math:`h = \lceil \log_f \theta \rceil` levels below its root ("H nodes", the block's root is
+  :math:`s_i - s_{i-1}`); a move changes at most one node per level on each side, :math:`2h` in
+  all, so each H node gets :math:`\mathrm{Lap}(2h/\epsilon_H)`.  With :math:`\epsilon_S + \epsilon_H = \epsilon` the
+  release is :math:`(\epsilon, P)`-Blowfish private (**Theorem 7.2(1)**, sequential
+  composition).  :math:`c_j = s_{i-1}` + (prefix of block :math:`i` from at most :math:`(f-1)h` H nodes).
+  For :math:`\theta \ge k` this is the hierarchical mechanism of differential privacy
+  (one tree, budget :math:`\epsilon/h` per level, per-level sensitivity 2 for a changed
+  tuple); for :math:`\theta = 1` it is the ordered mechanism.
 * **Budget split and fan-out** (Theorem 7.2(2)): the mean squared error of
-  every linear estimator here is A/eps_S^2 + B/eps_H^2, so the optimal split is
-  eps_S = epsilon A^(1/3) / (A^(1/3) + B^(1/3)); the fan-out is chosen by
-  evaluating the exact error for f = 2..16.
+  every linear estimator here is :math:`A/\epsilon_S^2 + B/\epsilon_H^2`, so the optimal split is
+  :math:`\epsilon_S = \epsilon A^{1/3} / (A^{1/3} + B^{1/3})`; the fan-out is chosen by
+  evaluating the exact error for :math:`f = 2, \ldots, 16`.
 
-Every mechanism is a :class:`CumulativePlan`: a node matrix N (node counts =
-N h), independent Laplace scales b, and a linear estimator E (c~ = E(N h + Z)
-+ n e_{k-1}).  Its exact error is computed from Cov(c~) = E diag(2 b^2) E^T and
-its exact Blowfish loss as max over edges (x, y) of sum_j |N_jx - N_jy| / b_j.
+Every mechanism is a :class:`CumulativePlan`: a node matrix :math:`N` (node counts
+:math:`= N h`), independent Laplace scales :math:`b`, and a linear estimator :math:`E`
+(:math:`\tilde c = E(N h + Z) + n e_{k-1}`).  Its exact error is computed from
+:math:`\mathrm{Cov}(\tilde c) = E \operatorname{diag}(2 b^2) E^T` and its exact Blowfish loss as
+:math:`\max_{\text{edges } (x, y)} \sum_j |N_{jx} - N_{jy}| / b_j`.
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ def _check_k(k):
 
 
 def ordered_plan(k: int, *, epsilon: float, sensitivity: float = 1.0) -> CumulativePlan:
-    """The ordered mechanism (section 7.1): c_0..c_{k-2} + Lap(S/epsilon), c_{k-1} = n.
+    r"""The ordered mechanism (section 7.1): :math:`c_0..c_{k-2} + \mathrm{Lap}(S/\epsilon)`, :math:`c_{k-1} = n`.
 
     Parameters
     ----------
@@ -205,7 +206,7 @@ def ordered_plan(k: int, *, epsilon: float, sensitivity: float = 1.0) -> Cumulat
         Domain size.
     epsilon : float
     sensitivity : float
-        S = S(c, P) (1 on the line graph, theta under G^{d,theta}).
+        :math:`S = S(c, P)` (1 on the line graph, :math:`\theta` under :math:`G^{d,\theta}`).
 
     Examples
     --------

@@ -1,28 +1,28 @@
-"""Blowfish policies: a domain, a discriminative secret graph and public constraints.
+r"""Blowfish policies: a domain, a discriminative secret graph and public constraints.
 
 He, Machanavajjhala and Ding, "Blowfish Privacy: Tuning Privacy-Utility
 Trade-offs using Policies", SIGMOD 2014, section 3 (the extracted text lost
 its symbols; the formulas below are reconstructed, see docs/blowfish.md).
 
-* **Domain** T (section 2): every individual's tuple takes one value of T.
-  :class:`Domain` is categorical, ordered (values 0..k-1 in rank order) or a
+* **Domain** :math:`T` (section 2): every individual's tuple takes one value of :math:`T`.
+  :class:`Domain` is categorical, ordered (values :math:`0, \ldots, k-1` in rank order) or a
   multi-attribute grid (the cross product of attributes, coordinates are the
   attribute ranks).
-* **Discriminative secret graph** G = (V, E), V = T (section 3.1): the
-  adversary must not distinguish "individual i has value x" from "individual i
-  has value y" when (x, y) is in E.  Builders: :func:`complete_graph` (G_full,
-  differential privacy), :func:`attribute_graph` (G_attr: x, y differ in exactly
-  one attribute), :func:`partition_graph` (G_P: complete within each block),
-  :func:`distance_threshold_graph` (G^{d,theta}: d(x, y) <= theta with d the L1
-  distance of ranks), :func:`line_graph` (G^{d,1} on an ordered domain) and
+* **Discriminative secret graph** :math:`G = (V, E)`, :math:`V = T` (section 3.1): the
+  adversary must not distinguish "individual :math:`i` has value :math:`x`" from "individual :math:`i`
+  has value :math:`y`" when :math:`(x, y) \in E`.  Builders: :func:`complete_graph` (:math:`G_{\mathrm{full}}`,
+  differential privacy), :func:`attribute_graph` (:math:`G_{\mathrm{attr}}`: :math:`x, y` differ in exactly
+  one attribute), :func:`partition_graph` (:math:`G_P`: complete within each block),
+  :func:`distance_threshold_graph` (:math:`G^{d,\theta}`: :math:`d(x, y) \le \theta` with :math:`d` the :math:`L_1`
+  distance of ranks), :func:`line_graph` (:math:`G^{d,1}` on an ordered domain) and
   :func:`graph_from_networkx` (any graph over domain values).
-* **Constraints** Q (section 3.2): publicly known count-query answers
-  (:class:`CountConstraint`: #{i : x_i in A} = c) and marginals
-  (:func:`marginal_constraints`).  I_Q is the set of databases of n tuples
+* **Constraints** :math:`Q` (section 3.2): publicly known count-query answers
+  (:class:`CountConstraint`: :math:`\#\{i : x_i \in A\} = c`) and marginals
+  (:func:`marginal_constraints`).  :math:`I_Q` is the set of databases of :math:`n` tuples
   satisfying every constraint.
-* **Policy** P = (T, G, I_Q) (Definition 3.1): :class:`Policy`.
+* **Policy** :math:`P = (T, G, I_Q)` (Definition 3.1): :class:`Policy`.
 
-The graph distance d_G(x, y) (section 4, after Definition 4.2) is given in
+The graph distance :math:`d_G(x, y)` (section 4, after Definition 4.2) is given in
 closed form for the structured graphs and by networkx shortest paths otherwise.
 """
 
@@ -604,12 +604,12 @@ def marginal_constraints(domain: Domain, attributes: Sequence[str], counts: Mapp
 
 
 class Policy:
-    """A Blowfish policy P = (T, G, I_Q) (Definition 3.1).
+    r"""A Blowfish policy :math:`P = (T, G, I_Q)` (Definition 3.1).
 
     Parameters
     ----------
     graph : SecretGraph
-        The discriminative secret graph over the domain T = ``graph.domain``.
+        The discriminative secret graph over the domain :math:`T` = ``graph.domain``.
     constraints : sequence of CountConstraint, optional
         Publicly known count-query answers (marginals expand to these).
     n : int, optional

@@ -1,30 +1,31 @@
-"""Blowfish as Pufferfish (He, Machanavajjhala and Ding, section 4.2, Theorems 4.4 and 4.5).
+r"""Blowfish as Pufferfish (He, Machanavajjhala and Ding, section 4.2, Theorems 4.4 and 4.5).
 
-**Theorem 4.4.** For a policy P = (T, G, I_n) without constraints, let
-S_pairs^G = {(s_x^i, s_y^i) : i an individual, (x, y) in E} with s_x^i = "x_i = x",
-and D* the set of all product distributions prod_i f_i(x_i) over T^n.  A
-mechanism is epsilon-Pufferfish(S, S_pairs^G, D*) private iff it is
-(epsilon, P)-Blowfish private.
+**Theorem 4.4.** For a policy :math:`P = (T, G, I_n)` without constraints, let
+:math:`S_{\mathrm{pairs}}^G = \{(s_x^i, s_y^i) : i \text{ an individual}, (x, y) \in E\}` with
+:math:`s_x^i` = ":math:`x_i = x`", and :math:`D^*` the set of all product distributions
+:math:`\prod_i f_i(x_i)` over :math:`T^n`.  A mechanism is
+:math:`\epsilon`-Pufferfish(:math:`S, S_{\mathrm{pairs}}^G, D^*`) private iff it is
+:math:`(\epsilon, P)`-Blowfish private.
 
-**Theorem 4.5.** With constraints Q, let D*_Q = {theta conditioned on I_Q :
-theta in D*, P_theta(I_Q) > 0}.  A mechanism that is
-epsilon-Pufferfish(S, S_pairs^G, D*_Q) private is (epsilon, P)-Blowfish private
+**Theorem 4.5.** With constraints :math:`Q`, let
+:math:`D^*_Q = \{\theta \text{ conditioned on } I_Q : \theta \in D^*, P_\theta(I_Q) > 0\}`.  A mechanism that is
+:math:`\epsilon`-Pufferfish(:math:`S, S_{\mathrm{pairs}}^G, D^*_Q`) private is :math:`(\epsilon, P)`-Blowfish private
 (the paper conjectures, but does not prove, the converse).
 
-For the exact auditor (:mod:`puffgm.framework.audit`) Theta must be finite.
+For the exact auditor (:mod:`puffgm.framework.audit`) :math:`\Theta` must be finite.
 :func:`pufferfish_instantiation` uses, for an unconstrained policy, the
-**extreme product priors**: individual i uniform on T, every other individual a
-point mass, for every i and every value of the others (n |T|^(n-1) priors).
-They attain the supremum over D*: given s_x^i and a product prior the output
-law is the mixture sum_{x_-i} P(x_-i) P[M(x, x_-i) = w] with the *same* mixing
-weights for x and y, and a ratio of two mixtures with common weights never
-exceeds the largest ratio of its components, which a point mass on x_-i
+**extreme product priors**: individual :math:`i` uniform on :math:`T`, every other individual a
+point mass, for every :math:`i` and every value of the others (:math:`n |T|^{n-1}` priors).
+They attain the supremum over :math:`D^*`: given :math:`s_x^i` and a product prior the output
+law is the mixture :math:`\sum_{x_{-i}} P(x_{-i}) P[M(x, x_{-i}) = w]` with the *same* mixing
+weights for :math:`x` and :math:`y`, and a ratio of two mixtures with common weights never
+exceeds the largest ratio of its components, which a point mass on :math:`x_{-i}`
 attains.  So the auditor's loss over these priors *equals* the Blowfish loss
 max over neighbours of the log-ratio (tested against brute force).
 
-For a constrained policy the instantiation conditions product priors on I_Q
-(Theorem 4.5's D*_Q); here finitely many priors give only a lower bound on the
-Pufferfish loss over D*_Q, and Theorem 4.5 goes one way only, so audits under it
+For a constrained policy the instantiation conditions product priors on :math:`I_Q`
+(Theorem 4.5's :math:`D^*_Q`); here finitely many priors give only a lower bound on the
+Pufferfish loss over :math:`D^*_Q`, and Theorem 4.5 goes one way only, so audits under it
 are reported, not used as a certificate.
 """
 

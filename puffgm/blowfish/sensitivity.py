@@ -1,21 +1,21 @@
-r"""Policy-specific global sensitivity S(f, P) (He, Machanavajjhala and Ding, Definition 5.1).
+r"""Policy-specific global sensitivity :math:`S(f, P)` (He, Machanavajjhala and Ding, Definition 5.1).
 
 $$
 S(f, P) = \max_{(D_1, D_2) \in N(P)} \lVert f(D_1) - f(D_2) \rVert_1.
 $$
 
 Closed forms for unconstrained policies (sections 5, 6 and 7), where a
-neighbour moves one tuple along an edge (x, y) of G:
+neighbour moves one tuple along an edge :math:`(x, y)` of :math:`G`:
 
-* linear sum f(D) = sum_i w_i g(x_i) (g: T -> R^m):
-  S = max_i |w_i| * max_{(x,y) in E} ||g(x) - g(y)||_1 (section 5; for G^{d,theta}
-  on an ordered domain with g the rank, S = theta * max |w_i|);
-* histogram h_P over a partition P of T (cells may leave values uncounted):
-  S = max_{(x,y) in E, cell(x) != cell(y)} ([x counted] + [y counted]); 2 for the full
-  histogram unless every edge stays inside a cell (0 under G_P for a coarser P);
+* linear sum :math:`f(D) = \sum_i w_i g(x_i)` (:math:`g: T \to \mathbb{R}^m`):
+  :math:`S = \max_i |w_i| \cdot \max_{(x,y) \in E} \lVert g(x) - g(y) \rVert_1` (section 5; for
+  :math:`G^{d,\theta}` on an ordered domain with :math:`g` the rank, :math:`S = \theta \max_i |w_i|`);
+* histogram :math:`h_P` over a partition :math:`P` of :math:`T` (cells may leave values uncounted):
+  :math:`S = \max_{(x,y) \in E,\, \mathrm{cell}(x) \ne \mathrm{cell}(y)} ([x \text{ counted}] + [y \text{ counted}])`;
+  2 for the full histogram unless every edge stays inside a cell (0 under :math:`G_P` for a coarser :math:`P`);
 * cumulative histogram on an ordered domain (Definition 7.1):
-  S = max_{(x,y) in E} |rank(x) - rank(y)| (|T| - 1 under G_full, 1 on the line
-  graph, theta under G^{d,theta}; section 7).
+  :math:`S = \max_{(x,y) \in E} |\mathrm{rank}(x) - \mathrm{rank}(y)|` (:math:`|T| - 1` under
+  :math:`G_{\mathrm{full}}`, 1 on the line graph, :math:`\theta` under :math:`G^{d,\theta}`; section 7).
 
 :func:`enumerate_sensitivity` computes Definition 5.1 by brute force for any
 query on small domains, and for constrained policies over the induced

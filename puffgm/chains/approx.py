@@ -1,41 +1,46 @@
-"""MQMApprox: the Markov Quilt Mechanism with closed-form influence bounds.
+r"""MQMApprox: the Markov Quilt Mechanism with closed-form influence bounds.
 
 Song, Wang and Chaudhuri, section 4.4.2, Algorithm 4 and appendix C.2-C.3.
 For irreducible aperiodic chains, with
 
-* pi_min = min over Theta and states of the stationary probability (6),
-* g = min over Theta of the eigengap 1 - lambda_2(P P*) of P times its time
-  reversal P*(x, y) = P(y, x) pi(y) / pi(x) (Definition 4.7, equation (7)),
-  or, when every member is reversible, g = 2 min (1 - |lambda_2(P)|)
+* :math:`\pi_{\min}` = min over :math:`\Theta` and states of the stationary probability (6),
+* :math:`g` = min over :math:`\Theta` of the eigengap :math:`1 - \lambda_2(P P^*)` of :math:`P` times its time
+  reversal :math:`P^*(x, y) = P(y, x) \pi(y) / \pi(x)` (Definition 4.7, equation (7)),
+  or, when every member is reversible, :math:`g = 2 \min (1 - |\lambda_2(P)|)`
   (equation (14), Lemma C.4),
-* Delta_t = exp(-g t / 2) / pi_min (Lemma C.5),
+* :math:`\Delta_t = e^{-g t / 2} / \pi_{\min}` (Lemma C.5),
 
-the max-influences are at most (Lemma 4.8 / C.4), for a, b >= 2 log(1/pi_min)/g
-and Delta < 1:
+the max-influences are at most (Lemma 4.8 / C.4), for :math:`a, b \ge 2 \log(1/\pi_{\min})/g`
+and :math:`\Delta < 1`:
 
-    e({X_{i-a}, X_{i+b}} | X_i) <= log((1+Delta_b)/(1-Delta_b)) + 2 log((1+Delta_a)/(1-Delta_a)),
-    e({X_{i-a}} | X_i)          <= 2 log((1+Delta_a)/(1-Delta_a)),
-    e({X_{i+b}} | X_i)          <= log((1+Delta_b)/(1-Delta_b)),
+$$
+\begin{array}{ll}
+e(\{X_{i-a}, X_{i+b}\} \mid X_i) & \le \log\frac{1+\Delta_b}{1-\Delta_b} + 2 \log\frac{1+\Delta_a}{1-\Delta_a}, \\
+e(\{X_{i-a}\} \mid X_i) & \le 2 \log\frac{1+\Delta_a}{1-\Delta_a}, \\
+e(\{X_{i+b}\} \mid X_i) & \le \log\frac{1+\Delta_b}{1-\Delta_b},
+\end{array}
+$$
 
-for every initial distribution (the bounds hold for any q).  Shorter quilts
-get no bound (influence +inf).  The fast search of Lemma 4.9 / C.9 searches
-only the middle node X_{ceil(T/2)} over quilts of length l = 4 a*,
-a* = 2 ceil(log((e^{eps/6}+1)/(e^{eps/6}-1) / pi_min) / g); when its best
-quilt is two-sided, Lemma C.9 gives sigma_max = sigma_middle, so the cost is
-independent of T.
+for every initial distribution (the bounds hold for any :math:`q`).  Shorter quilts
+get no bound (influence :math:`+\infty`).  The fast search of Lemma 4.9 / C.9 searches
+only the middle node :math:`X_{\lceil T/2 \rceil}` over quilts of length :math:`l = 4 a^*`,
+:math:`a^* = 2 \lceil \log\left(\frac{e^{\epsilon/6}+1}{e^{\epsilon/6}-1} / \pi_{\min}\right) / g \rceil`; when its best
+quilt is two-sided, Lemma C.9 gives :math:`\sigma_{\max} = \sigma_{\text{middle}}`, so the cost is
+independent of :math:`T`.
 
-Every epsilon > 0 is handled in log space: a* uses log coth(epsilon / 12) without forming
-e^{epsilon/6}; quilts are ranked by epsilon times their score, card / (1 - rho) with
-rho = e / epsilon formed from log Delta_t - log epsilon (never a subnormal Delta or influence);
-each influence bound is rounded up and each score by a few units in the last place, so
-sigma_max stays an upper bound of what Theorem 4.3 needs.  As epsilon grows, epsilon sigma_max
-falls to the size of the smallest quilt with a bound (a = b = ceil(t0) at the middle node);
-where sigma_max is above the largest double (epsilon below about T / 1.8e308),
-:meth:`MQMApprox.calibrate` raises NumericalError quoting an epsilon that works.
+Every :math:`\epsilon > 0` is handled in log space: :math:`a^*` uses :math:`\log \coth(\epsilon / 12)` without
+forming :math:`e^{\epsilon/6}`; quilts are ranked by :math:`\epsilon` times their score,
+:math:`\mathrm{card} / (1 - \rho)` with :math:`\rho = e / \epsilon` formed from
+:math:`\log \Delta_t - \log \epsilon` (never a subnormal :math:`\Delta` or influence); each influence bound is
+rounded up and each score by a few units in the last place, so :math:`\sigma_{\max}` stays an upper bound of what
+Theorem 4.3 needs.  As :math:`\epsilon` grows, :math:`\epsilon \sigma_{\max}` falls to the size of the smallest
+quilt with a bound (:math:`a = b = \lceil t_0 \rceil` at the middle node); where :math:`\sigma_{\max}` is above the
+largest double (:math:`\epsilon` below about :math:`T / 1.8 \times 10^{308}`), :meth:`MQMApprox.calibrate` raises
+NumericalError quoting an :math:`\epsilon` that works.
 
-Paper slip handled: equation (7) takes the minimum of 1 - |lambda| over
-eigenvalues with |lambda| < 1, which ignores a repeated eigenvalue 1 of P P*
-(possible for irreducible aperiodic P); then no mixing bound holds and
+Paper slip handled: equation (7) takes the minimum of :math:`1 - |\lambda|` over
+eigenvalues with :math:`|\lambda| < 1`, which ignores a repeated eigenvalue 1 of :math:`P P^*`
+(possible for irreducible aperiodic :math:`P`); then no mixing bound holds and
 MQMApprox refuses the chain instead of using a spurious gap.
 """
 
@@ -189,13 +194,13 @@ def _eigen_slack(k: int) -> float:
 
 
 class MQMApprox:
-    """Algorithm 4 (MQMApprox) for a chain class of irreducible aperiodic chains.
+    r"""Algorithm 4 (MQMApprox) for a chain class of irreducible aperiodic chains.
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
         An infinite class (a :class:`~puffgm.chains.ChainParameterBox`) uses
-        its own extremes of pi_min and of the eigengap over the class
+        its own extremes of :math:`\pi_{\min}` and of the eigengap over the class
         (:meth:`~puffgm.chains.ChainParameterBox.mixing_bounds`).
     use_reversible : bool
         Use the tighter Lemma C.4 gap when every member is reversible (default True).
@@ -203,7 +208,7 @@ class MQMApprox:
     Raises
     ------
     NotApplicableError
-        (from :meth:`calibrate`) if a member is reducible or periodic, or P P*
+        (from :meth:`calibrate`) if a member is reducible or periodic, or :math:`P P^*`
         has no spectral gap.
 
     Examples
@@ -254,7 +259,10 @@ class MQMApprox:
         return (t >= self.t0) & (log_delta < 0.0)
 
     def phi(self, t) -> np.ndarray:
-        """log((1 + Delta_t) / (1 - Delta_t)) where valid (t >= t0, Delta_t < 1), else +inf (rounded up)."""
+        r""":math:`\log((1 + \Delta_t) / (1 - \Delta_t))` where valid, else +inf (rounded up).
+
+        Valid means :math:`t \ge t_0` and :math:`\Delta_t < 1`.
+        """
         t = np.asarray(t, dtype=float)
         if self.chain_class.k == 1:
             return np.zeros_like(t)
@@ -265,13 +273,14 @@ class MQMApprox:
         return np.where(self._valid(t, ld), val, math.inf)
 
     def rho(self, t, *, epsilon: float) -> np.ndarray:
-        """phi(t) / epsilon, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
+        r""":math:`\phi(t) / \epsilon`, rounded up, computed in log space (+inf where Lemma 4.8 gives no bound).
 
-        With Delta = exp(log Delta_t), phi / epsilon = exp(log Delta_t - log epsilon) c(Delta) where
-        c(Delta) = phi / Delta = 2 atanh(Delta) / Delta lies in [2, inf) and is 2 (1 + O(Delta^2)), so
-        neither Delta nor phi is formed where it would be subnormal: every epsilon > 0 and every t
-        give a relative error of a few units of roundoff, covered by the margins of
-        :meth:`_log_delta` and the final factor 1 + 32 u.
+        With :math:`\Delta = \exp(\log \Delta_t)`,
+        :math:`\phi / \epsilon = \exp(\log \Delta_t - \log \epsilon)\, c(\Delta)` where
+        :math:`c(\Delta) = \phi / \Delta = 2 \operatorname{atanh}(\Delta) / \Delta` lies in :math:`[2, \infty)` and is
+        :math:`2 (1 + O(\Delta^2))`, so neither :math:`\Delta` nor :math:`\phi` is formed where it would be subnormal:
+        every :math:`\epsilon > 0` and every :math:`t` give a relative error of a few units of roundoff, covered by
+        the margins of :meth:`_log_delta` and the final factor :math:`1 + 32 u`.
         """
         t = np.asarray(t, dtype=float)
         if self.chain_class.k == 1:
@@ -297,11 +306,17 @@ class MQMApprox:
         return self.phi(b)
 
     def a_star(self, *, epsilon: float) -> int:
-        """Lemma 4.9's a* = 2 ceil(log((e^{epsilon/6} + 1) / (e^{epsilon/6} - 1) / pi_min) / g) (1 for k = 1).
+        r"""Lemma 4.9's :math:`a^*` (1 for :math:`k = 1`).
 
-        The ratio is coth(epsilon / 12); its logarithm is taken without forming e^{epsilon/6}
-        (log(12 / epsilon) below epsilon = 1e-100, where the two agree to 1e-200), so every
-        epsilon > 0 gives a finite a*.  a* only sets the search window: any value is sound.
+        $$
+        a^* = 2 \left\lceil \log\left(\frac{e^{\epsilon/6} + 1}{e^{\epsilon/6} - 1} \Big/ \pi_{\min}\right)
+          \Big/ g \right\rceil.
+        $$
+
+        The ratio is :math:`\coth(\epsilon / 12)`; its logarithm is taken without forming :math:`e^{\epsilon/6}`
+        (:math:`\log(12 / \epsilon)` below :math:`\epsilon = 10^{-100}`, where the two agree to :math:`10^{-200}`), so
+        every :math:`\epsilon > 0` gives a finite :math:`a^*`.  :math:`a^*` only sets the search window: any value is
+        sound.
         """
         if self.chain_class.k == 1:
             return 1
@@ -421,14 +436,14 @@ class MQMApprox:
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
-        """Noise scale sigma_max from the Lemma 4.8 bounds (an upper bound on MQMExact's).
+        r"""Noise scale :math:`\sigma_{\max}` from the Lemma 4.8 bounds (an upper bound on MQMExact's).
 
         Parameters
         ----------
         epsilon : float
-            The Pufferfish privacy parameter (> 0).
+            The Pufferfish privacy parameter (:math:`> 0`).
         lipschitz : float
-            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+            The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
         options : mapping, optional
             The calibration options as the user gave them to :func:`puffgm.calibrate`
             (``PriorKind.calibrate`` passes them down), recorded on the result

@@ -1,22 +1,28 @@
-"""Baselines the chain mechanisms are compared with (Song et al., section 5.1).
+r"""Baselines the chain mechanisms are compared with (Song et al., section 5.1).
 
 * GroupDP: every record of a connected chain may be completely correlated, so
-  the Laplace scale is L * (length of the longest chain) / epsilon.
+  the Laplace scale is :math:`L \cdot (\text{length of the longest chain}) / \epsilon`.
 * Plain DP for aggregates over independent people: each person's whole trace
-  is one record; the Laplace scale is L / epsilon where L is the Lipschitz
+  is one record; the Laplace scale is :math:`L / \epsilon` where :math:`L` is the Lipschitz
   constant with respect to one person's entire trace.
-* GK16 (Ghosh and Kleinberg 2016), binary chains: with M = [[1-q, q], [1-p, p]]
-  (rows: current state 0, 1), gamma = max_j |log f_j| / 2 over
+* GK16 (Ghosh and Kleinberg 2016), binary chains: with
+  :math:`M = \begin{pmatrix} 1-q & q \\ 1-p & p \end{pmatrix}`
+  (rows: current state 0, 1), :math:`\gamma = \max_j |\log f_j| / 2` over
 
-      f1 = (p^2 + p(1-q)) / (p^2 + q(1-p)),
-      f2 = (p/q) ((1-q)^2 + q(1-p)) / ((1-p)(1-q) + p(1-p)),
-      f3 = ((1-p)/(1-q)) ((1-q)q + qp) / ((1-p)q + p^2),
-      f4 = ((1-q)^2 + p(1-q)) / ((1-q)^2 + q(1-p)),
+  $$
+  \begin{array}{l}
+  f_1 = \frac{p^2 + p(1-q)}{p^2 + q(1-p)}, \qquad
+  f_2 = \frac{p}{q} \cdot \frac{(1-q)^2 + q(1-p)}{(1-p)(1-q) + p(1-p)}, \\
+  f_3 = \frac{1-p}{1-q} \cdot \frac{(1-q)q + qp}{(1-p)q + p^2}, \qquad
+  f_4 = \frac{(1-q)^2 + p(1-q)}{(1-q)^2 + q(1-p)},
+  \end{array}
+  $$
 
-  Gamma = the T x T tridiagonal matrix with gamma off the diagonal; the
-  mechanism applies only when ||Gamma||_2 = 2 gamma cos(pi/(T+1)) < 1, and then
-  epsilon_DP = epsilon / max_row(2 rowsum((I - Gamma)^{-1})), noise L / epsilon_DP.
-  For a family, gamma is the maximum over its members; for an infinite class
+  :math:`\Gamma` = the :math:`T \times T` tridiagonal matrix with :math:`\gamma` off the diagonal; the
+  mechanism applies only when :math:`\|\Gamma\|_2 = 2 \gamma \cos(\pi/(T+1)) < 1`, and then
+  :math:`\epsilon_{\mathrm{DP}} = \epsilon / \max_{\text{row}} \left(2 \operatorname{rowsum}((I - \Gamma)^{-1})\right)`,
+  noise :math:`L / \epsilon_{\mathrm{DP}}`.
+  For a family, :math:`\gamma` is the maximum over its members; for an infinite class
   (:class:`~puffgm.chains.priors.InfiniteChainClass`, such as a
   :class:`~puffgm.chains.ChainParameterBox`), a certified upper bound of the
   supremum over the class (for a box: interval arithmetic, :func:`puffgm.chains.box.gk16_gamma_bounds`).
@@ -68,16 +74,16 @@ class _Baseline:
 
 def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
              lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
-    """GroupDP: sigma_max = T / epsilon (the whole chain is one group).
+    r"""GroupDP: :math:`\sigma_{\max} = T / \epsilon` (the whole chain is one group).
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
-        Only its length T matters.
+        Only its length :math:`T` matters.
     epsilon : float
-        The privacy parameter (> 0).
+        The privacy parameter (:math:`> 0`).
     lipschitz : float
-        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
     options : mapping, optional
         The calibration options as the user gave them to :func:`puffgm.calibrate`
         (``PriorKind.calibrate`` passes them down), recorded on the result
@@ -106,7 +112,7 @@ def _scale_up(numerator: float, eps: float, method: str) -> float:
 
 
 def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> CalibrationResult:
-    """Plain DP for an aggregate over independent people: sigma_max = 1 / epsilon.
+    r"""Plain DP for an aggregate over independent people: :math:`\sigma_{\max} = 1 / \epsilon`.
 
     ``lipschitz`` must be the Lipschitz constant with respect to one person's
     entire record (all of their trace); people are assumed independent.
@@ -119,7 +125,7 @@ def plain_dp(*, epsilon: float, lipschitz: float = 1.0, n_records: int = 1) -> C
 
 
 def gk16_gamma(P) -> float:
-    """gamma of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
+    r""":math:`\gamma` of Ghosh-Kleinberg for one binary transition matrix (inf if undefined)."""
     P = np.asarray(P, dtype=float)
     q, p = np.float64(P[0, 1]), np.float64(P[1, 1])  # numpy floats: a zero denominator gives inf/nan, not an exception
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -167,17 +173,17 @@ def _gk16_middle_row(gamma: float, T: int) -> float:
 
 def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
          lipschitz: float = 1.0, options: Mapping | None = None) -> CalibrationResult:
-    """GK16 influence-matrix mechanism for binary chains (applicable iff ||Gamma||_2 < 1).
+    r"""GK16 influence-matrix mechanism for binary chains (applicable iff :math:`\|\Gamma\|_2 < 1`).
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
-        Binary chains; gamma is the maximum over the members, or the certified
+        Binary chains; :math:`\gamma` is the maximum over the members, or the certified
         upper end of the class's bracket (:meth:`InfiniteChainClass.gk16_gamma_bounds`).
     epsilon : float
-        The privacy parameter (> 0).
+        The privacy parameter (:math:`> 0`).
     lipschitz : float
-        The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+        The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
     options : mapping, optional
         The calibration options as the user gave them to :func:`puffgm.calibrate`
         (``PriorKind.calibrate`` passes them down), recorded on the result

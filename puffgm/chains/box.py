@@ -1,60 +1,72 @@
-"""Infinite chain classes: a box of binary transition matrices, with certified suprema.
+r"""Infinite chain classes: a box of binary transition matrices, with certified suprema.
 
 Song, Wang and Chaudhuri, section 5.2 (Figure 4) use the infinite class
 
-    Theta = {(q, P(p0, p1)) : p0, p1 in [alpha, 1 - alpha], q in the simplex},
-    P(p0, p1) = [[p0, 1 - p0], [1 - p1, p1]],
+$$
+\Theta = \{(q, P(p_0, p_1)) : p_0, p_1 \in [\alpha, 1 - \alpha],\ q \text{ in the simplex}\}, \qquad
+P(p_0, p_1) = \begin{pmatrix} p_0 & 1 - p_0 \\ 1 - p_1 & p_1 \end{pmatrix},
+$$
 
-with p0 = P(X_{t+1} = 0 | X_t = 0) and p1 = P(X_{t+1} = 1 | X_t = 1).
-:class:`ChainParameterBox` is that class for any box [p0_lo, p0_hi] x
-[p1_lo, p1_hi] strictly inside (0, 1)^2, with an ``"any"`` (every q, as in
+with :math:`p_0 = P(X_{t+1} = 0 \mid X_t = 0)` and :math:`p_1 = P(X_{t+1} = 1 \mid X_t = 1)`.
+:class:`ChainParameterBox` is that class for any box :math:`[p_0^{\mathrm{lo}}, p_0^{\mathrm{hi}}] \times
+[p_1^{\mathrm{lo}}, p_1^{\mathrm{hi}}]` strictly inside :math:`(0, 1)^2`, with an ``"any"`` (every :math:`q`, as in
 the paper) or ``"stationary"`` initial distribution.  Every calibration of
 the library accepts it, and each returns a value that is *proven* to be at
 least the supremum over the box of the per-prior value:
 
-* GroupDP: T / epsilon (does not depend on Theta);
+* GroupDP: :math:`T / \epsilon` (does not depend on :math:`\Theta`);
 * MQMApprox (Algorithm 4): closed-form extremes.  For a binary chain with
-  q = 1 - p0, r = 1 - p1, the stationary law is (r, q) / (q + r), so
-  inf pi_min = min(r_lo / (r_lo + q_hi), q_lo / (q_lo + r_hi)); the chain is
-  reversible with second eigenvalue lambda = p0 + p1 - 1, linear in the
-  parameters, so max |lambda| is attained at the corners (p0_lo, p1_lo) or
-  (p0_hi, p1_hi), giving inf g = 2 (1 - max |lambda|) (Lemma C.4) and
-  inf (1 - lambda_2(P P*)) = 1 - max lambda^2.  The bounds of Lemma 4.8 only
-  grow as pi_min and g shrink, so these extremes calibrate the whole box;
-* GK16: gamma = sup over the box of max_j |log f_j| / 2, bracketed by interval
+  :math:`q = 1 - p_0`, :math:`r = 1 - p_1`, the stationary law is :math:`(r, q) / (q + r)`, so
+
+  $$
+  \inf \pi_{\min} = \min\left(\frac{r_{\mathrm{lo}}}{r_{\mathrm{lo}} + q_{\mathrm{hi}}},
+    \frac{q_{\mathrm{lo}}}{q_{\mathrm{lo}} + r_{\mathrm{hi}}}\right);
+  $$
+
+  the chain is reversible with second eigenvalue :math:`\lambda = p_0 + p_1 - 1`, linear in the
+  parameters, so :math:`\max |\lambda|` is attained at the corners :math:`(p_0^{\mathrm{lo}}, p_1^{\mathrm{lo}})` or
+  :math:`(p_0^{\mathrm{hi}}, p_1^{\mathrm{hi}})`, giving :math:`\inf g = 2 (1 - \max |\lambda|)` (Lemma C.4) and
+  :math:`\inf (1 - \lambda_2(P P^*)) = 1 - \max \lambda^2`.  The bounds of Lemma 4.8 only
+  grow as :math:`\pi_{\min}` and :math:`g` shrink, so these extremes calibrate the whole box;
+* GK16: :math:`\gamma` = sup over the box of :math:`\max_j |\log f_j| / 2`, bracketed by interval
   arithmetic with bisection (:func:`gk16_gamma_bounds`); the upper end is
-  used (the noise grows with gamma) and the mechanism is declared applicable
-  only if the certified spectral norm 2 gamma_up cos(pi / (T + 1)) < 1;
+  used (the noise grows with :math:`\gamma`) and the mechanism is declared applicable
+  only if the certified spectral norm :math:`2 \gamma_{\mathrm{up}} \cos(\pi / (T + 1)) < 1`;
 * MQMExact (Algorithm 3): branch and bound (:func:`certified_mqm_exact`).
-  A *lower* bound is the exact sigma of the chain at sample points (cell
+  A *lower* bound is the exact :math:`\sigma` of the chain at sample points (cell
   centres and the box corners, by :class:`~puffgm.chains.MQMExact`).  An
-  *upper* bound over a cell C of the parameter box: for every node i take the
-  quilt Q_i that is optimal at a point in or near the cell (and Q_i widened 2, 4
+  *upper* bound over a cell :math:`C` of the parameter box: for every node :math:`i` take the
+  quilt :math:`Q_i` that is optimal at a point in or near the cell (and :math:`Q_i` widened 2, 4
   and 8 times), and enclose its
   max-influence over the whole cell by interval arithmetic on the closed form
   of the matrix powers of a binary chain,
 
-      P^n(0, 0) = (r + q u) / s,   P^n(0, 1) = q (1 - u) / s,
-      P^n(1, 0) = r (1 - u) / s,   P^n(1, 1) = (q + r u) / s,
-      s = q + r,  u = lambda^n,
+  $$
+  \begin{array}{ll}
+  P^n(0, 0) = (r + q u) / s, & P^n(0, 1) = q (1 - u) / s, \\
+  P^n(1, 0) = r (1 - u) / s, & P^n(1, 1) = (q + r u) / s, \\
+  s = q + r, & u = \lambda^n,
+  \end{array}
+  $$
 
-  (equation (5) only takes ratios within a row or within a column, so s
-  cancels; moreover the term log pi(0)/pi(1) common to the row ratios cancels
-  exactly against the marginal term of X_i, so only the remaining parts are
-  enclosed, see :func:`box_influence_bounds`).  Since sigma(theta) = max_i min_Q card(X_N) / (epsilon - e_theta(Q |
-  X_i))
-  and any quilt bounds the minimum, sup over C of sigma <= max_i min(T / epsilon,
-  card(Q_i) / (epsilon - e_up(Q_i | X_i))).  Cells whose upper bound exceeds
-  (1 + rtol) times the best lower bound are split in four until none is left;
-  the returned sigma is the largest upper bound over the final cells, so it
-  is >= the true supremum, and within ``rtol`` of it when the search
+  (equation (5) only takes ratios within a row or within a column, so :math:`s`
+  cancels; moreover the term :math:`\log \pi(0)/\pi(1)` common to the row ratios cancels
+  exactly against the marginal term of :math:`X_i`, so only the remaining parts are
+  enclosed, see :func:`box_influence_bounds`).  Since
+  :math:`\sigma(\theta) = \max_i \min_Q \mathrm{card}(X_N) / (\epsilon - e_\theta(Q \mid X_i))`
+  and any quilt bounds the minimum,
+  :math:`\sup_C \sigma \le \max_i \min(T / \epsilon, \mathrm{card}(Q_i) / (\epsilon - e_{\mathrm{up}}(Q_i \mid X_i)))`.
+  Cells whose upper bound exceeds
+  :math:`(1 + \mathrm{rtol})` times the best lower bound are split in four until none is left;
+  the returned :math:`\sigma` is the largest upper bound over the final cells, so it
+  is :math:`\ge` the true supremum, and within ``rtol`` of it when the search
   completes (``details["certified_gap"]``).  Floating-point rounding of the
-  closed forms (relative 1e-15) is covered by adding 1e-9 to every enclosed
+  closed forms (relative :math:`10^{-15}`) is covered by adding :math:`10^{-9}` to every enclosed
   influence.
 
 As for finite families, the calibration is the supremum over the box of each
 transition matrix's own optimum (Pufferfish privacy is a condition per prior);
-the ``"any"`` initial distribution keeps the sup over q inside each quilt
+the ``"any"`` initial distribution keeps the sup over :math:`q` inside each quilt
 (appendix C.4), exactly as a finite ``"any"`` member does.
 """
 

@@ -1,44 +1,48 @@
-"""The closed-form a(b)-influence curve of a binary stationary chain, checked against the exact one.
+r"""The closed-form a(b)-influence curve of a binary stationary chain, checked against the exact one.
 
 Binary stationary chain (Bai, He, Gu, Kifer and Maeng, Example 6.1 / Theorem 8)
 ------------------------------------------------------------------------------
-Transition matrix P = [[p, 1-p], [1-q, q]], 0 < p, q < 1, started from its
-stationary law pi = ((1-q), (1-p)) / (2-p-q); lambda = p + q - 1.  The paper's
+Transition matrix :math:`P = \begin{pmatrix} p & 1-p \\ 1-q & q \end{pmatrix}`, :math:`0 < p, q < 1`, started from its
+stationary law :math:`\pi = ((1-q), (1-p)) / (2-p-q)`; :math:`\lambda = p + q - 1`.  The paper's
 closed form (appendix B version, with absolute values) is
 
-    a*(b) = |log (pi_s + lambda^dL (1-pi_s)) / (pi_s - lambda^dL pi_s)|
-          + |log (pi_s + lambda^dR (1-pi_s)) / (pi_s - lambda^dR pi_s)|,
+$$
+a^*(b) = \left|\log \frac{\pi_s + \lambda^{d_L} (1-\pi_s)}{\pi_s - \lambda^{d_L} \pi_s}\right|
+  + \left|\log \frac{\pi_s + \lambda^{d_R} (1-\pi_s)}{\pi_s - \lambda^{d_R} \pi_s}\right|,
+$$
 
-s = 0 if q > p else 1, dL = floor((b+1)/2), dR = ceil((b+1)/2).
+:math:`s = 0` if :math:`q > p` else 1, :math:`d_L = \lfloor (b+1)/2 \rfloor`, :math:`d_R = \lceil (b+1)/2 \rceil`.
 
 The *general* computation (:func:`binary_chain_curve_exact`) takes the same
 quilt-based definition the library uses everywhere: for the quilt
-{X_{i-dL}, X_{i+dR}} (dL + dR - 1 = card(X_N) <= b) the exact max-influence is
+:math:`\{X_{i-d_L}, X_{i+d_R}\}` (:math:`d_L + d_R - 1 = \mathrm{card}(X_N) \le b`) the exact max-influence is
 
-    e(dL, dR) = max over ordered value pairs (x, x') of
-                max_l log P^dL[x, l] / P^dL[x', l] + max_r log P^dR[x, r] / P^dR[x', r]
+$$
+e(d_L, d_R) = \max_{(x, x')} \left[\max_l \log \frac{P^{d_L}[x, l]}{P^{d_L}[x', l]}
+  + \max_r \log \frac{P^{d_R}[x, r]}{P^{d_R}[x', r]}\right]
+$$
 
-(the two quilt nodes are independent given X_i, and the stationary two-state
-chain is reversible), and a(b) = min over dL + dR - 1 <= b of e(dL, dR).  The
-d-step matrices are products of non-negative matrices (no cancellation), and
+over ordered value pairs :math:`(x, x')` (the two quilt nodes are independent given :math:`X_i`, and the stationary
+two-state chain is reversible), and :math:`a(b) = \min_{d_L + d_R - 1 \le b} e(d_L, d_R)`.  The
+:math:`d`-step matrices are products of non-negative matrices (no cancellation), and
 the logs are taken of them directly.
 
 Where the closed form fails (checked on a grid covering the whole open square,
 see ``tests/gaussian/test_curves_closed_forms.py`` and ``docs/curves.md``):
 
 1. The main-text version of Theorem 8 (section 6.3) has no absolute values.
-   When lambda < 0 (p + q < 1) and dL or dR is odd, lambda^d < 0 and its log
+   When :math:`\lambda < 0` (:math:`p + q < 1`) and :math:`d_L` or :math:`d_R` is odd, :math:`\lambda^d < 0` and its log
    terms are *negative*: it understates the leakage (a privacy bug), and can
    even be negative.
 2. The appendix version (absolute values) adds |.| of the two sides
    separately, while the worst ordered value pair must be the same for both
-   sides: when lambda < 0 and dL, dR have different parities (b even) the two
+   sides: when :math:`\lambda < 0` and :math:`d_L, d_R` have different parities (:math:`b` even) the two
    signed terms disagree and the closed form overstates the leakage.
-3. The "balanced split" (midpoint convexity) is not optimal when lambda < 0:
-   the log-ratio is not convex in d (odd d leaks more than even d at the same
-   |lambda|^d), so an unbalanced split with two even distances can leak less
-   (e.g. b = 5: (2, 4) beats (3, 3)); the closed form is then not tight.
-4. Floating point: for p, q close to 1, 1 - lambda^d cancels catastrophically
+3. The "balanced split" (midpoint convexity) is not optimal when :math:`\lambda < 0`:
+   the log-ratio is not convex in :math:`d` (odd :math:`d` leaks more than even :math:`d` at the same
+   :math:`|\lambda|^d`), so an unbalanced split with two even distances can leak less
+   (e.g. :math:`b = 5`: (2, 4) beats (3, 3)); the closed form is then not tight.
+4. Floating point: for :math:`p, q` close to 1, :math:`1 - \lambda^d` cancels catastrophically
    and the closed form evaluated as written loses digits (it can land on
    either side of the truth, or divide by zero).
 

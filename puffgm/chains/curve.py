@@ -1,24 +1,27 @@
-"""The a(b) influence curve of a chain class.
+r"""The :math:`a(b)` influence curve of a chain class.
 
-a(b) = max over nodes X_i of min over quilts X_Q of X_i with card(X_N) <= b of
-e_Theta(X_Q | X_i), over the Lemma 4.6 family ({X_{i-a}, X_{i+b}}, {X_{i-a}},
-{X_{i+b}}) plus the trivial quilt (card(X_N) = T, influence 0).  The curve is
-non-increasing in b and a(b) = 0 for b >= T.
+$$
+a(b) = \max_{X_i} \min_{X_Q :\, \mathrm{card}(X_N) \le b} e_\Theta(X_Q \mid X_i),
+$$
 
-With a stationary start and T > 2 max_b + 1 the influences depend only on the
-quilt offsets, and the middle node is the worst node for every budget b (the
+over the Lemma 4.6 family (:math:`\{X_{i-a}, X_{i+b}\}`, :math:`\{X_{i-a}\}`,
+:math:`\{X_{i+b}\}`) plus the trivial quilt (:math:`\mathrm{card}(X_N) = T`, influence 0).  The curve is
+non-increasing in :math:`b` and :math:`a(b) = 0` for :math:`b \ge T`.
+
+With a stationary start and :math:`T > 2 b_{\max} + 1` (:math:`b_{\max}` = ``max_b``) the influences depend only on the
+quilt offsets, and the middle node is the worst node for every budget :math:`b` (the
 exact analogue of Lemma C.9: an interior quilt shifted to a node near an end,
-with the end that falls off the chain dropped, keeps card(X_N) and does not
-increase the influence), so the cost depends on max_b and k, not on T.  The
-minimum over two-sided quilts of budget b is attained with a + b' - 1 = b (the
+with the end that falls off the chain dropped, keeps :math:`\mathrm{card}(X_N)` and does not
+increase the influence), so the cost depends on :math:`b_{\max}` and :math:`k`, not on :math:`T`.  The
+minimum over two-sided quilts of budget :math:`b` is attained with :math:`a + b' - 1 = b` (the
 influence is non-increasing in both offsets), and each anti-diagonal is
 searched best-first with the one-sided influences as lower bounds.  Other
-classes are computed node by node (cost grows with T).
+classes are computed node by node (cost grows with :math:`T`).
 
-Each point reports the exact a(b) and a canonical witness (:mod:`puffgm.core.ties`):
-among nodes whose a_i(b) ties with a(b) (relative ``TIE_RTOL``), the first in
+Each point reports the exact :math:`a(b)` and a canonical witness (:mod:`puffgm.core.ties`):
+among nodes whose :math:`a_i(b)` ties with :math:`a(b)` (relative ``TIE_RTOL``), the first in
 chain order (the middle node on the stationary road); among that node's quilts
-whose influence ties with a_i(b), the one with the fewest nearby nodes, then the
+whose influence ties with :math:`a_i(b)`, the one with the fewest nearby nodes, then the
 fewest quilt nodes, then the first by the positions of its nodes in the chain,
 lexicographically.  The
 witness therefore does not depend on the last bit of any influence.

@@ -1,14 +1,18 @@
 r"""MQMExact: the Markov Quilt Mechanism for Markov chains, exact max-influence.
 
 Song, Wang and Chaudhuri, section 4.4.1 and Algorithm 3.  For a chain
-X1 -> ... -> XT, Lemma 4.6 shows that the quilts of X_i worth searching are
+:math:`X_1 \to \cdots \to X_T`, Lemma 4.6 shows that the quilts of :math:`X_i` worth searching are
 
-    {X_{i-a}, X_{i+b}}  (card(X_N) = a + b - 1),
-    {X_{i-a}}           (card(X_N) = T - i + a),
-    {X_{i+b}}           (card(X_N) = i + b - 1),
-    {}                  (card(X_N) = T, max-influence 0),
+$$
+\begin{array}{ll}
+\{X_{i-a}, X_{i+b}\} & (\mathrm{card}(X_N) = a + b - 1), \\
+\{X_{i-a}\} & (\mathrm{card}(X_N) = T - i + a), \\
+\{X_{i+b}\} & (\mathrm{card}(X_N) = i + b - 1), \\
+\emptyset & (\mathrm{card}(X_N) = T, \text{ max-influence } 0),
+\end{array}
+$$
 
-and equation (5) splits the max-influence of {X_{i-a}, X_{i+b}} under theta:
+and equation (5) splits the max-influence of :math:`\{X_{i-a}, X_{i+b}\}` under :math:`\theta`:
 
 $$
 e_\theta = \max_{x, x'} \left[ \max_{x_{i-a}} \log \frac{P^a(x_{i-a}, x)}{P^a(x_{i-a}, x')} + \max_{x_{i+b}} \log
@@ -17,56 +21,56 @@ $$
 
 Zero probabilities are handled exactly (the library's convention, shared with
 the Bayesian-network road :func:`puffgm.networks.calibration.calibrate`): a secret
-value of probability zero is not a secret pair; a quilt value x_Q of
+value of probability zero is not a secret pair; a quilt value :math:`x_Q` of
 probability zero under both secrets is skipped (so the left end ranges only
-over states x_{i-a} with P(X_{i-a} = x_{i-a}) > 0); a zero denominator with a
+over states :math:`x_{i-a}` with :math:`P(X_{i-a} = x_{i-a}) > 0`); a zero denominator with a
 positive numerator is an infinite influence (the quilt is unusable).  The
 paper's running example counts left-end states of probability zero (13.0219
-instead of the exact 12.9341 for theta1); ``paper_convention=True`` reproduces
+instead of the exact 12.9341 for :math:`\theta_1`); ``paper_convention=True`` reproduces
 that table.
 
-The class Theta is a finite family of pairs (q, P) with q a vector,
+The class :math:`\Theta` is a finite family of pairs :math:`(q, P)` with :math:`q` a vector,
 ``"stationary"`` or ``"any"``; the influence of a quilt is the supremum over
-Theta (Definition 4.1).  For ``"any"`` (Theta_P = Delta_k x {P}, appendix C.4)
-the supremum over q is in closed form:
+:math:`\Theta` (Definition 4.1).  For ``"any"`` (:math:`\Theta_P = \Delta_k \times \{P\}`, appendix C.4)
+the supremum over :math:`q` is in closed form:
 
 $$
 \sup_q \frac{P(X_i = x')}{P(X_i = x)} = \max_y \frac{P^{i-1}(y, x')}{P^{i-1}(y, x)},
 $$
 
-(+inf if some y has P^{i-1}(y, x) = 0 < P^{i-1}(y, x')), and the left end
-ranges over every state reachable at time i - a.
+(:math:`+\infty` if some :math:`y` has :math:`P^{i-1}(y, x) = 0 < P^{i-1}(y, x')`), and the left end
+ranges over every state reachable at time :math:`i - a`.
 
-Speed.  Powers P^a and the tables of equation (5) are computed once per
+Speed.  Powers :math:`P^a` and the tables of equation (5) are computed once per
 member by dynamic programming; each node's search is best-first: a quilt
-{X_{i-a}, X_{i+b}} is evaluated only if its lower bound
-(a + b - 1) / (epsilon - max(e({X_{i-a}}), e({X_{i+b}}))) beats the best
+:math:`\{X_{i-a}, X_{i+b}\}` is evaluated only if its lower bound
+:math:`(a + b - 1) / (\epsilon - \max(e(\{X_{i-a}\}), e(\{X_{i+b}\})))` beats the best
 score found (the two-sided influence dominates both one-sided ones).  The
-maximum quilt length l is chosen adaptively so that the answer is exact: a
-quilt with card(X_N) > l has score > l / epsilon, so once sigma_max <= (l+1)/epsilon
-no longer quilt can matter (Algorithm 3's parameter l, made safe).
+maximum quilt length :math:`l` is chosen adaptively so that the answer is exact: a
+quilt with :math:`\mathrm{card}(X_N) > l` has score :math:`> l / \epsilon`, so once
+:math:`\sigma_{\max} \le (l+1)/\epsilon` no longer quilt can matter (Algorithm 3's parameter :math:`l`, made safe).
 
-Two shortcuts make the cost independent of T:
+Two shortcuts make the cost independent of :math:`T`:
 
 * stationary start (section 4.4.1, last paragraph): the influences depend on
-  (a, b) only, so the middle node is searched once; if its best quilt is
-  two-sided, the exact analogue of Lemma C.9 gives sigma_max = sigma_middle
+  :math:`(a, b)` only, so the middle node is searched once; if its best quilt is
+  two-sided, the exact analogue of Lemma C.9 gives :math:`\sigma_{\max} = \sigma_{\text{middle}}`
   (shifting the quilt, or dropping the end that falls off the chain, never
-  increases card(X_N) nor the influence);
-* ``"any"`` initial distribution: the laws of (X_{i-a}, X_i, X_{i+b}) reachable
-  from Delta_k shrink as i grows (q P^{i-a-1} ranges over a shrinking set), so
-  the influences are non-increasing in i and the nodes are scanned from the
+  increases :math:`\mathrm{card}(X_N)` nor the influence);
+* ``"any"`` initial distribution: the laws of :math:`(X_{i-a}, X_i, X_{i+b})` reachable
+  from :math:`\Delta_k` shrink as :math:`i` grows (:math:`q P^{i-a-1}` ranges over a shrinking set), so
+  the influences are non-increasing in :math:`i` and the nodes are scanned from the
   left until the first node whose best quilt is two-sided.
 
-A fixed non-stationary start q (a vector) uses a third one: the early nodes
+A fixed non-stationary start :math:`q` (a vector) uses a third one: the early nodes
 are searched exactly and every later node is bounded by the stationary chain
-with the same P at epsilon - Omega, where Omega is a certified bound on the
-Hilbert projective distance between q P^(i-1) and pi, which a stochastic matrix
+with the same :math:`P` at :math:`\epsilon - \Omega`, where :math:`\Omega` is a certified bound on the
+Hilbert projective distance between :math:`q P^{i-1}` and :math:`\pi`, which a stochastic matrix
 never expands (:func:`_mixing_run`; docs/chains.md).  The scan stops
 once the bound is below the early maximum (exact result) or within
-``mixing_rtol`` of the stationary value, so the cost stops growing with T.
+``mixing_rtol`` of the stationary value, so the cost stops growing with :math:`T`.
 Periodic chains, transient states or ``mixing=False``: every node is searched,
-each at a cost bounded by l.
+each at a cost bounded by :math:`l`.
 """
 
 from __future__ import annotations
@@ -203,24 +207,24 @@ def _ratio_max_chunked(logMs: np.ndarray, support=None) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class ChainQuiltResult:
-    """The best Lemma 4.6 quilt found for one node X_i of a chain (Song, Wang and Chaudhuri, Algorithm 3).
+    r"""The best Lemma 4.6 quilt found for one node :math:`X_i` of a chain (Song, Wang and Chaudhuri, Algorithm 3).
 
-    The quilt is {X_{i-a}, X_{i+b}} (a = 0: no left end, b = 0: no right end); its nearby set has
-    ``card`` nodes, and its score is card(X_N) / (epsilon - e(X_Q | X_i)) (MQMApprox ranks epsilon
-    times it and divides at the end).
+    The quilt is :math:`\{X_{i-a}, X_{i+b}\}` (:math:`a = 0`: no left end, :math:`b = 0`: no right end); its
+    nearby set has ``card`` nodes, and its score is :math:`\mathrm{card}(X_N) / (\epsilon - e(X_Q \mid X_i))`
+    (MQMApprox ranks :math:`\epsilon` times it and divides at the end).
 
     Attributes
     ----------
     score : float
-        The quilt's score, sigma for this node (inf when the influence reaches epsilon).
+        The quilt's score, :math:`\sigma` for this node (inf when the influence reaches :math:`\epsilon`).
     kind : str
-        ``"two"``, ``"left"``, ``"right"`` or ``"trivial"`` (X_Q empty, X_N every node).
+        ``"two"``, ``"left"``, ``"right"`` or ``"trivial"`` (:math:`X_Q` empty, :math:`X_N` every node).
     a, b : int
-        Distances of the left and right ends from X_i (0: that end is absent).
+        Distances of the left and right ends from :math:`X_i` (0: that end is absent).
     influence : float
-        The max-influence e(X_Q | X_i), or the bound on it that the score uses.
+        The max-influence :math:`e(X_Q \mid X_i)`, or the bound on it that the score uses.
     card : int
-        card(X_N), the number of nearby nodes (X_i included).
+        :math:`\mathrm{card}(X_N)`, the number of nearby nodes (:math:`X_i` included).
     """
 
     score: float
@@ -415,16 +419,16 @@ class _Member:
 
 
 class ChainQuiltSearch:
-    """Best-first search of the Lemma 4.6 quilts of the nodes of a finite chain class.
+    r"""Best-first search of the Lemma 4.6 quilts of the nodes of a finite chain class.
 
-    The tables of equation (5) (powers of P, A_a and B_b per member) are built once
-    up to the largest offset L (:meth:`ensure`) and shared by every node searched.
+    The tables of equation (5) (powers of :math:`P`, :math:`A_a` and :math:`B_b` per member) are built once
+    up to the largest offset :math:`L` (:meth:`ensure`) and shared by every node searched.
 
     Parameters
     ----------
     chain_class : ChainPriorClass
     epsilon : float
-        The privacy parameter of the scores card(X_N) / (epsilon - e) (attribute ``eps``).
+        The privacy parameter of the scores :math:`\mathrm{card}(X_N) / (\epsilon - e)` (attribute ``eps``).
     paper_convention : bool
         Count left-end states of probability zero as the paper's running example does.
     """
@@ -734,36 +738,36 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
 
 
 class MQMExact:
-    """Algorithm 3 (MQMExact) of Song, Wang and Chaudhuri for a chain class Theta.
+    r"""Algorithm 3 (MQMExact) of Song, Wang and Chaudhuri for a chain class :math:`\Theta`.
 
     Parameters
     ----------
     chain_class : ChainPriorClass or InfiniteChainClass
-        Theta; members may have vector, ``"stationary"`` or ``"any"`` initial
+        :math:`\Theta`; members may have vector, ``"stationary"`` or ``"any"`` initial
         distributions.  An infinite class such as a
         :class:`~puffgm.chains.ChainParameterBox` is calibrated by its own
         certified supremum (:func:`puffgm.chains.box.certified_mqm_exact`).
     max_length : int, optional
-        Algorithm 3's l: only quilts with card(X_N) <= l (plus the trivial
+        Algorithm 3's :math:`l`: only quilts with :math:`\mathrm{card}(X_N) \le l` (plus the trivial
         quilt) are searched.  Default: chosen adaptively so that the result is
         the exact optimum over the Lemma 4.6 family.
     paper_convention : bool
         Count left-end states of probability zero as the paper's running
         example does (reproduces 13.0219; not the library's exact value).
     per_node : bool or None
-        Search and report every node's active quilt (default: when T <= 200; it costs
-        one search per node, where the shortcuts search O(1) or O(l) nodes).
+        Search and report every node's active quilt (default: when :math:`T \le 200`; it costs
+        one search per node, where the shortcuts search :math:`O(1)` or :math:`O(l)` nodes).
     mixing : bool
         Fixed (vector) start, not ``per_node``: search the early nodes exactly and bound
-        every later node by the stationary chain at epsilon - Omega, where Omega is a
-        certified bound on the Hilbert distance between the marginals and pi (see
-        :func:`_mixing_run`); the cost stops growing with T.  ``False`` searches every node.
+        every later node by the stationary chain at :math:`\epsilon - \Omega`, where :math:`\Omega` is a
+        certified bound on the Hilbert distance between the marginals and :math:`\pi` (see
+        :func:`_mixing_run`); the cost stops growing with :math:`T`.  ``False`` searches every node.
     mixing_rtol : float
         Stop the early scan once the bound is within this relative distance of the
         stationary value (default 1e-6), unless it is already exact before.
     time_limit : float, optional
         Seconds the calibration may take (None or 0: no limit).  A road that searches
-        every node projects its time from T before it starts and refuses
+        every node projects its time from :math:`T` before it starts and refuses
         (:class:`~puffgm.exceptions.TimeLimitError`, one sentence with the projected
         seconds) when the projection is over the limit; every loop over the nodes checks
         the deadline.  Whatever the limit, a projected working memory above
@@ -802,14 +806,14 @@ class MQMExact:
 
     def calibrate(self, *, epsilon: float, lipschitz: float = 1.0,
                   options: Mapping | None = None) -> CalibrationResult:
-        """Noise scale sigma_max (per unit L) and the worst node's active quilt.
+        r"""Noise scale :math:`\sigma_{\max}` (per unit :math:`L`) and the worst node's active quilt.
 
         Parameters
         ----------
         epsilon : float
-            The Pufferfish privacy parameter (> 0).
+            The Pufferfish privacy parameter (:math:`> 0`).
         lipschitz : float
-            The Lipschitz constant L of the query; the Laplace scale is L * sigma_max.
+            The Lipschitz constant :math:`L` of the query; the Laplace scale is :math:`L \sigma_{\max}`.
         options : mapping, optional
             The calibration options as the user gave them to :func:`puffgm.calibrate`
             (``PriorKind.calibrate`` passes them down), recorded on the result
@@ -1331,9 +1335,9 @@ def mqm_exact(chain_class: ChainPriorClass, *, epsilon: float, lipschitz: float 
 
 
 def chain_max_influence(chain_class: ChainPriorClass, node: int, quilt, *, paper_convention: bool = False) -> float:
-    """e_Theta(X_Q | X_i) for a Lemma 4.6 quilt of node i (1-based), by equation (5).
+    r""":math:`e_\Theta(X_Q \mid X_i)` for a Lemma 4.6 quilt of node :math:`i` (1-based), by equation (5).
 
-    ``quilt`` is a tuple of node indices: (i-a, i+b), (i-a,), (i+b,) or ().
+    ``quilt`` is a tuple of node indices: ``(i-a, i+b)``, ``(i-a,)``, ``(i+b,)`` or ``()``.
     """
     T = chain_class.length
     i = int(node)

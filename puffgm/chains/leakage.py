@@ -5,79 +5,82 @@ Correlations", ICDE 2017 (arXiv:1610.07543); extended as "Quantifying Differenti
 Privacy in Continuous Data Release under Temporal Correlations", IEEE TKDE 31(7), 2019
 (online 2018).
 
-A user's state X_t follows a Markov chain; at every step t an epsilon_t-DP mechanism
-releases something computed from X_t (and from other users' independent data).  The
-attacker knows the forward matrix P^F (``P^F[i, j] = P(X_{t+1} = j | X_t = i)``) and the
-backward matrix P^B (``P^B[i, j] = P(X_{t-1} = j | X_t = i)``).  What the outputs
-r_1..r_T reveal about X_t splits at t (Markov property) into
+A user's state :math:`X_t` follows a Markov chain; at every step :math:`t` an :math:`\epsilon_t`-DP mechanism
+releases something computed from :math:`X_t` (and from other users' independent data).  The
+attacker knows the forward matrix :math:`P^F` (``P^F[i, j]`` :math:`= P(X_{t+1} = j \mid X_t = i)`) and the
+backward matrix :math:`P^B` (``P^B[i, j]`` :math:`= P(X_{t-1} = j \mid X_t = i)`).  What the outputs
+:math:`r_1, \ldots, r_T` reveal about :math:`X_t` splits at :math:`t` (Markov property) into
 
-* the **backward privacy leakage** BPL_t (outputs r_1..r_t), with
-  BPL_1 = epsilon_1 and BPL_t = L_B(BPL_{t-1}) + epsilon_t,
-* the **forward privacy leakage** FPL_t (outputs r_t..r_T), with
-  FPL_T = epsilon_T and FPL_t = L_F(FPL_{t+1}) + epsilon_t,
-* the **temporal privacy leakage** TPL_t = BPL_t + FPL_t - epsilon_t,
+* the **backward privacy leakage** :math:`\mathrm{BPL}_t` (outputs :math:`r_1, \ldots, r_t`), with
+  :math:`\mathrm{BPL}_1 = \epsilon_1` and :math:`\mathrm{BPL}_t = L_B(\mathrm{BPL}_{t-1}) + \epsilon_t`,
+* the **forward privacy leakage** :math:`\mathrm{FPL}_t` (outputs :math:`r_t, \ldots, r_T`), with
+  :math:`\mathrm{FPL}_T = \epsilon_T` and :math:`\mathrm{FPL}_t = L_F(\mathrm{FPL}_{t+1}) + \epsilon_t`,
+* the **temporal privacy leakage** :math:`\mathrm{TPL}_t = \mathrm{BPL}_t + \mathrm{FPL}_t - \epsilon_t`,
 
-each a bound on sup log P(outputs | X_t = x) / P(outputs | X_t = x') over the
-mechanisms with those budgets, so (Theta = {the chain}, secrets {X_t = x}) max_t TPL_t
-is a Pufferfish parameter of the whole release.  The leakage function of a stochastic
-matrix M (L_B = L_{P^B}, L_F = L_{P^F}) is (Cao et al., Theorem 4 and its corollary)
+each a bound on :math:`\sup \log P(\text{outputs} \mid X_t = x) / P(\text{outputs} \mid X_t = x')` over the
+mechanisms with those budgets, so (:math:`\Theta` = {the chain}, secrets :math:`\{X_t = x\}`)
+:math:`\max_t \mathrm{TPL}_t` is a Pufferfish parameter of the whole release.  The leakage function of a
+stochastic matrix :math:`M` (:math:`L_B = L_{P^B}`, :math:`L_F = L_{P^F}`) is (Cao et al., Theorem 4 and its corollary)
 
 $$
 L_M(a) = \max_{(q, d),\ S} \log \frac{q(S)(e^a - 1) + 1}{d(S)(e^a - 1) + 1} \quad \text{(ordered pairs of rows } (q,
   d) \text{ of } M, \text{ subsets } S \text{ of the states)}.
 $$
 
-**Threshold structure.**  For a fixed pair (q, d) and u = e^a - 1 >= 0 let lambda* be the
-optimal ratio (1 + u q(S)) / (1 + u d(S)).  By Dinkelbach's argument S is optimal iff it
-maximises 1 - lambda* + u sum_{j in S} (q_j - lambda* d_j), i.e. S = {j : q_j / d_j >
-lambda*}: the optimum is a *prefix* of the states sorted by q_j / d_j decreasing (d_j = 0
-< q_j first), and since lambda* >= 1 (S empty gives 1) only states with q_j > d_j enter.
-So every candidate is a point (x, y) = (q(S), d(S)) of such a prefix (k^3 points over the
-k^2 ordered pairs and k prefixes), and since the value is increasing in x and decreasing in
-y for every a, only the Pareto front (no other point with x' >= x and y' <= y) matters.
-:class:`LeakageFunction` computes the front once per matrix; each L(a) is then one pass
-over it.  Values are computed in log space: log1p(x expm1(a)) - log1p(y expm1(a)) for
-a <= 1, and log(x + q(S^c) e^{-a}) - log(y + d(S^c) e^{-a}) above (the factor e^a cancels;
-q(S^c) is kept as the exact complementary sum), so e^a never overflows.
+**Threshold structure.**  For a fixed pair :math:`(q, d)` and :math:`u = e^a - 1 \ge 0` let :math:`\lambda^*` be the
+optimal ratio :math:`(1 + u q(S)) / (1 + u d(S))`.  By Dinkelbach's argument :math:`S` is optimal iff it
+maximises :math:`1 - \lambda^* + u \sum_{j \in S} (q_j - \lambda^* d_j)`, i.e.
+:math:`S = \{j : q_j / d_j > \lambda^*\}`: the optimum is a *prefix* of the states sorted by :math:`q_j / d_j`
+decreasing (:math:`d_j = 0 < q_j` first), and since :math:`\lambda^* \ge 1` (:math:`S` empty gives 1) only states
+with :math:`q_j > d_j` enter.  So every candidate is a point :math:`(x, y) = (q(S), d(S))` of such a prefix
+(:math:`k^3` points over the :math:`k^2` ordered pairs and :math:`k` prefixes), and since the value is increasing
+in :math:`x` and decreasing in :math:`y` for every :math:`a`, only the Pareto front (no other point with
+:math:`x' \ge x` and :math:`y' \le y`) matters.  :class:`LeakageFunction` computes the front once per matrix;
+each :math:`L(a)` is then one pass over it.  Values are computed in log space:
+:math:`\mathrm{log1p}(x \mathrm{expm1}(a)) - \mathrm{log1p}(y \mathrm{expm1}(a))` for :math:`a \le 1`,
+and :math:`\log(x + q(S^c) e^{-a}) - \log(y + d(S^c) e^{-a})` above (the factor :math:`e^a` cancels;
+:math:`q(S^c)` is kept as the exact complementary sum), so :math:`e^a` never overflows.
 
-**Suprema.**  L is non-decreasing, 0 at 0, continuous and L(a) <= a, so with a constant
-budget epsilon the BPL (and FPL) sequence increases to the least fixed point of
-a = L(a) + epsilon, or to infinity.  Each candidate's h(a) = a - log((1 + x u)/(1 + y u))
-is increasing, tends to infinity when y > 0 and to log(1/x) when y = 0.  Hence a - L(a)
-increases to min over candidates with d(S) = 0 of log(1/q(S)), and
+**Suprema.**  :math:`L` is non-decreasing, 0 at 0, continuous and :math:`L(a) \le a`, so with a constant
+budget :math:`\epsilon` the BPL (and FPL) sequence increases to the least fixed point of
+:math:`a = L(a) + \epsilon`, or to infinity.  Each candidate's :math:`h(a) = a - \log((1 + x u)/(1 + y u))`
+is increasing, tends to infinity when :math:`y > 0` and to :math:`\log(1/x)` when :math:`y = 0`.  Hence
+:math:`a - L(a)` increases to the minimum over candidates with :math:`d(S) = 0` of :math:`\log(1/q(S))`, and
 
 $$
 \sup_t \mathrm{BPL}_t < \infty \iff \epsilon < \epsilon_{\mathrm{crit}}(P^B) = \log(1 / x_{\max}),
 $$
 
-where x_max is the largest mass a row q puts on the states another row d excludes
-(x_max = max over ordered pairs of rows of q({j : d_j = 0})); epsilon_crit is +infinity
-when every row has the same support, and 0 when two rows have disjoint supports (then
-L(a) = a: the leakage grows by epsilon at every step).  The supremum is then the unique
-root of a - L(a) = epsilon (found by Brent's method to 4 ulps).  With constant epsilon,
-sup over t and T of TPL_t is sup BPL + sup FPL - epsilon (Cao et al., section on the
-supremum of TPL).
+where :math:`x_{\max}` is the largest mass a row :math:`q` puts on the states another row :math:`d` excludes
+(:math:`x_{\max}` = max over ordered pairs of rows of :math:`q(\{j : d_j = 0\})`); :math:`\epsilon_{\mathrm{crit}}` is
+:math:`+\infty` when every row has the same support, and 0 when two rows have disjoint supports (then
+:math:`L(a) = a`: the leakage grows by :math:`\epsilon` at every step).  The supremum is then the unique
+root of :math:`a - L(a) = \epsilon` (found by Brent's method to 4 ulps).  With constant
+:math:`\epsilon`, the sup over :math:`t` and :math:`T` of :math:`\mathrm{TPL}_t` is
+:math:`\sup \mathrm{BPL} + \sup \mathrm{FPL} - \epsilon` (Cao et al., section on the supremum of TPL).
 
-**Budget allocation** (:func:`allocate_budget`).  Given a target alpha and a length T:
-``"constant"``: the largest epsilon with max_t TPL_t <= alpha (TPL increases with
-epsilon: bisection to a relative 1e-6, ``rtol``).  ``"ends"``: following the idea of Cao
+**Budget allocation** (:func:`allocate_budget`).  Given a target :math:`\alpha` and a length :math:`T`:
+``"constant"``: the largest :math:`\epsilon` with :math:`\max_t \mathrm{TPL}_t \le \alpha` (TPL increases with
+:math:`\epsilon`: bisection to a relative :math:`10^{-6}`, ``rtol``).  ``"ends"``: following the idea of Cao
 et al.'s TKDE budget allocation (larger budgets at the two ends): a middle budget
-epsilon_m with sup BPL + sup FPL - epsilon_m = alpha, and epsilon_1 = sup BPL(epsilon_m),
-epsilon_T = sup FPL(epsilon_m).  Then BPL_t = sup BPL and FPL_t = sup FPL at every t
-(the sequences start at their fixed points), so TPL_t = alpha at every t: flat, for any
-T >= 2.  For a class of several chains epsilon_m makes the worst member reach alpha and
-the ends take the smallest member supremum, which keeps every member at or below alpha
+:math:`\epsilon_m` with :math:`\sup \mathrm{BPL} + \sup \mathrm{FPL} - \epsilon_m = \alpha`, and
+:math:`\epsilon_1 = \sup \mathrm{BPL}(\epsilon_m)`, :math:`\epsilon_T = \sup \mathrm{FPL}(\epsilon_m)`.  Then
+:math:`\mathrm{BPL}_t = \sup \mathrm{BPL}` and :math:`\mathrm{FPL}_t = \sup \mathrm{FPL}` at every :math:`t`
+(the sequences start at their fixed points), so :math:`\mathrm{TPL}_t = \alpha` at every :math:`t`: flat, for any
+:math:`T \ge 2`.  For a class of several chains :math:`\epsilon_m` makes the worst member reach :math:`\alpha` and
+the ends take the smallest member supremum, which keeps every member at or below :math:`\alpha`
 (each member's sequences then stay below its fixed points).
 
 **Chains as puffgm knows them.**  A class of several transition matrices
 (:class:`~puffgm.chains.priors.ChainPriorClass`) gives the pointwise maximum over its
-members of BPL_t, FPL_t and TPL_t (each member is one attacker's knowledge; the maximum of
-TPL_t is then a Pufferfish parameter of the class).  P^B is the member's ``backward``
+members of :math:`\mathrm{BPL}_t`, :math:`\mathrm{FPL}_t` and :math:`\mathrm{TPL}_t` (each member is one attacker's
+knowledge; the maximum of :math:`\mathrm{TPL}_t` is then a Pufferfish parameter of the class).  :math:`P^B` is the
+member's ``backward``
 matrix when given (``"backward"`` in the JSON spec, :func:`~puffgm.chains.spec.backward_from_spec`),
-else the time reversal of the stationary chain, P^B[i, j] = pi_j P^F[j, i] / pi_i, with pi
-the stationary distribution of P^F.  The member's initial distribution is not used: the
-time reversal is the exact backward law of the chain started in pi, and for another start
-the attacker's backward law varies with t, which this analysis does not model.  Parameter
+else the time reversal of the stationary chain, :math:`P^B[i, j] = \pi_j P^F[j, i] / \pi_i`, with :math:`\pi`
+the stationary distribution of :math:`P^F`.  The member's initial distribution is not used: the
+time reversal is the exact backward law of the chain started in :math:`\pi`, and for another start
+the attacker's backward law varies with :math:`t`, which this analysis does not model.  Parameter
 boxes (infinite classes) are refused: their leakage would need a certified supremum over
 the box, which is not implemented.
 """
@@ -193,10 +196,10 @@ def _witness_set(M: np.ndarray, i: int, j: int, size: int) -> tuple:
 
 @dataclass(frozen=True, eq=False)
 class LeakageFunction:
-    """The leakage function L_M(a) of a row-stochastic matrix M (Cao et al., Theorem 4).
+    r"""The leakage function :math:`L_M(a)` of a row-stochastic matrix :math:`M` (Cao et al., Theorem 4).
 
-    L_M(a) = max over ordered pairs of rows (q, d) and subsets S of the states of
-    log[(q(S)(e^a - 1) + 1) / (d(S)(e^a - 1) + 1)], exact, computed over the Pareto front
+    :math:`L_M(a)` = max over ordered pairs of rows :math:`(q, d)` and subsets :math:`S` of the states of
+    :math:`\log[(q(S)(e^a - 1) + 1) / (d(S)(e^a - 1) + 1)]`, exact, computed over the Pareto front
     of the threshold prefixes (module docstring).  Build with :func:`leakage_function`.
 
     Attributes
@@ -366,7 +369,7 @@ def leakage_function(matrix, name: str = "M") -> LeakageFunction:
 
 # ------------------------------------------------------------------ forward and backward matrices
 def time_reversal(forward, stationary=None, *, name: str = "the chain", states=None) -> np.ndarray:
-    """The backward matrix of the stationary chain: P^B[i, j] = pi_j P^F[j, i] / pi_i.
+    r"""The backward matrix of the stationary chain: :math:`P^B[i, j] = \pi_j P^F[j, i] / \pi_i`.
 
     Parameters
     ----------
@@ -516,7 +519,9 @@ def _resolve(chain, backward):
 
 # ------------------------------------------------------------------ the recursions
 def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
-    """a_1 = e_1, a_t = L(a_{t-1}) + e_t for t = 2..T: BPL with L_B, FPL (on reversed budgets) with L_F.
+    r""":math:`a_1 = e_1`, :math:`a_t = L(a_{t-1}) + e_t` for :math:`t = 2..T` (the BPL and FPL recursions).
+
+    BPL with :math:`L_B`, FPL (on reversed budgets) with :math:`L_F`.
 
     Over a run of equal budgets, once a_t = a_{t-1} in floating point every later value of
     the run is the same number (the same function of the same argument), and once
@@ -766,10 +771,11 @@ def _leakage(members, budgets: np.ndarray, label: str, supremum: bool = True) ->
 
 
 def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backward=None) -> TemporalLeakage:
-    """BPL_t, FPL_t and TPL_t of per-step DP releases (Cao et al., ICDE 2017).
+    r"""BPL, FPL and TPL at every step :math:`t` of per-step DP releases (Cao et al., ICDE 2017).
 
-    BPL_1 = epsilon_1, BPL_t = L_B(BPL_{t-1}) + epsilon_t; FPL_T = epsilon_T,
-    FPL_t = L_F(FPL_{t+1}) + epsilon_t; TPL_t = BPL_t + FPL_t - epsilon_t (module docstring).
+    :math:`\mathrm{BPL}_1 = \epsilon_1`, :math:`\mathrm{BPL}_t = L_B(\mathrm{BPL}_{t-1}) + \epsilon_t`;
+    :math:`\mathrm{FPL}_T = \epsilon_T`, :math:`\mathrm{FPL}_t = L_F(\mathrm{FPL}_{t+1}) + \epsilon_t`;
+    :math:`\mathrm{TPL}_t = \mathrm{BPL}_t + \mathrm{FPL}_t - \epsilon_t` (module docstring).
 
     Parameters
     ----------
@@ -804,11 +810,12 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
 
 
 def leakage_supremum(chain, *, epsilon, backward=None) -> LeakageSupremum:
-    """sup over t and T of BPL, FPL and TPL for a constant budget epsilon (``inf`` when unbounded).
+    r"""Sup over :math:`t, T` of BPL, FPL and TPL for a constant budget :math:`\epsilon` (``inf`` when unbounded).
 
-    The sup of BPL is the fixed point of a = L_B(a) + epsilon, finite iff epsilon <
-    epsilon_crit(P^B) = log(1/x_max) (module docstring); likewise FPL with P^F; and
-    sup TPL = sup BPL + sup FPL - epsilon (max over the members of a class).
+    The sup of BPL is the fixed point of :math:`a = L_B(a) + \epsilon`, finite iff
+    :math:`\epsilon < \epsilon_{\mathrm{crit}}(P^B) = \log(1/x_{\max})` (module docstring); likewise FPL with
+    :math:`P^F`; and :math:`\sup \mathrm{TPL} = \sup \mathrm{BPL} + \sup \mathrm{FPL} - \epsilon` (max over the
+    members of a class).
 
     Examples
     --------

@@ -1,18 +1,18 @@
-"""Markov-chain priors: the class Theta of chains X1 -> X2 -> ... -> XT.
+r"""Markov-chain priors: the class :math:`\Theta` of chains :math:`X_1 \to X_2 \to \cdots \to X_T`.
 
-Song, Wang and Chaudhuri (section 4.4) model a trace of T records as a
-time-homogeneous Markov chain: each theta in Theta is a pair (q_theta, P_theta)
-of an initial distribution of X1 and a k x k row-stochastic transition matrix.
+Song, Wang and Chaudhuri (section 4.4) model a trace of :math:`T` records as a
+time-homogeneous Markov chain: each :math:`\theta \in \Theta` is a pair :math:`(q_\theta, P_\theta)`
+of an initial distribution of :math:`X_1` and a :math:`k \times k` row-stochastic transition matrix.
 A :class:`ChainPriorClass` is a finite family of such pairs sharing the length
-T and the state names; the initial distribution of a member is
+:math:`T` and the state names; the initial distribution of a member is
 
-* a given probability vector q,
-* ``"stationary"``: the stationary distribution pi of P (the chain is in a
-  steady state; pi must be unique), or
-* ``"any"``: every initial distribution of the simplex Delta_k
-  (Theta = Delta_k x {P}, appendix C.4).
+* a given probability vector :math:`q`,
+* ``"stationary"``: the stationary distribution :math:`\pi` of :math:`P` (the chain is in a
+  steady state; :math:`\pi` must be unique), or
+* ``"any"``: every initial distribution of the simplex :math:`\Delta_k`
+  (:math:`\Theta = \Delta_k \times \{P\}`, appendix C.4).
 
-Validation follows the network priors (:mod:`puffgm.networks.priors`): a row of P (or
+Validation follows the network priors (:mod:`puffgm.networks.priors`): a row of :math:`P` (or
 an initial vector) whose sum is off 1 by more than ``1e-6`` is rejected,
 smaller slips are renormalised and recorded in :attr:`ChainPriorClass.notes`;
 entries must be finite and non-negative; zero probabilities are legitimate
@@ -23,7 +23,7 @@ Chains can be built from matrices, from a ``pgmpy.models.MarkovChain``
 with the additive smoothing of Bai et al., appendix D.2
 (:func:`fit_chain`, also :meth:`ChainPriorClass.fit`; lists, arrays, pandas Series and
 data frames, gaps split runs).  Every member with a fixed initial
-distribution unrolls to a pgmpy ``DiscreteBayesianNetwork`` X1 -> ... -> XT
+distribution unrolls to a pgmpy ``DiscreteBayesianNetwork`` :math:`X_1 \to \cdots \to X_T`
 (:meth:`ChainPrior.to_pgmpy`), so the general Bayesian-network machinery
 applies to it.
 """

@@ -1,35 +1,35 @@
 r"""Calibration of the Markov Quilt Mechanism for Bayesian-network priors.
 
-Song, Wang and Chaudhuri, Algorithm 2: for each protected node X_i and each
-candidate quilt (X_Q, X_N, X_R) with e = e_Theta(X_Q | X_i) < epsilon,
+Song, Wang and Chaudhuri, Algorithm 2: for each protected node :math:`X_i` and each
+candidate quilt :math:`(X_Q, X_N, X_R)` with :math:`e = e_\Theta(X_Q \mid X_i) < \epsilon`,
 
 $$
 \sigma(X_Q) = \frac{\mathrm{card}(X_N)}{\epsilon - e}, \qquad \sigma_i = \min_Q \sigma(X_Q), \qquad \sigma_{\max} =
   \max_i \sigma_i,
 $$
 
-and an L-Lipschitz query (in L1) is released with Laplace noise of scale
-L * sigma_max on each coordinate (Theorem 4.3; the vector case follows from
+and an :math:`L`-Lipschitz query (in :math:`L_1`) is released with Laplace noise of scale
+:math:`L \sigma_{\max}` on each coordinate (Theorem 4.3; the vector case follows from
 Proposition 1 of Dwork et al.).  The minimising quilt of each node is its
-*active* quilt (Definition 4.5); K releases with the same quilt sets at
-epsilon compose to K * epsilon (Theorem 4.4), which
+*active* quilt (Definition 4.5); :math:`K` releases with the same quilt sets at
+:math:`\epsilon` compose to :math:`K \epsilon` (Theorem 4.4), which
 :class:`puffgm.accounting.PrivacyAccountant` tracks.
 
 Group differential privacy, the baseline, treats every connected component
-of the DAG as one group: noise L * (size of the largest component) / epsilon.
+of the DAG as one group: noise :math:`L \cdot (\text{size of the largest component}) / \epsilon`.
 
-For a finite class Theta, puffgm takes sigma_max = max over theta of each
-theta's own optimum, each node with an active quilt per theta.  Pufferfish
-privacy is a condition for each theta separately, and the proofs of Theorems
-4.3 and 4.4 (appendix C.1) fix theta first and use only theta's conditionals,
-so this is valid; it is never above min over quilts of the score with the
-sup-over-Theta influence of Definition 4.1, and equal to it for one prior.
+For a finite class :math:`\Theta`, puffgm takes :math:`\sigma_{\max} = \max_{\theta \in \Theta}` of each
+:math:`\theta`'s own optimum, each node with an active quilt per :math:`\theta`.  Pufferfish
+privacy is a condition for each :math:`\theta` separately, and the proofs of Theorems
+4.3 and 4.4 (appendix C.1) fix :math:`\theta` first and use only :math:`\theta`'s conditionals,
+so this is valid; it is never above the minimum over quilts of the score with the
+:math:`\sup_{\theta \in \Theta}` influence of Definition 4.1, and equal to it for one prior.
 
 The quilt search is described in :mod:`puffgm.networks.quilts`: exhaustive on small
-networks (so sigma_max is optimal over all quilts), a structured family
+networks (so :math:`\sigma_{\max}` is optimal over all quilts), a structured family
 bounded by ``max_quilt_states`` on larger ones.  Each node's active quilt comes
 from :class:`puffgm.networks.quilt_scores.QuiltSearch`; on the structured family
-the worst nodes' quilts are then improved, and sigma_max bounded from below, by
+the worst nodes' quilts are then improved, and :math:`\sigma_{\max}` bounded from below, by
 the branch and bound of :mod:`puffgm.networks.quilt_search` and, with
 ``certify_budget``, the cutting planes of :mod:`puffgm.networks.quilt_certify`.
 """
@@ -389,7 +389,7 @@ def _progress_bar(progress, total: int, pc):
 
 @dataclass(frozen=True)
 class NetworkOptions:
-    """The options of :func:`calibrate` for Bayesian-network classes.
+    r"""The options of :func:`calibrate` for Bayesian-network classes.
 
     Parameters
     ----------
@@ -407,11 +407,11 @@ class NetworkOptions:
         improved and ``sigma_lower_bound`` is certified; 0 keeps the structured
         search alone and gives the single-node bound (:mod:`puffgm.networks.quilt_bounds`).
     max_table_entries : int, optional
-        Largest table exact inference may build (default 2**25 entries, 256 MiB).
+        Largest table exact inference may build (default :math:`2^{25}` entries, 256 MiB).
         A candidate quilt that needs more is skipped (counted in
         ``details["skipped_quilts"]`` and noted; the result stays valid); a node whose
         search needs a single-node influence past the limit gets the trivial quilt (score
-        card(X_N) / epsilon, valid for Theorem 4.3), named in ``details["fallback_nodes"]``
+        :math:`\mathrm{card}(X_N) / \epsilon`, valid for Theorem 4.3), named in ``details["fallback_nodes"]``
         (with ``details["fallback_sigma"]``, their largest score) and in a note.
     progress : bool or None
         A tqdm progress bar on stderr, shown only once the calibration has run for
@@ -521,16 +521,16 @@ class _Found:
 
 
 def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
-    """Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
+    r"""Calibrate the Markov Quilt Mechanism (Song et al., Algorithm 2) for a Bayesian-network prior class.
 
     Parameters
     ----------
     prior : PriorClass, NetworkPrior, pgmpy DiscreteBayesianNetwork, path, "example:NAME", or a list
-        The class Theta (every member shares one DAG and state names).
+        The class :math:`\Theta` (every member shares one DAG and state names).
     epsilon : float
-        Pufferfish privacy parameter, finite and > 0.
+        Pufferfish privacy parameter :math:`\epsilon`, finite and :math:`> 0`.
     lipschitz : float
-        L, the L1 Lipschitz constant of the query (finite, > 0).
+        :math:`L`, the :math:`L_1` Lipschitz constant of the query (finite, :math:`> 0`).
     **options
         The fields of :class:`NetworkOptions`: ``secrets``, ``protected``,
         ``max_quilt_states``, ``exhaustive``, ``search_budget``,
@@ -542,7 +542,7 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
         ``sigma_max`` and ``scale = lipschitz * sigma_max``, the worst node and
         every protected node's active quilt, the group-DP baseline and the gain,
         ``sigma_lower_bound`` (no Markov quilt can give less than this) and
-        ``optimality_gap`` = sigma_max / sigma_lower_bound - 1.
+        ``optimality_gap`` :math:`= \sigma_{\max} / \sigma_{\text{lower}} - 1`.
 
     Examples
     --------

@@ -1,8 +1,8 @@
-"""a(b)-influence curves of Bayesian-network classes through Markov quilts.
+r""":math:`a(b)`-influence curves of Bayesian-network classes through Markov quilts.
 
-See :mod:`puffgm.core.curve` for the definition; here the split (H, L) of node
-X_i is (X_N, X_Q u X_R) for a Markov quilt X_Q of X_i, and the leakage through L
-is the max-influence e_Theta(X_Q | X_i) computed by exact inference.
+See :mod:`puffgm.core.curve` for the definition; here the split :math:`(H, L)` of node
+:math:`X_i` is :math:`(X_N, X_Q \cup X_R)` for a Markov quilt :math:`X_Q` of :math:`X_i`, and the leakage
+through :math:`L` is the max-influence :math:`e_\Theta(X_Q \mid X_i)` computed by exact inference.
 """
 
 from __future__ import annotations

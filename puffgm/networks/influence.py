@@ -7,18 +7,18 @@ e_\Theta(X_A \mid X_i) = \sup_{\theta \in \Theta} \max_{a, b} \max_{x_A} \log \f
   \theta)}{P(X_A = x_A \mid X_i = b, \theta)}.
 $$
 
-Computed from the exact joint log P(X_A, X_i) (log-space variable elimination
+Computed from the exact joint :math:`\log P(X_A, X_i)` (log-space variable elimination
 on the ancestral set, :mod:`puffgm.networks.inference`):
-log P(x_A | a) = log P(x_A, a) - log P(a).  Zeros are handled exactly:
+:math:`\log P(x_A \mid a) = \log P(x_A, a) - \log P(a)`.  Zeros are handled exactly:
 
-* a value a with P(X_i = a | theta) = 0 is not a secret under theta (the
+* a value :math:`a` with :math:`P(X_i = a \mid \theta) = 0` is not a secret under :math:`\theta` (the
   Pufferfish conditioning event has probability zero), so pairs involving it
-  are skipped for that theta;
-* an assignment x_A impossible under both values is skipped (0/0);
-* an assignment possible under a but impossible under b gives an infinite
+  are skipped for that :math:`\theta`;
+* an assignment :math:`x_A` impossible under both values is skipped (0/0);
+* an assignment possible under :math:`a` but impossible under :math:`b` gives an infinite
   influence: the quilt cannot be used (score infinity), which is not an error.
 
-Both orders (a, b) and (b, a) of every discriminative pair are taken.
+Both orders :math:`(a, b)` and :math:`(b, a)` of every discriminative pair are taken.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Priors: the class Theta of distributions the attacker may hold.
+r"""Priors: the class :math:`\Theta` of distributions the attacker may hold.
 
 A prior class is a finite set of discrete Bayesian networks that share one DAG
-and the same state names (Song, Wang and Chaudhuri, section 4.1: "each theta in
-Theta ... is based on this Bayesian network G, but may have different
+and the same state names (Song, Wang and Chaudhuri, section 4.1: "each :math:`\theta` in
+:math:`\Theta` ... is based on this Bayesian network :math:`G`, but may have different
 parameters").  Every calibration takes the supremum over the class.
 
 Validation is strict because every later step takes logarithms of ratios of
@@ -66,7 +66,7 @@ def _restore_network_prior(fields):
 
 
 class NetworkPrior:
-    """One validated discrete Bayesian network theta (immutable).
+    r"""One validated discrete Bayesian network :math:`\theta` (immutable).
 
     Parameters
     ----------
@@ -78,7 +78,7 @@ class NetworkPrior:
         Parents of each node, in the axis order of its CPD.
     cpds : mapping node -> array_like
         ``cpds[X]`` has shape ``(card(X), card(parent_1), ...)`` (pgmpy's
-        layout): column ``[:, j1, ...]`` is P(X | parents = (j1, ...)).
+        layout): column ``[:, j1, ...]`` is :math:`P(X \mid \mathrm{parents} = (j_1, \ldots))`.
     name : str, optional
         A label used in messages.
     notes : sequence of str, optional
@@ -398,12 +398,12 @@ def load_network(spec) -> NetworkPrior:
 
 # ----------------------------------------------------------------- classes
 class PriorClass:
-    """A finite prior class Theta of Bayesian networks sharing one DAG and state names.
+    r"""A finite prior class :math:`\Theta` of Bayesian networks sharing one DAG and state names.
 
     Parameters
     ----------
     priors : iterable of NetworkPrior
-        The members theta of Theta.
+        The members :math:`\theta` of :math:`\Theta`.
 
     Raises
     ------

@@ -1,38 +1,38 @@
 r"""Certified lower bounds on the best score any Markov quilt can give a node.
 
-Song, Wang and Chaudhuri (Algorithm 2) score a Markov quilt (X_N, X_Q, X_R) of
-X_i by sigma(X_Q) = card(X_N) / (epsilon - e(X_Q | X_i)).  This module proves
+Song, Wang and Chaudhuri (Algorithm 2) score a Markov quilt :math:`(X_N, X_Q, X_R)` of
+:math:`X_i` by :math:`\sigma(X_Q) = \mathrm{card}(X_N) / (\epsilon - e(X_Q \mid X_i))`.  This module proves
 and computes lower bounds on
 
 $$
 \sigma_i^* = \min_{\text{Markov quilts } X_Q \text{ of } X_i} \sigma(X_Q),
 $$
 
-where, as everywhere in puffgm, a quilt set Q is paired with its largest
-remote set R(Q) (every node d-separated from X_i by Q).  A smaller remote
-set only enlarges X_N at the same influence, so sigma_i* is also the optimum
+where, as everywhere in puffgm, a quilt set :math:`Q` is paired with its largest
+remote set :math:`R(Q)` (every node d-separated from :math:`X_i` by :math:`Q`).  A smaller remote
+set only enlarges :math:`X_N` at the same influence, so :math:`\sigma_i^*` is also the optimum
 over every Markov quilt of Definition 4.2 whose independence is certified by
-the graph (d-separation).  Everything below holds for one prior theta; for a
-finite class puffgm takes the max over theta (see :mod:`puffgm.networks.calibration`),
+the graph (d-separation).  Everything below holds for one prior :math:`\theta`; for a
+finite class puffgm takes the max over :math:`\theta` (see :mod:`puffgm.networks.calibration`),
 and so does the bound.
 
 Far sets
 --------
-Call A = V \ X_N = Q ∪ R(Q) the *far set* of a quilt, and write
-e(A) = e_theta(X_A | X_i), n = card(V).
+Call :math:`A = V \setminus X_N = Q \cup R(Q)` the *far set* of a quilt, and write
+:math:`e(A) = e_\theta(X_A \mid X_i)`, :math:`n = \mathrm{card}(V)`.
 
-**Lemma 1 (monotonicity, data processing).**  If S ⊆ A then e(S) <= e(A).
-*Proof.* P(X_S | X_i = a) is the marginal of P(X_A | X_i = a), and a
+**Lemma 1 (monotonicity, data processing).**  If :math:`S \subseteq A` then :math:`e(S) \le e(A)`.
+*Proof.* :math:`P(X_S \mid X_i = a)` is the marginal of :math:`P(X_A \mid X_i = a)`, and a
 marginal of two laws is never further apart in max-divergence:
-sum_{x_A ⊇ x_S} P(x_A | a) <= e^{e(A)} sum_{x_A ⊇ x_S} P(x_A | b); an x_S
-possible under a and impossible under b extends to such an x_A, so the
+:math:`\sum_{x_A \supseteq x_S} P(x_A \mid a) \le e^{e(A)} \sum_{x_A \supseteq x_S} P(x_A \mid b)`; an :math:`x_S`
+possible under :math:`a` and impossible under :math:`b` extends to such an :math:`x_A`, so the
 infinite case carries over too.
 
-**Lemma 2 (a quilt is as influential as its far set).**  e(Q) = e(Q ∪ R(Q)).
-*Proof.* X_R is independent of X_i given X_Q (d-separation), so
-P(x_Q, x_R | a) = P(x_Q | a) P(x_R | x_Q) and the factor P(x_R | x_Q) cancels
-in every ratio; an x_Q possible under a and impossible under b gives an
-infinite ratio on both sides.  (>= is also Lemma 1.)
+**Lemma 2 (a quilt is as influential as its far set).**  :math:`e(Q) = e(Q \cup R(Q))`.
+*Proof.* :math:`X_R` is independent of :math:`X_i` given :math:`X_Q` (d-separation), so
+:math:`P(x_Q, x_R \mid a) = P(x_Q \mid a) P(x_R \mid x_Q)` and the factor :math:`P(x_R \mid x_Q)` cancels
+in every ratio; an :math:`x_Q` possible under :math:`a` and impossible under :math:`b` gives an
+infinite ratio on both sides.  (:math:`\ge` is also Lemma 1.)
 
 **Theorem (far-set form of the optimum).**
 
@@ -40,42 +40,43 @@ $$
 \sigma_i^* = \min_{A \subseteq V \setminus \{i\}} f(A), \qquad f(A) = \frac{n - \mathrm{card}(A)}{\epsilon - e(A)}
 $$
 
-(+inf when e(A) >= epsilon).  *Proof.* For a quilt Q with far set A,
-card(X_N) = n - card(A) and, by Lemma 2, e(Q) = e(A): sigma(Q) = f(A), so
-sigma_i* >= min_A f(A).  Conversely, for any A the quilt Q = A has
-R(Q) ⊇ {} and e(Q) = e(A), so its score is at most f(A).
+(:math:`+\infty` when :math:`e(A) \ge \epsilon`).  *Proof.* For a quilt :math:`Q` with far set :math:`A`,
+:math:`\mathrm{card}(X_N) = n - \mathrm{card}(A)` and, by Lemma 2, :math:`e(Q) = e(A)`: :math:`\sigma(Q) = f(A)`, so
+:math:`\sigma_i^* \ge \min_A f(A)`.  Conversely, for any :math:`A` the quilt :math:`Q = A` has
+:math:`R(Q) \supseteq \emptyset` and :math:`e(Q) = e(A)`, so its score is at most :math:`f(A)`.
 
 So the search is over far sets, and a lower bound needs, for every far set
-in a region of the search space, a lower bound on card(X_N) = n - card(A)
-and on e(A) together (the score is increasing in both).
+in a region of the search space, a lower bound on :math:`\mathrm{card}(X_N) = n - \mathrm{card}(A)`
+and on :math:`e(A)` together (the score is increasing in both).
 
-**Corollary (single-node bound).**  Let s_(1) <= ... <= s_(n-1) be the
-influences e({X_v} | X_i) of the single nodes v != i, sorted.  A far set of
-card k contains a node of influence >= s_(k), so by Lemma 1 e(A) >= s_(k):
+**Corollary (single-node bound).**  Let :math:`s_{(1)} \le \cdots \le s_{(n-1)}` be the
+influences :math:`e(\{X_v\} \mid X_i)` of the single nodes :math:`v \ne i`, sorted.  A far set of
+card :math:`k` contains a node of influence :math:`\ge s_{(k)}`, so by Lemma 1 :math:`e(A) \ge s_{(k)}`:
 
 $$
 \sigma_i^* \ge \min_{k = 0, \ldots, n-1} \frac{n - k}{\epsilon - s_{(k)}} \qquad (s_{(0)} = 0).
 $$
 
-It costs n - 1 small influence queries (none for nodes d-separated from X_i
+It costs :math:`n - 1` small influence queries (none for nodes d-separated from :math:`X_i`
 by the empty set, whose influence is 0) and is often close: on ALARM at
-epsilon = 1 it gives 31.37 for the worst node CO, whose best structured
+:math:`\epsilon = 1` it gives 31.37 for the worst node CO, whose best structured
 quilt scores 32.59.  :mod:`puffgm.networks.quilt_search` refines it by branch and
 bound until it meets the best quilt found.
 
 **Separator reduction.**  The influence of a large far set is computed on a
-small quilt: with H = An(A ∪ {i}) and M the moral graph of the DAG
-restricted to H, let C be the component of X_i in M - A and
-Q*(A) = A ∩ neighbours_M(C).  Q*(A) separates i from A \ Q*(A) in M, which
-is the moral graph of An({i} ∪ A) = An({i} ∪ Q*(A) ∪ (A \ Q*(A))), so by
-Lauritzen's criterion Q*(A) d-separates X_i from A \ Q*(A) and
-e(A) = e(Q*(A)) (Lemma 2 with Lemma 1).
+small quilt: with :math:`H = \mathrm{An}(A \cup \{i\})` and :math:`M` the moral graph of the DAG
+restricted to :math:`H`, let :math:`C` be the component of :math:`X_i` in :math:`M - A` and
+:math:`Q^*(A) = A \cap \mathrm{neighbours}_M(C)`.  :math:`Q^*(A)` separates :math:`i` from
+:math:`A \setminus Q^*(A)` in :math:`M`, which is the moral graph of
+:math:`\mathrm{An}(\{i\} \cup A) = \mathrm{An}(\{i\} \cup Q^*(A) \cup (A \setminus Q^*(A)))`, so by
+Lauritzen's criterion :math:`Q^*(A)` d-separates :math:`X_i` from :math:`A \setminus Q^*(A)` and
+:math:`e(A) = e(Q^*(A))` (Lemma 2 with Lemma 1).
 
 Floating point
 --------------
 Influences come from log-space exact inference with rounding errors of about
-1e-15; every influence that enters a *lower* bound is lowered by
-:data:`INFLUENCE_SLACK` (1e-9), so a bound can only err on the safe side.
+:math:`10^{-15}`; every influence that enters a *lower* bound is lowered by
+:data:`INFLUENCE_SLACK` (:math:`10^{-9}`), so a bound can only err on the safe side.
 """
 
 from __future__ import annotations
@@ -173,27 +174,29 @@ def single_influences(engine, node, slack: float = INFLUENCE_SLACK) -> dict:
 
 
 def far_set_bound(n: int, k_in: int, e_in: float, tail, *, epsilon: float) -> float:
-    """min f over far sets A' = A ∪ J, J ⊆ T: a lower bound for a region of the search space.
+    r"""Min of :math:`f` over far sets :math:`A \cup J`, :math:`J \subseteq T`: a lower bound on a region of the search.
 
     Parameters
     ----------
     n : int
         Number of nodes of the network.
     k_in : int
-        card(A), the nodes already in the far set.
+        :math:`\mathrm{card}(A)`, the nodes already in the far set.
     e_in : float
-        A lower bound on e(A).
+        A lower bound on :math:`e(A)`.
     tail : 1-D array, ascending
-        Lower bounds on the single-node influences of the nodes T that may still join.
+        Lower bounds on the single-node influences of the nodes :math:`T` that may still join.
     epsilon : float
         The privacy parameter of the scores.
 
     Returns
     -------
     float
-        min over j = 0..card(T) of (n - k_in - j) / (epsilon - max(e_in, tail[j-1])):
-        a j-subset J of T contains a node of influence >= tail[j-1], so by
-        Lemma 1 e(A ∪ J) >= max(e(A), tail[j-1]), and card(X_N) = n - k_in - j.
+        :math:`\min_{0 \le j \le \mathrm{card}(T)} (n - k_{\text{in}} - j) / (\epsilon - \max(e_{\text{in}}, t_{j-1}))`
+        with :math:`t` = ``tail``:
+        a :math:`j`-subset :math:`J` of :math:`T` contains a node of influence :math:`\ge t_{j-1}`, so by
+        Lemma 1 :math:`e(A \cup J) \ge \max(e(A), t_{j-1})`, and
+        :math:`\mathrm{card}(X_N) = n - k_{\mathrm{in}} - j`.
     """
     best = (n - k_in) / (epsilon - e_in) if e_in < epsilon else math.inf
     if len(tail):
@@ -208,7 +211,7 @@ def far_set_bound(n: int, k_in: int, e_in: float, tail, *, epsilon: float) -> fl
 
 
 def single_node_bound(engine, node, *, epsilon: float) -> float:
-    """The single-node lower bound on sigma_i* (module docstring, Corollary).
+    r"""The single-node lower bound on :math:`\sigma_i^*` (module docstring, Corollary).
 
     Parameters
     ----------
@@ -237,11 +240,11 @@ def single_node_bound(engine, node, *, epsilon: float) -> float:
 
 
 def network_lower_bound(prior, *, epsilon, secrets=None, protected=None, max_nodes=None):
-    """A certified lower bound on the best sigma_max any Markov quilts can give, without calibrating.
+    r"""A certified lower bound on the best :math:`\sigma_{\max}` any Markov quilts can give, without calibrating.
 
     The max, over priors of the class and over protected nodes, of the
     single-node bound (module docstring, Corollary): every node's bound is
-    below its optimum sigma_i*, so the max is below max_i sigma_i* (and, for a
+    below its optimum :math:`\sigma_i^*`, so the max is below :math:`\max_i \sigma_i^*` (and, for a
     class, below the max over priors, as puffgm's calibration is).  Any subset
     of the nodes gives a valid, possibly weaker, bound: ``max_nodes`` takes the
     nodes of highest degree in the moral graph first (hubs need the most noise).

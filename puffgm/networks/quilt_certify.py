@@ -1,63 +1,70 @@
-"""Closing the optimality gap: a cutting-plane certificate from the exact influences of small sets.
+r"""Closing the optimality gap: a cutting-plane certificate from the exact influences of small sets.
 
 The far-set form of the optimum (:mod:`puffgm.networks.quilt_bounds`),
 
-    sigma_i* = min over A ⊆ V \\ {i} of f(A),  f(A) = (n - card(A)) / (epsilon - e(A)),
+$$
+\sigma_i^* = \min_{A \subseteq V \setminus \{i\}} f(A), \qquad f(A) = \frac{n - \mathrm{card}(A)}{\epsilon - e(A)},
+$$
 
-with e monotone (Lemma 1), is bounded there through single nodes only:
-e(A) >= max over v in A of e({v}).  Where the influence of X_i on a far set
+with :math:`e` monotone (Lemma 1), is bounded there through single nodes only:
+:math:`e(A) \ge \max_{v \in A} e(\{v\})`.  Where the influence of :math:`X_i` on a far set
 builds up over many weakly dependent nodes (hailfinder's R5Fcst, hepar2),
 that bound is far below the optimum.  This module uses *every* set whose
 influence is known exactly.
 
 Knowledge and cuts
 ------------------
-Let K be a family of sets S ⊆ V \\ {i} with known lower bounds w(S) <= e(S)
-(the singles, all pairs, and the sets met below).  By Lemma 1, a far set A
-holding some S in K has e(A) >= w(S), so
+Let :math:`K` be a family of sets :math:`S \subseteq V \setminus \{i\}` with known lower bounds :math:`w(S) \le e(S)`
+(the singles, all pairs, and the sets met below).  By Lemma 1, a far set :math:`A`
+holding some :math:`S` in :math:`K` has :math:`e(A) \ge w(S)`, so
 
-    e(A) >= g(A) = max over S in K, S ⊆ A of w(S).
+$$
+e(A) \ge g(A) = \max_{S \in K,\ S \subseteq A} w(S).
+$$
 
-**Certificate of a target t.**  f(A) < t iff e(A) < tau_k = epsilon - (n - k) / t
-with k = card(A).  Let M(tau) be the largest card(A) over far sets with
-g(A) < tau, i.e. the optimum of the 0-1 program
+**Certificate of a target t.**  :math:`f(A) < t` iff :math:`e(A) < \tau_k = \epsilon - (n - k) / t`
+with :math:`k = \mathrm{card}(A)`.  Let :math:`M(\tau)` be the largest :math:`\mathrm{card}(A)` over far sets with
+:math:`g(A) < \tau`, i.e. the optimum of the 0-1 program
 
-    max sum_v x_v   s.t.  sum_{v in S} x_v <= card(S) - 1  for every S in K with w(S) >= tau
+$$
+\max \sum_v x_v \quad \text{s.t.} \quad \sum_{v \in S} x_v \le \mathrm{card}(S) - 1 \quad
+  \text{for every } S \in K \text{ with } w(S) \ge \tau
+$$
 
 (a maximum independent set of a hypergraph; for pairs the complement of a
 maximum clique), solved by HiGHS (:func:`scipy.optimize.milp`), whose dual
-bound gives a certified upper bound on M.  If M(tau_k) < k for every k >= 1
-and t <= n / epsilon (the empty far set), no far set scores below t:
-**sigma_i* >= t**.  M is non-decreasing in tau and tau_k increasing in k, so
-after M(tau_k) = m < k every k' in (m, k) passes too (M(tau_k') <= m < k'):
-the check jumps from k to M(tau_k) and needs few programs.
+bound gives a certified upper bound on :math:`M`.  If :math:`M(\tau_k) < k` for every :math:`k \ge 1`
+and :math:`t \le n / \epsilon` (the empty far set), no far set scores below :math:`t`:
+:math:`\sigma_i^* \ge t`.  :math:`M` is non-decreasing in :math:`\tau` and :math:`\tau_k` increasing in :math:`k`, so
+after :math:`M(\tau_k) = m < k` every :math:`k' \in (m, k)` passes too (:math:`M(\tau_{k'}) \le m < k'`):
+the check jumps from :math:`k` to :math:`M(\tau_k)` and needs few programs.
 
-**Lazy cuts.**  When some program answers M(tau_k) >= k, its solution A (a
-set no known cut forbids) is *separated*: starting from A's node of largest
-single influence, the node of A with the largest known pairwise influence
-with the current set S is added and e(S) computed exactly (through
-Q*(S), :func:`puffgm.networks.quilt_bounds.far_set_quilt`, when it has at most
-``max_quilt_states`` joint states) until e(S) >= tau_k; S then joins K as a
+**Lazy cuts.**  When some program answers :math:`M(\tau_k) \ge k`, its solution :math:`A` (a
+set no known cut forbids) is *separated*: starting from :math:`A`'s node of largest
+single influence, the node of :math:`A` with the largest known pairwise influence
+with the current set :math:`S` is added and :math:`e(S)` computed exactly (through
+:math:`Q^*(S)`, :func:`puffgm.networks.quilt_bounds.far_set_quilt`, when it has at most
+``max_quilt_states`` joint states) until :math:`e(S) \ge \tau_k`; :math:`S` then joins :math:`K` as a
 new cut (after dropping the nodes it does not need, which makes the cut
 forbid more far sets).  If no cut of at most :data:`MAX_CUT_SIZE` nodes is
-found, the target fails (the bisection moves down).  Every set S evaluated on the way is itself a far set
-with exact score f(S): if it beats the incumbent, the quilt Q*(S) with its
+found, the target fails (the bisection moves down).  Every set :math:`S` evaluated on the way is itself a far set
+with exact score :math:`f(S)`: if it beats the incumbent, the quilt :math:`Q^*(S)` with its
 remote set recomputed by d-separation (:func:`puffgm.networks.quilts.make_quilt`) and
 scored exactly becomes the new incumbent, so the search also finds better
-quilts and never returns an invalid one.  If S grows to the whole of A below
-tau_k, then f(A) < t and t is not certifiable.
+quilts and never returns an invalid one.  If :math:`S` grows to the whole of :math:`A` below
+:math:`\tau_k`, then :math:`f(A) < t` and :math:`t` is not certifiable.
 
 **Bisection.**  The first target is the incumbent's score itself (less
 half the tolerance): the incumbent is often optimal, and the cuts made for a
-high target serve every lower one.  Then t is bisected between a known lower
-bound and the incumbent's score: a certified t raises the lower bound; a t
+high target serve every lower one.  Then :math:`t` is bisected between a known lower
+bound and the incumbent's score: a certified :math:`t` raises the lower bound; a :math:`t`
 that fails (or runs out of budget) lowers the upper end of the bisection
 only.  The
-returned lower bound is the largest certified t, hence sound whatever the
+returned lower bound is the largest certified :math:`t`, hence sound whatever the
 budget.  Every influence entering a cut is lowered by
 :data:`puffgm.networks.quilt_bounds.INFLUENCE_SLACK`.
 
-Cost: the pairs (all pairs of nodes with single influence below epsilon,
+Cost: the pairs (all pairs of nodes with single influence below :math:`\epsilon`,
 when at most half the query budget) and the lazy cuts are exact influence
 queries on sets of a few nodes; the 0-1 programs have one variable per node.
 On hailfinder's worst node the pairs alone raise the bound from 26.2 to 36.8.

@@ -1,7 +1,7 @@
 r"""Candidate Markov quilts of a node, their scores, and the node's active quilt.
 
 Song, Wang and Chaudhuri, Algorithm 2 and Definition 4.5: a Markov quilt
-(X_Q, X_N, X_R) of a protected node X_i with e = e_Theta(X_Q | X_i) < epsilon
+:math:`(X_Q, X_N, X_R)` of a protected node :math:`X_i` with :math:`e = e_\Theta(X_Q \mid X_i) < \epsilon`
 scores
 
 $$
@@ -14,11 +14,11 @@ and the node's *active* quilt is the candidate of smallest score.
 ``max_quilt_states`` on larger ones, see :mod:`puffgm.networks.quilts`), scores
 them with one shared :class:`~puffgm.networks.influence.InfluenceEngine`, finds
 the active quilt (:meth:`QuiltSearch.best`) and grows it greedily for the nodes
-that set sigma_max (:meth:`QuiltSearch.refine`).
+that set :math:`\sigma_{\max}` (:meth:`QuiltSearch.refine`).
 
-Within a node the candidates are scanned by increasing card(X_N) and the scan
-stops once card(X_N) / epsilon cannot beat the best score (a score is never
-below card(X_N) / epsilon), so the pruning never changes the result.
+Within a node the candidates are scanned by increasing :math:`\mathrm{card}(X_N)` and the scan
+stops once :math:`\mathrm{card}(X_N) / \epsilon` cannot beat the best score (a score is never
+below :math:`\mathrm{card}(X_N) / \epsilon`), so the pruning never changes the result.
 :func:`better` is the tie rule every search of this package shares.
 """
 

@@ -1,41 +1,47 @@
-"""Branch and bound over far sets: a better quilt search with a certified optimality gap.
+r"""Branch and bound over far sets: a better quilt search with a certified optimality gap.
 
 The far-set form of the optimum (:mod:`puffgm.networks.quilt_bounds`) turns the search
-for the best Markov quilt of X_i into
+for the best Markov quilt of :math:`X_i` into
 
-    sigma_i* = min over A ⊆ V \\ {i} of f(A),  f(A) = (n - card(A)) / (epsilon - e(A)),
+$$
+\sigma_i^* = \min_{A \subseteq V \setminus \{i\}} f(A), \qquad f(A) = \frac{n - \mathrm{card}(A)}{\epsilon - e(A)},
+$$
 
-with e(A) monotone in A (Lemma 1).  :func:`branch_and_bound` enumerates far
-sets in the subset tree of V \\ {i}, the nodes sorted by increasing
-single-node influence s_v: the children of A are A ∪ {v_q} for every q after
-A's last element, so every far set is met exactly once.  The subtree of A
-(A with any nodes of the tail T = {v_q : q > last}) is bounded below by
+with :math:`e(A)` monotone in :math:`A` (Lemma 1).  :func:`branch_and_bound` enumerates far
+sets in the subset tree of :math:`V \setminus \{i\}`, the nodes sorted by increasing
+single-node influence :math:`s_v`: the children of :math:`A` are :math:`A \cup \{v_q\}` for every :math:`q` after
+:math:`A`'s last element, so every far set is met exactly once.  The subtree of :math:`A`
+(:math:`A` with any nodes of the tail :math:`T = \{v_q : q > \text{last}\}`) is bounded below by
 
-    B(A) = min over j of (n - card(A) - j) / (epsilon - max(e(A), s_(j)(T)))
+$$
+B(A) = \min_j \frac{n - \mathrm{card}(A) - j}{\epsilon - \max(e(A), s_{(j)}(T))}
+$$
 
-(:func:`puffgm.networks.quilt_bounds.far_set_bound`; a j-subset of T holds a node of
-influence >= the j-th smallest s in T), which is admissible.  The search is
-best first (smallest B first).  Every expanded far set A is turned into a
-real quilt, Q*(A) (:func:`puffgm.networks.quilt_bounds.far_set_quilt`) with its
+(:func:`puffgm.networks.quilt_bounds.far_set_bound`; a :math:`j`-subset of :math:`T` holds a node of
+influence :math:`\ge` the :math:`j`-th smallest :math:`s` in :math:`T`), which is admissible.  The search is
+best first (smallest :math:`B` first).  Every expanded far set :math:`A` is turned into a
+real quilt, :math:`Q^*(A)` (:func:`puffgm.networks.quilt_bounds.far_set_quilt`) with its
 remote set recomputed by d-separation (:func:`puffgm.networks.quilts.make_quilt`),
 scored exactly, and kept if it beats the incumbent, so the search never
 returns an invalid quilt and never does worse than the incumbent it starts
-from (the structured family's best).  e(A) is computed exactly as
-e(Q*(A)) when Q*(A) has at most ``max_quilt_states`` joint states; a larger
-far set keeps the lower bound max(e(parent), s_v) (sound, but it yields no
+from (the structured family's best).  :math:`e(A)` is computed exactly as
+:math:`e(Q^*(A))` when :math:`Q^*(A)` has at most ``max_quilt_states`` joint states; a larger
+far set keeps the lower bound :math:`\max(e(\text{parent}), s_v)` (sound, but it yields no
 candidate quilt).
 
 When the best remaining bound reaches the incumbent, the incumbent is
 optimal over all Markov quilts; when the budget of expansions runs out first,
 
-    lower bound = min(incumbent, smallest bound left open)
+$$
+\text{lower bound} = \min(\text{incumbent}, \text{smallest bound left open})
+$$
 
-is still a sound lower bound on sigma_i*, because every far set is either
-expanded (its f is >= the incumbent's score ... or it became the incumbent)
+is still a sound lower bound on :math:`\sigma_i^*`, because every far set is either
+expanded (its :math:`f` is :math:`\ge` the incumbent's score ... or it became the incumbent)
 or lies in an open subtree.
 
-Network level (:func:`improve_and_certify`): sigma_max = max_i sigma_i, so a
-lower bound on the optimum sigma_max* = max_i sigma_i* is max_i LB_i for any
+Network level (:func:`improve_and_certify`): :math:`\sigma_{\max} = \max_i \sigma_i`, so a
+lower bound on the optimum :math:`\sigma_{\max}^* = \max_i \sigma_i^*` is :math:`\max_i \mathrm{LB}_i` for any
 set of nodes.  Nodes are processed from the worst down: the worst node is
 searched (improving its quilt and bounding it); if it stays the worst, the
 search stops, else the new worst node is processed; a node whose score is not

@@ -1,42 +1,42 @@
-"""Markov quilts: finding, for a node X_i, sets X_Q that screen X_i off from far nodes.
+r"""Markov quilts: finding, for a node :math:`X_i`, sets :math:`X_Q` that screen :math:`X_i` off from far nodes.
 
-Song, Wang and Chaudhuri, Definition 4.2: a Markov quilt of X_i is a partition
-(X_N, X_Q, X_R) of the nodes with X_i in X_N and X_R independent of X_i given
-X_Q.  Given X_Q, puffgm takes X_R to be *exactly* the set of nodes d-separated
-from X_i by X_Q (the largest valid remote set, hence the smallest X_N and the
+Song, Wang and Chaudhuri, Definition 4.2: a Markov quilt of :math:`X_i` is a partition
+:math:`(X_N, X_Q, X_R)` of the nodes with :math:`X_i \in X_N` and :math:`X_R` independent of :math:`X_i` given
+:math:`X_Q`.  Given :math:`X_Q`, puffgm takes :math:`X_R` to be *exactly* the set of nodes d-separated
+from :math:`X_i` by :math:`X_Q` (the largest valid remote set, hence the smallest :math:`X_N` and the
 best score), found in one linear-time Bayes-ball pass (Koller and Friedman,
-Algorithm 3.1); X_N is the rest, X_i included.  The trivial quilt
-(X_Q = {}, X_N = X, X_R = {}) is always a candidate (Theorem 4.3 needs it).
+Algorithm 3.1); :math:`X_N` is the rest, :math:`X_i` included.  The trivial quilt
+:math:`(X_Q = \emptyset, X_N = X, X_R = \emptyset)` is always a candidate (Theorem 4.3 needs it).
 
 Candidate families
 ------------------
 *Exhaustive* (networks of at most :data:`EXHAUSTIVE_MAX_NODES` nodes whose
-joint state space is at most ``2**24``): every subset of the other nodes is a
+joint state space is at most :math:`2^{24}`): every subset of the other nodes is a
 candidate quilt, so the calibration is optimal over all quilts.
 
-*Structured* (larger networks).  With M the moral graph and d(i, j) the
-distance in M, the family of node X_i is the union of
+*Structured* (larger networks).  With :math:`M` the moral graph and :math:`d(i, j)` the
+distance in :math:`M`, the family of node :math:`X_i` is the union of
 
 1. the trivial quilt;
-2. *distance layers*: Q_d = {j : d(i, j) = d} for d = 1, 2, ...;
-3. *region boundaries*: quilts Q = boundary_M(N) of connected regions N
-   containing X_i, grown greedily from {X_i}: each step absorbs into N the
-   boundary node with the largest single-node influence e({X_j} | X_i), so the
+2. *distance layers*: :math:`Q_d = \{j : d(i, j) = d\}` for :math:`d = 1, 2, \ldots`;
+3. *region boundaries*: quilts :math:`Q = \partial_M(N)` of connected regions :math:`N`
+   containing :math:`X_i`, grown greedily from :math:`\{X_i\}`: each step absorbs into N the
+   boundary node with the largest single-node influence :math:`e(\{X_j\} \mid X_i)`, so the
    strongly dependent nodes become nearby and the weakly dependent ones stay in
    the quilt; every region on the way is a candidate;
 4. *minimal separators*: for each region boundary, the subset of it that
    still d-separates the same remote set (a node of the boundary that is
-   d-separated from X_i by the rest of the boundary is dropped, which can only
+   d-separated from :math:`X_i` by the rest of the boundary is dropped, which can only
    lower the influence);
 
 each filtered by the bound ``max_quilt_states`` on the joint state space of
-X_Q (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set sigma_max
-are then refined (:meth:`puffgm.networks.quilt_scores.QuiltSearch.refine`): X_Q is grown
+:math:`X_Q` (default :data:`DEFAULT_MAX_QUILT_STATES`).  The nodes that set :math:`\sigma_{\max}`
+are then refined (:meth:`puffgm.networks.quilt_scores.QuiltSearch.refine`): :math:`X_Q` is grown
 greedily from the outside in, one nearby node at a time, choosing the
 addition with the smallest score; the worst node grows one step at a time while
 it is the worst, until the worst node's growth is complete (unless a quick branch and bound,
 :mod:`puffgm.networks.quilt_search`, has certified the structured quilts optimal).
-Separation in M implies
+Separation in :math:`M` implies
 d-separation, and every candidate's remote set is recomputed exactly by
 d-separation, so every candidate is a valid quilt.
 """

@@ -1,8 +1,8 @@
-"""Secrets and discriminative pairs of the Bayesian-network instantiation.
+r"""Secrets and discriminative pairs of the Bayesian-network instantiation.
 
-Song, Wang and Chaudhuri, section 4.1: the secrets are s^i_a = "X_i takes value
-a" and the discriminative pairs are (s^i_a, s^i_b) for every node X_i and every
-pair of values a != b.  :class:`SecretSpec` is that default, optionally
+Song, Wang and Chaudhuri, section 4.1: the secrets are :math:`s^i_a` = ":math:`X_i` takes value
+:math:`a`" and the discriminative pairs are :math:`(s^i_a, s^i_b)` for every node :math:`X_i` and every
+pair of values :math:`a \neq b`.  :class:`SecretSpec` is that default, optionally
 restricted to a subset of protected nodes and, per node, to a subset of value
 pairs.  Pairs are unordered: Pufferfish bounds the log-ratio in both directions.
 """
