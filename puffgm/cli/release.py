@@ -201,9 +201,7 @@ def _units_output(args, rel, report, limit: dict) -> str:
 
     remaining = None if math.isinf(report.remaining) else report.remaining
     guarantee = f"{report.explain()}; {rel.details['independence']}"
-    accuracy = rel.accuracy(args.alpha)
-    options = _postprocessing(args)
-    post = None if options is None else rel.postprocess(**options)
+    accuracy, post = _accuracy_and_postprocessed(args, rel)
     if args.json:
         out = panel_summary(rel) | {"release": rel.to_dict(), "accuracy": accuracy_dicts(accuracy),
                                     "guarantee": guarantee, "total": report.total, "budget": report.budget,
@@ -234,14 +232,8 @@ def _units_output(args, rel, report, limit: dict) -> str:
     lines += [rel.explain(), comparison_text(rel)]
     lines += [f"note: {n}" for n in rel.details["notes"]]
     lines += [f"guarantee: {guarantee}", "remaining budget: " + _remaining_text(report)]
-    if args.ledger is not None:
-        lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
     bound = " (the largest per-unit noise)" if rel.each else ""
-    lines.extend(f"accuracy{bound}: {a.explain()}" for a in accuracy)
-    if post is not None:
-        lines.append(post.explain())
-    lines.append(limit_line(limit))
-    return "\n".join(lines)
+    return "\n".join(lines + _closing_lines(args, accuracy, post, limit, f"accuracy{bound}"))
 
 
 def add_postprocessing_arguments(p) -> None:
@@ -476,9 +468,7 @@ def _output(args, rel, report, limit: dict) -> str:
 
     names = getattr(rel.calibration, "names", None) if hasattr(rel, "calibration") else None
     remaining = None if math.isinf(report.remaining) else report.remaining
-    accuracy = rel.accuracy(args.alpha)
-    options = _postprocessing(args)
-    post = None if options is None else rel.postprocess(**options)
+    accuracy, post = _accuracy_and_postprocessed(args, rel)
     if args.json:
         out = {"value": jsonable(rel.value), "names": None if names is None else list(names),
                "release": rel.to_dict(), "accuracy": accuracy_dicts(accuracy), "guarantee": report.explain(),
@@ -492,13 +482,25 @@ def _output(args, rel, report, limit: dict) -> str:
         value = _number(rel.value)
     lines = [f"released: {value}", rel.explain(), f"guarantee: {report.explain()}",
              "remaining budget: " + _remaining_text(report)]
+    return "\n".join(lines + _closing_lines(args, accuracy, post, limit, "accuracy"))
+
+
+def _accuracy_and_postprocessed(args, rel) -> tuple:
+    """The release's accuracy rows at ``--alpha`` and its post-processed value (None without the flags)."""
+    options = _postprocessing(args)
+    return rel.accuracy(args.alpha), None if options is None else rel.postprocess(**options)
+
+
+def _closing_lines(args, accuracy, post, limit: dict, heading: str) -> list:
+    """The text output's last lines: the ledger, the accuracy rows, the post-processed value, the time limit."""
+    lines = []
     if args.ledger is not None:
         lines.append(f"ledger: {args.ledger} ('puffgm ledger show {args.ledger}' lists its releases)")
-    lines.extend(f"accuracy: {a.explain()}" for a in accuracy)
+    lines.extend(f"{heading}: {a.explain()}" for a in accuracy)
     if post is not None:
         lines.append(post.explain())
     lines.append(limit_line(limit))
-    return "\n".join(lines)
+    return lines
 
 
 def _remaining_text(report) -> str:
