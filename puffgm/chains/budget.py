@@ -20,11 +20,8 @@ limit, as the network road's messages do (:mod:`puffgm.networks.calibration`).
 
 from __future__ import annotations
 
-import math
-import time
-
-from puffgm.core.validation import check_time_limit
-from puffgm.exceptions import InferenceLimitError, PriorError, TimeLimitError
+from puffgm.exceptions import InferenceLimitError, PriorError
+from puffgm.mechanisms.mqm_loop import MQMClock, format_seconds
 
 __all__ = ["MEMORY_LIMIT", "MAX_LENGTH", "ChainClock", "check_chain_length", "check_memory", "format_seconds"]
 
@@ -33,16 +30,8 @@ MAX_LENGTH = 10**18
 
 #: Bytes of working memory a chain computation may project before it starts (1 GiB).
 MEMORY_LIMIT = 2**30
-#: A projection this many times over the limit refuses at once (once it is informed).
-_CLEAR_EXCESS = 4.0
-_HOW = "(--time-limit SECONDS; 0: no limit)"
-
-
-def format_seconds(s: float) -> str:
-    """Seconds for a message: ``'12'``, ``'3.2e+05'``; ``'inf'`` stays ``'inf'``."""
-    if not math.isfinite(s):
-        return "inf"
-    return f"{s:.0f}" if s < 1e5 else f"{s:.2g}"
+#: The time budget of a chain computation: the one clock of every calibration (:mod:`puffgm.mechanisms.mqm_loop`).
+ChainClock = MQMClock
 
 
 def check_chain_length(T: int, where: str) -> int:
@@ -71,58 +60,3 @@ def check_memory(nbytes: float, what: str, advice: str) -> None:
             f"a chain computation may use; {advice}.")
 
 
-class ChainClock:
-    """The time budget of one chain computation: a deadline and projections of the work left.
-
-    Parameters
-    ----------
-    time_limit : float or None
-        Seconds (None or 0: no limit).
-    what : str
-        The computation, the subject of the refusal sentence.
-    advice : str
-        What to change ("use a shorter chain"), before the ``--time-limit`` hint.
-    deadline : float, optional
-        A ``time.monotonic()`` deadline given instead of ``time_limit`` (query laws).
-    """
-
-    def __init__(self, time_limit=None, what: str = "The computation", advice: str = "use a shorter chain", *,
-                 deadline: float | None = None):
-        self.start = time.monotonic()
-        if deadline is not None:
-            self.limit: float | None = max(deadline - self.start, 0.0)
-        else:
-            self.limit = check_time_limit(time_limit, "the chain calibration")
-        self.deadline = None if self.limit is None else self.start + self.limit
-        self.what, self.advice = what, advice
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
-
-    def refuse(self, projected: float, detail: str = "") -> None:
-        """Raise the TimeLimitError of a projected total of ``projected`` seconds."""
-        elapsed = self.elapsed
-        how_long = "about " + format_seconds(projected) if math.isfinite(projected) and projected > elapsed else \
-            "more than " + format_seconds(elapsed)
-        raise TimeLimitError(
-            f"{self.what} would take {how_long} s{detail}, over the time limit of {self.limit:.3g} s; "
-            f"{self.advice} {_HOW}.")
-
-    def project(self, seconds: float, detail: str = "") -> None:
-        """Refuse before the work starts when ``seconds`` (a projection from the counts) is over the limit."""
-        if self.limit is not None and seconds > self.limit:
-            self.refuse(seconds, detail)
-
-    def check(self, done: float | None = None, total: float | None = None, detail: str = "") -> None:
-        """Inside a loop: refuse past the deadline, or early when the work projected from ``done`` of ``total``
-        units is clearly over the limit (after min(1 s, limit / 10) has passed)."""
-        if self.limit is None:
-            return
-        elapsed = self.elapsed
-        known = bool(done and total)
-        projected = elapsed / done * total if known else math.inf  # type: ignore[operator]
-        if elapsed > self.limit:
-            self.refuse(projected, detail)
-        if known and projected > _CLEAR_EXCESS * self.limit and elapsed > min(1.0, self.limit / 10):
-            self.refuse(projected, detail)

@@ -88,6 +88,7 @@ from puffgm.chains.priors import ChainPrior, ChainPriorClass, InfiniteChainClass
 from puffgm.core.results import CalibrationResult, QuiltChoice, QuiltGraph
 from puffgm.core.validation import check_positive_finite, check_positive_int, check_time_limit
 from puffgm.exceptions import NumericalError, ParameterError, PriorError
+from puffgm.mechanisms.mqm_loop import run_mqm, search_nodes, worst_index
 
 __all__ = [
     "MQMExact", "mqm_exact", "chain_max_influence", "ChainQuiltResult", "ChainQuiltSearch", "quilt_choice",
@@ -837,13 +838,50 @@ class MQMExact:
             self.clock = ChainClock(self.time_limit, f"MQMExact on {_describe(cc)}",
                                      "use a shorter chain, a larger epsilon or max_length")
         try:
-            if len(cc) > 1:
-                return self._calibrate_family(eps, lipschitz, options)
-            return self._calibrate_chain(eps, lipschitz, options)
+            return self._calibrate_class(eps, lipschitz, options)
         finally:
             self.clock = None
 
-    def _calibrate_chain(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
+    def _calibrate_class(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
+        """Every member's node search through the one outer loop (:func:`puffgm.mechanisms.mqm_loop.run_mqm`).
+
+        A finite family is the max over members of each member's own optimum: Pufferfish
+        privacy is a condition per prior and the proofs of Theorems 4.3/4.4 fix theta first,
+        so each member may use its own active quilts (as Algorithm 3 does); an
+        ``initial="any"`` member is itself a class and keeps the sup over its initial
+        distributions per quilt (appendix C.4).
+        """
+        cc = self.chain_class
+        runs: list[_MemberRun] = []
+
+        def search_prior(t: int, member: ChainPrior) -> dict:
+            runs.append((self if len(cc) == 1 else self._member(member))._member_run(eps))
+            return runs[-1].choices
+
+        outcome = run_mqm(cc.members, None, eps, search_prior, largest_group=cc.length, node_key=_node_index)
+        k = outcome.worst_prior
+        notes = list(cc.notes) + [n for n in runs[k].notes if n not in cc.notes]
+        if outcome.no_gain:
+            notes.append("no gain over group DP for the worst node")
+        details = dict(runs[k].details)
+        if len(cc) > 1:
+            details.update({"n_chains": len(cc), "worst_member": k, "per_member_sigma": outcome.per_prior,
+                            "influence_evaluations": int(sum(r.details["influence_evaluations"] for r in runs))})
+        return outcome.result(
+            epsilon=eps, lipschitz=lipschitz, method="exact",
+            per_node=outcome.per_node if all(r.per_node for r in runs) else (), n_nodes=cc.length,
+            fingerprint=cc.fingerprint, theorem=THEOREM_EXACT, notes=tuple(notes), details=details,
+            graph=QuiltGraph("chain", length=int(cc.length)), options=options,
+        )
+
+    def _member(self, member: ChainPrior) -> MQMExact:
+        """MQMExact on one member of a family, with the family's options and time budget."""
+        sub = MQMExact(ChainPriorClass([member]), max_length=self.max_length, paper_convention=self.paper_convention,
+                       per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
+        sub.clock = self.clock  # one budget for the whole family
+        return sub
+
+    def _member_run(self, eps: float) -> _MemberRun:
         """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
         cc = self.chain_class
         T = cc.length
@@ -861,71 +899,40 @@ class MQMExact:
                 "(certified mixing bound): valid, within {:.3g} of the exact optimum".format(
                     mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
         materialise = T <= PER_NODE_LIMIT
-        worst = quilt_choice(T, i, r, materialise)
-        per_node: tuple[QuiltChoice, ...] = ()
-        if allres is not None and want_nodes:
-            per_node = tuple(quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))
-        sigma = r.score
-        group = T / eps
-        if sigma >= group * (1 - 1e-12):
-            notes.append("no gain over group DP for the worst node")
-        return CalibrationResult(
-            epsilon=eps,
-            lipschitz=lipschitz,
-            method="exact",
-            sigma_max=sigma,
-            worst=worst,
-            per_node=per_node,
-            n_nodes=T,
-            groupdp_sigma=group,
-            fingerprint=cc.fingerprint,
-            theorem=THEOREM_EXACT,
-            notes=tuple(notes),
-            details={
-                "l": int(ell),
-                "exact_optimum": bool(exact),
-                "strategy": run.strategy,
-                "k": cc.k,
-                "n_chains": len(cc),
-                "initial": ",".join(sorted(cc.initial_kinds)),
-                "paper_convention": self.paper_convention,
-                "influence_evaluations": int(run.search.evaluations),
-                "worst_quilt_kind": r.kind,
-                **mix_info,
-            },
-            graph=QuiltGraph("chain", length=int(T)),
-            options=options,
-        )
+        per_node = allres is not None and want_nodes
+        if per_node:  # every node's active quilt: the outer loop picks the worst (the same as run's)
+            choices = {c.node: c for c in (quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))}
+        else:
+            worst = quilt_choice(T, i, r, materialise)
+            choices = {worst.node: worst}
+        details = {
+            "l": int(ell),
+            "exact_optimum": bool(exact),
+            "strategy": run.strategy,
+            "k": cc.k,
+            "n_chains": len(cc),
+            "initial": ",".join(sorted(cc.initial_kinds)),
+            "paper_convention": self.paper_convention,
+            "influence_evaluations": int(run.search.evaluations),
+            "worst_quilt_kind": r.kind,
+            **mix_info,
+        }
+        return _MemberRun(choices, per_node, tuple(notes), details)
 
-    def _calibrate_family(self, eps: float, lipschitz: float, options: Mapping | None) -> CalibrationResult:
-        """A finite family: max over members of each member's own optimum.
 
-        Pufferfish privacy is a condition per prior and the proofs of Theorems
-        4.3/4.4 fix theta first, so each member may use its own active quilts
-        (as Algorithm 3 does); an ``initial="any"`` member is itself a class and
-        keeps the sup over its initial distributions per quilt (appendix C.4).
-        """
-        cc = self.chain_class
-        results = []
-        for m in cc.members:
-            sub = MQMExact(ChainPriorClass([m]), max_length=self.max_length, paper_convention=self.paper_convention,
-                           per_node=self.per_node, mixing=self.mixing, mixing_rtol=self.mixing_rtol)
-            sub.clock = self.clock  # one budget for the whole family
-            results.append(sub.calibrate(epsilon=eps, lipschitz=lipschitz))
-        k = max(range(len(results)), key=lambda j: (results[j].sigma_max, -j))  # first of the maxima
-        top = results[k]
-        per_node = ()
-        if all(r.per_node for r in results):
-            per_node = tuple(max(cs, key=lambda c: c.score) for cs in zip(*(r.per_node for r in results), strict=True))
-        notes = list(cc.notes) + [n for n in top.notes if n not in cc.notes]
-        details = dict(top.details)
-        details.update({"n_chains": len(cc), "worst_member": k, "per_member_sigma": tuple(r.sigma_max for r in results),
-                        "influence_evaluations": int(sum(r.details["influence_evaluations"] for r in results))})
-        return CalibrationResult(
-            epsilon=eps, lipschitz=lipschitz, method="exact", sigma_max=top.sigma_max, worst=top.worst,
-            per_node=per_node, n_nodes=cc.length, groupdp_sigma=top.groupdp_sigma, fingerprint=cc.fingerprint,
-            theorem=top.theorem, notes=tuple(notes), details=details, graph=top.graph, options=options,
-        )
+@dataclass(frozen=True)
+class _MemberRun:
+    """What MQMExact found on one member: active quilts (every node's, or the worst node's), notes, details."""
+
+    choices: dict
+    per_node: bool
+    notes: tuple
+    details: dict
+
+
+def _node_index(name: str) -> int:
+    """The position i of the chain node ``"X<i>"`` (the node order of the outer loop)."""
+    return int(name[1:])
 
 
 # -- fixed start: exact early nodes, certified stationary bound for the rest -------------
@@ -1023,12 +1030,13 @@ class _ChainRun:
         """
         T, clock = self.T, self.search.clock
         self._check_every_node(ell)
-        res = []
-        for i in range(1, T + 1):
+
+        def tick(i: int) -> None:
             if clock is not None and i % 64 == 0:
                 clock.check(i, T, f" ({i} of the {T} node searches done)")
-            res.append(self.search.search(i, ell))
-        j = int(np.argmax([x.score for x in res]))
+
+        res = list(search_nodes(range(1, T + 1), lambda i: self.search.search(i, ell), tick=tick).values())
+        j = worst_index([x.score for x in res])  # the first of the maxima (puffgm.core.ties)
         return j + 1, res[j], res
 
     def _check_every_node(self, ell: int):

@@ -511,53 +511,47 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
     """
     import networkx as nx
 
-    from puffgm.core.results import CalibrationResult, QuiltChoice, QuiltGraph
+    from puffgm.core.results import QuiltChoice, QuiltGraph
+    from puffgm.mechanisms.mqm_loop import best_quilt, run_mqm, search_nodes
 
     epsilon = check_positive_finite(epsilon, "epsilon", "calibrate")
     lipschitz = check_positive_finite(lipschitz, "lipschitz", "calibrate")
     pc = load_gaussian_class(prior, bounds=bounds, delta=delta)
     nodes = _resolve(pc, protected, secrets)
     t0 = time.perf_counter()
-    best: dict[str, QuiltChoice] = {}
-    per_prior, evaluations = [], 0
-    for t, theta in enumerate(pc.priors):
+    evaluations = 0
+
+    def search_prior(t: int, theta: LinearGaussianPrior) -> dict:
+        nonlocal evaluations
         eng = _Engine(theta)
-        mine: dict[str, QuiltChoice] = {}
-        for v in nodes:
+        order = theta.nodes.index
+
+        def best_of(v):
+            def choice(q, nb, rm, e, score):
+                return QuiltChoice(node=v, quilt=tuple(sorted(q, key=order)), nearby=tuple(sorted(nb, key=order)),
+                                   remote=tuple(sorted(rm, key=order)), max_influence=e, score=score, witness=(0,))
+
             cands = sorted(gaussian_quilts(theta, v, exhaustive=exhaustive), key=lambda c: (len(c[1]), len(c[0])))
-            choice: QuiltChoice | None = None
-            for q, nb, rm in cands:
-                if choice is not None and len(nb) / epsilon >= choice.score:
-                    break
-                e = eng.influence(v, q, nb)
-                score = len(nb) / (epsilon - e) if e < epsilon else math.inf
-                if choice is None or score < choice.score * (1 - 1e-12):
-                    order = theta.nodes.index
-                    choice = QuiltChoice(node=v, quilt=tuple(sorted(q, key=order)), nearby=tuple(sorted(nb, key=order)),
-                                         remote=tuple(sorted(rm, key=order)), max_influence=e, score=score,
-                                         witness=(t,))
-            assert choice is not None  # the trivial quilt is always a candidate
-            mine[v] = choice
+            return best_quilt(cands, lambda q, nb: eng.influence(v, q, nb), epsilon, choice)
+
+        mine = search_nodes(nodes, best_of)
         evaluations += eng.evaluations
-        per_prior.append(max(c.score for c in mine.values()))
-        for v in nodes:
-            if v not in best or mine[v].score > best[v].score:
-                best[v] = mine[v]
-    per_node = tuple(best[v] for v in nodes)
-    worst = max(per_node, key=lambda c: c.score)
-    group = max(max(len(c) for c in nx.weakly_connected_components(p.dag)) for p in pc.priors) / epsilon
+        return mine
+
+    largest = max(max(len(c) for c in nx.weakly_connected_components(p.dag)) for p in pc.priors)
+    outcome = run_mqm(pc.priors, nodes, epsilon, search_prior, largest_group=largest)
+    worst = outcome.worst
     notes = [f"region secrets {{x_v in [r, r + delta]}} with delta = {pc.priors[0].delta:g}; the prior is truncated "
              "to its box and the Lipschitz constant is for one node moving anywhere in its box"]
-    if worst.score >= group * (1 - 1e-12):
+    if outcome.no_gain:
         notes.append("the quilt search found no gain over group DP for the worst node")
-    return CalibrationResult(
-        epsilon=epsilon, lipschitz=lipschitz, method="mqm-gaussian", sigma_max=worst.score, worst=worst,
-        per_node=per_node, n_nodes=len(pc.nodes), groupdp_sigma=group, fingerprint=pc.fingerprint,
-        theorem=THEOREM_MQM, notes=tuple(notes),
+    return outcome.result(
+        epsilon=epsilon, lipschitz=lipschitz, method="mqm-gaussian", n_nodes=len(pc.nodes),
+        fingerprint=pc.fingerprint, theorem=THEOREM_MQM, notes=tuple(notes),
         details={"quilt_family": "moral-graph " + ("exhaustive" if (exhaustive if exhaustive is not None else
                                                                      len(pc.nodes) <= EXHAUSTIVE_MAX_NODES)
                                                     else "distance layers"),
-                 "n_priors": len(pc.priors), "per_prior_sigma": tuple(per_prior), "protected": len(nodes),
+                 "n_priors": len(pc.priors), "per_prior_sigma": outcome.per_prior, "protected": len(nodes),
                  "influence_evaluations": evaluations, "delta": pc.priors[0].delta,
                  "secrets": f"gaussian-regions|delta={pc.priors[0].delta!r}|protected={','.join(nodes)}",
                  "seconds": time.perf_counter() - t0},

@@ -36,7 +36,6 @@ the branch and bound of :mod:`puffgm.networks.quilt_search` and, with
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable
@@ -44,9 +43,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from puffgm.core.results import CalibrationResult, QuiltGraph
-from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_time_limit, dask_client
 from puffgm.exceptions import InferenceLimitError, ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
+from puffgm.mechanisms.mqm_loop import MQMClock, MQMOutcome, run_mqm, search_nodes, worst_index
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
 from puffgm.networks.priors import PriorClass, load_prior_class
 from puffgm.networks.quilt_certify import check_certify_budget
@@ -61,14 +60,9 @@ THEOREM = "Song, Wang and Chaudhuri 2017, Theorem 4.3 (Markov Quilt Mechanism, A
 
 
 def _first_worst(nodes, score):
-    """The first node, in node order, whose score ties with the largest (:mod:`puffgm.core.ties`).
-
-    Nodes whose scores are equal in exact arithmetic (a deterministic copy of a node has
-    its quilts and influences) differ only by rounding; the tolerance makes the choice
-    independent of the order of floating-point operations.
-    """
+    """The first node, in node order, whose score ties with the largest (``mqm_loop.worst_index``)."""
     nodes = list(nodes)
-    return nodes[canonical_argmax([score(n) for n in nodes])]
+    return nodes[worst_index([score(n) for n in nodes])]
 
 
 #: Expansions per node of the quick branch and bound (no dive) that runs before any
@@ -137,69 +131,10 @@ def _best_chunk(prior_class, secrets, max_quilt_states, exhaustive, max_table_en
     return out, engine.evaluated(), engine.evaluations - evaluations, search.skipped - skipped, fallback
 
 
-#: The projection of a calibration's time refuses at once when it exceeds the limit this many
-#: times; within this factor it waits for a quarter of the limit, so that more nodes inform it.
-_CLEAR_EXCESS = 4.0
-
-
-class _Clock:
-    """The time budget of one calibration: refuses as soon as the projected total exceeds it.
-
-    The projection leaves out the fixed cost paid before the first node search of every
-    worker ends (the junction tree, the workers' start): projected = t_1 + (elapsed - t_1)
-    / (done - n_1) * (total - n_1), with n_1 >= jobs searches ended at t_1.  Once
-    min(5 s, limit / 10) have passed and a search ended after t_1, a projection above
-    :data:`_CLEAR_EXCESS` times the limit refuses at once; one above the limit refuses once
-    a quarter of the limit has passed.
-    """
-
-    def __init__(self, time_limit, total_nodes: int, name: str, jobs: int = 1):
-        self.limit = time_limit
-        self.total = total_nodes
-        self.name = name
-        self.start = time.perf_counter()
-        self.done = 0
-        self.jobs = max(1, jobs)  # workers: the first search of each pays the fixed cost
-        self.first: tuple[float, int] | None = None  # seconds until the first node search of every worker ended
-
-    def check(self):
-        """Called by the influence engine: stop at the limit even inside one node's search."""
-        if self.limit is not None and time.perf_counter() - self.start > self.limit:
-            self.tick(0)
-
-    def projected(self, elapsed: float) -> float:
-        """Projected total seconds of the node searches (inf before the first one ended)."""
-        if not self.done:
-            return math.inf
-        if self.first is None or self.done <= self.first[1] or elapsed <= self.first[0]:
-            return elapsed / self.done * self.total
-        t1, n1 = self.first
-        return t1 + (elapsed - t1) / (self.done - n1) * (self.total - n1)
-
-    def tick(self, n_done: int = 1):
-        self.done += n_done
-        if self.limit is None:
-            return
-        elapsed = time.perf_counter() - self.start
-        if self.first is None and self.done >= min(self.jobs, self.total):
-            self.first = (elapsed, self.done)
-        projected = self.projected(elapsed)
-        if self.done >= self.total and elapsed > self.limit:  # the refinement of the worst nodes
-            raise TimeLimitError(
-                f"Calibrating network {self.name!r} did not finish within time_limit={self.limit:g} s "
-                f"(all {self.total} node searches done, the refinement of the worst nodes still running "
-                f"after {elapsed:.0f} s); protect fewer nodes, lower max_quilt_states or raise time_limit "
-                "(--time-limit SECONDS; 0: no limit).")
-        informed = self.first is not None and self.done > self.first[1] and elapsed > min(5.0, self.limit / 10)
-        early = informed and projected > _CLEAR_EXCESS * self.limit
-        if elapsed > self.limit or early or (elapsed > self.limit / 4 and projected > self.limit):
-            how_long = ("about " + format(projected, ".0f") if math.isfinite(projected)
-                        else "more than " + format(elapsed, ".0f"))
-            raise TimeLimitError(
-                f"Calibrating network {self.name!r} would take {how_long} s "
-                f"({self.done} of {self.total} node searches done in {elapsed:.0f} s), more than "
-                f"time_limit={self.limit:g} s; protect fewer nodes, lower max_quilt_states or raise "
-                "time_limit (--time-limit SECONDS; 0: no limit).")
+def network_clock(time_limit, total_nodes: int, name: str, jobs: int = 1) -> MQMClock:
+    """The time budget of a network calibration of ``total_nodes`` node searches on ``jobs`` workers."""
+    return MQMClock(time_limit, f"Calibrating network {name!r}",
+                    "protect fewer nodes, lower max_quilt_states or raise time_limit", total=total_nodes, jobs=jobs)
 
 
 def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, clock=None, client=None) -> dict:
@@ -212,20 +147,14 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     code), and the record keeps the evaluation count that of the sequential run.
     """
     if client is None and (n_jobs <= 1 or len(nodes) < 2 * n_jobs):
-        best = {}
-        for n in nodes:
-            best[n] = search.best(n, epsilon=epsilon)
-            if bar is not None:
-                bar.update(1)
-            if clock is not None:
-                clock.tick()
-        return best
+        return search_nodes(nodes, lambda n: search.best(n, epsilon=epsilon), bar=bar,
+                            tick=None if clock is None else lambda _: clock.tick())
     workers = n_jobs if client is None else max(1, sum(client.nthreads().values()))
     size = max(1, -(-len(nodes) // (4 * workers)))  # about 4 chunks per worker, in node order
     deadline = None
     if clock is not None and clock.limit is not None:
         size = 1  # one node per task, so the time budget is checked often
-        deadline = time.time() + clock.limit - (time.perf_counter() - clock.start)
+        deadline = clock.wall_deadline()
     chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
     args = (search.prior_class, search.secrets, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
@@ -310,7 +239,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
     best = _node_bests(search, nodes, epsilon, run.jobs, run.bar, run.clock, run.client)
     every, nodes = nodes, [n for n in nodes if n not in search.fallback]
     if not nodes:  # every node fell back: no lower bound but the trivial 0
-        return _with_prior(best, prior_index), 0.0, {}, False
+        return best, 0.0, {}, False
     with search.engine.without_deadline():
         quick, lower0, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=0)
     try:
@@ -321,7 +250,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
                                                             budget=min(budget, QUICK_SEARCH_BUDGET), dive=False)
                 lower0 = max(lower0, lower_q)
             if not better(lower0, max(c.score for c in quick.values())):
-                return _with_prior(quick, prior_index), lower0, certs, False  # certified optimal
+                return quick, lower0, certs, False  # certified optimal
         if not search.exhaustive:
             _refine_worst(search, best, every, epsilon,
                           lambda n: refined.append(_PriorNode(prior_index, n)), search.fallback)
@@ -332,7 +261,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
         lower, stopped = lower0, True  # best holds every node's best valid quilt so far
     # the quick search's quilts compete (both are valid; the better score wins, ties keep the full road's)
     best = {n: quick[n] if better(quick[n].score, c.score) else c for n, c in best.items()}
-    return _with_prior(best, prior_index), max(lower, lower0), certs, stopped
+    return best, max(lower, lower0), certs, stopped
 
 
 def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started, fixed=frozenset()) -> None:
@@ -366,17 +295,6 @@ def _refine_worst(search: QuiltSearch, best: dict, nodes, epsilon, started, fixe
             complete.add(node)
         else:
             best[node] = step
-
-
-def _with_prior(best: dict, prior_index: int) -> dict:
-    """The active quilts with their witnesses naming the prior's index in its class."""
-    out = {}
-    for n, c in best.items():
-        w = c.witness
-        if w is not None and prior_index:
-            c = replace(c, witness=(prior_index,) + tuple(w[1:]))
-        out[n] = c
-    return out
 
 
 def _progress_bar(progress, total: int, pc):
@@ -497,7 +415,7 @@ class _Run:
     opts: NetworkOptions
     jobs: int
     bar: Any  # a tqdm bar, or None
-    clock: _Clock
+    clock: MQMClock
     refined: list[_PriorNode]
     client: Any = None  # a distributed.Client: the node searches run on its workers
 
@@ -506,9 +424,7 @@ class _Run:
 class _Found:
     """What the search over every prior of the class found (see :func:`_search_priors`)."""
 
-    best: dict
     lower: list
-    per_prior: list
     searched: list[_PriorNode]
     planes: list
     evaluations: int = 0
@@ -518,6 +434,7 @@ class _Found:
     fallback: list[_PriorNode] = field(default_factory=list)  # the nodes given the trivial quilt
     fallback_sigma: float = 0.0  # their largest score card(X_N) / epsilon
     searched_sigma: float = 0.0  # the largest score of the other nodes
+    outcome: MQMOutcome | None = None  # the outer loop's active quilts, worst node and group-DP baseline
 
 
 def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
@@ -566,8 +483,8 @@ def calibrate(prior, *, epsilon, lipschitz=1.0, **options) -> CalibrationResult:
     try:
         jobs = _resolve_n_jobs(opts.n_jobs, len(nodes)) if client is None else max(
             1, sum(client.nthreads().values()))
-        clock = _Clock(opts.time_limit, len(pc.priors) * len(nodes),
-                       pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors", jobs)
+        clock = network_clock(opts.time_limit, len(pc.priors) * len(nodes),
+                              pc.priors[0].name if len(pc.priors) == 1 else f"{len(pc.priors)} priors", jobs)
         bar = _progress_bar(opts.progress, len(pc.priors) * len(nodes), pc)
         run = _Run(opts, jobs, bar, clock, refined=[], client=client)
         found = _search_priors(pc, nodes, epsilon, secrets, run)
@@ -586,36 +503,30 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
     sup-over-Theta score, and equal to it for a single prior.
     """
     opts = run.opts
-    found = _Found(best={}, lower=[], per_prior=[], searched=[], planes=[])
-    for t, theta in enumerate(pc.priors):
+    found = _Found(lower=[], searched=[], planes=[])
+
+    def search_prior(t: int, theta) -> dict:
         search = QuiltSearch(PriorClass([theta]), secrets, opts.max_quilt_states, opts.exhaustive,
                              opts.max_table_entries)
         if opts.time_limit is not None:
-            search.engine.deadline_check = run.clock.check
+            search.engine.deadline_check = run.clock.check_nodes
         found.family = search.family
-        try:
-            # structured search, then branch-and-bound improvement of the worst nodes with a certified
-            # lower bound (puffgm.networks.quilt_search), refinement of the worst nodes left uncertified and,
-            # with certify_budget, the cutting-plane certificate (puffgm.networks.quilt_certify)
-            mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, t, run)
-            found.stopped = found.stopped or cut
-        except BaseException:
-            if run.bar is not None:
-                run.bar.close()
-            raise
+        # structured search, then branch-and-bound improvement of the worst nodes with a certified
+        # lower bound (puffgm.networks.quilt_search), refinement of the worst nodes left uncertified and,
+        # with certify_budget, the cutting-plane certificate (puffgm.networks.quilt_certify)
+        mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, t, run)
+        found.stopped = found.stopped or cut
         found.lower.append(lower_t)
         found.searched.extend(_PriorNode(t, v) for v in certs)
         found.planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
                             for c in certs.values() if c.cutting_planes is not None)
         found.evaluations += search.engine.evaluations
         found.skipped += search.skipped
-        found.per_prior.append(max(c.score for c in mine.values()))
         _record_fallback(found, mine, [v for v in nodes if v in search.fallback], t)
-        for n in nodes:
-            if n not in found.best or mine[n].score > found.best[n].score:  # ties keep the earlier prior
-                found.best[n] = mine[n]
-    if run.bar is not None:
-        run.bar.close()
+        return mine
+
+    found.outcome = run_mqm(pc.priors, nodes, epsilon, search_prior, largest_group=pc.largest_component(),
+                            bar=run.bar)
     return found
 
 
@@ -642,9 +553,10 @@ def _fallback_note(found: _Found, limit: int, sigma_max: float) -> str:
             "per entry) to search their quilts")
 
 
-def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float, group: float) -> list:
+def _calibration_notes(pc, found: _Found, opts: NetworkOptions, outcome: MQMOutcome) -> list:
     """The notes of a network calibration: renormalised CPDs, skipped quilts, time limit, no gain."""
     notes = list(pc.notes)
+    sigma_max, group = outcome.sigma_max, outcome.groupdp_sigma
     limit = opts.max_table_entries or DEFAULT_MAX_TABLE_ENTRIES
     if found.fallback:
         notes.append(_fallback_note(found, limit, sigma_max))
@@ -658,7 +570,7 @@ def _calibration_notes(pc, found: _Found, opts: NetworkOptions, sigma_max: float
                      "branch and bound of the worst nodes stopped early; every quilt is valid, and the lower bound "
                      f"is the single-node bound (certified gap reached: {gap}; raise time_limit, --time-limit "
                      "SECONDS or 0 for no limit, for a smaller sigma_max or gap)")
-    if sigma_max >= group * (1 - 1e-12):
+    if outcome.no_gain:
         notes.append("the quilt search found no gain over group DP for the worst node")
         if max(found.lower) >= group * (1 - 1e-9):
             notes.append("certified: no choice of Markov quilts beats group DP here (lower bound = group DP)")
@@ -683,24 +595,17 @@ def _quilt_set(family, epsilon, search_budget: int, certify_budget: int) -> str:
 
 def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, run: _Run) -> CalibrationResult:
     """The :class:`CalibrationResult` of a network calibration from what the search found."""
-    best = found.best
-    per_node = tuple(best[n] for n in nodes)
-    worst = best[_first_worst(nodes, lambda n: best[n].score)]  # first of the maxima, in node order
-    sigma_max = max(c.score for c in per_node)  # never below any node's computed score
-    group = pc.largest_component() / epsilon
+    outcome = found.outcome
+    assert outcome is not None
     opts = run.opts
-    notes = _calibration_notes(pc, found, opts, sigma_max, group)
+    notes = _calibration_notes(pc, found, opts, outcome)
     fallback = ({"fallback_nodes": tuple(v.detail() for v in found.fallback), "fallback_sigma": found.fallback_sigma}
                 if found.fallback else {})
-    return CalibrationResult(
+    return outcome.result(
         epsilon=epsilon,
         lipschitz=lipschitz,
         method="exact",
-        sigma_max=sigma_max,
-        worst=worst,
-        per_node=per_node,
         n_nodes=len(pc.nodes),
-        groupdp_sigma=group,
         sigma_lower_bound=max(found.lower),  # max over theta of each theta's bound, like sigma_max
         fingerprint=pc.fingerprint,
         theorem=THEOREM,
@@ -708,7 +613,7 @@ def _calibration_result(pc, nodes, epsilon, lipschitz, secrets, found: _Found, r
         details={
             "quilt_family": found.family,
             "n_priors": len(pc.priors),
-            "per_prior_sigma": tuple(found.per_prior),
+            "per_prior_sigma": outcome.per_prior,
             "protected": len(nodes),
             "influence_evaluations": found.evaluations,
             "secrets": secrets.canonical(pc),  # identifies S for composition (quilt_set_key)

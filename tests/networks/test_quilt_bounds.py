@@ -249,10 +249,10 @@ def test_network_lower_bound_is_below_the_brute_force_optimum():
 def test_zero_budget_keeps_the_structured_search():
     rng = np.random.default_rng(3)
     net, _ = random_network(rng, n=13, p_edge=0.3, zero_prob=0.05, concentration=20.0, max_card=2)
-    from puffgm.networks.calibration import NetworkOptions, _Clock, _node_optima, _Run
+    from puffgm.networks.calibration import NetworkOptions, _node_optima, _Run, network_clock
 
     search = QuiltSearch(PriorClass([net]))
-    run = _Run(NetworkOptions(search_budget=0), jobs=1, bar=None, clock=_Clock(None, len(net.nodes), net.name),
+    run = _Run(NetworkOptions(search_budget=0), jobs=1, bar=None, clock=network_clock(None, len(net.nodes), net.name),
                refined=[])
     structured = _node_optima(search, list(net.nodes), 1.0, 0, run)[0]
     res = calibrate(net, epsilon=1.0, search_budget=0)

@@ -4,6 +4,7 @@ import types
 
 import pytest
 
+import puffgm.mechanisms.mqm_loop as mqm_loop
 import puffgm.networks.calibration as calibration
 from puffgm.exceptions import TimeLimitError
 
@@ -12,14 +13,14 @@ class _FakeTime:
     def __init__(self):
         self.now = 0.0
 
-    def perf_counter(self):
+    def monotonic(self):
         return self.now
 
 
 @pytest.fixture
 def clock_at(monkeypatch):
     fake = _FakeTime()
-    monkeypatch.setattr(calibration, "time", types.SimpleNamespace(perf_counter=fake.perf_counter))
+    monkeypatch.setattr(mqm_loop, "time", types.SimpleNamespace(monotonic=fake.monotonic))
     return fake
 
 
@@ -27,7 +28,7 @@ def test_the_fixed_cost_of_the_first_searches_is_not_projected_over_every_node(c
     # two workers pay 10 s of set-up before their first search ends, then 0.1 s per node:
     # 441 nodes take about 10 + 0.1 * 439 = 54 s, well within 120 s (the old projection,
     # 10 / 2 * 441 = 2205 s, refused)
-    clock = calibration._Clock(120.0, 441, "net", jobs=2)
+    clock = calibration.network_clock(120.0, 441, "net", jobs=2)
     clock_at.now = 10.0
     clock.tick(2)
     for _ in range(300):
@@ -37,14 +38,14 @@ def test_the_fixed_cost_of_the_first_searches_is_not_projected_over_every_node(c
 
 
 def test_a_clear_excess_refuses_early_and_a_small_one_after_a_quarter_of_the_limit(clock_at):
-    clock = calibration._Clock(120.0, 441, "net", jobs=1)
+    clock = calibration.network_clock(120.0, 441, "net", jobs=1)
     clock_at.now = 1.0
     clock.tick()  # the first search (fixed cost included)
     clock_at.now = 6.0
     with pytest.raises(TimeLimitError, match=r"would take about 2201 s \(2 of 441 node searches done in 6 s\)"):
         clock.tick()  # 5 s per node: more than 4 x 120 s, refused at once
     clock_at.now = 0.0
-    clock = calibration._Clock(120.0, 100, "net", jobs=1)
+    clock = calibration.network_clock(120.0, 100, "net", jobs=1)
     for _ in range(20):
         clock_at.now += 1.5  # 1.5 s per node, 150 s in all: above the limit, below 4 x the limit
         clock.tick()
