@@ -59,6 +59,7 @@ from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, stationary
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NotApplicableError, NumericalError, ParameterError
+from puffgm.mechanisms.mqm_loop import run_mqm, worst_index
 
 __all__ = ["MQMApprox", "mqm_approx", "chain_mixing_parameters", "THEOREM_APPROX"]
 
@@ -417,7 +418,7 @@ class MQMApprox:
             return 1, trivial, "every node (no quilt has influence below epsilon)", a_star, T
         # Short chain: Lemma C.9 does not apply; search every node over all quilts.
         res = [self._search(j, T, eps) for j in range(1, T + 1)]
-        i = int(np.argmax([x.score for x in res])) + 1
+        i = worst_index([x.score for x in res]) + 1  # the first of the maxima (puffgm.core.ties)
         return i, res[i - 1], "every node (chain too short for Lemma 4.9)", a_star, T
 
     def _finite_from(self, scaled: float) -> float:
@@ -461,21 +462,18 @@ class MQMApprox:
             raise NumericalError(
                 f"MQMApprox's noise scale at epsilon = {eps:g} is above the largest double ({_MAX_FLOAT:.3g}) "
                 f"for this chain of T = {T} nodes; epsilon of at least about {_up3(self._finite_from(r.score))} works.")
-        r = replace(r, score=sigma)
-        worst = quilt_choice(T, i, r, T <= PER_NODE_LIMIT)
+        worst = quilt_choice(T, i, replace(r, score=sigma), T <= PER_NODE_LIMIT)
+        # the outer loop over the class (its worst node bounds every member, Lemma 4.8)
+        outcome = run_mqm([cc], None, lambda t, _: {worst.node: worst}, epsilon=eps, largest_group=T)
         notes = list(cc.notes)
-        group = T / eps
-        if r.score >= group * (1 - 1e-12):
+        if outcome.no_gain:
             notes.append("no gain over group DP for the worst node")
-        return CalibrationResult(
+        return outcome.result(
             epsilon=eps,
             lipschitz=lipschitz,
             method="approx",
-            sigma_max=r.score,
-            worst=worst,
             per_node=(),
             n_nodes=T,
-            groupdp_sigma=group,
             fingerprint=cc.fingerprint,
             theorem=THEOREM_APPROX,
             notes=tuple(notes),

@@ -855,10 +855,11 @@ class MQMExact:
         runs: list[_MemberRun] = []
 
         def search_prior(t: int, member: ChainPrior) -> dict:
-            runs.append((self if len(cc) == 1 else self._member(member))._member_run(eps))
+            runs.append(_run_member(self if len(cc) == 1 else self._member(member), eps))
             return runs[-1].choices
 
-        outcome = run_mqm(cc.members, None, eps, search_prior, largest_group=cc.length, node_key=_node_index)
+        outcome = run_mqm(cc.members, None, search_prior, epsilon=eps, largest_group=cc.length,
+                          node_key=_node_index)
         k = outcome.worst_prior
         notes = list(cc.notes) + [n for n in runs[k].notes if n not in cc.notes]
         if outcome.no_gain:
@@ -881,43 +882,44 @@ class MQMExact:
         sub.clock = self.clock  # one budget for the whole family
         return sub
 
-    def _member_run(self, eps: float) -> _MemberRun:
-        """A one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
-        cc = self.chain_class
-        T = cc.length
-        want_nodes = self.per_node if self.per_node is not None else T <= PER_NODE_DEFAULT_LIMIT
-        run = _ChainRun(self, eps, want_nodes)
-        notes = list(cc.notes)
-        if self.paper_convention:
-            notes.append("paper convention: left-end states of probability zero are counted (not exact)")
-        ell, (i, r, allres), exact = run.choose_length(notes)
-        mix_info = run.mix_info
-        if mix_info.get("exact") is False:
-            exact = False
-            notes.append(
-                "fixed start: nodes after X{} bounded by the stationary chain at epsilon - {:.3g} "
-                "(certified mixing bound): valid, within {:.3g} of the exact optimum".format(
-                    mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
-        materialise = T <= PER_NODE_LIMIT
-        per_node = allres is not None and want_nodes
-        if per_node:  # every node's active quilt: the outer loop picks the worst (the same as run's)
-            choices = {c.node: c for c in (quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))}
-        else:
-            worst = quilt_choice(T, i, r, materialise)
-            choices = {worst.node: worst}
-        details = {
-            "l": int(ell),
-            "exact_optimum": bool(exact),
-            "strategy": run.strategy,
-            "k": cc.k,
-            "n_chains": len(cc),
-            "initial": ",".join(sorted(cc.initial_kinds)),
-            "paper_convention": self.paper_convention,
-            "influence_evaluations": int(run.search.evaluations),
-            "worst_quilt_kind": r.kind,
-            **mix_info,
-        }
-        return _MemberRun(choices, per_node, tuple(notes), details)
+
+def _run_member(mech: MQMExact, eps: float) -> _MemberRun:
+    """MQMExact on a one-member class: the node search of Algorithm 3 with the shortcuts of the module docstring."""
+    cc = mech.chain_class
+    T = cc.length
+    want_nodes = mech.per_node if mech.per_node is not None else T <= PER_NODE_DEFAULT_LIMIT
+    run = _ChainRun(mech, eps, want_nodes)
+    notes = list(cc.notes)
+    if mech.paper_convention:
+        notes.append("paper convention: left-end states of probability zero are counted (not exact)")
+    ell, (i, r, allres), exact = run.choose_length(notes)
+    mix_info = run.mix_info
+    if mix_info.get("exact") is False:
+        exact = False
+        notes.append(
+            "fixed start: nodes after X{} bounded by the stationary chain at epsilon - {:.3g} "
+            "(certified mixing bound): valid, within {:.3g} of the exact optimum".format(
+                mix_info["mixing_node"], mix_info["mixing_error"], mix_info["certified_gap"]))
+    materialise = T <= PER_NODE_LIMIT
+    per_node = allres is not None and want_nodes
+    if per_node:  # every node's active quilt: the outer loop picks the worst (the same as run's)
+        choices = {c.node: c for c in (quilt_choice(T, j + 1, x, materialise) for j, x in enumerate(allres))}
+    else:
+        worst = quilt_choice(T, i, r, materialise)
+        choices = {worst.node: worst}
+    details = {
+        "l": int(ell),
+        "exact_optimum": bool(exact),
+        "strategy": run.strategy,
+        "k": cc.k,
+        "n_chains": len(cc),
+        "initial": ",".join(sorted(cc.initial_kinds)),
+        "paper_convention": mech.paper_convention,
+        "influence_evaluations": int(run.search.evaluations),
+        "worst_quilt_kind": r.kind,
+        **mix_info,
+    }
+    return _MemberRun(choices, per_node, tuple(notes), details)
 
 
 @dataclass(frozen=True)

@@ -532,14 +532,14 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                                    remote=tuple(sorted(rm, key=order)), max_influence=e, score=score, witness=(0,))
 
             cands = sorted(gaussian_quilts(theta, v, exhaustive=exhaustive), key=lambda c: (len(c[1]), len(c[0])))
-            return best_quilt(cands, lambda q, nb: eng.influence(v, q, nb), epsilon, choice)
+            return best_quilt(cands, lambda q, nb: eng.influence(v, q, nb), choice, epsilon=epsilon)
 
         mine = search_nodes(nodes, best_of)
         evaluations += eng.evaluations
         return mine
 
     largest = max(max(len(c) for c in nx.weakly_connected_components(p.dag)) for p in pc.priors)
-    outcome = run_mqm(pc.priors, nodes, epsilon, search_prior, largest_group=largest)
+    outcome = run_mqm(pc.priors, nodes, search_prior, epsilon=epsilon, largest_group=largest)
     worst = outcome.worst
     notes = [f"region secrets {{x_v in [r, r + delta]}} with delta = {pc.priors[0].delta:g}; the prior is truncated "
              "to its box and the Lipschitz constant is for one node moving anywhere in its box"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -198,7 +198,7 @@ def search_nodes(nodes: Iterable, best_of: Callable[[Any], Any], *, bar=None,
     return best
 
 
-def best_quilt(candidates: Iterable, influence: Callable, epsilon: float, choice: Callable) -> Any:
+def best_quilt(candidates: Iterable, influence: Callable, choice: Callable, *, epsilon: float) -> Any:
     r"""The candidate quilt of least score :math:`\mathrm{card}(X_N) / (\epsilon - e)` (Algorithm 2's inner min).
 
     Parameters
@@ -209,9 +209,9 @@ def best_quilt(candidates: Iterable, influence: Callable, epsilon: float, choice
         later score, reaches the best score.
     influence : callable
         ``influence(quilt, nearby)``, the max-influence :math:`e(X_Q \mid X_i)`.
-    epsilon : float
     choice : callable
         ``choice(quilt, nearby, remote, e, score)``: the record of a candidate.
+    epsilon : float
 
     Returns
     -------
@@ -235,7 +235,7 @@ def worst_index(scores: Sequence[float]) -> int:
     return canonical_argmax(scores)
 
 
-def group_dp_sigma(largest_group: int, epsilon: float) -> float:
+def group_dp_sigma(largest_group: int, *, epsilon: float) -> float:
     r"""The group-DP baseline :math:`(\text{size of the largest group}) / \epsilon` (a connected component, a chain)."""
     return largest_group / epsilon
 
@@ -297,9 +297,9 @@ class MQMOutcome:
                                  groupdp_sigma=self.groupdp_sigma, **fields)
 
 
-def run_mqm(priors: Sequence, nodes: Sequence | None, epsilon: float,
-            search_prior: Callable[[int, Any], Mapping], *, largest_group: int,
-            node_key: Callable[[Hashable], Any] | None = None, bar=None) -> MQMOutcome:
+def run_mqm(priors: Sequence, nodes: Sequence | None, search_prior: Callable[[int, Any], Mapping], *,
+            epsilon: float, largest_group: int,
+            node_key: Callable[[Any], Any] | None = None, bar=None) -> MQMOutcome:
     r"""The Markov Quilt Mechanism's outer loop (Song et al., Algorithm 2) over a finite class.
 
     Parameters
@@ -309,10 +309,10 @@ def run_mqm(priors: Sequence, nodes: Sequence | None, epsilon: float,
     nodes : sequence or None
         The protected nodes in node order; None when a kind reports only the nodes it
         searched (a chain's shortcuts), ordered by ``node_key``.
-    epsilon : float
     search_prior : callable
         ``search_prior(index, prior)``: ``{node: QuiltChoice}``, the active quilt of every
         node searched under that prior (the kind's quilt search).
+    epsilon : float
     largest_group : int
         The size of the largest group of the group-DP baseline.
     node_key : callable, optional
@@ -342,4 +342,4 @@ def run_mqm(priors: Sequence, nodes: Sequence | None, epsilon: float,
     worst = best[order[worst_index([best[n].score for n in order])]]
     sigma_max = max(c.score for c in best.values())
     return MQMOutcome(best=best, prior_of=prior_of, worst=worst, sigma_max=sigma_max, per_prior=tuple(per_prior),
-                      groupdp_sigma=group_dp_sigma(largest_group, epsilon))
+                      groupdp_sigma=group_dp_sigma(largest_group, epsilon=epsilon))

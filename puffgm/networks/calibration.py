@@ -525,8 +525,8 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
         _record_fallback(found, mine, [v for v in nodes if v in search.fallback], t)
         return mine
 
-    found.outcome = run_mqm(pc.priors, nodes, epsilon, search_prior, largest_group=pc.largest_component(),
-                            bar=run.bar)
+    found.outcome = run_mqm(pc.priors, nodes, search_prior, epsilon=epsilon,
+                            largest_group=pc.largest_component(), bar=run.bar)
     return found
 
 
