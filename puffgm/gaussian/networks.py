@@ -486,6 +486,11 @@ def _protected(pc, protected):
     return protected
 
 
+def _secrets_key(pc: GaussianPriorClass, nodes) -> str:
+    """The identifier of the region secrets (``details["secrets"]``, part of a release's composition key)."""
+    return f"gaussian-regions|delta={pc.priors[0].delta!r}|protected={','.join(nodes)}"
+
+
 def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets=None, bounds=None, delta=None,
                        exhaustive=None):
     r"""Markov Quilt Mechanism calibration for linear-Gaussian priors with region secrets.
@@ -553,7 +558,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                                                     else "distance layers"),
                  "n_priors": len(pc.priors), "per_prior_sigma": outcome.per_prior, "protected": len(nodes),
                  "influence_evaluations": evaluations, "delta": pc.priors[0].delta,
-                 "secrets": f"gaussian-regions|delta={pc.priors[0].delta!r}|protected={','.join(nodes)}",
+                 "secrets": _secrets_key(pc, nodes),
                  "seconds": time.perf_counter() - t0},
         # the DAG of the prior whose node needs the most noise, for result.plot()
         graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.witness[0]].dag.edges)),
@@ -603,5 +608,4 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
                           notes=("certified upper bounds of the truncated-Gaussian leakage of region secrets "
                                  f"(delta = {pc.priors[0].delta:g}); quilts separate in the moral graph",),
                           details={"seconds": time.perf_counter() - t0, "n_priors": len(pc.priors),
-                                   "secrets": f"gaussian-regions|delta={pc.priors[0].delta!r}|"
-                                              f"protected={','.join(nodes)}"})
+                                   "secrets": _secrets_key(pc, nodes)})

@@ -231,7 +231,13 @@ def best_quilt(candidates: Iterable, influence: Callable, choice: Callable, *, e
 
 
 def worst_index(scores: Sequence[float]) -> int:
-    """The position of the worst node: the first whose score ties with the largest (:mod:`puffgm.core.ties`)."""
+    """The position of the worst node: the first whose score ties with the largest (:mod:`puffgm.core.ties`).
+
+    Nodes whose scores are equal in exact arithmetic (a deterministic copy of a node has
+    its quilts and influences; the middle nodes of a stationary chain) differ only by
+    rounding; the tolerance makes the choice independent of the order of floating-point
+    operations.
+    """
     return canonical_argmax(scores)
 
 
