@@ -215,7 +215,9 @@ def best_quilt(candidates: Iterable, influence: Callable, choice: Callable, *, e
 
     Returns
     -------
-    The first candidate whose score is below every earlier one by a relative 1e-12.
+    object
+        The record (``choice``) of the first candidate whose score is below every earlier
+        one by a relative 1e-12.
     """
     best = None
     for q, nb, rm in candidates:
@@ -329,6 +331,8 @@ def run_mqm(priors: Sequence, nodes: Sequence | None, search_prior: Callable[[in
     Returns
     -------
     MQMOutcome
+        Every node's active quilt under its worst prior, the worst node, sigma_max, each
+        prior's largest score and the group-DP baseline.
     """
     best: dict = {}
     prior_of: dict = {}
