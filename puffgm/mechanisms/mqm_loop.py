@@ -40,7 +40,7 @@ from typing import Any
 from puffgm.core.results import CalibrationResult, QuiltChoice
 from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_time_limit
-from puffgm.exceptions import TimeLimitError
+from puffgm.exceptions import ParameterError, TimeLimitError
 
 __all__ = [
     "MQMClock", "MQMOutcome", "run_mqm", "search_nodes", "best_quilt", "worst_index", "group_dp_sigma",
@@ -228,7 +228,7 @@ def best_quilt(candidates: Iterable, influence: Callable, choice: Callable, *, e
         if best is None or score < best.score * (1 - 1e-12):
             best = choice(q, nb, rm, e, score)
     if best is None:
-        raise ValueError("best_quilt needs at least one candidate (the trivial quilt).")
+        raise ParameterError("best_quilt needs at least one candidate quilt (the trivial quilt is one).")
     return best
 
 

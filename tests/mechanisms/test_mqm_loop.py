@@ -12,7 +12,7 @@ import puffgm.mechanisms.mqm_loop as mqm_loop
 import puffgm.networks.calibration as net_calibration
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
 from puffgm.core.results import QuiltChoice
-from puffgm.exceptions import TimeLimitError
+from puffgm.exceptions import ParameterError, TimeLimitError
 from puffgm.gaussian.networks import LinearGaussianPrior, gaussian_calibrate
 
 
@@ -114,7 +114,7 @@ def test_best_quilt_is_the_least_score_and_stops_at_the_card_bound():
     best = mqm_loop.best_quilt(cands, influence, lambda q, nb, rm, e, s: _choice(q, s), epsilon=1.0)
     assert best.node == "q2" and best.score == 2 / 0.9  # beats 1 / (1 - 0.6) = 2.5 and 4 / 1
     assert seen == ["q1", "q2"]  # 4 / epsilon >= 2 / 0.9: the later candidates cannot win
-    with pytest.raises(ValueError):
+    with pytest.raises(ParameterError, match="at least one candidate"):
         mqm_loop.best_quilt([], influence, lambda *a: None, epsilon=1.0)
 
 
