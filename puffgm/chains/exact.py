@@ -455,12 +455,12 @@ class ChainQuiltSearch:
             m.clock = value
 
     def ensure(self, ell: int):
-        """Build the tables of equation (5) up to offset L = min(l, T - 1), after checking their memory.
+        r"""Build the tables of equation (5) up to offset :math:`L = \min(l, T - 1)`, checking their memory first.
 
-        Each member keeps P^j, log P^j (two arrays of k^2 doubles and their headers), A_j and B_j
-        for j <= L, and a batch's temporaries and copies: about L (96 k^2 + 400) bytes; a node search
-        ranks up to L^2 two-sided quilts (40 bytes each).  Refused beyond
-        :data:`~puffgm.chains.budget.MEMORY_LIMIT`.
+        Each member keeps :math:`P^j`, :math:`\log P^j` (two arrays of :math:`k^2` doubles and their headers),
+        :math:`A_j` and :math:`B_j` for :math:`j \le L`, and a batch's temporaries and copies: about
+        :math:`L (96 k^2 + 400)` bytes; a node search ranks up to :math:`L^2` two-sided quilts (40 bytes
+        each).  Refused beyond :data:`~puffgm.chains.budget.MEMORY_LIMIT`.
         """
         L = min(ell, self.T - 1)
         if L > self.L:
@@ -472,7 +472,7 @@ class ChainQuiltSearch:
             self.L = L
 
     def node_tables(self, i: int, amax: int, bmax: int):
-        """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta.
+        r"""Per member: ``G[a-1]`` :math:`= A_a + C` and ``Bm[b-1]`` (masked); ``DL``, ``DR`` over :math:`\Theta`.
 
         Unmasked tables (every secret value valid, full left supports) are
         views of the member's tables, not copies; callers must not write to them.
@@ -508,16 +508,16 @@ class ChainQuiltSearch:
         return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
 
     def search(self, i: int, ell: int, cap: float = -math.inf, seed=None):
-        """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
+        r"""Best quilt of node :math:`i` among :math:`\operatorname{card}(X_N) \le l` (plus the trivial quilt).
 
         Returns a :class:`ChainQuiltResult`; the first best in the order
-        trivial, left (a ascending), right (b ascending), two-sided (lower
-        bound ascending, then a, b) wins ties.  With ``cap``, the search may
-        stop at the first quilt scoring <= cap (then the score is an upper
-        bound on the node's optimum, itself <= cap); without, it is the optimum.
-        ``seed``: a :class:`ChainQuiltResult` of a quilt of node i with card <= l, the best
-        known so far (prunes the search; the optimum's score is unchanged, a tie
-        may be reported with the seed's quilt).
+        trivial, left (:math:`a` ascending), right (:math:`b` ascending), two-sided (lower
+        bound ascending, then :math:`a, b`) wins ties.  With ``cap``, the search may
+        stop at the first quilt scoring :math:`\le` ``cap`` (then the score is an upper
+        bound on the node's optimum, itself :math:`\le` ``cap``); without, it is the optimum.
+        ``seed``: a :class:`ChainQuiltResult` of a quilt of node :math:`i` with
+        :math:`\operatorname{card} \le l`, the best known so far (prunes the search; the optimum's score
+        is unchanged, a tie may be reported with the seed's quilt).
         """
         T, eps = self.T, self.eps
         amax = max(0, min(i - 1, ell, self.L))
@@ -568,10 +568,11 @@ class ChainQuiltSearch:
 
 
     def quilt_score(self, i: int, a: int, b: int):
-        """(score, influence) of one Lemma 4.6 quilt of node i: left end X_{i-a} (a = 0: none), right X_{i+b}.
+        r"""(score, influence) of one Lemma 4.6 quilt of node :math:`i`.
 
+        Its left end is :math:`X_{i-a}` (:math:`a = 0`: none), its right end :math:`X_{i+b}`.
         Equation (5) for the one quilt, as :meth:`search` evaluates it (same masking
-        of invalid secret values and left-end supports); needs a, b <= self.L.
+        of invalid secret values and left-end supports); needs :math:`a, b \le` ``self.L``.
         """
         T, eps = self.T, self.eps
         d = 0.0
@@ -647,21 +648,25 @@ def _birkhoff_gap(logQ: np.ndarray, rel: float) -> float:
 
 
 def stationary_error(P: np.ndarray, pi: np.ndarray, max_power: int = 64) -> float:
-    """Certified bound on d_H(pi, pi*), Hilbert's projective distance from a computed ``pi`` to the exact law.
+    r"""Certified bound on Hilbert's projective distance :math:`d_H(\pi, \pi^*)` from a computed ``pi`` to the true law.
 
-    With Q = P^m strictly positive and tau = tanh(Delta(Q) / 4) < 1 (Birkhoff), pi* Q = pi* gives
+    With :math:`Q = P^m` strictly positive and :math:`\tau = \tanh(\Delta(Q) / 4) < 1` (Birkhoff),
+    :math:`\pi^* Q = \pi^*` gives
 
-        d_H(pi, pi*) <= d_H(pi, pi Q) + d_H(pi Q, pi* Q) <= d_H(pi, pi Q) + tau d_H(pi, pi*),
+    $$
+    d_H(\pi, \pi^*) \le d_H(\pi, \pi Q) + d_H(\pi Q, \pi^* Q) \le d_H(\pi, \pi Q) + \tau\, d_H(\pi, \pi^*),
+    $$
 
-    so d_H(pi, pi*) <= d_H(pi, pi Q) / (1 - tau) (Seneta, "Non-negative Matrices and Markov
-    Chains", section 3.1).  The powers m = m0, 2 m0, 4 m0, ... <= ``max_power`` (m0 the first
-    with P^m > 0) are tried and the least bound kept; floating-point error in pi Q is bounded by
-    :func:`_log_error` and that of Q entrywise.  Returns +inf when no P^m <= ``max_power`` is
-    positive (periodic or reducible P) or ``pi`` has a zero.
+    so :math:`d_H(\pi, \pi^*) \le d_H(\pi, \pi Q) / (1 - \tau)` (Seneta, "Non-negative Matrices and Markov
+    Chains", section 3.1).  The powers :math:`m = m_0, 2 m_0, 4 m_0, \dots \le` ``max_power`` (:math:`m_0` the
+    first with :math:`P^m > 0`) are tried and the least bound kept; floating-point error in :math:`\pi Q` is
+    bounded by :func:`_log_error` and that of :math:`Q` entrywise.  Returns +inf when no :math:`P^m` with
+    :math:`m \le` ``max_power`` is positive (periodic or reducible :math:`P`) or ``pi`` has a zero.
 
     This is what lets the fixed-start scan of :class:`MQMExact` bound every later node with a
-    drift independent of T: for j >= i, d_H(mu_j, pi) <= d_H(mu_i, pi) + 2 d_H(pi, pi*)
-    (non-expansion of P towards the invariant pi*).
+    drift independent of :math:`T`: for :math:`j \ge i`,
+    :math:`d_H(\mu_j, \pi) \le d_H(\mu_i, \pi) + 2\, d_H(\pi, \pi^*)` (non-expansion of :math:`P`
+    towards the invariant :math:`\pi^*`).
     """
     k = P.shape[0]
     if not (pi > 0).all():
@@ -691,7 +696,7 @@ def _names(T: int) -> tuple:
 
 
 def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
-    """The :class:`~puffgm.core.results.QuiltChoice` of node X_i from its search result.
+    r"""The :class:`~puffgm.core.results.QuiltChoice` of node :math:`X_i` from its search result.
 
     Parameters
     ----------
@@ -702,7 +707,7 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     res : ChainQuiltResult
         The node's best quilt as :meth:`ChainQuiltSearch.search` returns it.
     materialise : bool
-        Build the names of the nearby and remote sets (set it for T <= PER_NODE_LIMIT only).
+        Build the names of the nearby and remote sets (set it for :math:`T \le` ``PER_NODE_LIMIT`` only).
     """
     kind, a, b = res.kind, res.a, res.b
     quilt: tuple[str, ...]
@@ -824,8 +829,8 @@ class MQMExact:
         Returns
         -------
         CalibrationResult
-            sigma_max = max over nodes X_i of min over Lemma 4.6 quilts of
-            card(X_N) / (epsilon - e_Theta(X_Q | X_i)) (Algorithm 3, Theorem 4.3).
+            :math:`\sigma_{\max} = \max_{X_i} \min_Q \operatorname{card}(X_N) / (\epsilon - e_\Theta(X_Q \mid X_i))`,
+            the min over the Lemma 4.6 quilts of each node (Algorithm 3, Theorem 4.3).
         """
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
