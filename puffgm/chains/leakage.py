@@ -241,7 +241,7 @@ class LeakageFunction:
     def values(self, a: float) -> np.ndarray:
         r""":math:`\log[(1 + x u)/(1 + y u)]`, :math:`u = e^a - 1`, for every candidate of the front (:math:`a \ge 0`).
 
-        For :math:`a \le 1`: :math:`\operatorname{log1p}(x u) - \operatorname{log1p}(y u)`.  Above, with
+        For :math:`a \le 1`: :math:`\mathrm{log1p}(x u) - \mathrm{log1p}(y u)`.  Above, with
         :math:`x + q(S^c) = 1`, :math:`1 + x u = e^a (x + q(S^c) e^{-a})`, so the value is
         :math:`\log(x + x_c e^{-a}) - \log(y + y_c e^{-a})` (:math:`a` cancels exactly), and
         :math:`a + \log(x + x_c e^{-a}) - \log(y_c)` when :math:`y = 0`: sums of non-negative terms only, so
