@@ -1,29 +1,31 @@
-"""Exact conditional laws of a sum query on a Markov chain: forward and backward passes over a partial-sum axis.
+r"""Exact conditional laws of a sum query on a Markov chain: forward and backward passes over a partial-sum axis.
 
-For a chain X_1 -> ... -> X_T with initial law q and transition matrix P,
-and F = sum_t s_t(X_t) on the integer grid (:mod:`puffgm.core.query`):
+For a chain :math:`X_1 \to \dots \to X_T` with initial law :math:`q` and transition matrix :math:`P`,
+and :math:`F = \sum_t s_t(X_t)` on the integer grid (:mod:`puffgm.core.query`):
 
-* forward: ``alpha_t(x, g) = P(s_1(X_1) + ... + s_{t-1}(X_{t-1}) = g, X_t = x)``,
-  ``alpha_{t+1}(y, g) = sum_x alpha_t(x, g - s_t(x)) P(x, y)``;
-* backward: ``beta_t(x, g) = P(s_{t+1}(X_{t+1}) + ... + s_T(X_T) = g | X_t = x)``,
-  ``beta_t(x, g) = sum_y P(x, y) beta_{t+1}(y, g - s_{t+1}(y))``;
-* given X_t = x the past and the future are independent (Markov property), so
-  ``P(F = g, X_t = x) = (alpha_t(x, .) shifted by s_t(x)) * beta_t(x, .)``
-  (a convolution), and P(F | X_t = x) follows by dividing by P(X_t = x).
+* forward: :math:`\alpha_t(x, g) = P(s_1(X_1) + \dots + s_{t-1}(X_{t-1}) = g, X_t = x)`,
+  :math:`\alpha_{t+1}(y, g) = \sum_x \alpha_t(x, g - s_t(x)) P(x, y)`;
+* backward: :math:`\beta_t(x, g) = P(s_{t+1}(X_{t+1}) + \dots + s_T(X_T) = g \mid X_t = x)`,
+  :math:`\beta_t(x, g) = \sum_y P(x, y)\, \beta_{t+1}(y, g - s_{t+1}(y))`;
+* given :math:`X_t = x` the past and the future are independent (Markov property), so
+  :math:`P(F = g, X_t = x)` is the convolution of :math:`\alpha_t(x, \cdot)` shifted by :math:`s_t(x)`
+  with :math:`\beta_t(x, \cdot)`, and :math:`P(F \mid X_t = x)` follows by dividing by :math:`P(X_t = x)`.
 
 Everything is in log space (log-sum-exps of sums of logs, no FFT), so tails of
-any size keep their relative precision.  The passes cost O(T^2 k^2) and the
-convolutions O(T^3 k) in all: the exact laws are computed up to
+any size keep their relative precision.  The passes cost :math:`O(T^2 k^2)` and the
+convolutions :math:`O(T^3 k)` in all: the exact laws are computed up to
 ``max_exact_length`` positions.  Beyond it the Wasserstein mechanism uses a
 certified upper bound instead: coupling the past and the future independently
-(they are conditionally independent given X_t) gives
+(they are conditionally independent given :math:`X_t`) gives
 
-    W_inf(mu_{t,a}, mu_{t,b}) <= W_inf(A_{t,a}, A_{t,b}) + |s_t(a) - s_t(b)| + W_inf(B_{t,a}, B_{t,b}),
+$$
+W_\infty(\mu_{t,a}, \mu_{t,b}) \le W_\infty(A_{t,a}, A_{t,b}) + |s_t(a) - s_t(b)| + W_\infty(B_{t,a}, B_{t,b}),
+$$
 
-with A_{t,x} the law of the past sum given X_t = x and B_{t,x} that of the
-future sum (both from the passes, O(T^2 k^2) in all).  Since the loss of
-F + Lap(b) is non-increasing in b (:mod:`puffgm.mechanisms.query`), Laplace
-noise of scale (upper bound) / epsilon is epsilon-Pufferfish private.
+with :math:`A_{t,x}` the law of the past sum given :math:`X_t = x` and :math:`B_{t,x}` that of the
+future sum (both from the passes, :math:`O(T^2 k^2)` in all).  Since the loss of
+:math:`F + \mathrm{Lap}(b)` is non-increasing in :math:`b` (:mod:`puffgm.mechanisms.query`), Laplace
+noise of scale (upper bound) :math:`/ \epsilon` is :math:`\epsilon`-Pufferfish private.
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def work_per_entry(k: int) -> int:
-    """Units of :func:`_work` per partial-sum entry of one step: k^2 for the transition, 8 per pair of states."""
+    """Units of :func:`_work` per partial-sum entry of a step: :math:`k^2` for the transition, 8 per pair of states."""
     return k * k + 4 * k * (k - 1)
 
 
@@ -204,7 +206,7 @@ def _logs(m):
 
 def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
                      deadline: float | None = None, clock: ChainClock | None = None) -> tuple:
-    """The conditional laws of the query given each state of each X_t, for every chain of the class.
+    r"""The conditional laws of the query given each state of each :math:`X_t`, for every chain of the class.
 
     Parameters
     ----------
@@ -213,7 +215,7 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
     query : BoundQuery
         Bound to the nodes X1..XT.
     max_exact_length : int
-        Longest chain computed exactly; longer chains get certified W bounds.
+        Longest chain computed exactly; longer chains get certified :math:`W_\infty` bounds.
     deadline : float, optional
         ``time.monotonic()`` value after which TimeLimitError is raised.
     clock : ChainClock, optional
@@ -354,12 +356,12 @@ def _joint_member(m, index: int, S, dims: tuple, pairs, work: _Work) -> list:
 
 def chain_joint_laws(chain_class, workload, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
                      deadline: float | None = None, clock: ChainClock | None = None) -> list:
-    """The joint laws of a workload's d grid sums given each state of each X_t, for every chain of the class.
+    r"""The joint laws of a workload's :math:`d` grid sums given each state of each :math:`X_t`, for every chain.
 
-    The forward and backward passes of :func:`chain_query_laws` with a grid of d partial sums,
-    one axis per statistic, instead of one axis: ``alpha_t(x, g)`` and ``beta_t(x, g)`` with g a
-    cell of the grid, X_t's state moving the grid by its row of scores (s_1(x), ..., s_d(x)),
-    and ``P(G = g, X_t = x)`` the grid convolution of the two
+    The forward and backward passes of :func:`chain_query_laws` with a grid of :math:`d` partial sums,
+    one axis per statistic, instead of one axis: :math:`\alpha_t(x, g)` and :math:`\beta_t(x, g)` with
+    :math:`g` a cell of the grid, :math:`X_t`'s state moving the grid by its row of scores
+    :math:`(s_1(x), \dots, s_d(x))`, and :math:`P(G = g, X_t = x)` the grid convolution of the two
     (:func:`puffgm.core.kernels.log_convolve_grid`); in log space, with exact zeros.
 
     Parameters
