@@ -1,4 +1,4 @@
-r"""Certified leakage for two high-influence coordinates (b = 2) when the other one can be pinned.
+r"""Certified leakage for two high-influence coordinates (:math:`b = 2`) when the other one can be pinned.
 
 Split: secret coordinate :math:`i`, one other high-influence coordinate :math:`k` (truncated to
 :math:`[lo_k, hi_k]` and integrated out), conditioning set :math:`C`.  Given :math:`x_C`,

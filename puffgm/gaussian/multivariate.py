@@ -1,4 +1,4 @@
-r"""Certified leakage for any number b - 1 >= 2 of pinned high-influence coordinates, without a sign condition.
+r"""Certified leakage for any number :math:`b - 1 \ge 2` of pinned high-influence coordinates, without a sign condition.
 
 Split: secret coordinate :math:`i`, other high-influence coordinates :math:`H'` (truncated to their box :math:`T`
 and integrated out), conditioning set :math:`C`.  As in :mod:`puffgm.gaussian.monotone`, given :math:`x_C` the law

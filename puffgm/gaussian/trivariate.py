@@ -1,4 +1,4 @@
-r"""Certified leakage for three high-influence coordinates (b = 3) when the other two can be pinned.
+r"""Certified leakage for three high-influence coordinates (:math:`b = 3`) when the other two can be pinned.
 
 Split: secret coordinate :math:`i`, two other high-influence coordinates :math:`p, q` (truncated to
 :math:`T_p = [lo_p, hi_p]` and :math:`T_q = [lo_q, hi_q]`, integrated out), conditioning set :math:`C`.  Given
