@@ -361,7 +361,7 @@ def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> Inf
 
 def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | None = None,
               max_b: int | None = None, **options: Any) -> Translation:
-    r"""Translate between the Pufferfish :math:`\epsilon` and :math:`\epsilon_{\mathrm{DP}}` along a curve.
+    r"""Translate the Pufferfish :math:`\epsilon` to or from :math:`\epsilon_{\mathrm{DP}}` along a prior class's curve.
 
     Bai, He, Gu, Kifer and Maeng, Theorem 6.
 
