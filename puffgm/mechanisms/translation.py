@@ -1,4 +1,4 @@
-r"""Translating :math:`\epsilon_{\mathrm{DP}}` and :math:`\epsilon_{\mathrm{puffer}}` along a(b)-influence curves.
+r"""Translation :math:`\epsilon_{\mathrm{DP}} \leftrightarrow \epsilon_{\mathrm{puffer}}` along an a(b)-influence curve.
 
 Theorem 6 of Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish
 privacy", section 6.2): if :math:`(\Theta, S)` satisfies :math:`a(b)`-influence and :math:`(a, b)` is a
