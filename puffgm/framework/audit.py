@@ -1,7 +1,7 @@
 r"""Exact Pufferfish audits of mechanisms on small databases.
 
-Given an instantiation (S, Q, Theta) (:class:`~puffgm.framework.instantiation.Instantiation`)
-and a mechanism M whose output law given the database is known in closed form,
+Given an instantiation :math:`(S, Q, \Theta)` (:class:`~puffgm.framework.instantiation.Instantiation`)
+and a mechanism :math:`M` whose output law given the database is known in closed form,
 the auditors compute the exact worst-case Pufferfish loss
 
 $$
@@ -9,9 +9,9 @@ L(M) = \sup_{\theta \in \Theta} \sup_{(s_i, s_j) \in Q,\ P(s_i \mid \theta), P(s
   \log P(M(\mathrm{Data}) = w \mid s_i, \theta) - \log P(M(\mathrm{Data}) = w \mid s_j, \theta) \right|,
 $$
 
-with P(M(Data) = w | s, theta) = sum_x P(x | s, theta) P(M(x) = w)
+with :math:`P(M(\mathrm{Data}) = w \mid s, \theta) = \sum_x P(x \mid s, \theta)\, P(M(x) = w)`
 (Kifer-Machanavajjhala Definition 3.1, Song-Wang-Chaudhuri Definition 2.1).
-M is epsilon-Pufferfish(S, Q, Theta) private iff L(M) <= epsilon.
+:math:`M` is :math:`\epsilon\text{-Pufferfish}(S, Q, \Theta)` private iff :math:`L(M) \le \epsilon`.
 
 Every quantity is computed in log space (``logsumexp`` with max shifting);
 databases are enumerated, so the instantiation must be small (at most 2**16

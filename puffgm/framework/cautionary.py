@@ -1,4 +1,4 @@
-"""The papers' cautionary cases, as runnable mechanisms with exact audits.
+r"""The papers' cautionary cases, as runnable mechanisms with exact audits.
 
 * :func:`flu_clique` -- the flu example of Song et al. section 3 (Wasserstein W = 2, group DP 4).
 * :func:`bai_example_4_1`, :func:`bai_example_4_2`, :func:`bai_example_4_3` -- privacy
@@ -9,9 +9,9 @@
   dynamic programming over the set of distinct outputs seen; and
   :func:`simulate_runs_to_reveal`, the seeded Monte Carlo counterpart.
 * :func:`exam_order` -- Kifer-Machanavajjhala Examples 9.1/9.2: under the exam-order
-  constraint the Laplace mechanism (epsilon-DP) is not epsilon-Pufferfish.
+  constraint the Laplace mechanism (:math:`\epsilon`-DP) is not :math:`\epsilon`-Pufferfish.
 * :func:`dp_as_pufferfish` -- Kifer-Machanavajjhala Theorems 6.1/6.2: Laplace at
-  sensitivity/epsilon passes the audit for independent records (presence/absence
+  :math:`\text{sensitivity}/\epsilon` passes the audit for independent records (presence/absence
   secrets) and fails it for a correlated prior.
 """
 
