@@ -336,9 +336,9 @@ def audit_finite(inst: Instantiation, mechanism) -> AuditResult:
 
 
 def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> AuditResult:
-    """Exact Pufferfish loss of independent runs of finite-output mechanisms on the same data.
+    r"""Exact Pufferfish loss of independent runs of finite-output mechanisms on the same data.
 
-    The joint output law is the product P(M_1(x) = w_1) ... P(M_k(x) = w_k).
+    The joint output law is the product :math:`P(M_1(x) = w_1) \cdots P(M_k(x) = w_k)`.
 
     Parameters
     ----------
@@ -471,12 +471,12 @@ def _abs_log_ratio(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
 
 
 def grouped_law(cond: np.ndarray, q: np.ndarray):
-    """The law of q(Data) given a secret, as (distinct values, log-probabilities).
+    r"""The law of q(Data) given a secret, as (distinct values, log-probabilities).
 
     Parameters
     ----------
     cond : ndarray (n,)
-        log P(Data = x | s, theta) over the flattened databases (``-inf`` outside s),
+        :math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the flattened databases (``-inf`` outside :math:`s`),
         as returned by :meth:`Instantiation.conditional`.
     q : ndarray (n,) or (n, d)
         The query's value on every database: scalars or vectors.
@@ -497,15 +497,15 @@ def grouped_law(cond: np.ndarray, q: np.ndarray):
 
 
 def pair_laws(inst: Instantiation, law_of):
-    """Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
+    r"""Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
 
     Parameters
     ----------
     inst : Instantiation
         The combinations are those of :meth:`Instantiation.active` (the technical
-        condition P(s_i | theta), P(s_j | theta) > 0 holds for each).
+        condition :math:`P(s_i \mid \theta), P(s_j \mid \theta) > 0` holds for each).
     law_of : callable
-        Maps log P(Data = x | s, theta) over the databases to the law the auditor
+        Maps :math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the databases to the law the auditor
         needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (theta, secret) law
         is computed once and shared by every pair.
     """
