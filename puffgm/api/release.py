@@ -36,7 +36,7 @@ A translation along an a(b)-influence curve (Bai et al. Theorem 6) carries its c
 Pufferfish :math:`\epsilon`, so it is released by the Pufferfish Laplace mechanism (Algorithm 1) at
 scale :math:`L / \epsilon_{\mathrm{DP}}`, and such releases compose along the curve (Theorem 7).  A curve alone
 is no calibration (the :math:`\epsilon` is chosen when translating), and neither is a Blowfish policy
-alone (the scale S(f, P) / epsilon depends on the query): :func:`release` names the form that
+alone (the scale :math:`S(f, P) / \epsilon` depends on the query): :func:`release` names the form that
 makes each one.  The exponential and top-K mechanisms along a curve, and Blowfish releases
 on a subset (parallel composition) or by the ordered mechanism, keep their own functions in
 :mod:`puffgm.mechanisms.pufferfish` and :mod:`puffgm.blowfish`.
@@ -135,7 +135,7 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
         One sentence naming the right form: ``answer=`` where the value is computed from the
         data, ``data`` where the calibration covers many queries, ``lipschitz=`` for anything
         but a translation, several records or traces, data that does not fit the prior, a
-        curve not yet translated, a policy without its epsilon and query, or an object that
+        curve not yet translated, a policy without its :math:`\epsilon` and query, or an object that
         is no calibration (the message names the function that releases it).
 
     Examples

@@ -134,7 +134,7 @@ class ContinuousRelease(Release):
         return laplace_rows((name,), (self.scale,), alpha, multiplicative=self.statistic != "sum")
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, Laplace scale, what is protected, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, Laplace scale, what is protected, noise source."""
         s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}, protects {self.secret} "
              f"({self.theorem}); noise: {self.noise}")
         if not self.secure:

@@ -144,7 +144,7 @@ class MarkovQuiltRelease(Release):
         return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, Laplace scale, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, Laplace scale, noise source."""
         s = (
             f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}; "
             f"noise: {self.noise}"
@@ -187,7 +187,7 @@ class MarkovQuiltLaplace:
 
     def release(self, answer, *, random_state=None, accountant=None,
                 label: str | None = None) -> MarkovQuiltRelease:
-        """Release ``answer + Lap(scale)`` on each coordinate (Song et al. Algorithm 2).
+        r"""Release ``answer + Lap(scale)`` on each coordinate (Song et al. Algorithm 2).
 
         Parameters
         ----------
@@ -205,7 +205,7 @@ class MarkovQuiltLaplace:
         Returns
         -------
         MarkovQuiltRelease
-            The noisy answer with its epsilon, scale, quilt-set key and noise source.
+            The noisy answer with its :math:`\epsilon`, scale, quilt-set key and noise source.
         """
         cal = self.calibration
         arr = check_resolves(_answer_array(answer), cal.scale)  # before the accountant is charged

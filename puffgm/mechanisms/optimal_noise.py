@@ -1010,7 +1010,7 @@ class OptimalNoiseRelease(QueryRelease):
         return "optimal additive noise for this query (linear program, exact audit)"
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, expected error, audited loss, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, expected error, audited loss, noise source."""
         c = self.calibration
         s = (f"{self.mechanism}: epsilon {self.epsilon:g}, expected |error| {c.expected_abs_error:.6g}, "
              f"audited loss {c.loss:.10g}; noise: {self.noise}")

@@ -168,7 +168,7 @@ class PanelRelease(Release):
         return dict(zip(self.names, self.value or (), strict=True))
 
     def explain(self) -> str:
-        """One line: what was released, over how many units, epsilon, scales, noise source."""
+        r"""One line: what was released, over how many units, :math:`\epsilon`, scales, noise source."""
         what = f"one release per unit ({len(self.units)} units)" if self.each else \
             f"the aggregate over {len(self.units)} units"
         sc = "optimal noise law" if self.scales is None else \

@@ -765,7 +765,7 @@ class QueryRelease(CalibratedRelease):
         return "Laplace mechanism at the optimal query-specific scale"
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, scale, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, scale, noise source."""
         return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale "
                             f"{self.calibration.scale:.6g}; noise: {self.noise}")
 

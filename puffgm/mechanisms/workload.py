@@ -580,7 +580,7 @@ class WorkloadRelease(CalibratedRelease):
         return dict(zip(self.calibration.names, self.value or (), strict=True))
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, scales, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, scales, noise source."""
         return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scales "
                             f"{', '.join(f'{x:.6g}' for x in self.calibration.scales)}; noise: {self.noise}")
 
