@@ -362,15 +362,15 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     epsilons, trials, runs, notes, elapsed = (run_info.epsilons, run_info.trials, run_info.runs, run_info.notes,
                                               run_info.elapsed)
     L = [f"## {TITLE}", "",
-         "Song, Wang and Chaudhuri, section 5.3 and Tables 1-3.  The paper's data (activity traces of cyclists, "
-         "older and overweight women; a Vancouver household's minute-level power) are not shipped by any package, "
-         "so the tables are *analogues* on real series that installed wheels ship, discretised into the paper's "
-         "state counts (4 and 51 equal-width bins).  As in the paper, $\\Theta$ is the singleton of the transition "
-         "matrix fitted to the data (smoothing $\\tau = 10^{-5}$) with its stationary start; the query is the relative "
-         "frequency histogram; errors are the L1 norm of the noise, averaged over "
-         f"{trials} trials of a seeded numpy generator (a simulation of the error, not a release).  GK16 is "
-         "defined for binary chains only, so it is N/A throughout (in the paper it is N/A because its spectral-norm "
-         "condition fails).", "", "![Tables 1 and 3 analogues](results/song_tables.png)", ""]
+         "Song, Wang and Chaudhuri, section 5.3 and Tables 1-3.  The paper's data (activity traces of cyclists, older "
+         "and overweight women; a Vancouver household's minute-level power) are not shipped by any package, so the "
+         "tables are *analogues* on real series that installed wheels ship, discretised into the paper's state counts "
+         "(4 and 51 equal-width bins).  As in the paper, $\\Theta$ is the singleton of the transition matrix fitted "
+         "to the data (smoothing $\\tau = 10^{-5}$) with its stationary start; the query is the relative frequency "
+         f"histogram; errors are the L1 norm of the noise, averaged over {trials} trials of a seeded numpy generator "
+         "(a simulation of the error, not a release).  GK16 is defined for binary chains only, so it is N/A "
+         "throughout (in the paper it is N/A because its spectral-norm condition fails).", "",
+         "![Tables 1 and 3 analogues](results/song_tables.png)", ""]
     for n in notes:
         L.append(f"*Skipped:* {n}.")
     L += ["### Table 1 analogue: 4 states, aggregate (Agg) and individual (Indi) tasks", "",
@@ -382,10 +382,10 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
         L.append(f"| {m} | " + " | ".join(f"{_f(a)} | {_f(b)}" for a, b in row.values()) + " |")
     L += ["", "Ours, released through the public road: each group's individuals are the units of "
           "`puffgm.release(cal, units, unit=True, query={\"histogram\": {}}, relative=True)` (the individual task "
-          "with `each=True`: one release per individual, all under one charge by parallel composition), `cal` "
-          "from `puffgm.calibrate(group_class, method=...)` with the group's own class; every distinct individual "
-          "length is calibrated once; DP is the release's user-level DP row (an individual's whole trace as the "
-          "privacy unit).  Units are independent only under the prior.", ""]
+          "with `each=True`: one release per individual, all under one charge by parallel composition), `cal` from "
+          "`puffgm.calibrate(group_class, method=...)` with the group's own class; every distinct individual length "
+          "is calibrated once; DP is the release's user-level DP row (an individual's whole trace as the privacy "
+          "unit).  Units are independent only under the prior.", ""]
     header = "| data (individuals, records, longest chain) | algorithm | " + " | ".join(
         f"Agg $\\epsilon = {e:g}$ | Indi $\\epsilon = {e:g}$" for e in epsilons) + " |"
     L += [header, "| --- | --- | " + " | ".join("--- | ---" for _ in epsilons) + " |"]
@@ -408,27 +408,25 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
             L.append(f"| {label} | {m} | " + " | ".join(cells) + " |")
     L += ["", "Sources: " + "; ".join(f"{n}: {g['source']}" for n, g in t1.items()) + ".", "",
           "Agreement and disagreements.  Comparing noise scales (the errors above are 20-trial estimates of "
-          "$k \\times$ scale, so neighbouring entries can swap by chance), the paper's ordering "
-          "MQMExact $\\le$ MQMApprox $\\le$ "
-          "GroupDP holds " + ("everywhere" if not bad else "except at " + ", ".join(bad)) + "; MQMExact gains over "
+          "$k \\times$ scale, so neighbouring entries can swap by chance), the paper's ordering MQMExact $\\le$ "
+          "MQMApprox $\\le$ GroupDP holds " + ("everywhere" if not bad else "except at " + ", ".join(bad))
+          + "; MQMExact gains over "
           "GroupDP at " + (", ".join(gains) if gains else "no setting")
           + ("; it gains nothing (the trivial quilt, i.e. GroupDP, is optimal) at " + ", ".join(ties) if ties else "")
           + ".  The magnitudes differ from the paper's "
           "because the data differ: the error of MQM scales like $\\sigma_{\\max} / N$, and our groups have fewer "
           "records ($N$) than the paper's (more than 9,000 observations per participant), and our chains are short "
-          "(El Nino years have "
-          "12 months; stock series about 120 months), so the individual task is noisy and for short chains MQM "
-          "gains little over GroupDP (a quilt must leave enough of the chain remote).  DP equals GroupDP here "
-          "because every individual is one chain; in the paper gaps split people into several chains, so GroupDP "
-          "(longest chain) was below DP (whole person).", ""]
+          "(El Nino years have 12 months; stock series about 120 months), so the individual task is noisy and for "
+          "short chains MQM gains little over GroupDP (a quilt must leave enough of the chain remote).  DP equals "
+          "GroupDP here because every individual is one chain; in the paper gaps split people into several chains, so "
+          "GroupDP (longest chain) was below DP (whole person).", ""]
     # Table 2
     names2 = ["Synthetic"] + list(t1) + [n + " (51 states)" for n in t3]
     L += ["### Table 2 analogue: seconds to compute the Laplace scale ($\\epsilon = 1$)", "",
           f"Ours: mean of {runs} run(s) on this machine (2-core, shared with other jobs); Synthetic = per chain, "
           f"averaged over the {n_grid} binary chains of the grid $p_0, p_1 \\in \\{{0.1, 0.11, \\dots, 0.9\\}}$ "
-          "($T = 100$, any "
-          "initial distribution) as in the paper; groups: all distinct chain lengths of the group.  Paper: MATLAB "
-          "on an i5-3330.", "",
+          "($T = 100$, any initial distribution) as in the paper; groups: all distinct chain lengths of the group.  "
+          "Paper: MATLAB on an i5-3330.", "",
           "| algorithm | " + " | ".join(names2) + " |", "| --- | " + " | ".join("---" for _ in names2) + " |"]
     for m in ("GK16", "MQMApprox", "MQMExact"):
         L.append(f"| {m} (ours) | " + " | ".join(_f(t2[m].get(n)) for n in names2) + " |")
@@ -465,11 +463,10 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     L += ["", "Sources: " + "; ".join(f"{n}: {r['source']} ({r['used_states']} of 51 states visited)"
                                       for n, r in t3.items()) + ".", "",
           "Agreement and disagreements.  GroupDP matches the paper (its error is $51 \\times 2/\\epsilon$ = 510, 102, "
-          "20.4 for "
-          "any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact errors "
-          "scale like $\\sigma_{\\max} / T$: the paper's chain is about $10^6$ records long, ours 732 to 8,759, so our "
-          "errors "
-          "are larger by roughly that ratio.  Noise scales ($\\sigma_{\\max}$) of MQMExact / MQMApprox / GroupDP: "
+          "20.4 for any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact "
+          "errors scale like $\\sigma_{\\max} / T$: the paper's chain is about $10^6$ records long, ours 732 to "
+          "8,759, so our errors are larger by roughly that ratio.  Noise scales ($\\sigma_{\\max}$) of MQMExact / "
+          "MQMApprox / GroupDP: "
           + "; ".join(f"{n}: " + ", ".join(f"$\\epsilon = {e:g}$: {r['sigma'][e]['MQMExact']:.4g} / "
                                            f"{r['sigma'][e]['MQMApprox']:.4g} / {r['T'] / e:.4g}"
                                            for e in epsilons) for n, r in t3.items())
