@@ -506,7 +506,7 @@ def pair_laws(inst: Instantiation, law_of):
         condition :math:`P(s_i \mid \theta), P(s_j \mid \theta) > 0` holds for each).
     law_of : callable
         Maps :math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the databases to the law the auditor
-        needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (theta, secret) law
+        needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (:math:`\theta`, secret) law
         is computed once and shared by every pair.
     """
     cache = {}

@@ -107,7 +107,7 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
 
     Examples
     --------
-    The flu example of Song et al. section 3 (conditionals of N given X_i):
+    The flu example of Song et al. section 3 (conditionals of :math:`N` given :math:`X_i`):
 
     >>> w_inf(range(5), [0.2, 0.225, 0.5, 0.075, 0.0], range(5), [0.0, 0.075, 0.5, 0.225, 0.2])
     2.0
@@ -161,7 +161,7 @@ class WassersteinCalibration:
     scale : float
         :math:`W / \epsilon`.
     witness : tuple or None
-        (theta index, :math:`(s_i, s_j)`) attaining :math:`W`.
+        (:math:`\theta` index, :math:`(s_i, s_j)`) attaining :math:`W`.
     per_pair : tuple
         ``(theta index, (s_i, s_j), W_inf)`` for every audited combination.
     skipped : tuple
