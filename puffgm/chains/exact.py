@@ -145,7 +145,10 @@ def _max_kk(X: np.ndarray) -> np.ndarray:
 
 
 def _score(card, infl, eps: float) -> np.ndarray:
-    """card / (eps - infl), +inf where infl >= eps (or infl is NaN); float arrays of one shape."""
+    r""":math:`\mathrm{card} / (\epsilon - \mathrm{infl})`, +inf where :math:`\mathrm{infl} \ge \epsilon` or NaN.
+
+    Float arrays of one shape.
+    """
     return np.divide(card, eps - infl, out=np.full(infl.shape, math.inf), where=infl < eps)
 
 
@@ -173,9 +176,10 @@ def _first_node_C(k: int) -> np.ndarray:
 
 
 def _pairs(amax: int, bmax: int, ell: int):
-    """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only).
+    r"""(a - 1, b - 1, card) of the two-sided quilts with :math:`\mathrm{card} = a + b - 1 \le l` (read-only).
 
-    Kept in a cache when there are at most 2^16 of them (the long tables would hold memory).
+    Row-major in :math:`(a, b)`.  Kept in a cache when there are at most :math:`2^{16}` of them (the long
+    tables would hold memory).
     """
     if amax * bmax <= 2**16:
         return _pairs_cached(amax, bmax, ell)
@@ -236,7 +240,7 @@ class ChainQuiltResult:
 
 
 class _Member:
-    """Tables of one member theta = (q, P): powers, equation-(5) tables, marginals."""
+    r"""Tables of one member :math:`\theta = (q, P)`: powers, equation-(5) tables, marginals."""
 
     clock: ChainClock | None = None  # the time budget of the loop over powers (set by ChainQuiltSearch)
     eta: float  # stationary members of a mixing scan's twin only (set by MQMExact)
@@ -292,9 +296,9 @@ class _Member:
             )
 
     def _reach_power(self, j: int) -> np.ndarray:
-        """Boolean P^j > 0 by structure (which states are reachable in exactly j steps).
+        r"""Boolean :math:`P^j > 0` by structure (which states are reachable in exactly :math:`j` steps).
 
-        The last one is kept, so that the powers P^1, P^2, ... with zeros cost one step each.
+        The last one is kept, so that the powers :math:`P^1, P^2, \dots` with zeros cost one step each.
         """
         step = (self.P > 0).astype(np.int64)
         have, r = 0, np.eye(self.k, dtype=np.int64)
@@ -306,7 +310,7 @@ class _Member:
         return r > 0
 
     def _reach_marginal(self, i: int) -> np.ndarray:
-        """Boolean P(X_i = x) > 0 by structure for a vector initial distribution."""
+        """Boolean :math:`P(X_i = x) > 0` by structure for a vector initial distribution."""
         r = (np.asarray(self.prior.initial, dtype=float) > 0).astype(np.int64)
         step = (self.P > 0).astype(np.int64)
         for _ in range(i - 1):
@@ -314,7 +318,7 @@ class _Member:
         return r > 0
 
     def logpow(self, j: int) -> np.ndarray:
-        """log P^j (logs taken in one batch for every missing power)."""
+        r""":math:`\log P^j` (logs taken in one batch for every missing power)."""
         have = len(self.logpows)
         if have <= j:
             self.power(j)
@@ -356,11 +360,11 @@ class _Member:
         return self.mu[i - 1]
 
     def node(self, i: int, amax: int):
-        """Secret values and supports of node i.
+        r"""Secret values and supports of node :math:`i`.
 
-        Returns (V, C, sup, full): the valid secret values V (bool, k), C[x, x']
-        = sup over the member's initial distributions of log P(X_i = x') / P(X_i = x)
-        (0 on invalid pairs), the supports (amax, k) of X_{i-a} for a = 1..amax
+        Returns (V, C, sup, full): the valid secret values V (bool, k),
+        :math:`C[x, x'] = \sup \log P(X_i = x') / P(X_i = x)` over the member's initial distributions
+        (0 on invalid pairs), the supports (amax, k) of :math:`X_{i-a}` for :math:`a = 1, \dots, a_{\max}`
         (None if all full) and ``full = V.all()``.
         """
         k = self.k
@@ -406,7 +410,7 @@ class _Member:
         return V, C, full
 
     def _any_full(self, j: int) -> bool:
-        """True if every state is reachable at every time >= j + 1 (P^j has no zero column)."""
+        r"""True if every state is reachable at every time :math:`\ge j + 1` (:math:`P^j` has no zero column)."""
         if not hasattr(self, "_full_from"):
             self._full_from = None
             for t in range(1, self.k * self.k + 2):
@@ -615,11 +619,11 @@ _U = 2.0**-53
 
 
 def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
-    """Bound on |computed - exact| of a log-ratio oscillation after ``n_products`` vector-matrix products.
+    r"""Bound on :math:`|\text{computed} - \text{exact}|` of a log-ratio oscillation after ``n_products`` products.
 
-    Each product of non-negative numbers has relative error <= gamma_k = k u / (1 - k u)
-    per step, so the computed vector is within (1 + gamma_k)^n of the exact one entrywise;
-    a log of a relative error theta is within 1.01 |theta|; two logs enter an
+    Each vector-matrix product of non-negative numbers has relative error :math:`\le \gamma_k = k u / (1 - k u)`
+    per step, so the computed vector is within :math:`(1 + \gamma_k)^n` of the exact one entrywise;
+    a log of a relative error :math:`\theta` is within :math:`1.01 |\theta|`; two logs enter an
     oscillation (max minus min), and each log evaluation and subtraction adds a few ulps
     of the largest magnitude.
     """
@@ -630,11 +634,12 @@ def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
 
 
 def _birkhoff_gap(logQ: np.ndarray, rel: float) -> float:
-    """Certified lower bound on 1 - tau(Q), Birkhoff's contraction coefficient of a positive matrix Q.
+    r"""Certified lower bound on :math:`1 - \tau(Q)`, Birkhoff's contraction coefficient of a positive matrix :math:`Q`.
 
-    For v -> vQ the image of the positive cone is spanned by the rows of Q, whose projective
-    diameter is Delta = max_{i,j,x,y} log Q[i,x] Q[j,y] / (Q[i,y] Q[j,x]); Birkhoff's theorem gives
-    d_H(uQ, vQ) <= tanh(Delta / 4) d_H(u, v), and 1 - tanh(Delta / 4) = 2 / (exp(Delta / 2) + 1).
+    For :math:`v \mapsto vQ` the image of the positive cone is spanned by the rows of :math:`Q`, whose projective
+    diameter is :math:`\Delta = \max_{i,j,x,y} \log Q[i,x] Q[j,y] / (Q[i,y] Q[j,x])`; Birkhoff's theorem gives
+    :math:`d_H(uQ, vQ) \le \tanh(\Delta / 4)\, d_H(u, v)`, and
+    :math:`1 - \tanh(\Delta / 4) = 2 / (\exp(\Delta / 2) + 1)`.
     ``logQ`` is the log of a computed Q whose entries are within relative ``rel`` of the exact ones;
     every rounding is taken against the bound.
     """
@@ -1320,7 +1325,7 @@ def _check_scan_memory(search: ChainQuiltSearch, i: int, how: str) -> None:
     """Refuse a scan from the left whose per-node marginals and tables (kept up to node i) outgrow the budget.
 
     The scans that stop at an unknown node keep a marginal or a power of P, its log and the node's
-    tables per node searched (about 1200 + 48 k^2 bytes with the objects' headers); the memory is
+    tables per node searched (about :math:`1200 + 48 k^2` bytes with the objects' headers); the memory is
     projected for the next 1024 nodes, so the refusal comes before the allocation.
     """
     check_memory(float(i + 1024) * (1200 + 48 * search.k * search.k) * len(search.members),
