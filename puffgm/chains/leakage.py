@@ -127,7 +127,10 @@ _MAX_LEAKAGE = 1e15
 
 # ------------------------------------------------------------------- the leakage function L_M
 def _pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points not dominated by another (x' >= x, y' <= y), sorted by x decreasing."""
+    r"""Indices of the points not dominated by another (:math:`x' \ge x`, :math:`y' \le y`).
+
+    Sorted by :math:`x` decreasing.
+    """
     order = np.lexsort((y, -x))
     ys = y[order]
     keep = np.ones(len(ys), dtype=bool)
@@ -137,11 +140,13 @@ def _pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _gain_order(Q: np.ndarray, D: np.ndarray):
-    """For rows q of Q against rows d of D: (order, number of gain states), by q_j/d_j decreasing.
+    r"""For rows :math:`q` of :math:`Q` against rows :math:`d` of :math:`D`: (order, number of gain states).
 
-    Shapes (b, 1, k) and (k', k) broadcast to (b, k', k).  The gain states (q_j > d_j) come
-    first, d_j = 0 < q_j before all others (ratio infinite); states with q_j <= d_j come last
-    (they are never in an optimal S).
+    The order is by :math:`q_j/d_j` decreasing.
+
+    Shapes (b, 1, k) and (k', k) broadcast to (b, k', k).  The gain states (:math:`q_j > d_j`) come
+    first, :math:`d_j = 0 < q_j` before all others (ratio infinite); states with :math:`q_j \le d_j` come last
+    (they are never in an optimal :math:`S`).
     """
     gain = Q > D
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -165,11 +170,14 @@ def _dominated_by_bins(x: np.ndarray, y: np.ndarray, bins: int = 4096) -> np.nda
 
 
 def _prefix_candidates(M: np.ndarray, rows: np.ndarray):
-    """The Pareto candidates of the rows q = M[rows] against every row d: prefixes by q_j/d_j decreasing.
+    r"""The Pareto candidates of the rows :math:`q` = ``M[rows]`` against every row :math:`d`.
 
-    Returns arrays x = q(S), xc = q(S^c), y = d(S), yc = d(S^c), and the row i of q, the row j
-    of d and the size of S of each candidate, for the prefixes made only of states with q_j > d_j.
-    The complements are summed from the states outside S, so they are exact where they are tiny.
+    They are the prefixes by :math:`q_j/d_j` decreasing.
+
+    Returns arrays :math:`x = q(S)`, :math:`x_c = q(S^c)`, :math:`y = d(S)`, :math:`y_c = d(S^c)`, and the
+    row :math:`i` of :math:`q`, the row :math:`j` of :math:`d` and the size of :math:`S` of each candidate, for the
+    prefixes made only of states with :math:`q_j > d_j`.
+    The complements are summed from the states outside :math:`S`, so they are exact where they are tiny.
     """
     Q = M[rows][:, None, :]
     order, n_gain = _gain_order(Q, M)
@@ -189,7 +197,10 @@ def _prefix_candidates(M: np.ndarray, rows: np.ndarray):
 
 
 def _witness_set(M: np.ndarray, i: int, j: int, size: int) -> tuple:
-    """The set S of a candidate: the first ``size`` states of row i against row j by q_j/d_j decreasing."""
+    r"""The set :math:`S` of a candidate: the first ``size`` states of row :math:`i` against row :math:`j`.
+
+    The states are ordered by :math:`q_j/d_j` decreasing.
+    """
     order, _ = _gain_order(M[i][None, None, :], M[j][None, :])
     return tuple(int(s) for s in order[0, 0, :size])
 
@@ -572,7 +583,7 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
 
 
 def _budgets(epsilon, epsilons, length, default_length, where: str) -> np.ndarray:
-    """The validated per-step budgets (read-only), from a constant epsilon or a list."""
+    r"""The validated per-step budgets (read-only), from a constant :math:`\epsilon` or a list."""
     if (epsilon is None) == (epsilons is None):
         raise ParameterError(f"Give {where} exactly one of 'epsilon' (a constant per-step budget) or 'epsilons' "
                              "(one budget per step).")
@@ -912,7 +923,10 @@ class BudgetAllocation:
 
 
 def _bisect(feasible, lo: float, hi: float, rtol: float) -> tuple:
-    """(largest feasible found, smallest infeasible found), geometric bisection to hi/lo - 1 <= rtol."""
+    r"""(largest feasible found, smallest infeasible found), by geometric bisection.
+
+    It stops when :math:`\mathrm{hi}/\mathrm{lo} - 1 \le` ``rtol``.
+    """
     while hi > lo * (1.0 + rtol):
         mid = math.sqrt(lo * hi)
         if not lo < mid < hi:
@@ -925,7 +939,10 @@ def _bisect(feasible, lo: float, hi: float, rtol: float) -> tuple:
 
 
 def _ends_schedule(members, eps_m: float, T: int):
-    """The ``"ends"`` budgets (T >= 2) for the middle budget eps_m, or None when a supremum is infinite."""
+    r"""The ``"ends"`` budgets (:math:`T \ge 2`) for the middle budget :math:`\epsilon_m`.
+
+    None when a supremum is infinite.
+    """
     b = [m.backward.fixed_point(epsilon=eps_m) for m in members]
     f = [m.forward.fixed_point(epsilon=eps_m) for m in members]
     if not all(math.isfinite(v) for v in b + f):
