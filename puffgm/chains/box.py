@@ -265,11 +265,13 @@ def _pos_div(a, b):
 
 
 def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
-    """Upper bound of max_j |log f_j| / 2 over cells (vectorised; f_j of :func:`~puffgm.chains.baselines.gk16_gamma`).
+    r"""Upper bound of :math:`\max_j |\log f_j| / 2` over cells (vectorised).
 
-    With q = P(0 -> 1) = 1 - p0 and p = P(1 -> 1) = p1 every sub-expression of
-    f1..f4 is a sum, product or quotient of positive quantities, so
-    endpoint-wise interval arithmetic encloses each f_j.
+    The :math:`f_j` are those of :func:`~puffgm.chains.baselines.gk16_gamma`.
+
+    With :math:`q = P(0 \to 1) = 1 - p_0` and :math:`p = P(1 \to 1) = p_1` every sub-expression of
+    :math:`f_1, \dots, f_4` is a sum, product or quotient of positive quantities, so
+    endpoint-wise interval arithmetic encloses each :math:`f_j`.
     """
     q = (1.0 - p0hi, 1.0 - p0lo)
     p = (p1lo, p1hi)
@@ -333,7 +335,10 @@ def _split(cells: np.ndarray) -> np.ndarray:
 
 # ===================================================== influence enclosures
 def _power_interval(lam_lo, lam_hi, n):
-    """Enclosure of lambda^n for lambda in [lam_lo, lam_hi] (arrays (m,)), n an array (N,): shape (m, N)."""
+    r"""Enclosure of :math:`\lambda^n` for :math:`\lambda \in [\lambda_{lo}, \lambda_{hi}]` (arrays (m,)), n in (N,).
+
+    Shape (m, N).
+    """
     lo, hi = lam_lo[:, None], lam_hi[:, None]
     n = np.asarray(n)[None, :]
     a, b = lo ** n, hi ** n
@@ -428,7 +433,10 @@ def _quilt_table(result, T: int) -> np.ndarray:
 
 
 def _scores(box, tab, a, b, eps: float) -> np.ndarray:
-    """Upper bounds of card / (eps - e) for quilts (a, b) per cell and node (arrays (m, T)); inf if e >= eps."""
+    r"""Upper bounds of :math:`\mathrm{card} / (\epsilon - e)` for quilts :math:`(a, b)`, per cell and node (m, T).
+
+    inf where :math:`e \ge \epsilon`.
+    """
     T = box.length
     m = a.shape[0]
     rows = np.arange(m)[:, None]
@@ -450,12 +458,12 @@ def _scores(box, tab, a, b, eps: float) -> np.ndarray:
 
 
 def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
-    """Certified upper bound of sigma over each cell, using per-node quilts ``quilts`` (m, T, 2).
+    r"""Certified upper bound of :math:`\sigma` over each cell, using per-node quilts ``quilts`` (m, T, 2).
 
     Each node may use any quilt, so besides the given quilt (optimal at a point near the
     cell) we also try it widened 2, 4 and 8 times on each side (clipped to the chain): a wider
     quilt has a smaller influence, so it tolerates the enclosure's slack on wide cells.  The
-    node's bound is the smallest score; the trivial quilt caps it at T / epsilon.
+    node's bound is the smallest score; the trivial quilt caps it at :math:`T / \epsilon`.
     """
     T = box.length
     tab = box_influence_bounds(cells, max(1, T - 1))
@@ -577,7 +585,7 @@ class _Samples:
         return ((cs[:, 0] <= pts[:, 0]) & (pts[:, 0] <= cs[:, 1]) & (cs[:, 2] <= pts[:, 1]) & (pts[:, 1] <= cs[:, 3]))
 
     def upper(self, cells: np.ndarray, src: np.ndarray) -> np.ndarray:
-        """Certified upper bound of sigma over each cell with the quilts of the points ``src``."""
+        r"""Certified upper bound of :math:`\sigma` over each cell with the quilts of the points ``src``."""
         return _cell_upper(self.box, cells, np.stack([self.sources[j][1] for j in src]), self.eps)
 
 

@@ -56,7 +56,7 @@ QUERY_ADVICE = "use the Markov Quilt Mechanism (--method exact), which does not 
 
 
 def _scores(query: BoundQuery, T: int, k: int) -> np.ndarray:
-    """(T, k) grid scores of X_1..X_T (0 for unscored nodes), in one pass over the scored nodes."""
+    r"""(T, k) grid scores of :math:`X_1, \dots, X_T` (0 for unscored nodes), in one pass over the scored nodes."""
     out = np.zeros((T, k), dtype=np.int64)
     for name, sc in zip(query.nodes, query.scores, strict=True):
         out[int(name[1:]) - 1] = sc  # node_name(t) is "X<t>"
@@ -75,12 +75,13 @@ class _Work:
 
 
 def _work(S: np.ndarray, n_pairs: int, exact: bool) -> tuple:
-    """(steps, units, bytes) of the passes over one member: forward and backward widths summed.
+    r"""(steps, units, bytes) of the passes over one member: forward and backward widths summed.
 
-    The forward width at t is 1 + the sum of the largest scores before t, the backward one
-    1 + the sum after t; each step costs k^2 + 8 * pairs units per width entry (the transition and the
-    W_inf searches); the exact road adds the convolutions (k * forward width * backward width) and
-    holds the backward tables and the laws (k * (total + 1) per position).
+    The forward width at :math:`t` is 1 + the sum of the largest scores before :math:`t`, the backward one
+    1 + the sum after :math:`t`; each step costs :math:`k^2 + 8 \times \text{pairs}` units per width entry (the
+    transition and the :math:`W_\infty` searches); the exact road adds the convolutions (:math:`k` times forward
+    width times backward width) and holds the backward tables and the laws (:math:`k (\text{total} + 1)` per
+    position).
     """
     T, k = S.shape
     smax = S.max(axis=1).astype(float)
@@ -117,7 +118,7 @@ def _shifted(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def _forward(logq, logP, S, work: _Work):
-    """alpha_t for t = 1..T (each (k, 1 + sum of max scores before t)), as a generator."""
+    r""":math:`\alpha_t` for :math:`t = 1, \dots, T` (each (k, 1 + sum of max scores before t)), as a generator."""
     alpha = logq[:, None].copy()
     for t in range(S.shape[0]):
         yield alpha
@@ -129,7 +130,10 @@ def _forward(logq, logP, S, work: _Work):
 
 
 def _backward(logP, S, work: _Work):
-    """(t, beta_t) for t = T..1 (0-based T-1..0; each (k, 1 + sum of max scores after t)), as a generator."""
+    r"""(t, :math:`\beta_t`) for :math:`t = T, \dots, 1` (0-based: T-1 down to 0), as a generator.
+
+    Each :math:`\beta_t` has shape (k, 1 + sum of max scores after t).
+    """
     T, k = S.shape
     beta = np.zeros((k, 1))
     for t in range(T - 1, -1, -1):
@@ -173,7 +177,10 @@ def _exact_member(m, index: int, S, pairs, work: _Work) -> list:
 
 
 def _backward_w(logP, S, pairs, work: _Work) -> list:
-    """W_inf between the future-sum laws B_{t,a} and B_{t,b} for every t and pair (beta not stored)."""
+    r""":math:`W_\infty` between the future-sum laws :math:`B_{t,a}` and :math:`B_{t,b}` for every :math:`t` and pair.
+
+    :math:`\beta` is not stored.
+    """
     out: list = [None] * S.shape[0]
     guess = [0] * len(pairs)
     for t, beta in _backward(logP, S, work):
@@ -267,7 +274,10 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
 
 
 def _grid_scores(workload, T: int, k: int) -> np.ndarray:
-    """(T, k, d) grid scores of X_1..X_T for the d statistics of a bound workload (0 for unscored nodes)."""
+    r"""(T, k, d) grid scores of :math:`X_1, \dots, X_T` for the :math:`d` statistics of a bound workload.
+
+    0 for unscored nodes.
+    """
     out = np.zeros((T, k, workload.k), dtype=np.int64)
     for name, rows in workload.node_score_rows().items():
         out[int(name[1:]) - 1] = rows  # node_name(t) is "X<t>"
@@ -295,7 +305,10 @@ def _step_grid(rows: np.ndarray, logP: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _forward_grid(logq, logP, S, work: _Work):
-    """alpha_t for t = 1..T on the grid: (k, box of the partial sums before t), as a generator."""
+    r""":math:`\alpha_t` for :math:`t = 1, \dots, T` on the grid, as a generator.
+
+    Each has shape (k, box of the partial sums before t).
+    """
     alpha = logq.reshape((-1,) + (1,) * S.shape[2])
     for t in range(S.shape[0]):
         yield alpha
@@ -306,7 +319,10 @@ def _forward_grid(logq, logP, S, work: _Work):
 
 
 def _backward_grid(logP, S, work: _Work):
-    """(t, beta_t) for t = T..1 on the grid: (k, box of the partial sums after t), as a generator."""
+    r"""(t, :math:`\beta_t`) for :math:`t = T, \dots, 1` on the grid, as a generator.
+
+    Each :math:`\beta_t` has shape (k, box of the partial sums after t).
+    """
     T, k, d = S.shape
     beta = np.zeros((k,) + (1,) * d)
     for t in range(T - 1, -1, -1):
@@ -317,12 +333,12 @@ def _backward_grid(logP, S, work: _Work):
 
 
 def _grid_work(S: np.ndarray, n_pairs: int, dims: tuple) -> tuple:
-    """(steps, units, bytes) of the grid passes over one member, as :func:`_work` counts them.
+    r"""(steps, units, bytes) of the grid passes over one member, as :func:`_work` counts them.
 
-    The passes cost k^2 + 8 * pairs units per cell of the forward and backward grids (the
+    The passes cost :math:`k^2 + 8 \times \text{pairs}` units per cell of the forward and backward grids (the
     products of the per-axis widths); the convolution at each position is counted at its
     output's cells per state, a lower end (it skips the exact zeros); the memory holds the
-    backward grids and the laws (k * prod_j (n_j + 1) per position).
+    backward grids and the laws (:math:`k \prod_j (n_j + 1)` per position).
     """
     T, k, _ = S.shape
     smax = S.max(axis=1).astype(float)  # (T, d)
