@@ -20,7 +20,7 @@ boundaries: the function (by reference, so every worker must be able to
 ``NetworkPrior``,
 ``PriorClass`` and pgmpy models are shipped whole; strings -- file paths and
 ``"example:NAME"`` -- are shipped as strings and loaded *on the worker*, so a
-path must exist there), epsilon, L, the method and the options; the
+path must exist there), :math:`\epsilon`, :math:`L`, the method and the options; the
 :class:`~puffgm.core.results.CalibrationResult` objects come back.
 
 Determinism.  A calibration draws no randomness and the chunking does not

@@ -76,7 +76,7 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
         :func:`puffgm.calibrate` (the Markov Quilt Mechanism and the chain baselines),
         :func:`puffgm.translate` (a point of an :math:`a(b)`-influence curve and its :math:`\epsilon_{\mathrm{DP}}`), or
         :class:`~puffgm.blowfish.calibration.BlowfishCalibration` (a Blowfish policy, its
-        epsilon and the query).
+        :math:`\epsilon` and the query).
     data : optional
         The database, for a calibration that computes its true value:
 

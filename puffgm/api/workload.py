@@ -13,7 +13,7 @@ alternatives side by side:
   SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
 * each statistic's own optimal Laplace scale, calibrated alone: for reference only (not a
   valid release of the table);
-* the joint release: Lap(t w_j) on statistic j with the least such t.
+* the joint release: :math:`\mathrm{Lap}(t\, w_j)` on statistic :math:`j` with the least such :math:`t`.
 """
 
 from __future__ import annotations

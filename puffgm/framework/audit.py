@@ -487,7 +487,7 @@ def grouped_law(cond: np.ndarray, q: np.ndarray):
         The distinct values of q on the databases of positive probability, sorted
         (rows for a vector query).
     log_weights : ndarray
-        log P(q(Data) = value | s, theta) of each.
+        :math:`\log P(q(\mathrm{Data}) = \text{value} \mid s, \theta)` of each.
     """
     idx = np.flatnonzero(cond > -np.inf)
     vals, inv = np.unique(q[idx], axis=0, return_inverse=True)
@@ -497,7 +497,7 @@ def grouped_law(cond: np.ndarray, q: np.ndarray):
 
 
 def pair_laws(inst: Instantiation, law_of):
-    r"""Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
+    r"""Yield (:math:`\theta`, :math:`s_i`, :math:`s_j`, law_i, law_j) for every audited (prior, pair).
 
     Parameters
     ----------

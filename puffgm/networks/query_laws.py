@@ -297,7 +297,7 @@ def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = 
     max_sum_length : int
         The longest axis of one statistic (:math:`n_j + 1`).
     max_table_entries : int
-        The limit on clique entries times the grid's cells prod_j (n_j + 1).
+        The limit on clique entries times the grid's cells :math:`\prod_j (n_j + 1)`.
     deadline : float, optional
 
     Returns

@@ -344,7 +344,7 @@ def certify_node(search, node, incumbent, lower: float = 0.0, *, epsilon: float,
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon``.
     lower : float
-        A known lower bound on sigma_i* (the bisection starts there).
+        A known lower bound on :math:`\sigma_i^*` (the bisection starts there).
     epsilon : float
         The privacy parameter the scores are computed at.
     max_queries : int
