@@ -30,11 +30,11 @@ class PuffgmError(Exception):
 
 
 class ParameterError(PuffgmError, ValueError):
-    """A scalar parameter (epsilon, Lipschitz constant, bound, ...) is invalid."""
+    r"""A scalar parameter (:math:`\epsilon`, Lipschitz constant, bound, ...) is invalid."""
 
 
 class PriorError(PuffgmError, ValueError):
-    """A prior or prior class (Theta) is malformed or inconsistent."""
+    r"""A prior or prior class (:math:`\Theta`) is malformed or inconsistent."""
 
 
 class SecretError(PuffgmError, ValueError):

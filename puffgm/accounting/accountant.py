@@ -49,7 +49,7 @@ twice (privacy collapse).  MQM releases and curve-based releases are not mixed
 in one accountant: Song et al. Theorem 4.4 composes MQM releases only with MQM
 releases over the same quilt sets, Bai et al. Theorem 7 composes only DP-based
 releases along one curve, and no theorem of either paper covers the mix; the
-refusal says so.  Blowfish releases are (epsilon, P)-Blowfish private under their
+refusal says so.  Blowfish releases are :math:`(\epsilon, P)`-Blowfish private under their
 policy, a guarantee of another kind than Pufferfish privacy for a prior class:
 the report of an accountant holding them says "Blowfish private under the policy",
 and they are not mixed with Pufferfish releases either.

@@ -1,4 +1,4 @@
-"""One road for every prior kind: turn what the user gives into a prior class, then dispatch.
+r"""One road for every prior kind: turn what the user gives into a prior class, then dispatch.
 
 Every entry point of :mod:`puffgm` that takes a prior -- :func:`calibrate`,
 :func:`influence_curve`, :func:`translate`, :func:`puffgm.calibrate_many` and the
@@ -22,7 +22,7 @@ class are the models), by input:
   ``*.json`` path, inline JSON text or a dict): read by :mod:`puffgm.api.persist`, then
   classified as the class it holds.
 
-A list is one class Theta and must hold one kind.  Pufferfish privacy is a
+A list is one class :math:`\Theta` and must hold one kind.  Pufferfish privacy is a
 condition per prior, so every kind calibrates a finite class as the max over its
 members of each member's own optimum, and its curve is the pointwise max of the
 members' curves.
@@ -136,12 +136,12 @@ def kind_of(prior) -> type:
 
 
 def as_prior(prior: Any) -> PriorKind:
-    """The prior class of ``prior`` as a :class:`~puffgm.core.prior.PriorKind` (loaded and validated).
+    r"""The prior class of ``prior`` as a :class:`~puffgm.core.prior.PriorKind` (loaded and validated).
 
     Parameters
     ----------
     prior : PriorKind, or any input of the table in :mod:`puffgm.api.dispatch`
-        A list (or tuple) is one class Theta.
+        A list (or tuple) is one class :math:`\Theta`.
 
     Returns
     -------
@@ -167,7 +167,7 @@ def as_prior(prior: Any) -> PriorKind:
 
 def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
               **options: Any) -> CalibrationResult:
-    """Calibrate noise for an L-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
+    r"""Calibrate noise for an :math:`L`-Lipschitz query on any prior class (the Markov Quilt Mechanism and kin).
 
     Bayesian networks: Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
     for Correlated Data", SIGMOD 2017 (arXiv:1603.03977), Algorithm 2 and
@@ -181,11 +181,11 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     Parameters
     ----------
     prior : PriorKind or anything :func:`as_prior` accepts
-        The class Theta.
+        The class :math:`\Theta`.
     epsilon : float
-        Pufferfish privacy parameter, finite and > 0.
+        Pufferfish privacy parameter :math:`\epsilon`, finite and :math:`> 0`.
     lipschitz : float
-        L1 Lipschitz constant of the query.
+        L1 Lipschitz constant :math:`L` of the query.
     method : str
         ``"exact"`` (every kind); chains and boxes also take ``"approx"``,
         ``"groupdp"`` and ``"gk16"``.
@@ -203,7 +203,7 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     Returns
     -------
     CalibrationResult
-        The noise scale L * sigma_max with the quilts, the theorem and the baselines that justify it.
+        The noise scale :math:`L \sigma_{\max}` with the quilts, the theorem and the baselines that justify it.
 
     Examples
     --------
@@ -250,13 +250,13 @@ def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method:
 
 def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wasserstein",
                     **options: Any) -> QueryCalibration:
-    """Calibrate Laplace noise for one sum query by exact inference, beside group DP and MQM.
+    r"""Calibrate Laplace noise for one sum query by exact inference, beside group DP and MQM.
 
     Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
     Data", SIGMOD 2017 (arXiv:1603.03977), section 3: the Wasserstein mechanism
-    adds Lap(W / epsilon), W the largest infinity-Wasserstein distance between
-    the laws of F given the two secrets of a pair; ``"optimal-laplace"`` finds
-    the least scale whose exact Pufferfish loss is at most epsilon.  See
+    adds :math:`\mathrm{Lap}(W / \epsilon)`, :math:`W` the largest :math:`\infty`-Wasserstein distance between
+    the laws of :math:`F` given the two secrets of a pair; ``"optimal-laplace"`` finds
+    the least scale whose exact Pufferfish loss is at most :math:`\epsilon`.  See
     :func:`puffgm.api.query.query_calibration` for the options.
 
     Parameters
@@ -291,10 +291,10 @@ def calibrate_query(prior: Any, query: Any, *, epsilon: float, method: str = "wa
 
 def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: Any = None,
                        **options: Any) -> WorkloadCalibration:
-    """Calibrate a table of sum queries released together, by their exact joint laws, beside group DP and MQM.
+    r"""Calibrate a table of sum queries released together, by their exact joint laws, beside group DP and MQM.
 
-    Statistic j gets Lap(t w_j); t is the least multiplier whose exact joint Pufferfish loss
-    is at most epsilon (:mod:`puffgm.mechanisms.workload`).  See
+    Statistic :math:`j` gets :math:`\mathrm{Lap}(t\, w_j)`; :math:`t` is the least multiplier whose exact joint
+    Pufferfish loss is at most :math:`\epsilon` (:mod:`puffgm.mechanisms.workload`).  See
     :func:`puffgm.api.workload.workload_calibration` for the options.
 
     Parameters
@@ -305,7 +305,7 @@ def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: An
         :func:`puffgm.core.workload.load_workload`; a single query is a workload of one.
     epsilon : float
     weights : sequence of float, optional
-        w_j per statistic (default 1 each).
+        :math:`w_j` per statistic (default 1 each).
 
     Returns
     -------
@@ -328,7 +328,7 @@ def calibrate_workload(prior: Any, workload: Any, *, epsilon: float, weights: An
 
 
 def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> InfluenceCurve:
-    """The a(b)-influence curve of a prior class (Bai, He, Gu, Kifer and Maeng, Definition 7).
+    """The :math:`a(b)`-influence curve of a prior class (Bai, He, Gu, Kifer and Maeng, Definition 7).
 
     Parameters
     ----------
@@ -361,7 +361,9 @@ def influence_curve(prior: Any, max_b: int | None = None, **options: Any) -> Inf
 
 def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | None = None,
               max_b: int | None = None, **options: Any) -> Translation:
-    """Translate between the Pufferfish epsilon and epsilon_DP along a prior class's curve (Bai et al., Theorem 6).
+    r"""Translate the Pufferfish :math:`\epsilon` to or from :math:`\epsilon_{\mathrm{DP}}` along a prior class's curve.
+
+    Bai, He, Gu, Kifer and Maeng, Theorem 6.
 
     Parameters
     ----------
@@ -369,14 +371,14 @@ def translate(prior: Any, *, epsilon: float | None = None, epsilon_dp: float | N
         A curve is used as it is; a prior class gets its curve first
         (:func:`influence_curve` with ``max_b`` and ``options``).
     epsilon, epsilon_dp : float
-        Exactly one: the Pufferfish guarantee to reach (gives the largest epsilon_DP;
+        Exactly one: the Pufferfish guarantee to reach (gives the largest :math:`\epsilon_{\mathrm{DP}}`;
         ``epsilon_puffer`` is its deprecated name) or the DP parameter of the mechanism
         (gives the Pufferfish guarantee).
 
     Returns
     -------
     Translation
-        The epsilon on the other side, the curve point used and its witness.
+        The :math:`\epsilon` on the other side, the curve point used and its witness.
 
     Examples
     --------

@@ -1,6 +1,6 @@
-"""Calibrating many prior classes at once: locally with joblib, or on a Dask cluster.
+r"""Calibrating many prior classes at once: locally with joblib, or on a Dask cluster.
 
-Each prior class Theta is calibrated independently (Song, Wang and Chaudhuri,
+Each prior class :math:`\Theta` is calibrated independently (Song, Wang and Chaudhuri,
 Algorithm 2 for Bayesian networks through :func:`puffgm.networks.calibration.calibrate`;
 Algorithms 3/4 and the baselines for Markov chains through
 :mod:`puffgm.chains`), so a list of classes -- a parameter grid, a sweep over
@@ -20,7 +20,7 @@ boundaries: the function (by reference, so every worker must be able to
 ``NetworkPrior``,
 ``PriorClass`` and pgmpy models are shipped whole; strings -- file paths and
 ``"example:NAME"`` -- are shipped as strings and loaded *on the worker*, so a
-path must exist there), epsilon, L, the method and the options; the
+path must exist there), :math:`\epsilon`, :math:`L`, the method and the options; the
 :class:`~puffgm.core.results.CalibrationResult` objects come back.
 
 Determinism.  A calibration draws no randomness and the chunking does not
@@ -30,7 +30,7 @@ the number of workers or the chunk size.  With the same versions of puffgm,
 numpy and scipy on every worker they are identical to the local run, down to
 the last bit of every float (the test suite compares the full ``to_dict()``).
 Pufferfish privacy is a condition per prior: every item of the list is its own
-class Theta and gets its own calibration (an item that is a list of networks is
+class :math:`\Theta` and gets its own calibration (an item that is a list of networks is
 one class, calibrated as the max over its members of each member's optimum).
 
 Failures.  An error inside one calibration never escapes as a worker
@@ -135,11 +135,11 @@ def _dask_client(client):
 def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 1.0, method: str = "exact",
                    n_jobs: int | None = None, client: Any = None, chunk_size: int | None = None,
                    **options: Any) -> list[CalibrationResult]:
-    """Calibrate every prior class of ``priors`` independently, in parallel; results in input order.
+    r"""Calibrate every prior class of ``priors`` independently, in parallel; results in input order.
 
-    Each item is one prior class Theta and gets the calibration a direct call
+    Each item is one prior class :math:`\Theta` and gets the calibration a direct call
     gives it: Song et al. Algorithm 2 (the Markov Quilt Mechanism,
-    sigma_max = max over theta of min over quilts of card(X_N) / (epsilon - e_theta(X_Q | X_i)))
+    :math:`\sigma_{\max} = \max_\theta \max_{X_i} \min_Q |X_N| / (\epsilon - e_\theta(X_Q \mid X_i))`)
     for networks via :func:`puffgm.networks.calibration.calibrate`, and MQMExact /
     MQMApprox / GroupDP / GK16 for Markov chains (section 4.4).
 
@@ -185,7 +185,8 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
     Raises
     ------
     ParameterError
-        On a bad epsilon, L, method, n_jobs, chunk_size, client, or an option some prior's kind does not use.
+        On a bad ``epsilon``, ``lipschitz``, ``method``, ``n_jobs``, ``chunk_size``, ``client``, or an option
+        some prior's kind does not use.
     WorkerError
         When one calibration fails (an invalid prior, ...): one line naming the
         prior's index and name, and the cause.
@@ -195,7 +196,7 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
     >>> from puffgm import calibrate_many
     >>> from puffgm.chains import ChainPriorClass, MQMExact
     >>> grid = [ChainPriorClass.from_matrices([[p, 1 - p], [0.3, 0.7]], "any", 50) for p in (0.2, 0.8)]
-    >>> [r.sigma_max for r in calibrate_many(grid, epsilon=1.0, n_jobs=1)] == \\
+    >>> [r.sigma_max for r in calibrate_many(grid, epsilon=1.0, n_jobs=1)] == \
     ...     [MQMExact(c).calibrate(epsilon=1.0).sigma_max for c in grid]
     True
     """

@@ -1,4 +1,4 @@
-"""Save a prior class of any kind to one JSON file, and read it back exactly.
+r"""Save a prior class of any kind to one JSON file, and read it back exactly.
 
 A class fitted in Python (:func:`puffgm.fit_network`, :func:`puffgm.fit_chain`) or built by
 hand is saved with :func:`save_prior` and read back with :func:`load_prior_class`; the file
@@ -15,7 +15,7 @@ with, by ``kind``:
 
 * ``"bayesian-network"``: ``"nodes"`` (a list, in the class's topological order),
   ``"states"`` (node -> list of state names, in order), ``"parents"`` (node -> list, the
-  axis order of its CPD), and ``"members"``: one object per member theta, ``{"name",
+  axis order of its CPD), and ``"members"``: one object per member :math:`\theta`, ``{"name",
   "notes", "cpds": {node: nested lists}}``, ``cpds[X][x][j1]...`` = P(X = x | parents =
   (j1, ...)) (pgmpy's layout);
 * ``"markov-chain"``: ``"length"`` (T), ``"length_source"``, ``"states"``, and
@@ -61,13 +61,13 @@ KINDS = ("bayesian-network", "markov-chain", "chain-box", "linear-gaussian")
 
 # ------------------------------------------------------------------ writing
 def save_prior(prior_class: Any, path) -> str:
-    """Write a prior class of any kind to ``path`` as one JSON file (module docstring); returns its fingerprint.
+    r"""Write a prior class of any kind to ``path`` as one JSON file (module docstring); returns its fingerprint.
 
     Parameters
     ----------
     prior_class : PriorClass, NetworkPrior, ChainPriorClass, ChainPrior, ChainParameterBox, GaussianPriorClass,
         LinearGaussianPrior, a PriorKind, or anything :func:`puffgm.as_prior` accepts
-        The class Theta, with every member (bootstrap members included).
+        The class :math:`\Theta`, with every member (bootstrap members included).
     path : str or os.PathLike
         The file to write (replaced atomically if it exists).
 

@@ -1,15 +1,15 @@
-"""Query-specific calibration for any prior kind that can compute the conditional laws of a sum query.
+r"""Query-specific calibration for any prior kind that can compute the conditional laws of a sum query.
 
 One call computes the exact laws of F given each secret (the kind's
 :meth:`~puffgm.core.prior.PriorKind.query_laws`), then every scale that can be
 had from them, side by side with the query-agnostic baselines:
 
-* group DP: the query's sensitivity over a group of correlated nodes, / epsilon;
-* the Markov Quilt Mechanism: sigma_max times the query's Lipschitz constant
+* group DP: the query's sensitivity over a group of correlated nodes, :math:`/ \epsilon`;
+* the Markov Quilt Mechanism: :math:`\sigma_{\max}` times the query's Lipschitz constant
   (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated
   Data", SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
-* the Wasserstein mechanism: W / epsilon (their Algorithm 1);
-* the optimal Laplace scale: the least scale whose exact loss is at most epsilon;
+* the Wasserstein mechanism: :math:`W / \epsilon` (their Algorithm 1);
+* the optimal Laplace scale: the least scale whose exact loss is at most :math:`\epsilon`;
 * the optimal noise: the additive noise law of least expected error under the
   exact Pufferfish constraints, by linear programming (method ``"optimal-noise"``).
 
@@ -74,7 +74,7 @@ def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict, deadli
 
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
                       baselines: bool = True, objective: str = "abs", **options) -> QueryCalibration:
-    """Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
+    r"""Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
 
     Parameters
     ----------
@@ -85,10 +85,10 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
         ``{"scores": {...}}``, ``{"scores": [...]}`` or ``{"count": STATE}``
         (:mod:`puffgm.core.query`).
     epsilon : float
-        Pufferfish privacy parameter, finite and > 0.
+        Pufferfish privacy parameter, finite and :math:`> 0`.
     method : str
-        ``"wasserstein"`` (W / epsilon, Song et al. Algorithm 1),
-        ``"optimal-laplace"`` (the least scale with exact loss <= epsilon) or
+        ``"wasserstein"`` (:math:`W / \epsilon`, Song et al. Algorithm 1),
+        ``"optimal-laplace"`` (the least scale with exact loss :math:`\le \epsilon`) or
         ``"optimal-noise"`` (the least-error additive noise law by linear
         programming, :mod:`puffgm.mechanisms.optimal_noise`).
     time_limit : float, optional
@@ -96,7 +96,7 @@ def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time
     baselines : bool
         Also compute the MQM scale for the comparison.
     objective : {"abs", "square"}
-        Method ``"optimal-noise"``: minimise E|Z| or E[Z^2]
+        Method ``"optimal-noise"``: minimise :math:`\mathbb{E}|Z|` or :math:`\mathbb{E}[Z^2]`
         (:func:`puffgm.mechanisms.optimal_noise.optimal_noise_of`).
     **options
         ``progress`` (bool or None): a tqdm bar of the stages (laws, W, optimal scale, optimal

@@ -1,7 +1,7 @@
-"""How a calibration was made, so that a release on units of other chain lengths can calibrate each length.
+r"""How a calibration was made, so that a release on units of other chain lengths can calibrate each length.
 
 A calibration is made for one prior class; for a Markov chain that class has one length T.  A
-panel of traces (:mod:`puffgm.api.units`) may hold units of several lengths T' <= T, and the
+panel of traces (:mod:`puffgm.api.units`) may hold units of several lengths :math:`T' \le T`, and the
 noise of each length comes from the same class, query and options at length T' (the prefix
 X1..XT' of a time-homogeneous chain of length T is the chain of length T' with the same
 (q, P)).  :func:`remember` keeps, for a calibration made in this process by
@@ -27,14 +27,14 @@ C = TypeVar("C")
 
 @dataclass(frozen=True)
 class Recipe:
-    """The prior kind a calibration was made for and how to make it again on another kind.
+    r"""The prior kind a calibration was made for and how to make it again on another kind.
 
     Attributes
     ----------
     kind : PriorKind
         The prior class (:func:`puffgm.api.as_prior`).
     remake : callable
-        ``remake(kind)`` repeats the calibration (same query, method, epsilon and options) on ``kind``.
+        ``remake(kind)`` repeats the calibration (same query, method, :math:`\epsilon` and options) on ``kind``.
     """
 
     kind: Any

@@ -1,4 +1,4 @@
-"""One release function for every calibration puffgm makes: :func:`release`.
+r"""One release function for every calibration puffgm makes: :func:`release`.
 
 :func:`release` dispatches on the calibration it is given (one :func:`functools.singledispatch`,
 one short function per kind), so a caller never has to know which release function serves
@@ -29,14 +29,14 @@ calibrated for, so :func:`release` computes that query's true value from the dat
 itself (:meth:`puffgm.core.query.BoundQuery.evaluate` on the record that
 :class:`puffgm.core.records.RecordLayout` reads): a typed answer could be the answer of
 another query, for which the noise proves nothing.  A Markov Quilt Mechanism calibration
-and a translation cover every L-Lipschitz query, so puffgm cannot know which query to
+and a translation cover every :math:`L`-Lipschitz query, so puffgm cannot know which query to
 compute: they take the exact answer of the caller's query, named as such (``answer=``).
 
 A translation along an a(b)-influence curve (Bai et al. Theorem 6) carries its curve and its
-Pufferfish epsilon, so it is released by the Pufferfish Laplace mechanism (Algorithm 1) at
-scale L / epsilon_DP, and such releases compose along the curve (Theorem 7).  A curve alone
-is no calibration (the epsilon is chosen when translating), and neither is a Blowfish policy
-alone (the scale S(f, P) / epsilon depends on the query): :func:`release` names the form that
+Pufferfish :math:`\epsilon`, so it is released by the Pufferfish Laplace mechanism (Algorithm 1) at
+scale :math:`L / \epsilon_{\mathrm{DP}}`, and such releases compose along the curve (Theorem 7).  A curve alone
+is no calibration (the :math:`\epsilon` is chosen when translating), and neither is a Blowfish policy
+alone (the scale :math:`S(f, P) / \epsilon` depends on the query): :func:`release` names the form that
 makes each one.  The exponential and top-K mechanisms along a curve, and Blowfish releases
 on a subset (parallel composition) or by the ordered mechanism, keep their own functions in
 :mod:`puffgm.mechanisms.pufferfish` and :mod:`puffgm.blowfish`.
@@ -67,16 +67,16 @@ __all__ = ["release", "true_value", "BlowfishCalibration"]
 
 def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz: float | None = None,
             accountant: Any = None, random_state: Any = None, label: str | None = None, **units: Any) -> Release:
-    """Release the noisy answer a calibration was made for: the one entry point for every calibration.
+    r"""Release the noisy answer a calibration was made for: the one entry point for every calibration.
 
     Parameters
     ----------
     calibration : QueryCalibration, WorkloadCalibration, CalibrationResult, Translation or BlowfishCalibration
         From :func:`puffgm.calibrate_query`, :func:`puffgm.calibrate_workload`,
         :func:`puffgm.calibrate` (the Markov Quilt Mechanism and the chain baselines),
-        :func:`puffgm.translate` (a point of an a(b)-influence curve and its epsilon_DP), or
+        :func:`puffgm.translate` (a point of an :math:`a(b)`-influence curve and its :math:`\epsilon_{\mathrm{DP}}`), or
         :class:`~puffgm.blowfish.calibration.BlowfishCalibration` (a Blowfish policy, its
-        epsilon and the query).
+        :math:`\epsilon` and the query).
     data : optional
         The database, for a calibration that computes its true value:
 
@@ -120,7 +120,7 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
           With ``unit=``: divide by the public total number of entries (relative frequencies).
         * ``query`` (dict, optional):
           With ``unit=`` and a Markov Quilt Mechanism calibration: the query or workload whose
-          sum over units to release (noise sigma_max x its Lipschitz constant).
+          sum over units to release (noise :math:`\sigma_{\max}` times its Lipschitz constant).
 
     Returns
     -------
@@ -135,7 +135,7 @@ def release(calibration: Any, data: Any = None, *, answer: Any = None, lipschitz
         One sentence naming the right form: ``answer=`` where the value is computed from the
         data, ``data`` where the calibration covers many queries, ``lipschitz=`` for anything
         but a translation, several records or traces, data that does not fit the prior, a
-        curve not yet translated, a policy without its epsilon and query, or an object that
+        curve not yet translated, a policy without its :math:`\epsilon` and query, or an object that
         is no calibration (the message names the function that releases it).
 
     Examples

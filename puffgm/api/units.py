@@ -1,32 +1,32 @@
-"""Many units: panels of traces and tables of respondents, released as one aggregate or one release per unit.
+r"""Many units: panels of traces and tables of respondents, released as one aggregate or one release per unit.
 
-A data scientist's data set is a collection of units u = 1..N: many people's activity traces
+A data scientist's data set is a collection of units :math:`u = 1, \dots, N`: many people's activity traces
 (a Markov chain each), many respondents' answers (a record of a Bayesian network each).
-Under a prior class Theta (one class for every unit), when the units are **independent under
-every prior theta in Theta**, and the secrets are X_{u,i} = a vs X_{u,i} = b for every unit,
-position or node i and pair of states:
+Under a prior class :math:`\Theta` (one class for every unit), when the units are **independent under
+every prior** :math:`\theta \in \Theta`, and the secrets are :math:`X_{u,i} = a` vs :math:`X_{u,i} = b` for every
+unit, position or node :math:`i` and pair of states:
 
-* **Aggregate by post-processing.**  For F = sum_u F_u, the release F + Z is, for a secret of
-  unit u, the release F_u + Z plus sum_{v != u} F_v, which is independent of X_u under theta.
-  So noise Z calibrated for one unit's statistic F_u under the unit's class (the Markov Quilt
-  Mechanism: sigma_max of the unit's class times the statistic's Lipschitz constant, Song,
+* **Aggregate by post-processing.**  For :math:`F = \sum_u F_u`, the release :math:`F + Z` is, for a secret of
+  unit :math:`u`, the release :math:`F_u + Z` plus :math:`\sum_{v \ne u} F_v`, which is independent of :math:`X_u`
+  under :math:`\theta`.  So noise :math:`Z` calibrated for one unit's statistic :math:`F_u` under the unit's class
+  (the Markov Quilt Mechanism: :math:`\sigma_{\max}` of the unit's class times the statistic's Lipschitz constant, Song,
   Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data", SIGMOD 2017,
   arXiv:1603.03977, Theorem 4.3; the Wasserstein mechanism and the optimal Laplace scale,
   their section 3, from the unit's exact laws; a workload, from the unit's joint laws) makes
-  the whole aggregate epsilon-Pufferfish private.  The noise does not grow with N.
-* **Parallel composition by independence.**  Releases M_u(X_u), each epsilon-private for unit
-  u's secrets, are together epsilon-private: for a secret of unit u every other release is
-  independent of X_u.  Per-unit releases cost the budget once.
+  the whole aggregate :math:`\epsilon`-Pufferfish private.  The noise does not grow with :math:`N`.
+* **Parallel composition by independence.**  Releases :math:`M_u(X_u)`, each :math:`\epsilon`-private for unit
+  :math:`u`'s secrets, are together :math:`\epsilon`-private: for a secret of unit :math:`u` every other release is
+  independent of :math:`X_u`.  Per-unit releases cost the budget once.
 
 Units are independent only under the prior: when they are not (a household, a contact
 network), model them jointly as one network.
 
 Units of different lengths (chains): the calibration the caller gives was made for the class
-at one length T.  Each distinct length T' <= T present is calibrated once (the same class,
-query, method and options at length T', :mod:`puffgm.api.recipes`); a unit longer than T is
+at one length :math:`T`.  Each distinct length :math:`T' \le T` present is calibrated once (the same class,
+query, method and options at length :math:`T'`, :mod:`puffgm.api.recipes`); a unit longer than :math:`T` is
 refused.  The aggregate's Laplace scale is, per statistic, the largest over the lengths
-present: Lap(b2) is Lap(b1) plus independent noise for b2 >= b1, so the larger scale is
-post-processing of each length's valid release.  Per-unit releases use their own length's noise.
+present: :math:`\mathrm{Lap}(b_2)` is :math:`\mathrm{Lap}(b_1)` plus independent noise for :math:`b_2 \ge b_1`, so
+the larger scale is post-processing of each length's valid release.  Per-unit releases use their own length's noise.
 
 Data in (:func:`read_units`): chains from a long data frame (a unit column, an optional time
 column ordering the rows, a state column), a wide frame (one row per unit), a list, dict or
@@ -478,18 +478,18 @@ def _comparison(plans: dict, names, divide: float) -> dict:
 
 def release_units(calibration, data, *, accountant=None, random_state=None, label: str | None = None,
                   **options: Any) -> PanelRelease:
-    """Release a panel's aggregate statistic, or one statistic per unit, under one charge.
+    r"""Release a panel's aggregate statistic, or one statistic per unit, under one charge.
 
     :func:`puffgm.release` calls this when given ``unit=``, ``each=`` or ``relative=``.  The
-    guarantee: epsilon-Pufferfish privacy for every secret of every unit, given the prior;
+    guarantee: :math:`\epsilon`-Pufferfish privacy for every secret of every unit, given the prior;
     units are independent only under the prior (model correlated units jointly).
 
     Parameters
     ----------
     calibration : QueryCalibration, WorkloadCalibration or CalibrationResult
-        Made for ONE unit's class (a chain of length T: units of length T' <= T are calibrated
-        at T' once per length).  A CalibrationResult (the Markov Quilt Mechanism) takes
-        ``query=`` (a sum query or a workload), released with scale sigma_max x its Lipschitz
+        Made for ONE unit's class (a chain of length :math:`T`: units of length :math:`T' \le T` are
+        calibrated at :math:`T'` once per length).  A CalibrationResult (the Markov Quilt Mechanism) takes
+        ``query=`` (a sum query or a workload), released with scale :math:`\sigma_{\max}` times its Lipschitz
         constant.
     data : the units (:func:`read_units`)
     accountant, random_state, label

@@ -1,19 +1,19 @@
-"""Calibration of a table of statistics (a workload) released together, for any prior kind with query laws.
+r"""Calibration of a table of statistics (a workload) released together, for any prior kind with query laws.
 
 One call computes the exact joint laws of the workload given each secret (one exact
 inference of the encoded sum, :mod:`puffgm.core.workload`), the least Laplace scales
-whose exact joint loss is at most epsilon (:mod:`puffgm.mechanisms.workload`), and the
+whose exact joint loss is at most :math:`\epsilon` (:mod:`puffgm.mechanisms.workload`), and the
 alternatives side by side:
 
-* group DP: the table's L1 sensitivity over a group of correlated nodes, / epsilon, on
+* group DP: the table's L1 sensitivity over a group of correlated nodes, :math:`/ \epsilon`, on
   every statistic;
-* the Markov Quilt Mechanism: sigma_max times the workload's L1 Lipschitz constant (the
+* the Markov Quilt Mechanism: :math:`\sigma_{\max}` times the workload's L1 Lipschitz constant (the
   largest total score change one node causes across the queries), on every statistic
   (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data",
   SIGMOD 2017, arXiv:1603.03977, Algorithm 2);
 * each statistic's own optimal Laplace scale, calibrated alone: for reference only (not a
   valid release of the table);
-* the joint release: Lap(t w_j) on statistic j with the least such t.
+* the joint release: :math:`\mathrm{Lap}(t\, w_j)` on statistic :math:`j` with the least such :math:`t`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["workload_calibration", "workload_laws"]
 
 def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=None, baselines: bool = True,
                          max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH, **options) -> WorkloadCalibration:
-    """Calibrate independent Laplace noise for a table of sum queries by their exact joint laws.
+    r"""Calibrate independent Laplace noise for a table of sum queries by their exact joint laws.
 
     Parameters
     ----------
@@ -45,14 +45,15 @@ def workload_calibration(kind, workload, *, epsilon, weights=None, time_limit=No
     epsilon : float
         Pufferfish privacy parameter, finite and > 0.
     weights : sequence of float or "optimal", optional
-        w_j > 0: statistic j gets Lap(t w_j) (default 1 each); ``"optimal"`` searches the weights that
+        :math:`w_j > 0`: statistic :math:`j` gets :math:`\mathrm{Lap}(t\, w_j)` (default 1 each); ``"optimal"``
+        searches the weights that
         lower the summed expected absolute error (:func:`puffgm.mechanisms.workload.optimal_weights`).
     time_limit : float, optional
         Seconds the computation may take (TimeLimitError beyond); None or 0: no limit.
     baselines : bool
         Also compute each statistic's own optimal scale and the MQM scale for the comparison.
     max_joint_length : int
-        The largest joint law, in cells (prod_j (n_j + 1)), the calibration may build.
+        The largest joint law, in cells (:math:`\prod_j (n_j + 1)`), the calibration may build.
     **options
         ``progress`` (bool or None): a tqdm bar of the stages (joint laws, each statistic alone,
         weights, joint scale, MQM) on stderr, shown once the calibration has run for 2 seconds;
@@ -155,7 +156,7 @@ def _weights(weights, k: int) -> list:
 
 def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFAULT_MAX_JOINT_LENGTH,
                   **options) -> WorkloadLaws:
-    """The exact joint laws of a workload given each secret, by one exact inference on the grid of its sums.
+    r"""The exact joint laws of a workload given each secret, by one exact inference on the grid of its sums.
 
     Parameters
     ----------
@@ -165,7 +166,7 @@ def workload_laws(kind, workload, *, deadline=None, max_joint_length: int = DEFA
     deadline : float, optional
         ``time.monotonic()`` value after which a TimeLimitError is raised.
     max_joint_length : int
-        The largest joint law, in cells of the grid (prod_j (n_j + 1)).
+        The largest joint law, in cells of the grid (:math:`\prod_j (n_j + 1)`).
     **options
         The kind's query options.
 

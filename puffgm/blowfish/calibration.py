@@ -1,4 +1,4 @@
-r"""A Blowfish calibration: a policy, an epsilon and the query they are released for.
+r"""A Blowfish calibration: a policy, an :math:`\epsilon` and the query they are released for.
 
 A :class:`~puffgm.blowfish.policy.Policy` alone says what is secret, not how much noise a
 release needs: that is the Laplace scale :math:`S(f, P) / \epsilon` of He, Machanavajjhala and Ding's
@@ -38,7 +38,7 @@ QUERIES = ("histogram", "cumulative", "linear_sum")
 
 @dataclass(frozen=True)
 class BlowfishCalibration:
-    r"""A Blowfish policy, an epsilon and the query released under them (He et al. Theorem 5.1).
+    r"""A Blowfish policy, an :math:`\epsilon` and the query released under them (He et al. Theorem 5.1).
 
     Parameters
     ----------
@@ -54,7 +54,7 @@ class BlowfishCalibration:
     partition : sequence, optional
         The histogram's cells (``query="histogram"`` only; default one per value).
     values : optional
-        g of the linear sum sum_i g(x_i) (``query="linear_sum"`` only; default the rank coordinates).
+        :math:`g` of the linear sum :math:`\sum_i g(x_i)` (``query="linear_sum"`` only; default the rank coordinates).
 
     Examples
     --------
@@ -113,15 +113,18 @@ class BlowfishCalibration:
 
     @property
     def scale(self) -> float:
-        """The Laplace scale S(f, P) / epsilon on each coordinate (0: released exactly)."""
+        r"""The Laplace scale :math:`S(f, P) / \epsilon` on each coordinate (0: released exactly)."""
         return self.policy_sensitivity / self.epsilon
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The Laplace scale S(f, P) / epsilon and its (1 - alpha) half-width on each coordinate (core.accuracy)."""
+        r"""The Laplace scale :math:`S(f, P) / \epsilon` and its :math:`(1 - \alpha)` half-width on each coordinate.
+
+        One row of :mod:`puffgm.core.accuracy`.
+        """
         return laplace_rows(("each coordinate",), (self.scale,), alpha)
 
     def explain(self) -> str:
-        """One line: the query, (epsilon, P), S(f, P) and the Laplace scale."""
+        r"""One line: the query, :math:`(\epsilon, P)`, :math:`S(f, P)` and the Laplace scale."""
         what = f"the {self.query.replace('_', ' ')} of the data set" if self.query else "a query of your own (answer=)"
         return (f"Blowfish calibration of {what}: ({self.epsilon:g}, P)-Blowfish private, "
                 f"S(f, P) = {self.policy_sensitivity:g}, Laplace scale {self.scale:.6g} (He et al. Theorem 5.1)")

@@ -215,7 +215,7 @@ def sulq_kmeans(data, policy: Policy, n_clusters: int, *, epsilon: float, option
     random_state : None, int or Generator
         None: secure noise (and a fresh numpy generator for the initial centroids).
     accountant : PrivacyAccountant, optional
-        Charged epsilon once (the 2T releases compose to epsilon by Theorem 4.1).
+        Charged :math:`\epsilon` once (the :math:`2T` releases compose to :math:`\epsilon` by Theorem 4.1).
     label : str, optional
         The run's label in the accountant's ledger.
     """

@@ -173,12 +173,15 @@ class BlowfishRelease(Release):
         return f"{policy} (key {self.policy_key})" if policy else f"Blowfish policy {self.policy_key}"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """Per coordinate, the Laplace scale S(f, P) / epsilon and its (1 - alpha) half-width (0 when exact)."""
+        r"""Per coordinate, the Laplace scale :math:`S(f, P) / \epsilon` and its :math:`(1 - \alpha)` half-width.
+
+        Both are 0 where the coordinate is released exactly.
+        """
         names = coordinate_names(self.value)
         return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
-        """One line: mechanism, (epsilon, P), S(f, P), Laplace scale, theorem, noise source."""
+        r"""One line: mechanism, :math:`(\epsilon, P)`, :math:`S(f, P)`, Laplace scale, theorem, noise source."""
         s = (f"{self.mechanism}: ({self.epsilon:g}, P)-Blowfish private, S(f, P) = {self.sensitivity:g}, "
              f"Laplace scale {self.scale:.6g} ({self.theorem}); noise: {self.noise}")
         if not self.secure:

@@ -52,12 +52,12 @@ MAX_DATABASES = 20_000
 
 
 def resolve_n(policy: Policy, n=None) -> int:
-    """The number of tuples n of the databases: ``n`` if given, else ``policy.n``, validated.
+    r"""The number of tuples n of the databases: ``n`` if given, else ``policy.n``, validated.
 
     Raises
     ------
     PolicyError
-        If neither gives n, or n is not an integer >= 1.
+        If neither gives :math:`n`, or :math:`n` is not an integer :math:`\ge 1`.
     """
     n = policy.n if n is None else n
     if n is None:
@@ -68,9 +68,9 @@ def resolve_n(policy: Policy, n=None) -> int:
 
 
 def enumerate_databases(policy: Policy, n: int | None = None, *, max_databases: int = MAX_DATABASES) -> np.ndarray:
-    """Every database of I_Q as an (m, n) array of value indices.
+    """Every database of :math:`I_Q` as an (m, n) array of value indices.
 
-    Raises PolicyError (naming the size) when |T|^n exceeds ``max_databases``.
+    Raises PolicyError (naming the size) when :math:`|T|^n` exceeds ``max_databases``.
     """
     n = resolve_n(policy, n)
     k = policy.domain.size
@@ -86,12 +86,12 @@ def enumerate_databases(policy: Policy, n: int | None = None, *, max_databases: 
 
 def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int = MAX_DATABASES,
                     max_work: int = 400_000_000):
-    """All neighbouring pairs (Definition 4.1) over I_Q.
+    r"""All neighbouring pairs (Definition 4.1) over :math:`I_Q`.
 
     Returns
     -------
     dbs : ndarray (m, n)
-        The databases of I_Q (value indices).
+        The databases of :math:`I_Q` (value indices).
     pairs : ndarray (p, 2)
         Row indices (j1, j2) into ``dbs`` of every ordered neighbouring pair
         (D1, D2) (condition 3 is evaluated from D1's side).
@@ -99,8 +99,8 @@ def neighbour_pairs(policy: Policy, n: int | None = None, *, max_databases: int 
     Notes
     -----
     Unconstrained policies use the closed form (one tuple moved along an edge);
-    constrained ones check condition 3 against every D3 in I_Q, refused above
-    ``max_work`` = m^2 * (candidates) * n elementary comparisons.
+    constrained ones check condition 3 against every :math:`D_3 \in I_Q`, refused above
+    ``max_work`` = :math:`m^2 \times \text{candidates} \times n` elementary comparisons.
     """
     dbs = enumerate_databases(policy, n, max_databases=max_databases)
     m, nn = dbs.shape
@@ -180,7 +180,7 @@ def distance_guarantee(policy: Policy, x, y, *, epsilon: float) -> float:
     x, y : domain values
         The tuple's value in D1 and in D2.
     epsilon : float
-        The mechanism's (epsilon, P)-Blowfish parameter.
+        The mechanism's :math:`(\epsilon, P)`-Blowfish parameter.
     """
     from puffgm.core.validation import check_positive_finite
 

@@ -78,7 +78,7 @@ MAX_PLAN_DOMAIN = 4096
 
 @dataclass(frozen=True, eq=False)
 class CumulativePlan:
-    """A linear release strategy for the cumulative histogram.
+    r"""A linear release strategy for the cumulative histogram.
 
     Attributes
     ----------
@@ -90,9 +90,9 @@ class CumulativePlan:
     scales : ndarray (m,)
         Laplace scale of each node.
     estimator : ndarray (k, m)
-        c~ = estimator @ noisy_nodes + n * known_total.
+        :math:`\tilde c` = ``estimator @ noisy_nodes`` + :math:`n` ``known_total``.
     known_total : ndarray (k,)
-        Coefficient of the public n in each cumulative estimate.
+        Coefficient of the public :math:`n` in each cumulative estimate.
     epsilon : float
     details : Mapping
         Fan-out, height, budget split, block width, ...
@@ -114,29 +114,33 @@ class CumulativePlan:
 
     # -- exact error ---------------------------------------------------------
     def covariance(self) -> np.ndarray:
-        """Cov(c~) = E diag(2 b^2) E^T (k x k), exact."""
+        r""":math:`\mathrm{Cov}(\tilde c) = E \operatorname{diag}(2 b^2) E^T` (:math:`k \times k`), exact."""
         return (self.estimator * (2.0 * self.scales**2)) @ self.estimator.T
 
     def cumulative_mse(self) -> float:
-        """(1/k) sum_j E(c~_j - c_j)^2 (Definition 2.4 on the cumulative histogram), exact:
-        trace(Cov) / k with trace(Cov) = sum_{j,m} E_jm^2 2 b_m^2."""
+        r""":math:`\frac{1}{k} \sum_j \mathbb{E}(\tilde c_j - c_j)^2` (Definition 2.4, cumulative histogram), exact.
+
+        It is :math:`\operatorname{tr}(\mathrm{Cov}) / k` with
+        :math:`\operatorname{tr}(\mathrm{Cov}) = \sum_{j,m} E_{jm}^2\, 2 b_m^2`.
+        """
         return float(self._trace() / self.k)
 
     def _trace(self) -> float:
         return float(np.sum(self.estimator**2 @ (2.0 * self.scales**2)))
 
     def range_mse(self) -> float:
-        """Mean over all k(k+1)/2 ranges [a, b] of E(r~ - r)^2, r~ = c~_b - c~_{a-1}, exact.
+        r"""Mean over all :math:`k(k+1)/2` ranges :math:`[a, b]` of :math:`\mathbb{E}(\tilde r - r)^2`, exact.
 
-        With C the covariance of (c~_{-1} = 0, c~_0, ..., c~_{k-1}),
-        sum_{u<v} (C_uu + C_vv - 2 C_uv) = (k+1) trace(C) - sum(C), and
-        sum(C) = sum_m 2 b_m^2 (sum_j E_jm)^2, so no k x k matrix is formed.
+        Here :math:`\tilde r = \tilde c_b - \tilde c_{a-1}`.  With :math:`C` the covariance of
+        :math:`(\tilde c_{-1} = 0, \tilde c_0, \dots, \tilde c_{k-1})`,
+        :math:`\sum_{u<v} (C_{uu} + C_{vv} - 2 C_{uv}) = (k+1) \operatorname{tr}(C) - \sum C`, and
+        :math:`\sum C = \sum_m 2 b_m^2 (\sum_j E_{jm})^2`, so no :math:`k \times k` matrix is formed.
         """
         total = (self.k + 1) * self._trace() - float(np.sum(self.estimator.sum(axis=0) ** 2 * 2.0 * self.scales**2))
         return float(total / (self.k * (self.k + 1) / 2))
 
     def range_variance(self, low: int, high: int) -> float:
-        """E(r~ - r)^2 of one range [low, high] (inclusive ranks), exact."""
+        r""":math:`\mathbb{E}(\tilde r - r)^2` of one range [``low``, ``high``] (inclusive ranks), exact."""
         e = np.zeros(self.k)
         e[high] += 1
         if low > 0:
@@ -146,7 +150,7 @@ class CumulativePlan:
 
     # -- privacy -------------------------------------------------------------
     def privacy_loss(self, policy: Policy) -> float:
-        """The exact (unconstrained) Blowfish loss: max over edges (x, y) of sum_j |N_jx - N_jy| / b_j.
+        r"""The exact (unconstrained) Blowfish loss :math:`\max_{\text{edges } (x, y)} \sum_j |N_{jx} - N_{jy}| / b_j`.
 
         For independent Laplace noise the log-ratio of output densities between
         neighbours is at most this sum, with equality far out in the right orthant.
@@ -226,7 +230,10 @@ def ordered_plan(k: int, *, epsilon: float, sensitivity: float = 1.0) -> Cumulat
 
 
 def laplace_histogram_plan(k: int, *, epsilon: float) -> CumulativePlan:
-    """A plain Laplace histogram (Lap(2/epsilon) per cell, bounded DP); cumulative counts by prefix sums."""
+    r"""A plain Laplace histogram (:math:`\mathrm{Lap}(2/\epsilon)` per cell, bounded DP).
+
+    Cumulative counts by prefix sums.
+    """
     k = _check_k(k)
     epsilon = check_positive_finite(epsilon, "epsilon", "laplace_histogram_plan")
     return CumulativePlan("Laplace histogram (DP)", k, np.eye(k), np.full(k, 2.0 / epsilon),
@@ -299,22 +306,23 @@ def _oh_structure(k: int, theta: int, fanout: int):
 
 def ordered_hierarchical_plan(k: int, theta: int, *, epsilon: float, fanout: int | None = None,
                               epsilon_s: float | None = None, objective: str = "range") -> CumulativePlan:
-    """The ordered hierarchical mechanism for G^{d,theta} (section 7.2, Theorem 7.2).
+    r"""The ordered hierarchical mechanism for :math:`G^{d,\theta}` (section 7.2, Theorem 7.2).
 
     Parameters
     ----------
     k : int
         Domain size.
     theta : int
-        Distance threshold (ranks); theta >= k gives the hierarchical DP mechanism.
+        Distance threshold :math:`\theta` (ranks); :math:`\theta \ge k` gives the hierarchical DP mechanism.
     epsilon : float
     fanout : int, optional
-        Tree fan-out f >= 2; default: the f in 2..16 with the smallest exact error.
+        Tree fan-out :math:`f \ge 2`; default: the :math:`f` in :math:`2, \dots, 16` with the smallest exact error.
     epsilon_s : float, optional
-        Budget of the S nodes (0 < epsilon_s < epsilon); default: the exact optimum
-        epsilon A^(1/3) / (A^(1/3) + B^(1/3)) of the error A/eps_S^2 + B/eps_H^2.
+        Budget :math:`\epsilon_S` of the S nodes (:math:`0 < \epsilon_S < \epsilon`); default: the exact
+        optimum :math:`\epsilon A^{1/3} / (A^{1/3} + B^{1/3})` of the error
+        :math:`A/\epsilon_S^2 + B/\epsilon_H^2`.
     objective : {"range", "cumulative"}
-        The error minimised when choosing f and the split.
+        The error minimised when choosing :math:`f` and the split.
 
     Examples
     --------
@@ -370,17 +378,18 @@ def ordered_hierarchical_plan(k: int, theta: int, *, epsilon: float, fanout: int
 
 
 def hierarchical_plan(k: int, *, epsilon: float, fanout: int | None = None) -> CumulativePlan:
-    """The hierarchical mechanism of differential privacy (Hay et al. 2010; section 7.2 with theta = |T|)."""
+    r"""The hierarchical mechanism of differential privacy (Hay et al. 2010; section 7.2 with :math:`\theta = |T|`)."""
     return ordered_hierarchical_plan(k, _check_k(k), epsilon=epsilon, fanout=fanout)
 
 
 def best_plan(k: int, theta: int, *, epsilon: float, objective: str = "range") -> CumulativePlan:
-    """The smallest-error plan among the ordered hierarchical mechanism (Theorem 7.2), the ordered
-    mechanism at S = theta and the hierarchical mechanism of DP (valid under every policy, Lemma 5.2).
+    r"""The smallest-error plan among three that are valid under every policy (Lemma 5.2).
 
-    The choice depends only on (k, theta, epsilon), not on the data, so it costs no privacy.
+    The candidates are the ordered hierarchical mechanism (Theorem 7.2), the ordered
+    mechanism at :math:`S = \theta` and the hierarchical mechanism of DP.
+    The choice depends only on :math:`(k, \theta, \epsilon)`, not on the data, so it costs no privacy.
     Our reconstruction of Theorem 7.2's structure is not always below the hierarchical
-    mechanism (e.g. theta close to k, see docs/blowfish.md); this restores the paper's claim.
+    mechanism (e.g. :math:`\theta` close to :math:`k`, see docs/blowfish.md); this restores the paper's claim.
     """
     cands = [ordered_hierarchical_plan(k, theta, epsilon=epsilon, objective=objective),
              ordered_plan(k, epsilon=epsilon, sensitivity=float(min(theta, k - 1))),
@@ -390,7 +399,10 @@ def best_plan(k: int, theta: int, *, epsilon: float, objective: str = "range") -
 
 
 def range_query(cumulative, low: int, high: int) -> float:
-    """r[low, high] = c_high - c_{low-1} (Definition 7.2; inclusive ranks, c_{-1} = 0)."""
+    r""":math:`r[\text{low}, \text{high}] = c_{\text{high}} - c_{\text{low}-1}` (Definition 7.2).
+
+    Inclusive ranks, :math:`c_{-1} = 0`.
+    """
     c = np.asarray(cumulative, dtype=float)
     if not (0 <= low <= high < len(c)):
         raise PolicyError(f"The range [{low}, {high}] is not inside the domain 0..{len(c) - 1}.")
@@ -399,9 +411,9 @@ def range_query(cumulative, low: int, high: int) -> float:
 
 def ordered_range_error(*, epsilon: float, sensitivity: float = 1.0, low_known: bool = False,
                         high_known: bool = False) -> float:
-    """Theorem 7.1: E(r~ - r)^2 = 2 (S/epsilon)^2 per noisy end.
+    r"""Theorem 7.1: :math:`\mathbb{E}(\tilde r - r)^2 = 2 (S/\epsilon)^2` per noisy end.
 
-    That is 4/epsilon^2 on the line graph for an interior range.
+    That is :math:`4/\epsilon^2` on the line graph for an interior range.
     """
     epsilon = check_positive_finite(epsilon, "epsilon", "ordered_range_error")
     ends = 2 - int(bool(low_known)) - int(bool(high_known))
@@ -410,14 +422,14 @@ def ordered_range_error(*, epsilon: float, sensitivity: float = 1.0, low_known: 
 
 @dataclass(frozen=True)
 class HierarchicalOptions:
-    """The plan of :func:`ordered_hierarchical_mechanism` (section 7.2).
+    r"""The plan of :func:`ordered_hierarchical_mechanism` (section 7.2).
 
     Attributes
     ----------
     fanout : int, optional
-        Tree fan-out f >= 2; default: the f in 2..16 with the smallest exact error.
+        Tree fan-out :math:`f \ge 2`; default: the :math:`f` in :math:`2, \dots, 16` with the smallest exact error.
     epsilon_s : float, optional
-        Budget of the S nodes (0 < epsilon_s < epsilon); default: the exact optimum
+        Budget :math:`\epsilon_S` of the S nodes (:math:`0 < \epsilon_S < \epsilon`); default: the exact optimum
         of Theorem 7.2(2) (see :func:`ordered_hierarchical_plan`).
     best : bool
         Use :func:`best_plan` (``fanout`` and ``epsilon_s`` are then not used).
@@ -464,10 +476,10 @@ def _isotonic(raw, n: float) -> np.ndarray:
 
 def ordered_mechanism(data, policy: Policy, *, epsilon: float, inference: bool = True, random_state=None,
                       accountant=None, label: str | None = None) -> BlowfishRelease:
-    """Release the cumulative histogram of ``data`` by the ordered mechanism (section 7.1).
+    r"""Release the cumulative histogram of ``data`` by the ordered mechanism (section 7.1).
 
-    Noise Lap(S(c, P)/epsilon) on c_0..c_{k-2} (S = 1 on the line graph), then,
-    with ``inference``, isotonic regression (scipy) and clipping to [0, n].
+    Noise :math:`\mathrm{Lap}(S(c, P)/\epsilon)` on :math:`c_0, \dots, c_{k-2}` (:math:`S = 1` on the line graph),
+    then, with ``inference``, isotonic regression (scipy) and clipping to :math:`[0, n]`.
     Range queries: :func:`range_query` on ``release.value``.
 
     Parameters
@@ -501,10 +513,10 @@ def ordered_mechanism(data, policy: Policy, *, epsilon: float, inference: bool =
 def ordered_hierarchical_mechanism(data, policy: Policy, *, epsilon: float, options: HierarchicalOptions | None = None,
                                    inference: bool = False, random_state=None, accountant=None,
                                    label: str | None = None) -> BlowfishRelease:
-    """Release the cumulative histogram by the ordered hierarchical mechanism (section 7.2).
+    r"""Release the cumulative histogram by the ordered hierarchical mechanism (section 7.2).
 
     The policy's graph must be a distance-threshold (or line) graph on an ordered
-    domain; theta is taken from it.
+    domain; :math:`\theta` is taken from it.
 
     Parameters
     ----------

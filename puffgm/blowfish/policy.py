@@ -269,7 +269,10 @@ class SecretGraph:
         return None
 
     def offsets(self):
-        """For distance and line graphs: the rank offsets delta (x + delta = y) of the edges, one per sign pair."""
+        r"""For distance and line graphs: the rank offsets :math:`\delta` (:math:`x + \delta = y`) of the edges.
+
+        One offset per sign pair; None for other graphs.
+        """
         if self.kind not in ("distance", "line"):
             return None
         theta = self.params["theta"]
@@ -370,11 +373,12 @@ class SecretGraph:
         return g
 
     def distance(self, x, y) -> float:
-        """d_G(x, y), the shortest-path distance (inf if disconnected).
+        r""":math:`d_G(x, y)`, the shortest-path distance (inf if disconnected).
 
         Closed forms (section 4, after Definition 4.2): complete: 1; partition: 1
         within a block, inf across; attribute: the Hamming distance; distance
-        threshold: ceil(||x - y||_1 / theta); line: |rank(x) - rank(y)|.
+        threshold: :math:`\lceil \lVert x - y \rVert_1 / \theta \rceil`; line:
+        :math:`|\mathrm{rank}(x) - \mathrm{rank}(y)|`.
         Custom graphs: networkx shortest path.
         """
         i, j = self.domain.index(x), self.domain.index(y)
@@ -428,11 +432,11 @@ class SecretGraph:
 
 
 def l1_diameter(points: np.ndarray) -> float:
-    """The L1 diameter max ||p - q||_1 over pairs of rows of ``points``, exactly.
+    r"""The L1 diameter :math:`\max \lVert p - q \rVert_1` over pairs of rows of ``points``, exactly.
 
-    ||p - q||_1 = max over sign vectors s of s . (p - q), so the diameter is the
-    largest spread max s . p - min s . p over the 2^(d-1) sign vectors with s_1 = 1
-    (d the number of columns): O(2^(d-1) m) for m points instead of O(m^2).
+    :math:`\lVert p - q \rVert_1 = \max_s s \cdot (p - q)` over sign vectors :math:`s`, so the diameter is the
+    largest spread :math:`\max s \cdot p - \min s \cdot p` over the :math:`2^{d-1}` sign vectors with :math:`s_1 = 1`
+    (:math:`d` the number of columns): :math:`O(2^{d-1} m)` for :math:`m` points instead of :math:`O(m^2)`.
 
     Parameters
     ----------
@@ -467,7 +471,7 @@ def attribute_graph(domain: Domain) -> SecretGraph:
 
 
 def partition_graph(domain: Domain, blocks) -> SecretGraph:
-    """G_P: complete within each block of the partition P (section 3.1).
+    """:math:`G_P`: complete within each block of the partition :math:`P` (section 3.1).
 
     Values not listed in any block are singletons (no edges).  PolicyError if a
     block names a value outside the domain or a value lies in two blocks.
@@ -505,9 +509,10 @@ def grid_partition_blocks(domain: Domain, cell: Sequence[int]) -> list:
 
 
 def distance_threshold_graph(domain: Domain, theta) -> SecretGraph:
-    """G^{d,theta}: x ~ y iff d(x, y) = ||rank(x) - rank(y)||_1 <= theta (section 3.1).
+    r"""The distance-threshold graph :math:`G^{d,\theta}` (section 3.1).
 
-    Ordered or grid domains; theta a finite number > 0.
+    :math:`x \sim y` iff :math:`d(x, y) = \lVert \mathrm{rank}(x) - \mathrm{rank}(y) \rVert_1 \le \theta`.
+    Ordered or grid domains; :math:`\theta` a finite number :math:`> 0`.
     """
     if not domain.is_metric:
         raise PolicyError("The distance-threshold graph needs an ordered or grid domain (L1 distance on ranks).")
@@ -550,7 +555,7 @@ def graph_from_networkx(domain: Domain, graph) -> SecretGraph:
 
 @dataclass(frozen=True)
 class CountConstraint:
-    """A publicly known count-query answer: #{i : x_i in values} = count (section 3.2).
+    r"""A publicly known count-query answer: :math:`\#\{i : x_i \in \text{values}\} = \text{count}` (section 3.2).
 
     ``values`` are domain values; ``name`` labels reports.
     """
@@ -657,7 +662,7 @@ class Policy:
     # -- constraints -------------------------------------------------------
     @property
     def unconstrained(self) -> bool:
-        """True when I_Q = I_n (no constraint beyond the known cardinality)."""
+        """True when :math:`I_Q = I_n` (no constraint beyond the known cardinality)."""
         return not self.constraints
 
     def constraint_matrix(self) -> tuple:
@@ -694,7 +699,10 @@ class Policy:
                               f"constraints{size}.")
 
     def satisfies(self, database) -> bool:
-        """True if a database (sequence of domain values) is in I_Q (and has n tuples when n is known)."""
+        """True if a database (sequence of domain values) is in :math:`I_Q`.
+
+        When :math:`n` is known, the database must also have :math:`n` tuples.
+        """
         idx = self.domain.indices(database)
         if self.n is not None and len(idx) != self.n:
             return False

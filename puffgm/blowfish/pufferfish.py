@@ -53,7 +53,7 @@ MAX_PRIORS = 4096
 
 def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_priors: int = 0,
                              random_state: int = 0) -> Instantiation:
-    """The Pufferfish instantiation (S, S_pairs^G, Theta) equivalent to a policy on n individuals.
+    r"""The Pufferfish instantiation :math:`(S, S_{\mathrm{pairs}}^G, \Theta)` equivalent to a policy on n individuals.
 
     Parameters
     ----------
@@ -62,14 +62,14 @@ def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_prio
         Number of individuals (default ``policy.n``).
     extra_priors : int
         Additional random full-support product priors (Dirichlet(1) marginals, seeded by
-        ``random_state``); for constrained policies these, conditioned on I_Q, together with
-        the uniform prior conditioned on I_Q, form Theta.
+        ``random_state``); for constrained policies these, conditioned on :math:`I_Q`, together with
+        the uniform prior conditioned on :math:`I_Q`, form :math:`\Theta`.
 
     Returns
     -------
     Instantiation
         Nodes ``r0 .. r{n-1}`` (individuals) with states = domain indices 0..|T|-1; pairs
-        ("r_i = x", "r_i = y") for every individual and every edge (x, y) of G.
+        (":math:`r_i = x`", ":math:`r_i = y`") for every individual and every edge :math:`(x, y)` of :math:`G`.
 
     Examples
     --------
@@ -141,11 +141,11 @@ def pufferfish_instantiation(policy: Policy, n: int | None = None, *, extra_prio
 
 def audit_blowfish_laplace(policy: Policy, query, scale, n: int | None = None, *, extra_priors: int = 0,
                            max_points: int = 2**18) -> AuditResult:
-    """Exact Pufferfish loss of ``f(D) + Lap(scale)`` under the instantiation of :func:`pufferfish_instantiation`.
+    r"""Exact Pufferfish loss of ``f(D) + Lap(scale)`` under the instantiation of :func:`pufferfish_instantiation`.
 
     ``query`` maps a database (tuple of domain values) to a number or a vector;
     ``scale`` is one Laplace scale or one per coordinate.  For an unconstrained
-    policy the loss equals the (epsilon, P)-Blowfish loss (Theorem 4.4).
+    policy the loss equals the :math:`(\epsilon, P)`-Blowfish loss (Theorem 4.4).
     """
     inst = pufferfish_instantiation(policy, n, extra_priors=extra_priors)
     vals = policy.domain.values

@@ -137,7 +137,7 @@ def _max_edge(policy: Policy, pair_value: Callable, clique_value: Callable | Non
 
 
 def linear_sum_sensitivity(policy: Policy, values=None, weights=None) -> Sensitivity:
-    """S of f(D) = sum_i w_i g(x_i) under an unconstrained policy (section 5).
+    r""":math:`S` of :math:`f(D) = \sum_i w_i\, g(x_i)` under an unconstrained policy (section 5).
 
     Parameters
     ----------
@@ -145,7 +145,7 @@ def linear_sum_sensitivity(policy: Policy, values=None, weights=None) -> Sensiti
         g(x) for every domain value (index order); default the rank coordinates
         of an ordered or grid domain.
     weights : sequence of float, optional
-        Per-individual weights w_i (default all 1).
+        Per-individual weights :math:`w_i` (default all 1).
 
     Examples
     --------
@@ -220,7 +220,9 @@ def values_matrix(policy: Policy, values=None) -> np.ndarray:
 
 
 def histogram_cells(policy: Policy, partition=None) -> np.ndarray:
-    """The cells of the histogram h_P: cell[v] = index of the cell of value v (index order), -1 if v is not counted.
+    """The cells of the histogram :math:`h_P`: ``cell[v]`` = index of the cell of value ``v`` (index order).
+
+    -1 where ``v`` is not counted.
 
     Parameters
     ----------
@@ -243,7 +245,7 @@ def histogram_cells(policy: Policy, partition=None) -> np.ndarray:
 
 
 def histogram_sensitivity(policy: Policy, partition: Sequence | None = None) -> Sensitivity:
-    """S of the histogram h_P (counts of the cells of ``partition``; default one cell per value).
+    """:math:`S` of the histogram :math:`h_P` (counts of the cells of ``partition``; default one cell per value).
 
     Examples
     --------
@@ -314,7 +316,7 @@ def cumulative_sensitivity(policy: Policy) -> Sensitivity:
 
 
 def histogram_query(policy: Policy, partition=None) -> Callable:
-    """f(D) = h_P(D), for :func:`enumerate_sensitivity` (D a tuple of domain values)."""
+    """:math:`f(D) = h_P(D)`, for :func:`enumerate_sensitivity` (:math:`D` a tuple of domain values)."""
     cell = histogram_cells(policy, partition)
     n_cells = int(cell.max()) + 1
 
@@ -326,7 +328,7 @@ def histogram_query(policy: Policy, partition=None) -> Callable:
 
 
 def cumulative_query(policy: Policy) -> Callable:
-    """f(D) = (c_1, ..., c_k), the cumulative histogram (Definition 7.1)."""
+    r""":math:`f(D) = (c_1, \dots, c_k)`, the cumulative histogram (Definition 7.1)."""
     k = policy.domain.size
 
     def f(db):
@@ -336,7 +338,7 @@ def cumulative_query(policy: Policy) -> Callable:
 
 
 def linear_query(policy: Policy, values=None, weights=None) -> Callable:
-    """f(D) = sum_i w_i g(x_i)."""
+    r""":math:`f(D) = \sum_i w_i\, g(x_i)`."""
     g = values_matrix(policy, values)
     w = None if weights is None else np.asarray(weights, dtype=float)
 
@@ -363,7 +365,7 @@ def enumerate_sensitivity(policy: Policy, query: Callable, n: int | None = None,
     Raises
     ------
     PolicyError
-        If |T|^n exceeds ``max_databases`` (the message names the size), or n is unknown.
+        If :math:`|T|^n` exceeds ``max_databases`` (the message names the size), or :math:`n` is unknown.
 
     Examples
     --------

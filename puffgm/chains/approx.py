@@ -131,12 +131,12 @@ def _period(P: np.ndarray) -> int:
 
 
 def chain_mixing_parameters(P) -> dict:
-    """pi, pi_min, reversibility and eigengaps of one transition matrix.
+    r""":math:`\pi`, :math:`\pi_{\min}`, reversibility and eigengaps of one transition matrix.
 
-    pi is the stationary law to full relative precision
+    :math:`\pi` is the stationary law to full relative precision
     (:func:`~puffgm.chains.priors.stationary_distribution`); the chain counts as
-    reversible when every pair of flows pi_x P(x, y), pi_y P(y, x) agrees to a relative
-    1e-10; both gaps are lowered by a bound on the rounding of the eigenvalues
+    reversible when every pair of flows :math:`\pi_x P(x, y)`, :math:`\pi_y P(y, x)` agrees to a relative
+    :math:`10^{-10}`; both gaps are lowered by a bound on the rounding of the eigenvalues
     (:func:`_eigen_slack`, plus k 1e-10 for the reversible gap, the
     spectral effect of the allowed imbalance), so they never exceed the
     gaps of P and the Lemma 4.8 / C.4 bounds stay upper bounds.

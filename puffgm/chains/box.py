@@ -118,7 +118,7 @@ def _rebuild_box(p0, p1, initial, length, states, name):
 
 
 class ChainParameterBox(InfiniteChainClass):
-    """The infinite class of binary chains with p0 in [p0_lo, p0_hi], p1 in [p1_lo, p1_hi].
+    r"""The infinite class of binary chains with :math:`p_0` and :math:`p_1` in given intervals.
 
     An :class:`~puffgm.chains.priors.InfiniteChainClass`: MQMExact, MQMApprox, GroupDP
     and GK16 accept it and call its :meth:`certified_exact`, :meth:`mixing_bounds` and
@@ -127,7 +127,7 @@ class ChainParameterBox(InfiniteChainClass):
     Parameters
     ----------
     p0, p1 : pair of floats (or one float for a degenerate range)
-        Ranges of p0 = P(X_{t+1} = 0 | X_t = 0) and p1 = P(X_{t+1} = 1 | X_t = 1),
+        Ranges of :math:`p_0 = P(X_{t+1} = 0 \mid X_t = 0)` and :math:`p_1 = P(X_{t+1} = 1 \mid X_t = 1)`,
         strictly inside (0, 1) (then every chain of the box is irreducible,
         aperiodic and reversible, as section 5.2 of Song et al. notes).
     initial : {"any", "stationary"}
@@ -226,12 +226,13 @@ class ChainParameterBox(InfiniteChainClass):
 
     # -------------------------------------------------------------- closed forms
     def mixing_bounds(self) -> dict:
-        """Closed-form extremes over the box of the MQMApprox parameters.
+        r"""Closed-form extremes over the box of the MQMApprox parameters.
 
-        Returns a dict with ``pi_min`` (inf over the box of min_x pi(x)),
-        ``lambda_abs_max`` (max |p0 + p1 - 1|), ``gap_ppstar`` = 1 - lambda_abs_max^2
-        (inf of 1 - lambda_2(P P*), P reversible so P* = P) and ``gap_rev`` =
-        2 (1 - lambda_abs_max) (inf of the Lemma C.4 gap), ``reversible`` (True).
+        Returns a dict with ``pi_min`` (inf over the box of :math:`\min_x \pi(x)`),
+        ``lambda_abs_max`` (:math:`\max |p_0 + p_1 - 1|`), ``gap_ppstar``
+        :math:`= 1 - \lambda_{\mathrm{abs\,max}}^2` (inf of :math:`1 - \lambda_2(P P^*)`, :math:`P` reversible so
+        :math:`P^* = P`) and ``gap_rev`` :math:`= 2 (1 - \lambda_{\mathrm{abs\,max}})` (inf of the Lemma C.4
+        gap), ``reversible`` (True).
         """
         q_lo, q_hi = 1.0 - self.p0[1], 1.0 - self.p0[0]
         r_lo, r_hi = 1.0 - self.p1[1], 1.0 - self.p1[0]
@@ -242,7 +243,7 @@ class ChainParameterBox(InfiniteChainClass):
                 "gap_rev": 2.0 * (1.0 - lam), "reversible": True}
 
     def gk16_gamma_bounds(self, *, tol: float = 1e-9, max_cells: int = 20000) -> tuple:
-        """Certified (lower, upper) bracket of sup over the box of GK16's gamma (see :func:`gk16_gamma_bounds`)."""
+        r"""Certified (lower, upper) bracket of GK16's :math:`\sup \gamma` over the box (:func:`gk16_gamma_bounds`)."""
         return gk16_gamma_bounds(self.p0, self.p1, tol=tol, max_cells=max_cells)
 
     def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, **settings) -> CalibrationResult:
@@ -264,11 +265,13 @@ def _pos_div(a, b):
 
 
 def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
-    """Upper bound of max_j |log f_j| / 2 over cells (vectorised; f_j of :func:`~puffgm.chains.baselines.gk16_gamma`).
+    r"""Upper bound of :math:`\max_j |\log f_j| / 2` over cells (vectorised).
 
-    With q = P(0 -> 1) = 1 - p0 and p = P(1 -> 1) = p1 every sub-expression of
-    f1..f4 is a sum, product or quotient of positive quantities, so
-    endpoint-wise interval arithmetic encloses each f_j.
+    The :math:`f_j` are those of :func:`~puffgm.chains.baselines.gk16_gamma`.
+
+    With :math:`q = P(0 \to 1) = 1 - p_0` and :math:`p = P(1 \to 1) = p_1` every sub-expression of
+    :math:`f_1, \dots, f_4` is a sum, product or quotient of positive quantities, so
+    endpoint-wise interval arithmetic encloses each :math:`f_j`.
     """
     q = (1.0 - p0hi, 1.0 - p0lo)
     p = (p1lo, p1hi)
@@ -290,12 +293,12 @@ def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
 
 
 def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> tuple:
-    """Certified bracket (lower, upper) of sup_{p0, p1 in the box} gamma_GK16(P(p0, p1)).
+    r"""Certified bracket (lower, upper) of :math:`\sup_{(p_0, p_1) \in \text{box}} \gamma_{\mathrm{GK16}}(P(p_0,p_1))`.
 
-    Branch and bound: the lower end is the largest gamma at cell centres and
+    Branch and bound: the lower end is the largest :math:`\gamma` at cell centres and
     box corners; the upper end is the largest interval enclosure over the
-    remaining cells; cells are split in four until upper - lower <= tol
-    (relative to max(1, lower)) or ``max_cells`` cells were enclosed.
+    remaining cells; cells are split in four until :math:`\text{upper} - \text{lower} \le` ``tol``
+    (relative to :math:`\max(1, \text{lower})`) or ``max_cells`` cells were enclosed.
     """
     p0 = _interval(p0, "p0")
     p1 = _interval(p1, "p1")
@@ -332,7 +335,10 @@ def _split(cells: np.ndarray) -> np.ndarray:
 
 # ===================================================== influence enclosures
 def _power_interval(lam_lo, lam_hi, n):
-    """Enclosure of lambda^n for lambda in [lam_lo, lam_hi] (arrays (m,)), n an array (N,): shape (m, N)."""
+    r"""Enclosure of :math:`\lambda^n` for :math:`\lambda \in [\lambda_{lo}, \lambda_{hi}]` (arrays (m,)), n in (N,).
+
+    Shape (m, N).
+    """
     lo, hi = lam_lo[:, None], lam_hi[:, None]
     n = np.asarray(n)[None, :]
     a, b = lo ** n, hi ** n
@@ -348,37 +354,42 @@ def _log_lo(x):
 
 
 def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
-    """Interval enclosures of the equation-(5) tables over cells of a binary parameter box.
+    r"""Interval enclosures of the equation-(5) tables over cells of a binary parameter box.
 
-    With q = 1 - p0, r = 1 - p1, rho = q / r and u = lambda^n, the closed form of P^n gives,
-    for the secret pair (x, x') = (0, 1),
+    With :math:`q = 1 - p_0`, :math:`r = 1 - p_1`, :math:`\rho = q / r` and :math:`u = \lambda^n`, the closed
+    form of :math:`P^n` gives, for the secret pair :math:`(x, x') = (0, 1)`,
 
-        log P^n(0, 0) / P^n(0, 1) = l + h0(n),   log P^n(1, 0) / P^n(1, 1) = l + h1(n),
-        log P^n(0, 0) / P^n(1, 0) = h0(n),       log P^n(0, 1) / P^n(1, 1) = h1(n),
-        h0 = log(1 + rho u) - log(1 - u),        h1 = log(1 - u) - log(1 + u / rho),
+    $$
+    \begin{array}{rlrl}
+    \log \frac{P^n(0, 0)}{P^n(0, 1)} &= l + h_0(n), & \log \frac{P^n(1, 0)}{P^n(1, 1)} &= l + h_1(n), \\
+    \log \frac{P^n(0, 0)}{P^n(1, 0)} &= h_0(n), & \log \frac{P^n(0, 1)}{P^n(1, 1)} &= h_1(n), \\
+    h_0 &= \log(1 + \rho u) - \log(1 - u), & h_1 &= \log(1 - u) - \log(1 + u / \rho),
+    \end{array}
+    $$
 
-    with l = log(r / q) = log pi(0) / pi(1).  So A_n(0, 1) = l + max(h0, h1),
-    A_n(1, 0) = -l + max(-h0, -h1), B_n = A_n without l, and the marginal term of node i
-    (C = A_{i-1} with the pair swapped for ``"any"``, C = log pi(x') / pi(x) for
-    ``"stationary"``) carries -l for (0, 1) and +l for (1, 0): in the sum A + C of
-    equation (5) l cancels *exactly*.  Enclosing the l-free parts (whose widths do not
-    blow up with 1/r or 1/q) is what makes small influences certifiable on wide cells.
+    with :math:`l = \log(r / q) = \log \pi(0) / \pi(1)`.  So :math:`A_n(0, 1) = l + \max(h_0, h_1)`,
+    :math:`A_n(1, 0) = -l + \max(-h_0, -h_1)`, :math:`B_n = A_n` without :math:`l`, and the marginal term of
+    node :math:`i` (:math:`C = A_{i-1}` with the pair swapped for ``"any"``, :math:`C = \log \pi(x') / \pi(x)`
+    for ``"stationary"``) carries :math:`-l` for :math:`(0, 1)` and :math:`+l` for :math:`(1, 0)`: in the sum
+    :math:`A + C` of equation (5) :math:`l` cancels *exactly*.  Enclosing the :math:`l`-free parts (whose
+    widths do not blow up with :math:`1/r` or :math:`1/q`) is what makes small influences certifiable on
+    wide cells.
 
     Parameters
     ----------
     cells : array (m, 4)
         Rows [p0_lo, p0_hi, p1_lo, p1_hi].
     nmax : int
-        Largest power n.
+        Largest power :math:`n`.
 
     Returns
     -------
     dict of ndarray
-        Arrays of shape (m, nmax + 1, 2), indexed by cell, n (0 = empty side, value 0) and the
-        pair (x, x') in ((0, 1), (1, 0)): ``A`` (upper bound of A_n minus its l term), ``B`` (upper
-        bound of B_n), ``C_any`` (upper bound of the ``"any"`` marginal term of node n + 1 minus its
-        l term); valid as A + C (left end present) and B.  A degenerate cell (a point) gives the
-        exact values.
+        Arrays of shape (m, nmax + 1, 2), indexed by cell, :math:`n` (0 = empty side, value 0) and
+        the pair :math:`(x, x')` in :math:`((0, 1), (1, 0))`: ``A`` (upper bound of :math:`A_n` minus its
+        :math:`l` term), ``B`` (upper bound of :math:`B_n`), ``C_any`` (upper bound of the ``"any"`` marginal
+        term of node :math:`n + 1` minus its :math:`l` term); valid as :math:`A + C` (left end present) and
+        :math:`B`.  A degenerate cell (a point) gives the exact values.
     """
     cells = np.asarray(cells, dtype=float)
     p0lo, p0hi, p1lo, p1hi = cells.T
@@ -422,7 +433,10 @@ def _quilt_table(result, T: int) -> np.ndarray:
 
 
 def _scores(box, tab, a, b, eps: float) -> np.ndarray:
-    """Upper bounds of card / (eps - e) for quilts (a, b) per cell and node (arrays (m, T)); inf if e >= eps."""
+    r"""Upper bounds of :math:`\mathrm{card} / (\epsilon - e)` for quilts :math:`(a, b)`, per cell and node (m, T).
+
+    inf where :math:`e \ge \epsilon`.
+    """
     T = box.length
     m = a.shape[0]
     rows = np.arange(m)[:, None]
@@ -444,12 +458,12 @@ def _scores(box, tab, a, b, eps: float) -> np.ndarray:
 
 
 def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
-    """Certified upper bound of sigma over each cell, using per-node quilts ``quilts`` (m, T, 2).
+    r"""Certified upper bound of :math:`\sigma` over each cell, using per-node quilts ``quilts`` (m, T, 2).
 
     Each node may use any quilt, so besides the given quilt (optimal at a point near the
     cell) we also try it widened 2, 4 and 8 times on each side (clipped to the chain): a wider
     quilt has a smaller influence, so it tolerates the enclosure's slack on wide cells.  The
-    node's bound is the smallest score; the trivial quilt caps it at T / epsilon.
+    node's bound is the smallest score; the trivial quilt caps it at :math:`T / \epsilon`.
     """
     T = box.length
     tab = box_influence_bounds(cells, max(1, T - 1))
@@ -466,10 +480,10 @@ def _cell_upper(box, cells, quilts, eps: float) -> np.ndarray:
 def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: float = 1.0,
                         rtol: float = DEFAULT_RTOL, initial_grid: int = 4, max_evaluations: int = 4000,
                         progress=None, options: Mapping | None = None) -> CalibrationResult:
-    """MQMExact over a :class:`ChainParameterBox`: a certified upper bound of sup_theta sigma_theta.
+    r"""MQMExact over a :class:`ChainParameterBox`: a certified upper bound of :math:`\sup_\theta \sigma_\theta`.
 
     Branch and bound over the parameter box (module docstring): lower bounds are
-    the exact MQMExact sigma at sample points, upper bounds over cells come from
+    the exact MQMExact :math:`\sigma` at sample points, upper bounds over cells come from
     interval enclosures of equation (5) (:func:`box_influence_bounds`).
 
     Parameters
@@ -499,9 +513,9 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
     Returns
     -------
     CalibrationResult
-        ``sigma_max`` >= sup over the box of the per-chain MQMExact sigma
+        ``sigma_max`` :math:`\ge` the sup over the box of the per-chain MQMExact :math:`\sigma`
         (the guarantee); ``details`` holds ``lower_bound`` (attained at
-        ``worst_point``), ``certified_gap`` = sigma_max / lower_bound - 1,
+        ``worst_point``), ``certified_gap`` :math:`= \sigma_{\max} / \text{lower bound} - 1`,
         ``evaluations`` and ``cells``.
 
     Examples
@@ -571,7 +585,7 @@ class _Samples:
         return ((cs[:, 0] <= pts[:, 0]) & (pts[:, 0] <= cs[:, 1]) & (cs[:, 2] <= pts[:, 1]) & (pts[:, 1] <= cs[:, 3]))
 
     def upper(self, cells: np.ndarray, src: np.ndarray) -> np.ndarray:
-        """Certified upper bound of sigma over each cell with the quilts of the points ``src``."""
+        r"""Certified upper bound of :math:`\sigma` over each cell with the quilts of the points ``src``."""
         return _cell_upper(self.box, cells, np.stack([self.sources[j][1] for j in src]), self.eps)
 
 

@@ -1,7 +1,7 @@
-"""Time and memory budgets of the chain roads.
+r"""Time and memory budgets of the chain roads.
 
-A chain's length T is any integer >= 1, so every road that loops over the
-nodes (or over a partial-sum axis that grows with T) estimates its work before
+A chain's length :math:`T` is any integer :math:`\ge 1`, so every road that loops over the
+nodes (or over a partial-sum axis that grows with :math:`T`) estimates its work before
 it starts and refuses at once when the projection is over its budget:
 
 * memory: the bytes a road would hold (per-node tables, conditional laws, powers

@@ -85,17 +85,20 @@ def _check_pq(p, q, where):
 
 
 def stationary_distribution(p: float, q: float) -> tuple:
-    """(pi_0, pi_1) = ((1-q), (1-p)) / (2-p-q) of P = [[p, 1-p], [1-q, q]]."""
+    r"""The stationary law :math:`(\pi_0, \pi_1) = (1-q, 1-p) / (2-p-q)` of the binary chain.
+
+    Its transition matrix is :math:`P = \begin{pmatrix} p & 1-p \\ 1-q & q \end{pmatrix}`.
+    """
     p, q = _check_pq(p, q, "stationary_distribution")
     s = (1 - q) + (1 - p)
     return ((1 - q) / s, (1 - p) / s)
 
 
 def theorem8_curve(p: float, q: float, max_b: int, *, absolute: bool = True) -> np.ndarray:
-    """Theorem 8's closed form evaluated as written, for b = 1..max_b.
+    r"""Theorem 8's closed form evaluated as written, for :math:`b = 1, \dots,` ``max_b``.
 
-    ``absolute=True`` is the appendix-B statement (|log| terms); ``absolute=False``
-    the main-text statement (section 6.3), which understates when lambda < 0.
+    ``absolute=True`` is the appendix-B statement (:math:`|\log|` terms); ``absolute=False``
+    the main-text statement (section 6.3), which understates when :math:`\lambda < 0`.
     Returns a float array (may contain inf or negative values: use
     :func:`binary_chain_curve` for a safe curve).
     """
@@ -133,9 +136,9 @@ def _log_powers(p, q, dmax):
 
 
 def binary_chain_curve_exact(p: float, q: float, max_b: int) -> tuple:
-    """Exact quilt-based a(b) of the stationary binary chain (long chain, middle node).
+    r"""Exact quilt-based :math:`a(b)` of the stationary binary chain (long chain, middle node).
 
-    Returns ``(a, splits)``: a float array for b = 1..max_b and the (dL, dR)
+    Returns ``(a, splits)``: a float array for :math:`b = 1, \dots,` ``max_b`` and the (dL, dR)
     attaining each point.
     """
     p, q = _check_pq(p, q, "binary_chain_curve_exact")
@@ -184,13 +187,13 @@ def closed_form_disagreement(p: float, q: float, max_b: int, *, absolute: bool =
 
 
 def binary_chain_curve(p: float, q: float, max_b: int = 50, *, length: int | None = None) -> InfluenceCurve:
-    """The a(b)-influence curve of Example 6.1, safe: the exact quilt-based computation.
+    r"""The a(b)-influence curve of Example 6.1, safe: the exact quilt-based computation.
 
     Theorem 8's closed form is evaluated alongside; where it disagrees with the
     exact value (see the module docstring) the exact value is used and the
-    notes say so.  ``length`` (T) is the chain length; the curve assumes
-    T >= 2 * max_b + 1 so that the middle node sees both quilt nodes
-    (a(T) = 0 is the trivial point).
+    notes say so.  ``length`` (:math:`T`) is the chain length; the curve assumes
+    :math:`T \ge 2\, \mathrm{max\_b} + 1` so that the middle node sees both quilt nodes
+    (:math:`a(T) = 0` is the trivial point).
     """
     exact, splits = binary_chain_curve_exact(p, q, max_b)
     T = length if length is not None else 2 * max_b + 1

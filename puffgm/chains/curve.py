@@ -54,18 +54,18 @@ _NODE_WORK = 4000
 
 
 def chain_influence_curve(chain_class: ChainPriorClass, max_b: int, *, paper_convention: bool = False):
-    """Return (b, a, witnesses) for b = 1..max_b.
+    r"""Return (b, a, witnesses) for :math:`b = 1, \dots,` ``max_b``.
 
     Parameters
     ----------
     chain_class : ChainPriorClass
     max_b : int
-        Largest budget card(X_N).
+        Largest budget :math:`\operatorname{card}(X_N)`.
 
     Returns
     -------
     b : ndarray of int
-        The sizes 1, ..., max_b.
+        The sizes :math:`1, \dots,` ``max_b``.
     a : ndarray of float
         a[b-1] (``inf`` when no quilt of that size has finite influence).
     witnesses : list of (node name, quilt tuple)

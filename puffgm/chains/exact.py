@@ -146,7 +146,10 @@ def _max_kk(X: np.ndarray) -> np.ndarray:
 
 
 def _score(card, infl, eps: float) -> np.ndarray:
-    """card / (eps - infl), +inf where infl >= eps (or infl is NaN); float arrays of one shape."""
+    r""":math:`\mathrm{card} / (\epsilon - \mathrm{infl})`, +inf where :math:`\mathrm{infl} \ge \epsilon` or NaN.
+
+    Float arrays of one shape.
+    """
     return np.divide(card, eps - infl, out=np.full(infl.shape, math.inf), where=infl < eps)
 
 
@@ -174,9 +177,10 @@ def _first_node_C(k: int) -> np.ndarray:
 
 
 def _pairs(amax: int, bmax: int, ell: int):
-    """(a - 1, b - 1, card) of the two-sided quilts with card = a + b - 1 <= l, row-major in (a, b) (read-only).
+    r"""(a - 1, b - 1, card) of the two-sided quilts with :math:`\mathrm{card} = a + b - 1 \le l` (read-only).
 
-    Kept in a cache when there are at most 2^16 of them (the long tables would hold memory).
+    Row-major in :math:`(a, b)`.  Kept in a cache when there are at most :math:`2^{16}` of them (the long
+    tables would hold memory).
     """
     if amax * bmax <= 2**16:
         return _pairs_cached(amax, bmax, ell)
@@ -237,7 +241,7 @@ class ChainQuiltResult:
 
 
 class _Member:
-    """Tables of one member theta = (q, P): powers, equation-(5) tables, marginals."""
+    r"""Tables of one member :math:`\theta = (q, P)`: powers, equation-(5) tables, marginals."""
 
     clock: ChainClock | None = None  # the time budget of the loop over powers (set by ChainQuiltSearch)
     eta: float  # stationary members of a mixing scan's twin only (set by MQMExact)
@@ -293,9 +297,9 @@ class _Member:
             )
 
     def _reach_power(self, j: int) -> np.ndarray:
-        """Boolean P^j > 0 by structure (which states are reachable in exactly j steps).
+        r"""Boolean :math:`P^j > 0` by structure (which states are reachable in exactly :math:`j` steps).
 
-        The last one is kept, so that the powers P^1, P^2, ... with zeros cost one step each.
+        The last one is kept, so that the powers :math:`P^1, P^2, \dots` with zeros cost one step each.
         """
         step = (self.P > 0).astype(np.int64)
         have, r = 0, np.eye(self.k, dtype=np.int64)
@@ -307,7 +311,7 @@ class _Member:
         return r > 0
 
     def _reach_marginal(self, i: int) -> np.ndarray:
-        """Boolean P(X_i = x) > 0 by structure for a vector initial distribution."""
+        """Boolean :math:`P(X_i = x) > 0` by structure for a vector initial distribution."""
         r = (np.asarray(self.prior.initial, dtype=float) > 0).astype(np.int64)
         step = (self.P > 0).astype(np.int64)
         for _ in range(i - 1):
@@ -315,7 +319,7 @@ class _Member:
         return r > 0
 
     def logpow(self, j: int) -> np.ndarray:
-        """log P^j (logs taken in one batch for every missing power)."""
+        r""":math:`\log P^j` (logs taken in one batch for every missing power)."""
         have = len(self.logpows)
         if have <= j:
             self.power(j)
@@ -357,11 +361,11 @@ class _Member:
         return self.mu[i - 1]
 
     def node(self, i: int, amax: int):
-        """Secret values and supports of node i.
+        r"""Secret values and supports of node :math:`i`.
 
-        Returns (V, C, sup, full): the valid secret values V (bool, k), C[x, x']
-        = sup over the member's initial distributions of log P(X_i = x') / P(X_i = x)
-        (0 on invalid pairs), the supports (amax, k) of X_{i-a} for a = 1..amax
+        Returns (V, C, sup, full): the valid secret values V (bool, k),
+        :math:`C[x, x'] = \sup \log P(X_i = x') / P(X_i = x)` over the member's initial distributions
+        (0 on invalid pairs), the supports (amax, k) of :math:`X_{i-a}` for :math:`a = 1, \dots, a_{\max}`
         (None if all full) and ``full = V.all()``.
         """
         k = self.k
@@ -407,7 +411,7 @@ class _Member:
         return V, C, full
 
     def _any_full(self, j: int) -> bool:
-        """True if every state is reachable at every time >= j + 1 (P^j has no zero column)."""
+        r"""True if every state is reachable at every time :math:`\ge j + 1` (:math:`P^j` has no zero column)."""
         if not hasattr(self, "_full_from"):
             self._full_from = None
             for t in range(1, self.k * self.k + 2):
@@ -456,12 +460,12 @@ class ChainQuiltSearch:
             m.clock = value
 
     def ensure(self, ell: int):
-        """Build the tables of equation (5) up to offset L = min(l, T - 1), after checking their memory.
+        r"""Build the tables of equation (5) up to offset :math:`L = \min(l, T - 1)`, checking their memory first.
 
-        Each member keeps P^j, log P^j (two arrays of k^2 doubles and their headers), A_j and B_j
-        for j <= L, and a batch's temporaries and copies: about L (96 k^2 + 400) bytes; a node search
-        ranks up to L^2 two-sided quilts (40 bytes each).  Refused beyond
-        :data:`~puffgm.chains.budget.MEMORY_LIMIT`.
+        Each member keeps :math:`P^j`, :math:`\log P^j` (two arrays of :math:`k^2` doubles and their headers),
+        :math:`A_j` and :math:`B_j` for :math:`j \le L`, and a batch's temporaries and copies: about
+        :math:`L (96 k^2 + 400)` bytes; a node search ranks up to :math:`L^2` two-sided quilts (40 bytes
+        each).  Refused beyond :data:`~puffgm.chains.budget.MEMORY_LIMIT`.
         """
         L = min(ell, self.T - 1)
         if L > self.L:
@@ -473,7 +477,7 @@ class ChainQuiltSearch:
             self.L = L
 
     def node_tables(self, i: int, amax: int, bmax: int):
-        """Per member: G[a-1] = A_a + C (masked), Bm[b-1] (masked); and DL, DR over Theta.
+        r"""Per member: ``G[a-1]`` :math:`= A_a + C` and ``Bm[b-1]`` (masked); ``DL``, ``DR`` over :math:`\Theta`.
 
         Unmasked tables (every secret value valid, full left supports) are
         views of the member's tables, not copies; callers must not write to them.
@@ -509,16 +513,16 @@ class ChainQuiltSearch:
         return Gs, Bs, np.maximum(DL, 0.0), np.maximum(DR, 0.0)
 
     def search(self, i: int, ell: int, cap: float = -math.inf, seed=None):
-        """Best quilt of node i among card(X_N) <= l (plus the trivial quilt).
+        r"""Best quilt of node :math:`i` among :math:`\operatorname{card}(X_N) \le l` (plus the trivial quilt).
 
         Returns a :class:`ChainQuiltResult`; the first best in the order
-        trivial, left (a ascending), right (b ascending), two-sided (lower
-        bound ascending, then a, b) wins ties.  With ``cap``, the search may
-        stop at the first quilt scoring <= cap (then the score is an upper
-        bound on the node's optimum, itself <= cap); without, it is the optimum.
-        ``seed``: a :class:`ChainQuiltResult` of a quilt of node i with card <= l, the best
-        known so far (prunes the search; the optimum's score is unchanged, a tie
-        may be reported with the seed's quilt).
+        trivial, left (:math:`a` ascending), right (:math:`b` ascending), two-sided (lower
+        bound ascending, then :math:`a, b`) wins ties.  With ``cap``, the search may
+        stop at the first quilt scoring :math:`\le` ``cap`` (then the score is an upper
+        bound on the node's optimum, itself :math:`\le` ``cap``); without, it is the optimum.
+        ``seed``: a :class:`ChainQuiltResult` of a quilt of node :math:`i` with
+        :math:`\operatorname{card} \le l`, the best known so far (prunes the search; the optimum's score
+        is unchanged, a tie may be reported with the seed's quilt).
         """
         T, eps = self.T, self.eps
         amax = max(0, min(i - 1, ell, self.L))
@@ -569,10 +573,11 @@ class ChainQuiltSearch:
 
 
     def quilt_score(self, i: int, a: int, b: int):
-        """(score, influence) of one Lemma 4.6 quilt of node i: left end X_{i-a} (a = 0: none), right X_{i+b}.
+        r"""(score, influence) of one Lemma 4.6 quilt of node :math:`i`.
 
+        Its left end is :math:`X_{i-a}` (:math:`a = 0`: none), its right end :math:`X_{i+b}`.
         Equation (5) for the one quilt, as :meth:`search` evaluates it (same masking
-        of invalid secret values and left-end supports); needs a, b <= self.L.
+        of invalid secret values and left-end supports); needs :math:`a, b \le` ``self.L``.
         """
         T, eps = self.T, self.eps
         d = 0.0
@@ -615,11 +620,11 @@ _U = 2.0**-53
 
 
 def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
-    """Bound on |computed - exact| of a log-ratio oscillation after ``n_products`` vector-matrix products.
+    r"""Bound on :math:`|\text{computed} - \text{exact}|` of a log-ratio oscillation after ``n_products`` products.
 
-    Each product of non-negative numbers has relative error <= gamma_k = k u / (1 - k u)
-    per step, so the computed vector is within (1 + gamma_k)^n of the exact one entrywise;
-    a log of a relative error theta is within 1.01 |theta|; two logs enter an
+    Each vector-matrix product of non-negative numbers has relative error :math:`\le \gamma_k = k u / (1 - k u)`
+    per step, so the computed vector is within :math:`(1 + \gamma_k)^n` of the exact one entrywise;
+    a log of a relative error :math:`\theta` is within :math:`1.01 |\theta|`; two logs enter an
     oscillation (max minus min), and each log evaluation and subtraction adds a few ulps
     of the largest magnitude.
     """
@@ -630,11 +635,12 @@ def _log_error(n_products: int, k: int, logs: np.ndarray) -> float:
 
 
 def _birkhoff_gap(logQ: np.ndarray, rel: float) -> float:
-    """Certified lower bound on 1 - tau(Q), Birkhoff's contraction coefficient of a positive matrix Q.
+    r"""Certified lower bound on :math:`1 - \tau(Q)`, Birkhoff's contraction coefficient of a positive matrix :math:`Q`.
 
-    For v -> vQ the image of the positive cone is spanned by the rows of Q, whose projective
-    diameter is Delta = max_{i,j,x,y} log Q[i,x] Q[j,y] / (Q[i,y] Q[j,x]); Birkhoff's theorem gives
-    d_H(uQ, vQ) <= tanh(Delta / 4) d_H(u, v), and 1 - tanh(Delta / 4) = 2 / (exp(Delta / 2) + 1).
+    For :math:`v \mapsto vQ` the image of the positive cone is spanned by the rows of :math:`Q`, whose projective
+    diameter is :math:`\Delta = \max_{i,j,x,y} \log Q[i,x] Q[j,y] / (Q[i,y] Q[j,x])`; Birkhoff's theorem gives
+    :math:`d_H(uQ, vQ) \le \tanh(\Delta / 4)\, d_H(u, v)`, and
+    :math:`1 - \tanh(\Delta / 4) = 2 / (\exp(\Delta / 2) + 1)`.
     ``logQ`` is the log of a computed Q whose entries are within relative ``rel`` of the exact ones;
     every rounding is taken against the bound.
     """
@@ -648,21 +654,25 @@ def _birkhoff_gap(logQ: np.ndarray, rel: float) -> float:
 
 
 def stationary_error(P: np.ndarray, pi: np.ndarray, max_power: int = 64) -> float:
-    """Certified bound on d_H(pi, pi*), Hilbert's projective distance from a computed ``pi`` to the exact law.
+    r"""Certified bound on Hilbert's projective distance :math:`d_H(\pi, \pi^*)` from a computed ``pi`` to the true law.
 
-    With Q = P^m strictly positive and tau = tanh(Delta(Q) / 4) < 1 (Birkhoff), pi* Q = pi* gives
+    With :math:`Q = P^m` strictly positive and :math:`\tau = \tanh(\Delta(Q) / 4) < 1` (Birkhoff),
+    :math:`\pi^* Q = \pi^*` gives
 
-        d_H(pi, pi*) <= d_H(pi, pi Q) + d_H(pi Q, pi* Q) <= d_H(pi, pi Q) + tau d_H(pi, pi*),
+    $$
+    d_H(\pi, \pi^*) \le d_H(\pi, \pi Q) + d_H(\pi Q, \pi^* Q) \le d_H(\pi, \pi Q) + \tau\, d_H(\pi, \pi^*),
+    $$
 
-    so d_H(pi, pi*) <= d_H(pi, pi Q) / (1 - tau) (Seneta, "Non-negative Matrices and Markov
-    Chains", section 3.1).  The powers m = m0, 2 m0, 4 m0, ... <= ``max_power`` (m0 the first
-    with P^m > 0) are tried and the least bound kept; floating-point error in pi Q is bounded by
-    :func:`_log_error` and that of Q entrywise.  Returns +inf when no P^m <= ``max_power`` is
-    positive (periodic or reducible P) or ``pi`` has a zero.
+    so :math:`d_H(\pi, \pi^*) \le d_H(\pi, \pi Q) / (1 - \tau)` (Seneta, "Non-negative Matrices and Markov
+    Chains", section 3.1).  The powers :math:`m = m_0, 2 m_0, 4 m_0, \dots \le` ``max_power`` (:math:`m_0` the
+    first with :math:`P^m > 0`) are tried and the least bound kept; floating-point error in :math:`\pi Q` is
+    bounded by :func:`_log_error` and that of :math:`Q` entrywise.  Returns +inf when no :math:`P^m` with
+    :math:`m \le` ``max_power`` is positive (periodic or reducible :math:`P`) or ``pi`` has a zero.
 
     This is what lets the fixed-start scan of :class:`MQMExact` bound every later node with a
-    drift independent of T: for j >= i, d_H(mu_j, pi) <= d_H(mu_i, pi) + 2 d_H(pi, pi*)
-    (non-expansion of P towards the invariant pi*).
+    drift independent of :math:`T`: for :math:`j \ge i`,
+    :math:`d_H(\mu_j, \pi) \le d_H(\mu_i, \pi) + 2\, d_H(\pi, \pi^*)` (non-expansion of :math:`P`
+    towards the invariant :math:`\pi^*`).
     """
     k = P.shape[0]
     if not (pi > 0).all():
@@ -692,7 +702,7 @@ def _names(T: int) -> tuple:
 
 
 def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
-    """The :class:`~puffgm.core.results.QuiltChoice` of node X_i from its search result.
+    r"""The :class:`~puffgm.core.results.QuiltChoice` of node :math:`X_i` from its search result.
 
     Parameters
     ----------
@@ -703,7 +713,7 @@ def quilt_choice(T: int, i: int, res, materialise: bool) -> QuiltChoice:
     res : ChainQuiltResult
         The node's best quilt as :meth:`ChainQuiltSearch.search` returns it.
     materialise : bool
-        Build the names of the nearby and remote sets (set it for T <= PER_NODE_LIMIT only).
+        Build the names of the nearby and remote sets (set it for :math:`T \le` ``PER_NODE_LIMIT`` only).
     """
     kind, a, b = res.kind, res.a, res.b
     quilt: tuple[str, ...]
@@ -825,8 +835,8 @@ class MQMExact:
         Returns
         -------
         CalibrationResult
-            sigma_max = max over nodes X_i of min over Lemma 4.6 quilts of
-            card(X_N) / (epsilon - e_Theta(X_Q | X_i)) (Algorithm 3, Theorem 4.3).
+            :math:`\sigma_{\max} = \max_{X_i} \min_Q \operatorname{card}(X_N) / (\epsilon - e_\Theta(X_Q \mid X_i))`,
+            the min over the Lemma 4.6 quilts of each node (Algorithm 3, Theorem 4.3).
         """
         eps = check_positive_finite(epsilon, "epsilon", "MQMExact.calibrate")
         lipschitz = check_positive_finite(lipschitz, "lipschitz", "MQMExact.calibrate")
@@ -1325,7 +1335,7 @@ def _check_scan_memory(search: ChainQuiltSearch, i: int, how: str) -> None:
     """Refuse a scan from the left whose per-node marginals and tables (kept up to node i) outgrow the budget.
 
     The scans that stop at an unknown node keep a marginal or a power of P, its log and the node's
-    tables per node searched (about 1200 + 48 k^2 bytes with the objects' headers); the memory is
+    tables per node searched (about :math:`1200 + 48 k^2` bytes with the objects' headers); the memory is
     projected for the next 1024 nodes, so the refusal comes before the allocation.
     """
     check_memory(float(i + 1024) * (1200 + 48 * search.k * search.k) * len(search.members),

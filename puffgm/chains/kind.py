@@ -54,7 +54,9 @@ def is_chain_prior(prior) -> bool:
 
 
 def chain_kind(prior) -> PriorKind:
-    """The kind of a chain object, a chain spec (path, JSON text or dict), or a list of them (one class Theta, pooled).
+    r"""The kind of a chain object, a chain spec (path, JSON text or dict), or a list of them.
+
+    A list is one class :math:`\Theta`, pooled.
 
     Several specs pool their members into one :class:`ChainPriorClass` (they must
     share the length and the states); a parameter box stands alone.

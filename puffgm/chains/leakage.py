@@ -127,7 +127,10 @@ _MAX_LEAKAGE = 1e15
 
 # ------------------------------------------------------------------- the leakage function L_M
 def _pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Indices of the points not dominated by another (x' >= x, y' <= y), sorted by x decreasing."""
+    r"""Indices of the points not dominated by another (:math:`x' \ge x`, :math:`y' \le y`).
+
+    Sorted by :math:`x` decreasing.
+    """
     order = np.lexsort((y, -x))
     ys = y[order]
     keep = np.ones(len(ys), dtype=bool)
@@ -137,11 +140,13 @@ def _pareto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _gain_order(Q: np.ndarray, D: np.ndarray):
-    """For rows q of Q against rows d of D: (order, number of gain states), by q_j/d_j decreasing.
+    r"""For rows :math:`q` of :math:`Q` against rows :math:`d` of :math:`D`: (order, number of gain states).
 
-    Shapes (b, 1, k) and (k', k) broadcast to (b, k', k).  The gain states (q_j > d_j) come
-    first, d_j = 0 < q_j before all others (ratio infinite); states with q_j <= d_j come last
-    (they are never in an optimal S).
+    The order is by :math:`q_j/d_j` decreasing.
+
+    Shapes (b, 1, k) and (k', k) broadcast to (b, k', k).  The gain states (:math:`q_j > d_j`) come
+    first, :math:`d_j = 0 < q_j` before all others (ratio infinite); states with :math:`q_j \le d_j` come last
+    (they are never in an optimal :math:`S`).
     """
     gain = Q > D
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -165,11 +170,14 @@ def _dominated_by_bins(x: np.ndarray, y: np.ndarray, bins: int = 4096) -> np.nda
 
 
 def _prefix_candidates(M: np.ndarray, rows: np.ndarray):
-    """The Pareto candidates of the rows q = M[rows] against every row d: prefixes by q_j/d_j decreasing.
+    r"""The Pareto candidates of the rows :math:`q` = ``M[rows]`` against every row :math:`d`.
 
-    Returns arrays x = q(S), xc = q(S^c), y = d(S), yc = d(S^c), and the row i of q, the row j
-    of d and the size of S of each candidate, for the prefixes made only of states with q_j > d_j.
-    The complements are summed from the states outside S, so they are exact where they are tiny.
+    They are the prefixes by :math:`q_j/d_j` decreasing.
+
+    Returns arrays :math:`x = q(S)`, :math:`x_c = q(S^c)`, :math:`y = d(S)`, :math:`y_c = d(S^c)`, and the
+    row :math:`i` of :math:`q`, the row :math:`j` of :math:`d` and the size of :math:`S` of each candidate, for the
+    prefixes made only of states with :math:`q_j > d_j`.
+    The complements are summed from the states outside :math:`S`, so they are exact where they are tiny.
     """
     Q = M[rows][:, None, :]
     order, n_gain = _gain_order(Q, M)
@@ -189,7 +197,10 @@ def _prefix_candidates(M: np.ndarray, rows: np.ndarray):
 
 
 def _witness_set(M: np.ndarray, i: int, j: int, size: int) -> tuple:
-    """The set S of a candidate: the first ``size`` states of row i against row j by q_j/d_j decreasing."""
+    r"""The set :math:`S` of a candidate: the first ``size`` states of row :math:`i` against row :math:`j`.
+
+    The states are ordered by :math:`q_j/d_j` decreasing.
+    """
     order, _ = _gain_order(M[i][None, None, :], M[j][None, :])
     return tuple(int(s) for s in order[0, 0, :size])
 
@@ -205,16 +216,19 @@ class LeakageFunction:
     Attributes
     ----------
     matrix : ndarray, shape (k, k)
-        M (read-only).
+        :math:`M` (read-only).
     x, xc, y, yc : ndarray
-        q(S), q(S^c), d(S), d(S^c) of the front's candidates (x decreasing).
+        :math:`q(S)`, :math:`q(S^c)`, :math:`d(S)`, :math:`d(S^c)` of the front's candidates
+        (:math:`x` decreasing).
     witnesses : tuple of (int, int, tuple of int)
-        (row of q, row of d, S) of each candidate.
+        (row of :math:`q`, row of :math:`d`, :math:`S`) of each candidate.
     critical_epsilon : float
-        epsilon_crit = log(1 / x_max): with a constant budget epsilon the fixed point of
-        a = L(a) + epsilon exists iff epsilon < epsilon_crit (``inf``: always; 0: never).
+        :math:`\epsilon_{\mathrm{crit}} = \log(1 / x_{\max})`: with a constant budget :math:`\epsilon` the
+        fixed point of :math:`a = L(a) + \epsilon` exists iff :math:`\epsilon < \epsilon_{\mathrm{crit}}`
+        (``inf``: always; 0: never).
     critical_witness : tuple or None
-        (row of q, row of d, S) with d(S) = 0 attaining x_max, None when epsilon_crit is inf.
+        (row of :math:`q`, row of :math:`d`, :math:`S`) with :math:`d(S) = 0` attaining :math:`x_{\max}`,
+        None when :math:`\epsilon_{\mathrm{crit}}` is infinite.
     name : str
     """
 
@@ -236,12 +250,13 @@ class LeakageFunction:
         object.__setattr__(self, "_logs", (self.y == 0.0, log_yc, rows if len(rows) <= _SCALAR_FRONT else None))
 
     def values(self, a: float) -> np.ndarray:
-        """log[(1 + x u)/(1 + y u)], u = e^a - 1, for every candidate of the front (a >= 0).
+        r""":math:`\log[(1 + x u)/(1 + y u)]`, :math:`u = e^a - 1`, for every candidate of the front (:math:`a \ge 0`).
 
-        For a <= 1: log1p(x u) - log1p(y u).  Above, with x + q(S^c) = 1, 1 + x u =
-        e^a (x + q(S^c) e^{-a}), so the value is log(x + xc e^{-a}) - log(y + yc e^{-a})
-        (a cancels exactly), and a + log(x + xc e^{-a}) - log(yc) when y = 0: sums of
-        non-negative terms only, so no cancellation and no overflow for any a.
+        For :math:`a \le 1`: :math:`\mathrm{log1p}(x u) - \mathrm{log1p}(y u)`.  Above, with
+        :math:`x + q(S^c) = 1`, :math:`1 + x u = e^a (x + q(S^c) e^{-a})`, so the value is
+        :math:`\log(x + x_c e^{-a}) - \log(y + y_c e^{-a})` (:math:`a` cancels exactly), and
+        :math:`a + \log(x + x_c e^{-a}) - \log(y_c)` when :math:`y = 0`: sums of non-negative terms only, so
+        no cancellation and no overflow for any :math:`a`.
         """
         if a <= _LOG_SWITCH:
             u = math.expm1(a)
@@ -253,7 +268,7 @@ class LeakageFunction:
         return np.log(self.x + self.xc * ea) - den
 
     def __call__(self, a: float) -> float:
-        """L_M(a) for a finite a >= 0 (0 when all rows are equal)."""
+        r""":math:`L_M(a)` for a finite :math:`a \ge 0` (0 when all rows are equal)."""
         rows = self._logs[2]
         if rows is not None:  # a small front: the same formulas in scalar arithmetic (no numpy call overhead)
             return self._scalar(a, rows)
@@ -276,7 +291,10 @@ class LeakageFunction:
         return best
 
     def witness(self, a: float) -> tuple:
-        """(value, (row of q, row of d, S)) attaining L_M(a); (0.0, None) when L_M(a) = 0."""
+        r"""(value, (row of :math:`q`, row of :math:`d`, :math:`S`)) attaining :math:`L_M(a)`.
+
+        (0.0, None) when :math:`L_M(a) = 0`.
+        """
         if self.x.size == 0:
             return 0.0, None
         v = self.values(a)
@@ -284,10 +302,11 @@ class LeakageFunction:
         return (float(v[j]), self.witnesses[j]) if v[j] > 0 else (0.0, None)
 
     def fixed_point(self, *, epsilon: float) -> float:
-        """sup_t of the recursion a_1 = epsilon, a_t = L_M(a_{t-1}) + epsilon: the root of a - L_M(a) = epsilon.
+        r""":math:`\sup_t` of the recursion :math:`a_1 = \epsilon`, :math:`a_t = L_M(a_{t-1}) + \epsilon`.
 
-        ``inf`` when epsilon >= :attr:`critical_epsilon` (module docstring: a - L_M(a) increases to
-        epsilon_crit, so the recursion then grows without bound).
+        It is the root of :math:`a - L_M(a) = \epsilon`; ``inf`` when :math:`\epsilon \ge`
+        :attr:`critical_epsilon` (module docstring: :math:`a - L_M(a)` increases to
+        :math:`\epsilon_{\mathrm{crit}}`, so the recursion then grows without bound).
         """
         from scipy.optimize import brentq
 
@@ -327,20 +346,20 @@ class LeakageFunction:
 
 
 def leakage_function(matrix, name: str = "M") -> LeakageFunction:
-    """Build the leakage function L_M of a row-stochastic matrix (validated like a transition matrix).
+    r"""Build the leakage function :math:`L_M` of a row-stochastic matrix (validated like a transition matrix).
 
     Parameters
     ----------
     matrix : array_like, shape (k, k)
-        Row-stochastic; rows off 1 by more than 1e-6 are refused.
+        Row-stochastic; rows off 1 by more than :math:`10^{-6}` are refused.
     name : str
         Names the matrix in messages.
 
     Returns
     -------
     LeakageFunction
-        Costs O(k^3 log k) time once (the sorted prefixes of all k^2 ordered pairs of rows);
-        each evaluation L_M(a) is then O(size of the Pareto front).
+        Costs :math:`O(k^3 \log k)` time once (the sorted prefixes of all :math:`k^2` ordered pairs of
+        rows); each evaluation :math:`L_M(a)` is then :math:`O(\text{size of the Pareto front})`.
 
     Examples
     --------
@@ -374,9 +393,9 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
     Parameters
     ----------
     forward : array_like, shape (k, k)
-        P^F, row-stochastic.
+        :math:`P^F`, row-stochastic.
     stationary : array_like of shape (k,), optional
-        pi with pi P^F = pi (default: the unique stationary distribution of P^F,
+        :math:`\pi` with :math:`\pi P^F = \pi` (default: the unique stationary distribution of :math:`P^F`,
         :func:`~puffgm.chains.priors.stationary_distribution`).
     name, states :
         Name the chain and its states in messages.
@@ -384,8 +403,8 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
     Raises
     ------
     PriorError
-        If P^F has several stationary distributions, or a state has stationary probability 0
-        (a transient state: the reversal has no row for it); then give P^B explicitly.
+        If :math:`P^F` has several stationary distributions, or a state has stationary probability 0
+        (a transient state: the reversal has no row for it); then give :math:`P^B` explicitly.
     """
     P = check_transition_matrix(forward, f"forward matrix of {name}")[0]
     k = P.shape[0]
@@ -410,20 +429,20 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
 
 @dataclass(frozen=True, eq=False)
 class TemporalCorrelation:
-    """One chain's temporal correlations as Cao et al. model the attacker's knowledge: L_F and L_B.
+    r"""One chain's temporal correlations as Cao et al. model the attacker's knowledge: :math:`L_F` and :math:`L_B`.
 
     Attributes
     ----------
     name : str
     states : tuple of str
     forward : LeakageFunction
-        L_F, of P^F (rows: state at t, columns: state at t+1).
+        :math:`L_F`, of :math:`P^F` (rows: state at :math:`t`, columns: state at :math:`t+1`).
     backward : LeakageFunction
-        L_B, of P^B (rows: state at t, columns: state at t-1).
+        :math:`L_B`, of :math:`P^B` (rows: state at :math:`t`, columns: state at :math:`t-1`).
     backward_source : str
         ``"given"`` (the spec's ``"backward"``) or ``"time reversal"`` (of the stationary chain).
     stationary : ndarray or None
-        The stationary distribution used for the time reversal (None when P^B is given).
+        The stationary distribution used for the time reversal (None when :math:`P^B` is given).
     """
 
     name: str
@@ -434,7 +453,7 @@ class TemporalCorrelation:
     stationary: np.ndarray | None = None
 
     def describe(self) -> str:
-        """Where P^B comes from, in one line."""
+        """Where :math:`P^B` comes from, in one line."""
         if self.backward_source == "given":
             return f"{self.name}: backward matrix given (the spec's 'backward')"
         assert self.stationary is not None  # set whenever the backward matrix is a time reversal
@@ -461,14 +480,14 @@ def _correlation(member: ChainPrior, backward=None) -> TemporalCorrelation:
 
 
 def temporal_correlations(chain, backward=None) -> tuple:
-    """The :class:`TemporalCorrelation` of every member of a chain class.
+    r"""The :class:`TemporalCorrelation` of every member of a chain class.
 
     Parameters
     ----------
     chain : ChainPriorClass, ChainPrior, path of a chain JSON spec, or a k x k matrix
         A spec's ``"backward"`` is used when present.  Parameter boxes are refused.
     backward : array_like or list of array_like, optional
-        P^B (one matrix per member); default: the spec's, else the time reversal.
+        :math:`P^B` (one matrix per member); default: the spec's, else the time reversal.
 
     Returns
     -------
@@ -523,12 +542,12 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
 
     BPL with :math:`L_B`, FPL (on reversed budgets) with :math:`L_F`.
 
-    Over a run of equal budgets, once a_t = a_{t-1} in floating point every later value of
+    Over a run of equal budgets, once :math:`a_t = a_{t-1}` in floating point every later value of
     the run is the same number (the same function of the same argument), and once
-    a_t = a_{t-2} the run alternates between two numbers (rounding can end the
+    :math:`a_t = a_{t-2}` the run alternates between two numbers (rounding can end the
     convergence in such a 2-cycle, one ulp wide); either way the rest of the run is filled
     at once with exactly the values the loop would compute, so a constant budget costs the
-    steps to convergence, not T.
+    steps to convergence, not :math:`T`.
 
     Parameters
     ----------
@@ -538,7 +557,7 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
     Returns
     -------
     ndarray of shape (T,)
-        a_1, ..., a_T: the leakage after each step.
+        :math:`a_1, \dots, a_T`: the leakage after each step.
     """
     e = np.asarray(budgets, dtype=float)
     T = e.size
@@ -564,7 +583,7 @@ def leakage_recursion(function: LeakageFunction, budgets) -> np.ndarray:
 
 
 def _budgets(epsilon, epsilons, length, default_length, where: str) -> np.ndarray:
-    """The validated per-step budgets (read-only), from a constant epsilon or a list."""
+    r"""The validated per-step budgets (read-only), from a constant :math:`\epsilon` or a list."""
     if (epsilon is None) == (epsilons is None):
         raise ParameterError(f"Give {where} exactly one of 'epsilon' (a constant per-step budget) or 'epsilons' "
                              "(one budget per step).")
@@ -603,17 +622,18 @@ def _frozen(v) -> np.ndarray:
 # ------------------------------------------------------------------ results
 @dataclass(frozen=True, eq=False)
 class LeakageSupremum:
-    """The supremum over t and T of BPL, FPL and TPL for a constant per-step budget.
+    r"""The supremum over :math:`t` and :math:`T` of BPL, FPL and TPL for a constant per-step budget.
 
     Attributes
     ----------
     epsilon : float
     sup_bpl, sup_fpl, sup_tpl : float
-        The fixed points of a = L_B(a) + epsilon and a = L_F(a) + epsilon (max over the
-        members), and max over members of sup BPL + sup FPL - epsilon; ``inf`` when infinite.
+        The fixed points of :math:`a = L_B(a) + \epsilon` and :math:`a = L_F(a) + \epsilon` (max over the
+        members), and the max over members of :math:`\sup \mathrm{BPL} + \sup \mathrm{FPL} - \epsilon`;
+        ``inf`` when infinite.
     critical_backward, critical_forward : float
-        epsilon_crit of L_B and L_F (min over members): the suprema are finite iff
-        epsilon < epsilon_crit.
+        :math:`\epsilon_{\mathrm{crit}}` of :math:`L_B` and :math:`L_F` (min over members): the suprema are
+        finite iff :math:`\epsilon < \epsilon_{\mathrm{crit}}`.
     condition : str
         The sentences that decide finiteness (one per member and direction).
     reason : str or None
@@ -631,7 +651,7 @@ class LeakageSupremum:
 
     @property
     def finite(self) -> bool:
-        """True when sup_t TPL_t is finite."""
+        r"""True when :math:`\sup_t \mathrm{TPL}_t` is finite."""
         return math.isfinite(self.sup_tpl)
 
     def to_dict(self) -> dict:
@@ -669,19 +689,21 @@ def _supremum(members, eps: float) -> LeakageSupremum:
 
 @dataclass(frozen=True, eq=False)
 class TemporalLeakage:
-    """BPL_t, FPL_t and TPL_t of per-step DP releases on a chain class (Cao et al.).
+    r""":math:`\mathrm{BPL}_t`, :math:`\mathrm{FPL}_t`, :math:`\mathrm{TPL}_t` of per-step DP releases on a chain class.
+
+    The recursions of Cao et al. (module docstring).
 
     Attributes
     ----------
     epsilons : ndarray
-        The per-step budgets epsilon_1..epsilon_T.
+        The per-step budgets :math:`\epsilon_1, \dots, \epsilon_T`.
     bpl, fpl, tpl : ndarray
         Pointwise maxima over the members of the class (read-only).
     members : tuple of TemporalCorrelation
     member_max_tpl : tuple of float
-        max_t TPL_t of each member.
+        :math:`\max_t \mathrm{TPL}_t` of each member.
     supremum : LeakageSupremum or None
-        For a constant budget: the suprema as T grows; None for per-step budgets.
+        For a constant budget: the suprema as :math:`T` grows; None for per-step budgets.
     label : str
     theorem : str
     """
@@ -698,17 +720,17 @@ class TemporalLeakage:
 
     @property
     def length(self) -> int:
-        """T."""
+        """:math:`T`."""
         return int(self.epsilons.size)
 
     @property
     def max_tpl(self) -> float:
-        """max_t TPL_t: the Pufferfish parameter of the whole release (secrets X_t = x)."""
+        r""":math:`\max_t \mathrm{TPL}_t`: the Pufferfish parameter of the whole release (secrets :math:`X_t = x`)."""
         return float(np.max(self.tpl))
 
     @property
     def argmax(self) -> int:
-        """The step t (1-based) of the largest TPL."""
+        """The step :math:`t` (1-based) of the largest TPL."""
         return int(np.argmax(self.tpl)) + 1
 
     @property
@@ -734,7 +756,7 @@ class TemporalLeakage:
         return d
 
     def explain(self, max_rows: int = 12) -> str:
-        """The leakage over time (first and last steps), its maximum, the suprema and P^B's source."""
+        """The leakage over time (first and last steps), its maximum, the suprema and :math:`P^B`'s source."""
         c = self.constant_epsilon
         bud = f"epsilon {c:g} at every step" if c is not None else (
             f"per-step budgets in [{self.epsilons.min():g}, {self.epsilons.max():g}]")
@@ -782,13 +804,13 @@ def temporal_leakage(chain, *, epsilon=None, epsilons=None, length=None, backwar
     chain : ChainPriorClass, ChainPrior, chain spec (JSON path, text or dict), k x k matrix or TemporalCorrelation tuple
         A class gives the pointwise maximum over its members; boxes are refused.
     epsilon : float, optional
-        A constant per-step budget (then the suprema as T grows are computed too).
+        A constant per-step budget (then the suprema as :math:`T` grows are computed too).
     epsilons : sequence of float, optional
         One budget per step (exactly one of ``epsilon`` and ``epsilons``).
     length : int, optional
-        T (default: the chain's length, or the number of budgets).
+        :math:`T` (default: the chain's length, or the number of budgets).
     backward : array_like or list of array_like, optional
-        P^B per member (default: the spec's ``"backward"``, else the time reversal).
+        :math:`P^B` per member (default: the spec's ``"backward"``, else the time reversal).
 
     Returns
     -------
@@ -834,25 +856,25 @@ def leakage_supremum(chain, *, epsilon, backward=None) -> LeakageSupremum:
 # ------------------------------------------------------------------ budget allocation
 @dataclass(frozen=True, eq=False)
 class BudgetAllocation:
-    """Per-step budgets that keep max_t TPL_t at most a target alpha, with the leakage they give.
+    r"""Per-step budgets keeping :math:`\max_t \mathrm{TPL}_t` at most a target :math:`\alpha`, with their leakage.
 
     Attributes
     ----------
     scheme : str
         ``"constant"`` (the largest constant budget) or ``"ends"`` (a middle budget and larger
-        budgets at the two ends, TPL flat at alpha).
+        budgets at the two ends, TPL flat at :math:`\alpha`).
     target : float
-        alpha.
+        :math:`\alpha`.
     epsilon_step : float
-        The constant budget (``"constant"``) or the middle budget epsilon_m (``"ends"``).
+        The constant budget (``"constant"``) or the middle budget :math:`\epsilon_m` (``"ends"``).
     epsilon_first, epsilon_last : float
-        epsilon_1 and epsilon_T.
+        :math:`\epsilon_1` and :math:`\epsilon_T`.
     leakage : TemporalLeakage
-        The leakage of the allocated budgets (max_tpl <= target).
+        The leakage of the allocated budgets (``max_tpl`` :math:`\le` ``target``).
     infeasible_above : float
         ``"constant"``: a budget whose max TPL exceeds the target, within ``rtol`` of
-        epsilon_step (``inf`` when epsilon_step = target is feasible).  ``"ends"``: the same
-        for the middle budget.
+        ``epsilon_step`` (``inf`` when ``epsilon_step`` = ``target`` is feasible).  ``"ends"``: the
+        same for the middle budget.
     rtol : float
     notes : tuple of str
     """
@@ -869,7 +891,7 @@ class BudgetAllocation:
 
     @property
     def epsilons(self) -> np.ndarray:
-        """The per-step budgets epsilon_1..epsilon_T."""
+        r"""The per-step budgets :math:`\epsilon_1, \dots, \epsilon_T`."""
         return self.leakage.epsilons
 
     def to_dict(self) -> dict:
@@ -901,7 +923,10 @@ class BudgetAllocation:
 
 
 def _bisect(feasible, lo: float, hi: float, rtol: float) -> tuple:
-    """(largest feasible found, smallest infeasible found), geometric bisection to hi/lo - 1 <= rtol."""
+    r"""(largest feasible found, smallest infeasible found), by geometric bisection.
+
+    It stops when :math:`\mathrm{hi}/\mathrm{lo} - 1 \le` ``rtol``.
+    """
     while hi > lo * (1.0 + rtol):
         mid = math.sqrt(lo * hi)
         if not lo < mid < hi:
@@ -914,7 +939,10 @@ def _bisect(feasible, lo: float, hi: float, rtol: float) -> tuple:
 
 
 def _ends_schedule(members, eps_m: float, T: int):
-    """The ``"ends"`` budgets (T >= 2) for the middle budget eps_m, or None when a supremum is infinite."""
+    r"""The ``"ends"`` budgets (:math:`T \ge 2`) for the middle budget :math:`\epsilon_m`.
+
+    None when a supremum is infinite.
+    """
     b = [m.backward.fixed_point(epsilon=eps_m) for m in members]
     f = [m.forward.fixed_point(epsilon=eps_m) for m in members]
     if not all(math.isfinite(v) for v in b + f):
@@ -980,26 +1008,27 @@ def _allocate_ends(members, alpha, T, rtol, label):
 
 def allocate_budget(chain, *, epsilon=None, length=None, scheme: str = "constant", rtol: float = 1e-6,
                     backward=None, **deprecated) -> BudgetAllocation:
-    """Per-step budgets with max_t TPL_t <= epsilon (Cao et al.'s budget allocation).
+    r"""Per-step budgets with :math:`\max_t \mathrm{TPL}_t \le \epsilon` (Cao et al.'s budget allocation).
 
     Parameters
     ----------
     chain : as for :func:`temporal_leakage`
     epsilon : float
-        alpha, the largest acceptable TPL: the guarantee asked for (``target`` is its
+        :math:`\alpha`, the largest acceptable TPL: the guarantee asked for (``target`` is its
         deprecated name; ``puffgm leakage --target``).
     length : int, optional
-        T (default: the chain's length).
+        :math:`T` (default: the chain's length).
     scheme : ``"constant"`` or ``"ends"``
-        ``"constant"``: the largest constant budget epsilon with max_t TPL_t <= alpha,
-        by geometric bisection (TPL increases with epsilon) until a budget within ``rtol``
-        above it exceeds alpha.  ``"ends"``: a middle budget epsilon_m, the largest (to
-        ``rtol``) with max TPL <= alpha when epsilon_1 = sup BPL(epsilon_m) and
-        epsilon_T = sup FPL(epsilon_m); TPL is then flat at (almost exactly) alpha.  This
-        follows the idea of Cao et al. (TKDE 2018, budget allocation with larger budgets
-        at the first and last steps); the exact schedule is puffgm's (module docstring).
+        ``"constant"``: the largest constant budget :math:`\epsilon` with
+        :math:`\max_t \mathrm{TPL}_t \le \alpha`, by geometric bisection (TPL increases with
+        :math:`\epsilon`) until a budget within ``rtol`` above it exceeds :math:`\alpha`.  ``"ends"``: a
+        middle budget :math:`\epsilon_m`, the largest (to ``rtol``) with :math:`\max \mathrm{TPL} \le \alpha`
+        when :math:`\epsilon_1 = \sup \mathrm{BPL}(\epsilon_m)` and
+        :math:`\epsilon_T = \sup \mathrm{FPL}(\epsilon_m)`; TPL is then flat at (almost exactly)
+        :math:`\alpha`.  This follows the idea of Cao et al. (TKDE 2018, budget allocation with
+        larger budgets at the first and last steps); the exact schedule is puffgm's (module docstring).
     rtol : float
-        Relative precision of the budget (default 1e-6).
+        Relative precision of the budget (default :math:`10^{-6}`).
 
     Returns
     -------

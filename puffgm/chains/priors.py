@@ -65,7 +65,10 @@ def node_name(i: int) -> str:
 
 
 def check_length(T, where="ChainPrior") -> int:
-    """The chain length T as an int, or PriorError if it is not an integer >= 1 (``where`` names the caller)."""
+    r"""The chain length :math:`T` as an int, or PriorError if it is not an integer :math:`\ge 1`.
+
+    ``where`` names the caller.
+    """
     if isinstance(T, bool) or not isinstance(T, numbers.Integral) or int(T) < 1:
         raise PriorError(f"The chain length T of {where} must be an integer >= 1. Got {T!r} instead.")
     return int(T)
@@ -107,9 +110,9 @@ def _validate_stochastic(arr, what: str, notes: list, ndim: int = 1) -> np.ndarr
 
 
 def check_transition_matrix(matrix, what: str, k: int | None = None) -> tuple:
-    """Validate a row-stochastic k x k matrix as chain transition matrices are validated.
+    r"""Validate a row-stochastic :math:`k \times k` matrix as chain transition matrices are validated.
 
-    Entries must be finite real numbers >= 0 and rows sum to 1 within
+    Entries must be finite real numbers :math:`\ge 0` and rows sum to 1 within
     :data:`ROW_TOLERANCE` (smaller slips are renormalised and described in the
     returned notes).  ``what`` names the matrix in the one-sentence
     :class:`~puffgm.exceptions.PriorError`; ``k``, when given, is the required size.
@@ -159,18 +162,20 @@ def closed_classes(P) -> list:
 
 
 def gth_stationary(P) -> np.ndarray:
-    """Stationary law of an irreducible stochastic matrix by GTH elimination (subtraction-free).
+    r"""Stationary law of an irreducible stochastic matrix by GTH elimination (subtraction-free).
 
-    For n = k-1, ..., 1 state n is censored out (Grassmann, Taksar and Heyman):
+    For :math:`n = k-1, \dots, 1` state :math:`n` is censored out (Grassmann, Taksar and Heyman):
 
-        s_n = sum_{j<n} A[n, j],    A[i, n] <- A[i, n] / s_n,
-        A[i, j] <- A[i, j] + A[i, n] A[n, j]            (i, j < n),
+    $$
+    s_n = \sum_{j<n} A[n, j], \qquad A[i, n] \leftarrow A[i, n] / s_n, \qquad
+    A[i, j] \leftarrow A[i, j] + A[i, n]\, A[n, j] \quad (i, j < n),
+    $$
 
-    then x_0 = 1, x_n = sum_{i<n} x_i A[i, n] and pi = x / sum(x).  The diagonal
-    of P is never read (s_n replaces 1 - A[n, n]), and every operation adds,
-    multiplies or divides non-negative numbers, so each entry of pi, however
+    then :math:`x_0 = 1`, :math:`x_n = \sum_{i<n} x_i A[i, n]` and :math:`\pi = x / \sum x`.  The diagonal
+    of :math:`P` is never read (:math:`s_n` replaces :math:`1 - A[n, n]`), and every operation adds,
+    multiplies or divides non-negative numbers, so each entry of :math:`\pi`, however
     small, has a relative error bounded by a multiple of the unit roundoff that
-    depends on k alone (O'Cinneide), not merely an absolute one.
+    depends on :math:`k` alone (O'Cinneide), not merely an absolute one.
 
     Parameters
     ----------
@@ -180,13 +185,13 @@ def gth_stationary(P) -> np.ndarray:
     Returns
     -------
     ndarray, shape (k,)
-        pi > 0 with pi P = pi and sum(pi) = 1.
+        :math:`\pi > 0` with :math:`\pi P = \pi` and :math:`\sum_x \pi(x) = 1`.
 
     Raises
     ------
     PriorError
-        If a probability of the elimination, or of pi, falls below the smallest normal
-        double (about 2.2e-308), where relative accuracy is lost.
+        If a probability of the elimination, or of :math:`\pi`, falls below the smallest normal
+        double (about :math:`2.2 \times 10^{-308}`), where relative accuracy is lost.
 
     References
     ----------
@@ -225,14 +230,14 @@ def gth_stationary(P) -> np.ndarray:
 
 
 def stationary_distribution(P: np.ndarray, *, require_unique: bool = True) -> np.ndarray:
-    """The stationary distribution pi of a row-stochastic matrix (pi P = pi), to full relative precision.
+    r"""The stationary law :math:`\pi` of a row-stochastic matrix (:math:`\pi P = \pi`), to full relative precision.
 
-    The zeros of pi come from the structure of P: pi vanishes exactly on every
+    The zeros of :math:`\pi` come from the structure of :math:`P`: :math:`\pi` vanishes exactly on every
     state outside the closed class (:func:`closed_classes`), and on the closed
-    class C, pi_C is the stationary law of the stochastic matrix P[C, C],
+    class :math:`C`, :math:`\pi_C` is the stationary law of the stochastic matrix :math:`P[C, C]`,
     computed by :func:`gth_stationary` with a relative error bounded by a multiple
-    of the unit roundoff (depending on k alone) on every entry, including entries
-    of order 1e-300.
+    of the unit roundoff (depending on :math:`k` alone) on every entry, including entries
+    of order :math:`10^{-300}`.
 
     Parameters
     ----------
@@ -294,16 +299,16 @@ def _restore_frozen(cls, fields):
 
 
 class ChainPrior:
-    """One Markov chain theta = (q, P) of length T (immutable).
+    r"""One Markov chain :math:`\theta = (q, P)` of length :math:`T` (immutable).
 
     Parameters
     ----------
     transition : array_like, shape (k, k)
         Row-stochastic: ``transition[x, y] = P(X_{t+1} = y | X_t = x)``.
     initial : array_like of shape (k,), ``"stationary"`` or ``"any"``
-        Distribution of X1.
+        Distribution of :math:`X_1`.
     length : int
-        T >= 1.
+        :math:`T \ge 1`.
     states : sequence of str, optional
         State names (default ``"0", "1", ...``).
     name : str, optional
@@ -410,7 +415,7 @@ class ChainPrior:
 
     @property
     def stationary(self) -> np.ndarray:
-        """The stationary distribution pi of P (unique one required)."""
+        r"""The stationary distribution :math:`\pi` of :math:`P` (unique one required)."""
         pi = self._pi
         if pi is None:
             pi = stationary_distribution(self.transition)
@@ -420,7 +425,7 @@ class ChainPrior:
 
     @property
     def initial_vector(self):
-        """q as a vector (pi for ``"stationary"``), or None for ``"any"``."""
+        r""":math:`q` as a vector (:math:`\pi` for ``"stationary"``), or None for ``"any"``."""
         if self.initial_kind == "any":
             return None
         if self.initial_kind == "stationary":
@@ -446,9 +451,9 @@ class ChainPrior:
         return ChainPrior(self.transition, self.initial, length, self.states, self.name)
 
     def to_pgmpy(self):
-        """Unroll to a pgmpy ``DiscreteBayesianNetwork`` X1 -> X2 -> ... -> XT.
+        r"""Unroll to a pgmpy ``DiscreteBayesianNetwork`` :math:`X_1 \to X_2 \to \dots \to X_T`.
 
-        ``"stationary"`` uses pi as the CPD of X1.  ``"any"`` cannot be
+        ``"stationary"`` uses :math:`\pi` as the CPD of :math:`X_1`.  ``"any"`` cannot be
         unrolled to one network (it is an infinite family) and raises.
         """
         if self.initial_kind == "any":
@@ -485,13 +490,13 @@ class ChainPrior:
 
 
 class ChainPriorClass:
-    """A finite class Theta of Markov chains sharing the length T and the states.
+    r"""A finite class :math:`\Theta` of Markov chains sharing the length :math:`T` and the states.
 
     Parameters
     ----------
     members : iterable of ChainPrior
-        The members theta = (q_theta, P_theta); an ``initial="any"`` member
-        stands for every initial distribution with its P (appendix C.4).
+        The members :math:`\theta = (q_\theta, P_\theta)`; an ``initial="any"`` member
+        stands for every initial distribution with its :math:`P` (appendix C.4).
 
     Attributes
     ----------
@@ -586,7 +591,7 @@ class ChainPriorClass:
 
     @classmethod
     def from_family(cls, transitions: Sequence, initials="stationary", length: int = 1, states=None) -> ChainPriorClass:
-        """A finite family of pairs (q_j, P_j).
+        """A finite family of pairs :math:`(q_j, P_j)`.
 
         ``initials`` is one value used for every P (a vector, ``"stationary"``
         or ``"any"``) or a list of the same length as ``transitions``.
@@ -695,7 +700,7 @@ class ChainPriorClass:
             Observed states, read as values (:func:`puffgm.chains.data.read_traces`);
             ``None`` or NaN entries are gaps: the chain restarts after a gap.
         length : int, optional
-            T of the prior (default: the longest trace from its first to its last
+            :math:`T` of the prior (default: the longest trace from its first to its last
             observation, gaps included; :attr:`length_source` says which).
         states, initial, tau
             As in :func:`fit_chain`.
@@ -704,14 +709,14 @@ class ChainPriorClass:
 
 
 class InfiniteChainClass:
-    """An infinite class Theta of chains, calibrated by certified suprema over the class.
+    r"""An infinite class :math:`\Theta` of chains, calibrated by certified suprema over the class.
 
     The calibrations of the library (:class:`~puffgm.chains.MQMExact`,
     :class:`~puffgm.chains.MQMApprox`, :func:`~puffgm.chains.gk16`,
     :func:`~puffgm.chains.group_dp`) accept such a class wherever they accept a
     :class:`ChainPriorClass`; where a value depends on the members they ask the
     class itself, through the three methods below, for a value proven to bound
-    the supremum over Theta.  :class:`~puffgm.chains.ChainParameterBox`
+    the supremum over :math:`\Theta`.  :class:`~puffgm.chains.ChainParameterBox`
     (Song et al., section 5.2) is the library's subclass.
 
     A subclass provides the attributes ``length`` (T), ``k``, ``initial_kind``,
@@ -729,28 +734,28 @@ class InfiniteChainClass:
     notes: tuple
 
     def certified_exact(self, *, epsilon: float, lipschitz: float = 1.0, options=None):
-        """MQMExact (Algorithm 3) over the class: a ``CalibrationResult`` whose sigma_max >= sup_theta sigma_theta.
+        r"""MQMExact (Algorithm 3) over the class: a result with :math:`\sigma_{\max} \ge \sup_\theta \sigma_\theta`.
 
         ``options``, when given, are recorded on the result (``CalibrationResult.options``).
         """
         raise NotImplementedError
 
     def mixing_bounds(self) -> dict:
-        """Extremes over the class of the MQMApprox parameters (Lemma 4.8).
+        r"""Extremes over the class of the MQMApprox parameters (Lemma 4.8).
 
-        A dict with ``pi_min`` (inf of min_x pi(x)), ``gap_ppstar`` (inf of
-        1 - lambda_2(P P*)), ``gap_rev`` (inf of the Lemma C.4 gap, or None) and
+        A dict with ``pi_min`` (inf of :math:`\min_x \pi(x)`), ``gap_ppstar`` (inf of
+        :math:`1 - \lambda_2(P P^*)`), ``gap_rev`` (inf of the Lemma C.4 gap, or None) and
         ``reversible`` (True if every member is reversible).
         """
         raise NotImplementedError
 
     def gk16_gamma_bounds(self) -> tuple:
-        """Certified (lower, upper) bracket of sup over the class of the gamma of GK16 (binary chains)."""
+        r"""Certified (lower, upper) bracket of the sup over the class of GK16's :math:`\gamma` (binary chains)."""
         raise NotImplementedError
 
 
 def smooth_transition(P, tau: float = SMOOTHING_TAU) -> np.ndarray:
-    """Bai et al. appendix D.2: zero entries become tau, non-zero ones shrink proportionally."""
+    r"""Bai et al. appendix D.2: zero entries become :math:`\tau`, non-zero ones shrink proportionally."""
     P = np.array(P, dtype=float, copy=True)
     zero = P <= 0
     nz = zero.sum(axis=1, keepdims=True)

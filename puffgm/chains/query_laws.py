@@ -1,29 +1,31 @@
-"""Exact conditional laws of a sum query on a Markov chain: forward and backward passes over a partial-sum axis.
+r"""Exact conditional laws of a sum query on a Markov chain: forward and backward passes over a partial-sum axis.
 
-For a chain X_1 -> ... -> X_T with initial law q and transition matrix P,
-and F = sum_t s_t(X_t) on the integer grid (:mod:`puffgm.core.query`):
+For a chain :math:`X_1 \to \dots \to X_T` with initial law :math:`q` and transition matrix :math:`P`,
+and :math:`F = \sum_t s_t(X_t)` on the integer grid (:mod:`puffgm.core.query`):
 
-* forward: ``alpha_t(x, g) = P(s_1(X_1) + ... + s_{t-1}(X_{t-1}) = g, X_t = x)``,
-  ``alpha_{t+1}(y, g) = sum_x alpha_t(x, g - s_t(x)) P(x, y)``;
-* backward: ``beta_t(x, g) = P(s_{t+1}(X_{t+1}) + ... + s_T(X_T) = g | X_t = x)``,
-  ``beta_t(x, g) = sum_y P(x, y) beta_{t+1}(y, g - s_{t+1}(y))``;
-* given X_t = x the past and the future are independent (Markov property), so
-  ``P(F = g, X_t = x) = (alpha_t(x, .) shifted by s_t(x)) * beta_t(x, .)``
-  (a convolution), and P(F | X_t = x) follows by dividing by P(X_t = x).
+* forward: :math:`\alpha_t(x, g) = P(s_1(X_1) + \dots + s_{t-1}(X_{t-1}) = g, X_t = x)`,
+  :math:`\alpha_{t+1}(y, g) = \sum_x \alpha_t(x, g - s_t(x)) P(x, y)`;
+* backward: :math:`\beta_t(x, g) = P(s_{t+1}(X_{t+1}) + \dots + s_T(X_T) = g \mid X_t = x)`,
+  :math:`\beta_t(x, g) = \sum_y P(x, y)\, \beta_{t+1}(y, g - s_{t+1}(y))`;
+* given :math:`X_t = x` the past and the future are independent (Markov property), so
+  :math:`P(F = g, X_t = x)` is the convolution of :math:`\alpha_t(x, \cdot)` shifted by :math:`s_t(x)`
+  with :math:`\beta_t(x, \cdot)`, and :math:`P(F \mid X_t = x)` follows by dividing by :math:`P(X_t = x)`.
 
 Everything is in log space (log-sum-exps of sums of logs, no FFT), so tails of
-any size keep their relative precision.  The passes cost O(T^2 k^2) and the
-convolutions O(T^3 k) in all: the exact laws are computed up to
+any size keep their relative precision.  The passes cost :math:`O(T^2 k^2)` and the
+convolutions :math:`O(T^3 k)` in all: the exact laws are computed up to
 ``max_exact_length`` positions.  Beyond it the Wasserstein mechanism uses a
 certified upper bound instead: coupling the past and the future independently
-(they are conditionally independent given X_t) gives
+(they are conditionally independent given :math:`X_t`) gives
 
-    W_inf(mu_{t,a}, mu_{t,b}) <= W_inf(A_{t,a}, A_{t,b}) + |s_t(a) - s_t(b)| + W_inf(B_{t,a}, B_{t,b}),
+$$
+W_\infty(\mu_{t,a}, \mu_{t,b}) \le W_\infty(A_{t,a}, A_{t,b}) + |s_t(a) - s_t(b)| + W_\infty(B_{t,a}, B_{t,b}),
+$$
 
-with A_{t,x} the law of the past sum given X_t = x and B_{t,x} that of the
-future sum (both from the passes, O(T^2 k^2) in all).  Since the loss of
-F + Lap(b) is non-increasing in b (:mod:`puffgm.mechanisms.query`), Laplace
-noise of scale (upper bound) / epsilon is epsilon-Pufferfish private.
+with :math:`A_{t,x}` the law of the past sum given :math:`X_t = x` and :math:`B_{t,x}` that of the
+future sum (both from the passes, :math:`O(T^2 k^2)` in all).  Since the loss of
+:math:`F + \mathrm{Lap}(b)` is non-increasing in :math:`b` (:mod:`puffgm.mechanisms.query`), Laplace
+noise of scale (upper bound) :math:`/ \epsilon` is :math:`\epsilon`-Pufferfish private.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ QUERY_ADVICE = "use the Markov Quilt Mechanism (--method exact), which does not 
 
 
 def _scores(query: BoundQuery, T: int, k: int) -> np.ndarray:
-    """(T, k) grid scores of X_1..X_T (0 for unscored nodes), in one pass over the scored nodes."""
+    r"""(T, k) grid scores of :math:`X_1, \dots, X_T` (0 for unscored nodes), in one pass over the scored nodes."""
     out = np.zeros((T, k), dtype=np.int64)
     for name, sc in zip(query.nodes, query.scores, strict=True):
         out[int(name[1:]) - 1] = sc  # node_name(t) is "X<t>"
@@ -73,12 +75,13 @@ class _Work:
 
 
 def _work(S: np.ndarray, n_pairs: int, exact: bool) -> tuple:
-    """(steps, units, bytes) of the passes over one member: forward and backward widths summed.
+    r"""(steps, units, bytes) of the passes over one member: forward and backward widths summed.
 
-    The forward width at t is 1 + the sum of the largest scores before t, the backward one
-    1 + the sum after t; each step costs k^2 + 8 * pairs units per width entry (the transition and the
-    W_inf searches); the exact road adds the convolutions (k * forward width * backward width) and
-    holds the backward tables and the laws (k * (total + 1) per position).
+    The forward width at :math:`t` is 1 + the sum of the largest scores before :math:`t`, the backward one
+    1 + the sum after :math:`t`; each step costs :math:`k^2 + 8 \times \text{pairs}` units per width entry (the
+    transition and the :math:`W_\infty` searches); the exact road adds the convolutions (:math:`k` times forward
+    width times backward width) and holds the backward tables and the laws (:math:`k (\text{total} + 1)` per
+    position).
     """
     T, k = S.shape
     smax = S.max(axis=1).astype(float)
@@ -115,7 +118,7 @@ def _shifted(rows: np.ndarray, scores: np.ndarray) -> np.ndarray:
 
 
 def _forward(logq, logP, S, work: _Work):
-    """alpha_t for t = 1..T (each (k, 1 + sum of max scores before t)), as a generator."""
+    r""":math:`\alpha_t` for :math:`t = 1, \dots, T` (each (k, 1 + sum of max scores before t)), as a generator."""
     alpha = logq[:, None].copy()
     for t in range(S.shape[0]):
         yield alpha
@@ -127,7 +130,10 @@ def _forward(logq, logP, S, work: _Work):
 
 
 def _backward(logP, S, work: _Work):
-    """(t, beta_t) for t = T..1 (0-based T-1..0; each (k, 1 + sum of max scores after t)), as a generator."""
+    r"""(t, :math:`\beta_t`) for :math:`t = T, \dots, 1` (0-based: T-1 down to 0), as a generator.
+
+    Each :math:`\beta_t` has shape (k, 1 + sum of max scores after t).
+    """
     T, k = S.shape
     beta = np.zeros((k, 1))
     for t in range(T - 1, -1, -1):
@@ -144,7 +150,7 @@ def _convolve_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def work_per_entry(k: int) -> int:
-    """Units of :func:`_work` per partial-sum entry of one step: k^2 for the transition, 8 per pair of states."""
+    """Units of :func:`_work` per partial-sum entry of a step: :math:`k^2` for the transition, 8 per pair of states."""
     return k * k + 4 * k * (k - 1)
 
 
@@ -171,7 +177,10 @@ def _exact_member(m, index: int, S, pairs, work: _Work) -> list:
 
 
 def _backward_w(logP, S, pairs, work: _Work) -> list:
-    """W_inf between the future-sum laws B_{t,a} and B_{t,b} for every t and pair (beta not stored)."""
+    r""":math:`W_\infty` between the future-sum laws :math:`B_{t,a}` and :math:`B_{t,b}` for every :math:`t` and pair.
+
+    :math:`\beta` is not stored.
+    """
     out: list = [None] * S.shape[0]
     guess = [0] * len(pairs)
     for t, beta in _backward(logP, S, work):
@@ -204,7 +213,7 @@ def _logs(m):
 
 def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
                      deadline: float | None = None, clock: ChainClock | None = None) -> tuple:
-    """The conditional laws of the query given each state of each X_t, for every chain of the class.
+    r"""The conditional laws of the query given each state of each :math:`X_t`, for every chain of the class.
 
     Parameters
     ----------
@@ -213,7 +222,7 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
     query : BoundQuery
         Bound to the nodes X1..XT.
     max_exact_length : int
-        Longest chain computed exactly; longer chains get certified W bounds.
+        Longest chain computed exactly; longer chains get certified :math:`W_\infty` bounds.
     deadline : float, optional
         ``time.monotonic()`` value after which TimeLimitError is raised.
     clock : ChainClock, optional
@@ -265,7 +274,10 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
 
 
 def _grid_scores(workload, T: int, k: int) -> np.ndarray:
-    """(T, k, d) grid scores of X_1..X_T for the d statistics of a bound workload (0 for unscored nodes)."""
+    r"""(T, k, d) grid scores of :math:`X_1, \dots, X_T` for the :math:`d` statistics of a bound workload.
+
+    0 for unscored nodes.
+    """
     out = np.zeros((T, k, workload.k), dtype=np.int64)
     for name, rows in workload.node_score_rows().items():
         out[int(name[1:]) - 1] = rows  # node_name(t) is "X<t>"
@@ -293,7 +305,10 @@ def _step_grid(rows: np.ndarray, logP: np.ndarray, axis: int) -> np.ndarray:
 
 
 def _forward_grid(logq, logP, S, work: _Work):
-    """alpha_t for t = 1..T on the grid: (k, box of the partial sums before t), as a generator."""
+    r""":math:`\alpha_t` for :math:`t = 1, \dots, T` on the grid, as a generator.
+
+    Each has shape (k, box of the partial sums before t).
+    """
     alpha = logq.reshape((-1,) + (1,) * S.shape[2])
     for t in range(S.shape[0]):
         yield alpha
@@ -304,7 +319,10 @@ def _forward_grid(logq, logP, S, work: _Work):
 
 
 def _backward_grid(logP, S, work: _Work):
-    """(t, beta_t) for t = T..1 on the grid: (k, box of the partial sums after t), as a generator."""
+    r"""(t, :math:`\beta_t`) for :math:`t = T, \dots, 1` on the grid, as a generator.
+
+    Each :math:`\beta_t` has shape (k, box of the partial sums after t).
+    """
     T, k, d = S.shape
     beta = np.zeros((k,) + (1,) * d)
     for t in range(T - 1, -1, -1):
@@ -315,12 +333,12 @@ def _backward_grid(logP, S, work: _Work):
 
 
 def _grid_work(S: np.ndarray, n_pairs: int, dims: tuple) -> tuple:
-    """(steps, units, bytes) of the grid passes over one member, as :func:`_work` counts them.
+    r"""(steps, units, bytes) of the grid passes over one member, as :func:`_work` counts them.
 
-    The passes cost k^2 + 8 * pairs units per cell of the forward and backward grids (the
+    The passes cost :math:`k^2 + 8 \times \text{pairs}` units per cell of the forward and backward grids (the
     products of the per-axis widths); the convolution at each position is counted at its
     output's cells per state, a lower end (it skips the exact zeros); the memory holds the
-    backward grids and the laws (k * prod_j (n_j + 1) per position).
+    backward grids and the laws (:math:`k \prod_j (n_j + 1)` per position).
     """
     T, k, _ = S.shape
     smax = S.max(axis=1).astype(float)  # (T, d)
@@ -354,12 +372,12 @@ def _joint_member(m, index: int, S, dims: tuple, pairs, work: _Work) -> list:
 
 def chain_joint_laws(chain_class, workload, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
                      deadline: float | None = None, clock: ChainClock | None = None) -> list:
-    """The joint laws of a workload's d grid sums given each state of each X_t, for every chain of the class.
+    r"""The joint laws of a workload's :math:`d` grid sums given each state of each :math:`X_t`, for every chain.
 
-    The forward and backward passes of :func:`chain_query_laws` with a grid of d partial sums,
-    one axis per statistic, instead of one axis: ``alpha_t(x, g)`` and ``beta_t(x, g)`` with g a
-    cell of the grid, X_t's state moving the grid by its row of scores (s_1(x), ..., s_d(x)),
-    and ``P(G = g, X_t = x)`` the grid convolution of the two
+    The forward and backward passes of :func:`chain_query_laws` with a grid of :math:`d` partial sums,
+    one axis per statistic, instead of one axis: :math:`\alpha_t(x, g)` and :math:`\beta_t(x, g)` with
+    :math:`g` a cell of the grid, :math:`X_t`'s state moving the grid by its row of scores
+    :math:`(s_1(x), \dots, s_d(x))`, and :math:`P(G = g, X_t = x)` the grid convolution of the two
     (:func:`puffgm.core.kernels.log_convolve_grid`); in log space, with exact zeros.
 
     Parameters

@@ -1,10 +1,10 @@
-"""The JSON chain spec read by ``puffgm calibrate CHAIN.json`` (a file, inline JSON text or a dict).
+r"""The JSON chain spec read by ``puffgm calibrate CHAIN.json`` (a file, inline JSON text or a dict).
 
 One chain::
 
     {"transition": [[0.9, 0.1], [0.4, 0.6]], "initial": "stationary" | "any" | [1, 0], "length": 100}
 
-A finite family (Theta with several members)::
+A finite family (:math:`\Theta` with several members)::
 
     {"transitions": [[[...]], [[...]]], "initials": ["any", [0.9, 0.1]], "length": 100}
 
@@ -12,13 +12,13 @@ A finite family (Theta with several members)::
 ``"stationary"``; an optional ``"states"`` list names the states.  Errors are
 one sentence (:class:`~puffgm.exceptions.PriorError`).
 
-An optional ``"backward"`` gives the backward transition matrix P^B of the
+An optional ``"backward"`` gives the backward transition matrix :math:`P^B` of the
 temporal privacy leakage (``puffgm leakage``, :mod:`puffgm.chains.leakage`;
-rows: the state at t, columns: the state at t-1): one k x k matrix beside
+rows: the state at :math:`t`, columns: the state at :math:`t-1`): one :math:`k \times k` matrix beside
 ``"transition"``, or a list of one matrix per member beside ``"transitions"``.
 It is validated like a transition matrix (:func:`backward_from_spec`).  The
 calibrations and curves use the joint law of the chain (initial distribution
-and forward matrix) and not P^B; a class read from such a spec says so in its
+and forward matrix) and not :math:`P^B`; a class read from such a spec says so in its
 ``notes``.
 
 An infinite box of binary chains (:class:`~puffgm.chains.ChainParameterBox`,

@@ -1,4 +1,4 @@
-"""How releases compose: one small frozen class per composition theorem, owned by its mechanism.
+r"""How releases compose: one small frozen class per composition theorem, owned by its mechanism.
 
 Pufferfish privacy does not compose in general (Kifer and Machanavajjhala, "Pufferfish: A
 framework for mathematical privacy definitions", section 10; Bai, He, Gu, Kifer and Maeng,
@@ -13,9 +13,9 @@ accountant (:class:`puffgm.accounting.PrivacyAccountant`) calls only these objec
 The classes live with their mechanisms:
 
 * :class:`puffgm.mechanisms.laplace.MarkovQuiltComposition`: Song, Wang and Chaudhuri 2017,
-  Theorem 4.4 (K releases over one instantiation and its quilt sets: K * max epsilon);
+  Theorem 4.4 (:math:`K` releases over one instantiation and its quilt sets: :math:`K \max \epsilon`);
 * :class:`puffgm.mechanisms.pufferfish.CurveComposition`: Bai et al. Theorem 7 (DP-based
-  releases along one a(b)-influence curve: max a + sum (epsilon - a));
+  releases along one a(b)-influence curve: :math:`\max a + \sum (\epsilon - a)`);
 * :class:`puffgm.blowfish.mechanisms.BlowfishComposition`: He, Machanavajjhala and Ding 2014,
   Theorems 4.1 and 4.2 (one policy: sequential sum, parallel over disjoint individuals);
 * :class:`HeldAlone` (here, shared by every query-specific record: one query, a workload,

@@ -1,19 +1,19 @@
-r"""a(b)-influence curves (Bai, He, Gu, Kifer and Maeng, section 6.2, Definition 7).
+r""":math:`a(b)`-influence curves (Bai, He, Gu, Kifer and Maeng, section 6.2, Definition 7).
 
-For a secret on entry X_i, split the database into a *high-influence* set H
-(|H| = b, X_i in H) and a *low-influence* set L.  The leakage through L is
+For a secret on entry :math:`X_i`, split the database into a *high-influence* set :math:`H`
+(:math:`|H| = b`, :math:`X_i \in H`) and a *low-influence* set :math:`L`.  The leakage through :math:`L` is
 
 $$
 a^{\dagger}(L) = \sup_\theta \max_{D_L} \log \frac{P(\mathrm{Data}_L = D_L \mid s_i)}{P(\mathrm{Data}_L = D_L \mid s_j)}
 $$
 
-and the curve is any upper bound a(b) >= max_{(s_i, s_j)} inf_{|H| <= b} a_dagger(L).
-It is non-increasing, and a(n) = 0 (H = everything, L empty).
+and the curve is any upper bound :math:`a(b) \ge \max_{(s_i, s_j)} \inf_{|H| \le b} a^\dagger(L)`.
+It is non-increasing, and :math:`a(n) = 0` (:math:`H` = everything, :math:`L` empty).
 
-Markov quilts give such splits (Song et al., section 4): for a quilt X_Q of X_i
-with nearby set X_N and remote set X_R, take H = X_N and L = X_Q u X_R.  Since
-X_R is independent of X_i given X_Q, the leakage through L equals the
-max-influence e_Theta(X_Q | X_i), so
+Markov quilts give such splits (Song et al., section 4): for a quilt :math:`X_Q` of :math:`X_i`
+with nearby set :math:`X_N` and remote set :math:`X_R`, take :math:`H = X_N` and :math:`L = X_Q \cup X_R`.  Since
+:math:`X_R` is independent of :math:`X_i` given :math:`X_Q`, the leakage through :math:`L` equals the
+max-influence :math:`e_\Theta(X_Q \mid X_i)`, so
 
 $$
 a_i(b) = \min \{ e_\Theta(X_Q \mid X_i) : X_Q \text{ a quilt of } X_i \text{ with } \mathrm{card}(X_N) \le b \},
@@ -130,8 +130,10 @@ class InfluenceCurve:
     # ------------------------------------------------------------ accessors
     @property
     def composition_key(self) -> str:
-        """Identifies (Theta, S): releases compose by Theorem 7 only along one instantiation
-        (:func:`puffgm.core.release.curve_key`)."""
+        r"""Identifies :math:`(\Theta, S)`: releases compose by Theorem 7 only along one instantiation.
+
+        See :func:`puffgm.core.release.curve_key`.
+        """
         return curve_key(self)
 
     @property

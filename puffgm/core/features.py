@@ -1,4 +1,4 @@
-"""Opt-in features: a hand-made release is accepted by the accountant only when the user vouches for it.
+r"""Opt-in features: a hand-made release is accepted by the accountant only when the user vouches for it.
 
 The accountant (:class:`puffgm.accounting.PrivacyAccountant`) charges and records releases
 that puffgm's own release functions make: each builds the record of its release (the
@@ -7,7 +7,7 @@ draws the noise itself.  The building block they share,
 :func:`puffgm.core.release.make_release`, and the accountant's :meth:`charge` and
 :meth:`record` take a record and a drawing function from their caller; called from
 outside puffgm they would let any code declare any privacy parameter for any value (a
-release drawn at epsilon 1 recorded at 0.001, or an exact answer recorded as a noisy one).
+release drawn at :math:`\epsilon = 1` recorded at 0.001, or an exact answer recorded as a noisy one).
 So, as OpenDP does for measurements built by hand (``dp.enable_features("honest-but-curious")``),
 they refuse callers outside puffgm unless the user turns on the feature
 ``"honest-but-curious"`` and so states that the records they hand in are what they claim.

@@ -159,7 +159,7 @@ def log_convolve_grid(a: np.ndarray, b: np.ndarray, ndim: int) -> np.ndarray:
         Float tables of log-masses (``-inf`` is an exact zero) whose leading axes
         (all but the last ``ndim``) broadcast against each other.
     ndim : int
-        The number of grid axes (>= 1).
+        The number of grid axes (:math:`\ge 1`).
 
     Returns
     -------

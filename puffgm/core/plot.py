@@ -1,8 +1,8 @@
-"""Pictures of a calibration's active quilt: the worst node, its quilt X_Q, nearby set X_N and remote set X_R.
+r"""Pictures of a calibration's active quilt: the worst node, its quilt, nearby set and remote set.
 
 The Markov Quilt Mechanism (Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms
 for Correlated Data", SIGMOD 2017, Algorithm 2) calibrates its noise on the node whose
-best Markov quilt has the largest score card(X_N) / (epsilon - e(X_Q | X_i)).  This
+best Markov quilt has the largest score :math:`\operatorname{card}(X_N) / (\epsilon - e(X_Q \mid X_i))`.  This
 module draws that quilt:
 
 * for a Bayesian network, the DAG in layers (topological generations from networkx,

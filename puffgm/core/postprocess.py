@@ -300,7 +300,7 @@ class PostProcessed:
 
     @property
     def epsilon(self) -> float:
-        """The release's epsilon: post-processing costs nothing."""
+        r"""The release's :math:`\epsilon`: post-processing costs nothing."""
         return self.release.epsilon
 
     def to_dict(self) -> dict:

@@ -1,8 +1,8 @@
-"""The prior interface: what calibration, influence curves and translation need from a prior class.
+r"""The prior interface: what calibration, influence curves and translation need from a prior class.
 
 Pufferfish privacy (Kifer and Machanavajjhala, "Pufferfish: A Framework for
 Mathematical Privacy Definitions", ACM TODS 2014, arXiv:1209.2154) is stated for
-a class Theta of priors.  puffgm knows four kinds of class:
+a class :math:`\Theta` of priors.  puffgm knows four kinds of class:
 
 * Bayesian networks (:mod:`puffgm.networks`): finite classes of pgmpy networks
   on one DAG;
@@ -22,7 +22,7 @@ anything else with a :class:`~puffgm.exceptions.ParameterError` that names what
 is supported, so no option is ever dropped silently.
 
 Validation happens at the door: :meth:`PriorKind.calibrate` and :meth:`PriorKind.influence_curve`
-check epsilon, the Lipschitz constant, ``max_b``, the method and the option names before any
+check :math:`\epsilon`, the Lipschitz constant, ``max_b``, the method and the option names before any
 engine runs, and their messages name the public function (``puffgm.calibrate``,
 ``puffgm.influence_curve``), never an engine (``MQMExact.calibrate``, ``gk16``) the user did
 not call.  :func:`check_calibration_request` is that check, for the other doors
@@ -60,7 +60,7 @@ def check_calibration_request(*, epsilon, lipschitz, method, where: str) -> tupl
 
 
 class PriorKind:
-    """A prior class Theta of one kind, with the operations every entry point needs.
+    r"""A prior class :math:`\Theta` of one kind, with the operations every entry point needs.
 
     Subclasses set the class attributes and implement :meth:`_calibrate` and, if
     they support curves, :meth:`_influence_curve`.  :meth:`_calibrate` returns the
@@ -158,7 +158,7 @@ class PriorKind:
         Raises
         ------
         ParameterError
-            Before any engine runs: epsilon or lipschitz not a finite number :math:`> 0`, a method the kind
+            Before any engine runs: ``epsilon`` or ``lipschitz`` not a finite number :math:`> 0`, a method the kind
             does not have, or an option the method does not take (named as ``puffgm.calibrate``'s).
         """
         epsilon, lipschitz = check_calibration_request(epsilon=epsilon, lipschitz=lipschitz, method=method,

@@ -1,14 +1,14 @@
-"""Sum queries F(X) = sum_i s_i(X_i): the queries that query-specific calibration serves.
+r"""Sum queries :math:`F(X) = \sum_i s_i(X_i)`: the queries that query-specific calibration serves.
 
-A sum query gives every node X_i a score s_i(x) per state x; the answer on a
+A sum query gives every node :math:`X_i` a score :math:`s_i(x)` per state :math:`x`; the answer on a
 record is the sum of the scores of the states it takes.  Counts ("how many
-nodes are in state x") and weighted sums are sum queries.  Query-specific
+nodes are in state :math:`x`") and weighted sums are sum queries.  Query-specific
 calibration (:mod:`puffgm.mechanisms.query`; Song, Wang and Chaudhuri,
 "Pufferfish Privacy Mechanisms for Correlated Data", SIGMOD 2017,
-arXiv:1603.03977, section 3) needs the exact law of F given each secret, which
+arXiv:1603.03977, section 3) needs the exact law of :math:`F` given each secret, which
 exact inference computes on an integer partial-sum axis.  So scores live on an
 integer grid: integers are used as they are, and scores that are all multiples
-of one fraction 1/d (0.5, 0.25, 0.1 ...) are multiplied by the smallest such d,
+of one fraction :math:`1/d` (0.5, 0.25, 0.1 ...) are multiplied by the smallest such :math:`d`,
 the *unit*; every scale is reported back in the query's own units.  Scores with
 no common denominator up to :data:`MAX_UNIT` are refused.
 

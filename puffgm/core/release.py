@@ -1,4 +1,4 @@
-"""The base of every release record: what was released, under which guarantee, for whom.
+r"""The base of every release record: what was released, under which guarantee, for whom.
 
 Every mechanism of puffgm returns an immutable record derived from
 :class:`Release` (the Markov Quilt Mechanism's Laplace release, the DP-based
@@ -17,12 +17,12 @@ Two rules keep the accountant from being talked into a guarantee no theorem give
 * **Only releases it charged.**  :func:`make_release` has the accountant charge the
   record before the noise is drawn and record the drawn release against that charge;
   the accountant verifies the release matches its charge field for field (every field its
-  composition reads, and epsilon) and refuses anything else: a record built by hand,
+  composition reads, and :math:`\epsilon`) and refuses anything else: a record built by hand,
   edited with ``dataclasses.replace`` or ``object.__setattr__``, copied or unpickled.
   No public function marks a release as made by puffgm.
 * **Keys derived from the release.**  The keys are derived in one place each: the quilt
-  sets of a Markov Quilt Mechanism calibration (:func:`quilt_set_key`), the (Theta, S)
-  of an a(b)-influence curve (:func:`curve_key`), the Blowfish policy.  No caller names a key.
+  sets of a Markov Quilt Mechanism calibration (:func:`quilt_set_key`), the :math:`(\Theta, S)`
+  of an :math:`a(b)`-influence curve (:func:`curve_key`), the Blowfish policy.  No caller names a key.
 
 No record keeps the exact answer: a release holds the noisy value and what the
 guarantee needs, so its ``repr``, ``str``, ``to_dict()`` and pickle cannot show
@@ -321,7 +321,10 @@ def quilt_set_key(calibration) -> str:
 
 
 def curve_key(curve) -> str:
-    """Identifies (Theta, S) of an a(b)-influence curve: Bai et al. Theorem 7 composes along one curve only."""
+    r"""Identifies :math:`(\Theta, S)` of an :math:`a(b)`-influence curve: Theorem 7 composes along one curve only.
+
+    Bai, He, Gu, Kifer and Maeng, Theorem 7.
+    """
     return _digest({"prior": curve.fingerprint, "secrets": curve.details.get("secrets", "default secrets")})
 
 

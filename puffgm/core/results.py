@@ -41,28 +41,28 @@ def json_float(x: float):
 
 @dataclass(frozen=True)
 class QuiltChoice:
-    """A Markov quilt (X_Q, X_N, X_R) of one node with its max-influence and score.
+    r"""A Markov quilt :math:`(X_Q, X_N, X_R)` of one node with its max-influence and score.
 
     Attributes
     ----------
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     quilt : tuple of str
-        X_Q, the quilt (empty for the trivial quilt).
+        :math:`X_Q`, the quilt (empty for the trivial quilt).
     nearby : tuple of str
-        X_N, the nearby nodes; contains ``node``.
+        :math:`X_N`, the nearby nodes; contains ``node``.
     remote : tuple of str
-        X_R, the nodes d-separated from ``node`` by the quilt (may be left empty by
+        :math:`X_R`, the nodes d-separated from ``node`` by the quilt (may be left empty by
         chain calibrations of very long chains; ``n_remote`` always counts them).
     max_influence : float
-        e_Theta(X_Q | X_i) (Song et al., Definition 4.1), ``inf`` if unusable.
+        :math:`e_\Theta(X_Q \mid X_i)` (Song et al., Definition 4.1), ``inf`` if unusable.
     score : float
-        card(X_N) / (epsilon - max_influence) (Algorithm 2), ``inf`` if the
-        influence is at least epsilon.
+        :math:`\operatorname{card}(X_N) / (\epsilon - e_\Theta(X_Q \mid X_i))` (Algorithm 2), ``inf`` if the
+        influence is at least :math:`\epsilon`.
     n_remote : int
-        card(X_R).
+        :math:`\operatorname{card}(X_R)`.
     witness : tuple or None
-        (prior index, value a, value b, assignment of X_Q) attaining the max-influence.
+        (prior index, value :math:`a`, value :math:`b`, assignment of :math:`X_Q`) attaining the max-influence.
     """
 
     node: str
@@ -80,7 +80,7 @@ class QuiltChoice:
 
     @property
     def n_nearby(self) -> int:
-        """card(X_N)."""
+        r""":math:`\operatorname{card}(X_N)`."""
         return len(self.nearby)
 
     def to_dict(self) -> dict:
@@ -121,19 +121,19 @@ class QuiltGraph:
 
 @dataclass(frozen=True)
 class CalibrationResult:
-    """The outcome of a calibration: noise scale and everything that justifies it.
+    r"""The outcome of a calibration: noise scale and everything that justifies it.
 
     Attributes
     ----------
     epsilon : float
         Pufferfish privacy parameter.
     lipschitz : float
-        L, the L1 Lipschitz constant of the query.
+        :math:`L`, the L1 Lipschitz constant of the query.
     method : str
         ``"mqm"`` (Bayesian networks), ``"exact"``/``"approx"`` (MQMExact and
         MQMApprox for chains), ``"groupdp"``, ``"gk16"``, ``"dp"``, ...
     sigma_max : float
-        Noise scale per unit Lipschitz constant (max_i sigma_i of Algorithm 2).
+        Noise scale per unit Lipschitz constant (:math:`\max_i \sigma_i` of Algorithm 2).
     worst : QuiltChoice or None
         The active quilt of the worst node (None for baselines without quilts).
     per_node : tuple of QuiltChoice
@@ -141,7 +141,7 @@ class CalibrationResult:
     n_nodes : int
         Number of nodes (records) in the database.
     groupdp_sigma : float
-        The group-DP baseline per unit L: size of the largest connected component / epsilon.
+        The group-DP baseline per unit :math:`L`: size of the largest connected component :math:`/ \epsilon`.
     fingerprint : str
         Fingerprint of the prior class the calibration used.
     theorem : str
@@ -151,9 +151,9 @@ class CalibrationResult:
     notes : tuple of str
         Anything the user should know (renormalised tables, skipped events, ...).
     details : Mapping
-        Method-specific figures (chain bound l, pi_min, eigengap, ...).
+        Method-specific figures (chain bound :math:`l`, :math:`\pi_{\min}`, eigengap, ...).
     sigma_lower_bound : float
-        A certified lower bound on the best sigma_max any choice of Markov
+        A certified lower bound on the best :math:`\sigma_{\max}` any choice of Markov
         quilts could give (max over protected nodes, and over the priors of a
         finite class, of each one's bound; :mod:`puffgm.networks.quilt_bounds`), ``nan``
         when the calibration road does not compute one.
@@ -203,7 +203,7 @@ class CalibrationResult:
 
     @property
     def scale(self) -> float:
-        """Laplace scale L * sigma_max for an L-Lipschitz query."""
+        r"""Laplace scale :math:`L \sigma_{\max}` for an :math:`L`-Lipschitz query."""
         return self.lipschitz * self.sigma_max
 
     @property
@@ -213,17 +213,20 @@ class CalibrationResult:
 
     @property
     def gain(self) -> float:
-        """sigma_groupdp / sigma_max: how much less noise than group DP (>= 1 is a gain)."""
+        r""":math:`\sigma_{\mathrm{groupdp}} / \sigma_{\max}`: the noise saved over group DP (a gain if :math:`\ge 1`).
+
+        0 when :math:`\sigma_{\max}` is infinite or zero.
+        """
         if not math.isfinite(self.sigma_max) or self.sigma_max <= 0:
             return 0.0
         return self.groupdp_sigma / self.sigma_max
 
     @property
     def optimality_gap(self) -> float:
-        """sigma_max / sigma_lower_bound - 1: 0 means sigma_max is optimal over all Markov quilts.
+        r""":math:`\sigma_{\max} / \sigma_{\mathrm{lower}} - 1`: 0 means the noise is optimal over all Markov quilts.
 
-        ``nan`` when no lower bound was computed.  A gap g means no choice of
-        quilts can lower the noise by more than a factor 1 + g.
+        ``nan`` when no lower bound was computed.  A gap :math:`g` means no choice of
+        quilts can lower the noise by more than a factor :math:`1 + g`.
         """
         lb = self.sigma_lower_bound
         if not (math.isfinite(lb) and lb > 0 and math.isfinite(self.sigma_max)):
@@ -231,11 +234,11 @@ class CalibrationResult:
         return max(0.0, self.sigma_max / lb - 1.0)
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
-        """The Laplace scale L * sigma_max and its (1 - alpha) half-width, on each coordinate of the query.
+        r"""The Laplace scale :math:`L \sigma_{\max}` and its :math:`(1 - \alpha)` half-width, on each coordinate.
 
-        One :class:`~puffgm.core.accuracy.Accuracy` row (``statistic`` ``"each coordinate"``): the
-        release adds Lap(L * sigma_max) to every coordinate; an infinite scale (a baseline that
-        does not apply) has an infinite half-width.
+        One :class:`~puffgm.core.accuracy.Accuracy` row (``statistic`` ``"each coordinate"``) for each coordinate
+        of the query: the release adds :math:`\mathrm{Lap}(L \sigma_{\max})` to every coordinate; an infinite scale
+        (a baseline that does not apply) has an infinite half-width.
         """
         from puffgm.core.accuracy import laplace_rows
 

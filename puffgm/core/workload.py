@@ -1,9 +1,9 @@
-"""Workloads: several sum queries released together, as one vector-valued query.
+r"""Workloads: several sum queries released together, as one vector-valued query.
 
-A workload is an ordered list of sum queries F_1, ..., F_k (:mod:`puffgm.core.query`),
+A workload is an ordered list of sum queries :math:`F_1, \dots, F_k` (:mod:`puffgm.core.query`),
 each with a name.  Released together with independent Laplace noise on each
-coordinate, the table (F_1 + Z_1, ..., F_k + Z_k) is calibrated from the exact
-*joint* law of (F_1, ..., F_k) given each secret (:mod:`puffgm.mechanisms.workload`).
+coordinate, the table :math:`(F_1 + Z_1, \dots, F_k + Z_k)` is calibrated from the exact
+*joint* law of :math:`(F_1, \dots, F_k)` given each secret (:mod:`puffgm.mechanisms.workload`).
 
 Forms (JSON or Python)::
 
@@ -16,17 +16,19 @@ A histogram is one count query per state (``{"count": s, "nodes": [...]}``), nam
 by the state; its nodes must share one state space (a chain's positions, the people
 of a contact network).
 
-The joint law is computed by the exact inference of a single sum query with a grid of k
+The joint law is computed by the exact inference of a single sum query with a grid of :math:`k`
 partial-sum axes instead of one (:meth:`puffgm.core.prior.PriorKind.workload_laws`): each node's
-state x moves the grid by its row of grid scores (s_1(x), ..., s_k(x)) (:meth:`BoundWorkload.node_score_rows`),
-and the grid of a joint law has prod_j (n_j + 1) cells (:meth:`BoundWorkload.check_cells` bounds it).
+state :math:`x` moves the grid by its row of grid scores :math:`(s_1(x), \dots, s_k(x))`
+(:meth:`BoundWorkload.node_score_rows`), and the grid of a joint law has :math:`\prod_j (n_j + 1)` cells
+(:meth:`BoundWorkload.check_cells` bounds it).
 
-The same joint law is also the law of one integer whose digits are the k sums: with each query's
-grid sum G_j in 0..n_j (:class:`~puffgm.core.query.BoundQuery`) and radices R_1 = 1,
-R_{j+1} = R_j (n_j + 1), the *encoded* score of a node's state x is e(x) = sum_j s_j(x) R_j, and the
-encoded sum E = sum_j G_j R_j determines every G_j (no digit carries, since G_j <= n_j).  So the
-one-axis inference of a single sum query computes the joint law of (G_1, ..., G_k) as the law of E
-on 0..prod_j (n_j + 1) - 1 (:meth:`BoundWorkload.encoded`, :meth:`BoundWorkload.decode`): the same
+The same joint law is also the law of one integer whose digits are the :math:`k` sums: with each query's
+grid sum :math:`G_j \in \{0, \dots, n_j\}` (:class:`~puffgm.core.query.BoundQuery`) and radices :math:`R_1 = 1`,
+:math:`R_{j+1} = R_j (n_j + 1)`, the *encoded* score of a node's state :math:`x` is
+:math:`e(x) = \sum_j s_j(x) R_j`, and the encoded sum :math:`E = \sum_j G_j R_j` determines every :math:`G_j` (no
+digit carries, since :math:`G_j \le n_j`).  So the one-axis inference of a single sum query computes the joint law
+of :math:`(G_1, \dots, G_k)` as the law of :math:`E` on :math:`0, \dots, \prod_j (n_j + 1) - 1`
+(:meth:`BoundWorkload.encoded`, :meth:`BoundWorkload.decode`): the same
 sums, with the exact zeros between the digits convolved as well, so the grid is the road taken
 and the encoded sum a second road the tests compare it with.
 """

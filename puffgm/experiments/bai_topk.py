@@ -142,7 +142,7 @@ def load_weather():
         for q in range(4):
             test.append((f"{y}Q{q + 1}", [months[(y, 3 * q + j + 1)] for j in range(3)]))
     return train, test, cats, ("vega_datasets seattle-weather: daily weather label, 5 categories; individuals = "
-                               "calendar months cut to 28 days (independent chains, T = 28); prior fitted on the "
+                               "calendar months cut to 28 days (independent chains, $T = 28$); prior fitted on the "
                                "24 months of 2012-2013; one group per quarter of 2014-2015 (8 groups of 3 "
                                "individuals, 84 entries)"), T
 
@@ -167,7 +167,7 @@ def load_wind(n_states: int = 11):
     cats = [f"{edges[i]:.1f}-{edges[i + 1]:.1f} m/s" for i in range(n_states)]
     return train, test, cats, (f"vega_datasets seattle-weather: daily mean wind speed in {n_states} equal-width "
                                "levels (edges from the training years; 11 like Capture24's activities); "
-                               "individuals = calendar months cut to 28 days (independent chains, T = 28); prior "
+                               "individuals = calendar months cut to 28 days (independent chains, $T = 28$); prior "
                                "fitted on 2012-2013; one group per quarter of 2014-2015 (8 groups of 3 individuals, "
                                "84 entries)"), T
 
@@ -196,7 +196,7 @@ def load_temps(n_states: int = 11):
     cats = [f"{edges[i]:.0f}-{edges[i + 1]:.0f}F" for i in range(n_states)]
     return train, test, cats, (f"vega_datasets seattle-temps: hourly temperature 2010 in {n_states} equal-width "
                                "levels (edges from the training months); individuals = days (independent chains, "
-                               "T = 24); prior fitted on the days of January-September; one group per week of "
+                               "$T = 24$); prior fitted on the days of January-September; one group per week of "
                                f"October-December ({len(test)} groups of 7 individuals, 168 entries)"), T
 
 
@@ -317,22 +317,25 @@ def _section(res, paper_eps_index) -> tuple:
     if res["m"] == k:
         ties += f" Top-{k} of {k} categories is a full ranking: HR@{k} is 100% by construction."
     lines = [f"### {name}, top-{k}", "",
-             res["description"] + f"; {res['trials']} trials per group and epsilon." + ties, ""]
+             res["description"] + f"; {res['trials']} trials per group and $\\epsilon$." + ties, ""]
     # curve points
     pts, T, curve = res["points"], res["T"], res["curve"]
     if all(pts[e][0][1] >= T for e in pts):
-        note = (" Every epsilon uses the trivial point (0, T): the chain is so persistent that no smaller b has "
-                "a(b) < epsilon, so Ours-Exp *is* GroupDP-Exp here and MQM's calibration is group DP's too.")
+        note = (" Every $\\epsilon$ uses the trivial point $(0, T)$: the chain is so persistent that no smaller "
+                "$b$ has "
+                "$a(b) < \\epsilon$, so Ours-Exp *is* GroupDP-Exp here and MQM's calibration is group DP's too.")
     else:
         note = ""
-    lines.append(f"Fitted chain's curve: a(1) = {curve.a_at(1):.3g}, a(2) = {curve.a_at(2):.3g}, "
-                 f"a({min(T, 5)}) = {curve.a_at(min(T, 5)):.3g}, a({T}) = 0 (T = {T}). Curve point used by Ours-Exp "
+    lines.append(f"Fitted chain's curve: $a(1) = {curve.a_at(1):.3g}$, $a(2) = {curve.a_at(2):.3g}$, "
+                 f"$a({min(T, 5)}) = {curve.a_at(min(T, 5)):.3g}$, $a({T}) = 0$ ($T = {T}$). Curve point used by "
+                 "Ours-Exp "
                  "and MQM's scale per count: " + "; ".join(
-                     f"eps {e:g}: (a, b) = ({pts[e][0][0]:.3g}, {pts[e][0][1]}), eps_DP = {pts[e][1]:.3g}, "
+                     f"$\\epsilon = {e:g}$: $(a, b) = ({pts[e][0][0]:.3g}, {pts[e][0][1]})$, "
+                     f"$\\epsilon_{{\\mathrm{{DP}}}} = {pts[e][1]:.3g}$, "
                      f"MQM scale {pts[e][2]:.3g}" for e in pts) + "." + note)
     lines.append("")
     # Acc table
-    head = "| eps | " + " | ".join(f"{mm} Acc@{j + 1}" for mm in MECHANISMS for j in range(k)) + " |"
+    head = "| $\\epsilon$ | " + " | ".join(f"{mm} Acc@{j + 1}" for mm in MECHANISMS for j in range(k)) + " |"
     lines += [f"Acc@k in %, ours (paper {PAPER_TABLES[key]})." if key else "Acc@k in %.", "", head,
               "|" + " --- |" * (1 + len(MECHANISMS) * k)]
     disagreements = []
@@ -350,7 +353,7 @@ def _section(res, paper_eps_index) -> tuple:
               + ", ".join(_fmt_pct(100 * a) for a in maj["acc"]) + f", HR {100 * maj['hr']:.1f}%, "
               f"NDCG {maj['ndcg']:.3f}, L1 {maj['l1']:.1f}.", ""]
     # rank table
-    head = "| eps | " + " | ".join(f"{mm} {x}" for mm in MECHANISMS for x in ("HR", "NDCG", "L1")) + " |"
+    head = "| $\\epsilon$ | " + " | ".join(f"{mm} {x}" for mm in MECHANISMS for x in ("HR", "NDCG", "L1")) + " |"
     lines += [f"HR@{k} (%), NDCG@{k} and L1 count error, ours (paper).", "", head,
               "|" + " --- |" * (1 + 3 * len(MECHANISMS))]
     for e in [x for x in res["results"] if x != "majority"]:
@@ -376,10 +379,11 @@ def _section(res, paper_eps_index) -> tuple:
                                             if abs(vals[best] - vals["Ours-Exp"]) <= 2 * se else
                                             " -- a real difference on this data"))
                 if same:
-                    disagreements.append(("same", f"{name} top-{k}", f"eps {e:g} {metric.upper()}"))
+                    disagreements.append(("same", f"{name} top-{k}", f"$\\epsilon = {e:g}$ {metric.upper()}"))
                 else:
                     disagreements.append(("cell", f"{name} top-{k}",
-                                          f"{name} top-{k}, eps {e:g}: {best} beats Ours-Exp on {metric.upper()} "
+                                          f"{name} top-{k}, $\\epsilon = {e:g}$: {best} beats Ours-Exp on "
+                                          f"{metric.upper()} "
                                           f"({vals[best]:.3g} vs {vals['Ours-Exp']:.3g}, s.e. of the difference "
                                           f"{se:.2g}){why}; the paper has Ours-Exp best everywhere."))
     lines.append("")
@@ -453,20 +457,22 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
              "Bai, He, Gu, Kifer and Maeng, section 7 and appendix D.  The paper's data (Foursquare check-ins, "
              "Capture24 activities) are not shipped by any installable package, so the same query is asked of the "
              "real categorical sequences that are: the top-K categories within each group of a held-out test "
-             "period, with the prior (a first-order chain, appendix D.2 smoothing tau = 1e-5, stationary start) "
+             "period, with the prior (a first-order chain, appendix D.2 smoothing $\\tau = 10^{-5}$, stationary start) "
              "fitted on a training period (section 7.1.4).  As in the paper, a group's database is the set of its "
              "individuals' sequences, independent chains under the prior (the paper's users and participants; "
              "here months or days, an assumption of the prior), so a secret about one entry correlates only within "
-             "its own chain and the chain's a(b) curve and MQM calibration hold for the whole group.  "
+             "its own chain and the chain's $a(b)$ curve and MQM calibration hold for the whole group.  "
              "The paper's values are in parentheses for orientation "
              "only: different data, different numbers of categories and groups, so only the *ordering* of the "
              "mechanisms is comparable.",
              "",
-             "Mechanisms: Ours-Exp = `PufferfishTopK` (K exponential draws at epsilon_DP / K, epsilon_DP from the "
-             "a(b) curve of the fitted chain, Theorem 6, best point); MQM = `MQMExact` Laplace noise on each of the "
-             "m counts at epsilon / m (1-Lipschitz), sorted; GroupDP-Exp = the same top-K at epsilon / T; "
-             "GroupDP-Lap = Laplace counts at scale m T / epsilon, sorted.  The group of group DP is one test "
-             "individual's sequence (T entries: individuals are independent chains); the paper's Group DP treats *all* "
+             "Mechanisms: Ours-Exp = `PufferfishTopK` ($K$ exponential draws at $\\epsilon_{\\mathrm{DP}} / K$, "
+             "$\\epsilon_{\\mathrm{DP}}$ from the "
+             "$a(b)$ curve of the fitted chain, Theorem 6, best point); MQM = `MQMExact` Laplace noise on each of the "
+             "$m$ counts at $\\epsilon / m$ (1-Lipschitz), sorted; GroupDP-Exp = the same top-K at $\\epsilon / T$; "
+             "GroupDP-Lap = Laplace counts at scale $m T / \\epsilon$, sorted.  The group of group DP is one test "
+             "individual's sequence ($T$ entries: individuals are independent chains); the paper's Group DP treats "
+             "*all* "
              "data points as one group, which explains part of its much lower GroupDP numbers.  "
              "Metrics as in section 7.1.5, ties in the true counts in the "
              "prediction's favour; trial noise from seeded numpy generators (a simulation: such releases are "
@@ -485,9 +491,10 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         if d[0] == "same":
             same.setdefault(d[1], []).append(d[2])
     n_dis = len(cells) + sum(len(v) for v in same.values())
-    lines.append("* The paper's headline claim (Ours-Exp is best on every metric at every epsilon) is checked row by "
+    lines.append("* The paper's headline claim (Ours-Exp is best on every metric at every $\\epsilon$) is checked "
+                 "row by "
                  "row on HR, NDCG and L1 above; " + (f"another mechanism comes out ahead in {n_dis} (data set, K, "
-                                                     "epsilon, metric) cells:" if n_dis else
+                                                     "$\\epsilon$, metric) cells:" if n_dis else
                                                      "it holds in every row of our runs."))
     for where, items in same.items():
         lines.append(f"  * {where}: GroupDP-Exp ahead of Ours-Exp in {len(items)} cells ({', '.join(items)}). "
@@ -499,14 +506,15 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         winners = sorted({d[2].split(": ", 1)[1].split(" beats")[0] for d in real})
         lines.append(f"* The {len(real)} real differences (beyond 2 standard errors) have {' and '.join(winners)} "
                      "ahead of Ours-Exp, mostly on NDCG and L1, i.e. on recovering the *whole* order and its counts. "
-                     "A plausible reading: with few categories the Laplace counts split epsilon over m = 5 or 11 "
-                     "counts cheaply, while Ours-Exp spends epsilon_DP / K per draw and epsilon_DP pays the curve's "
-                     "a(b) and b; on the paper's 78 labels and large groups the exponential mechanism wins, on our "
+                     "A plausible reading: with few categories the Laplace counts split $\\epsilon$ over $m = 5$ or 11 "
+                     "counts cheaply, while Ours-Exp spends $\\epsilon_{\\mathrm{DP}} / K$ per draw and "
+                     "$\\epsilon_{\\mathrm{DP}}$ pays the curve's "
+                     "$a(b)$ and $b$; on the paper's 78 labels and large groups the exponential mechanism wins, on our "
                      "small groups it does not always.")
     lines.append("* Absolute values differ from the paper's everywhere: our groups hold 84 or 168 entries from 5 or 11 "
                  "categories (the paper's countries hold thousands of check-ins over 78 labels), so counts, L1 "
                  "errors and the accuracy of uninformed guessing are on other scales.  Our GroupDP columns are much "
-                 "closer to Ours-Exp than the paper's because our group is one individual's sequence (T = 24 or 28 "
+                 "closer to Ours-Exp than the paper's because our group is one individual's sequence ($T = 24$ or 28 "
                  "entries; individuals are independent chains, so that is the group privacy needs), not every "
                  "data point.")
     for res in all_res:
@@ -527,7 +535,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             verdict = "Ours-Exp ahead, as in the paper"
         else:
             verdict = "Ours-Exp not ahead, unlike the paper"
-        lines.append(f"* Headline, {res['name']} top-{res['k']} at eps {eps_hi:g}: Ours-Exp Acc@1 "
+        lines.append(f"* Headline, {res['name']} top-{res['k']} at $\\epsilon = {eps_hi:g}$: Ours-Exp Acc@1 "
                      f"{r['Ours-Exp']['acc'][0]:.1f}%, NDCG {r['Ours-Exp']['ndcg']:.3f}; best other {best} "
                      f"{others[best]:.1f}%, NDCG {r[best]['ndcg']:.3f}{paper}: {verdict}.")
     lines.append(f"* Run time of this section: {elapsed:.1f} s ({'quick mode' if quick else 'full'}).")

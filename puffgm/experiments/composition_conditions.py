@@ -178,23 +178,25 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     elapsed = time.perf_counter() - t0
     _plot(soft, out_dir / "composition_conditions.png")
 
-    paper_runs = {"Bai et al. Example 4.1": "reveals D in <= 1 + 1/(1 - max P(D|s)) runs on average (Thm 1)",
-                  "Bai et al. Example 4.2 (n=3)": "reveals D in 3 runs on average (Thm 2)",
-                  "Bai et al. Example 4.2 (n=4)": "reveals D in 3 runs on average (Thm 2)",
+    paper_runs = {"Bai et al. Example 4.1": "reveals $D$ in $\\le 1 + 1/(1 - \\max P(D \\mid s))$ runs on average "
+                                            "(Thm 1)",
+                  "Bai et al. Example 4.2 (n=3)": "reveals $D$ in 3 runs on average (Thm 2)",
+                  "Bai et al. Example 4.2 (n=4)": "reveals $D$ in 3 runs on average (Thm 2)",
                   "Bai et al. Example 4.3": "reveals the secret in 3 runs on average (Thm 3)"}
     L = [f"## {TITLE}", "",
-         "Theorem 4: if finite-range mechanisms are epsilon-Pufferfish and compose linearly, then for every ordered "
-         "secret pair (s1, s2) and every dataset D* of s1 some convex combination beta of s2-datasets satisfies "
-         "log P(M(D*) = w) <= epsilon + sum_l beta_l log P(M(D_l) = w) for every output w (Eq. 1).  "
-         "`puffgm.framework.composition_conditions.check_composition_conditions` solves one linear program per "
-         "(prior, ordered pair, D*) with scipy's `linprog` (HiGHS) and reports the *NfC value*, the smallest epsilon "
-         "at which Eq. 1 holds everywhere, the DP-style value (beta on one dataset, Theorem 5), and the violating "
-         "pair with its beta and the dual output frequencies alpha of the attack.  Only datasets with positive prior "
-         "probability enter (the proof's limits are weighted by P(D | s, theta)); see "
+         "Theorem 4: if finite-range mechanisms are $\\epsilon$-Pufferfish and compose linearly, then for every "
+         "ordered secret pair $(s_1, s_2)$ and every dataset $D^*$ of $s_1$ some convex combination $\\beta$ of "
+         "$s_2$-datasets satisfies $\\log P(M(D^*) = w) \\le \\epsilon + \\sum_l \\beta_l \\log P(M(D_l) = w)$ for "
+         "every output $w$ (Eq. 1).  `puffgm.framework.composition_conditions.check_composition_conditions` solves "
+         "one linear program per (prior, ordered pair, $D^*$) with scipy's `linprog` (HiGHS) and reports the *NfC "
+         "value*, the smallest $\\epsilon$ at which Eq. 1 holds everywhere, the DP-style value ($\\beta$ on one "
+         "dataset, Theorem 5), and the violating pair with its $\\beta$ and the dual output frequencies $\\alpha$ of "
+         "the attack.  Only datasets with positive prior probability enter (the proof's limits are weighted by "
+         "$P(D \\mid s, \\theta)$); see "
          "[docs/framework/composition_conditions.md](framework/composition_conditions.md).  The paper has no "
          "numerical table for section 5; the paper's column gives its qualitative claim.", "",
          "### Section 4 collapse mechanisms (must fail)", "",
-         "| mechanism | single-run epsilon (exact audit) | NfC value | DP-style value | verdict | "
+         "| mechanism | single-run $\\epsilon$ (exact audit) | NfC value | DP-style value | verdict | "
          "violating pair (first) | paper |",
          "| --- | --- | --- | --- | --- | --- | --- |"]
     dis = []
@@ -205,39 +207,38 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
                  f"{paper_runs.get(case.name, '')} |")
         if r.holds:
             dis.append(f"{case.name} passes the check although the paper shows it collapses.")
-    L += ["", "Every collapse mechanism has NfC value inf: for some D*, no dataset of the other secret can produce "
-          "all of D*'s outputs, so two runs with different outputs can be explained by one secret only.", "",
+    L += ["", "Every collapse mechanism has NfC value inf: for some $D^*$, no dataset of the other secret can produce "
+          "all of $D^*$'s outputs, so two runs with different outputs can be explained by one secret only.", "",
           f"### Softened collapse mechanisms (finite, still failing; {r_runs} runs)", "",
-          "M_lambda = (1 - lambda) M* + lambda x uniform.  'loss of r runs' is the exact Pufferfish loss of one "
-          "output multiset of r independent runs whose proportions follow the LP's dual alpha (mixed with 0.1% of "
-          "every output); linear composition would bound it by r x epsilon.", "",
-          "| mechanism | lambda | single-run epsilon | NfC value | DP-style value | 2-run loss (exact) vs 2 epsilon | "
-          "r | loss of r runs / r | composes linearly? | conditions |",
+          "$M_\\lambda = (1 - \\lambda) M^* + \\lambda \\cdot \\mathrm{uniform}$.  'loss of $r$ runs' is the exact "
+          "Pufferfish loss of one output multiset of $r$ independent runs whose proportions follow the LP's dual "
+          "$\\alpha$ (mixed with 0.1% of every output); linear composition would bound it by $r \\epsilon$.", "",
+          "| mechanism | $\\lambda$ | single-run $\\epsilon$ | NfC value | DP-style value | 2-run loss (exact) vs "
+          "$2 \\epsilon$ | $r$ | loss of $r$ runs / $r$ | composes linearly? | conditions |",
           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, lam, r, two, rr, loss_r in soft:
-        fails = loss_r > rr * r.epsilon
+        composes = "no (loss $> r \\epsilon$)" if loss_r > rr * r.epsilon else "not refuted at this r"
         L.append(f"| {name} | {lam:g} | {_num(r.epsilon)} | {_num(r.nfc_value)} | {_num(r.dp_value)} | "
-                 f"{_num(two)} vs {_num(2 * r.epsilon)} | {rr} | {_num(loss_r / rr)} | "
-                 f"{'no (loss > r epsilon)' if fails else 'not refuted at this r'} | "
+                 f"{_num(two)} vs {_num(2 * r.epsilon)} | {rr} | {_num(loss_r / rr)} | {composes} | "
                  f"{'holds' if r.holds else 'FAILS'} |")
     failing = [x for x in soft if not x[2].holds]
     passing = [x for x in soft if x[2].holds]
-    summary = (f"The NfC value exceeds the single-run epsilon in {len(failing)} of {len(soft)} rows: those mechanisms "
-               "cannot compose linearly (Theorem 4), and the exact per-run loss of the attack's output sequences "
-               "approaches the NfC value, confirming the LP independently.")
+    summary = (f"The NfC value exceeds the single-run $\\epsilon$ in {len(failing)} of {len(soft)} rows: those "
+               "mechanisms cannot compose linearly (Theorem 4), and the exact per-run loss of the attack's output "
+               "sequences approaches the NfC value, confirming the LP independently.")
     if passing:
-        summary += (" In " + "; ".join(f"{x[0]} at lambda {x[1]:g} (NfC value {_num(x[2].nfc_value)} <= epsilon "
-                                       f"{_num(x[2].epsilon)})" for x in passing)
+        summary += (" In " + "; ".join(f"{x[0]} at $\\lambda = {x[1]:g}$ (NfC value {_num(x[2].nfc_value)} $\\le$ "
+                                       f"$\\epsilon = {_num(x[2].epsilon)}$)" for x in passing)
                     + " the mixing has removed the violation: the necessary condition holds there (which does not "
-                    "prove composition), and the r-run attack is not refuted either.")
+                    "prove composition), and the $r$-run attack is not refuted either.")
     summary += (" Where the DP-style value is larger than the NfC value, the best convex combination mixes several "
                 "datasets (Theorem 5: such constraints are not post-processing invariant).")
     L += ["", "![NfC value vs single-run epsilon](results/composition_conditions.png)", "", summary, "",
           "### DP-based Pufferfish mechanisms (must pass)", "",
           "Exponential mechanism (utility = count of each state, sensitivity 1) and noisy top-2 translated along "
-          "the chain's a(b) curve (Theorem 6), checked at epsilon_puffer.", "",
-          "| prior | mechanism | epsilon_puffer | epsilon_DP | single-run loss (exact) | NfC value | DP-style value | "
-          "verdict |",
+          "the chain's $a(b)$ curve (Theorem 6), checked at $\\epsilon_{\\mathrm{puffer}}$.", "",
+          "| prior | mechanism | $\\epsilon_{\\mathrm{puffer}}$ | $\\epsilon_{\\mathrm{DP}}$ | single-run "
+          "loss (exact) | NfC value | DP-style value | verdict |",
           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for label, mname, eps, eps_dp, single, r in dp:
         L.append(f"| {label} | {mname} | {eps:g} | {eps_dp:.4g} | {single:.4g} | {_num(r.nfc_value)} | "
@@ -249,7 +250,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
                        f"epsilon_DP {eps_dp:.4g}.")
     ok = all(r.holds and r.dp_holds and r.dp_value <= eps_dp + 1e-9 for _l, _m, _e, eps_dp, _s, r in dp)
     L += ["", ("Every DP-based mechanism passes with the DP-style constraints alone, and its DP-style value is at "
-               "most epsilon_DP (a one-entry neighbour is a DP-style partner) -- far below epsilon_puffer."
+               "most $\\epsilon_{\\mathrm{DP}}$ (a one-entry neighbour is a DP-style partner) -- far below "
+               "$\\epsilon_{\\mathrm{puffer}}$."
                if ok else "Some DP-based mechanism does not pass: see the disagreements below."), ""]
     L.append("Disagreements with the paper: " + (" ".join(dis) if dis else "none: every collapse mechanism of "
                                                      "section 4 fails and every DP-based mechanism passes, as "

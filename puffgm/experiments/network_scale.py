@@ -100,8 +100,9 @@ def _row(r: dict) -> str:
 
 def markdown(rows: list) -> str:
     """The scale table (Markdown) of rows ``{"name", size fields..., "cli": calibrate_cli(...)}``."""
-    head = ("| network | nodes | edges | largest clique (vars / states) | time | outcome | sigma_max | lower bound "
-            "| gap | group DP | gain |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    head = ("| network | nodes | edges | largest clique (vars / states) | time | outcome | $\\sigma_{\\max}$ | "
+            "lower bound | gap | group DP | gain |\n"
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     return "\n".join([head] + [_row(r) for r in rows])
 
 

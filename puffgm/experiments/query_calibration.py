@@ -65,8 +65,8 @@ def _fmt(x, digits: int = 4) -> str:
 
 
 def _tables(rows: list) -> list:
-    L = ["| network | scored nodes | group DP | MQM (sigma_max x L) | Wasserstein W/eps | optimal Laplace | "
-         "optimal noise | best gain over group DP | best gain over MQM |",
+    L = ["| network | scored nodes | group DP | MQM ($\\sigma_{\\max} L$) | Wasserstein $W / \\epsilon$ | "
+         "optimal Laplace | optimal noise | best gain over group DP | best gain over MQM |",
          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
         c = r["cal"]
@@ -78,7 +78,7 @@ def _tables(rows: list) -> list:
                  f"x{c.group_dp_scale / best:.3g} | {'n/a' if mqm is None else f'x{mqm / best:.3g}'} |")
     L += ["", "Exact audits (the loss of each released noise, computed from the conditional laws) and times "
           "(seconds, wall clock):", "",
-          "| network | loss at W/eps | loss at optimal Laplace | loss of optimal noise | laws | W | "
+          "| network | loss at $W / \\epsilon$ | loss at optimal Laplace | loss of optimal noise | laws | $W$ | "
           "optimal Laplace | optimal noise | whole call (with MQM) |",
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in rows:
@@ -150,13 +150,13 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         plot_noise_law(plotted["cal"].optimal_noise, f"child, count of first states, epsilon {epsilon:g}",
                        pathlib.Path(out_dir) / "optimal_noise.png")
     L = [f"## {TITLE}", "",
-         "The count of each node's first state (`{\"count\": 0}`), every node protected, epsilon 1, one prior per "
-         "network.  Each column is the expected absolute error of the released noise (for Laplace noise, its scale): "
-         "group DP (the count's range over the connected component), the Markov Quilt Mechanism (sigma_max times "
-         "the Lipschitz constant 1), the Wasserstein mechanism (Song, Wang and Chaudhuri, Algorithm 1: W / epsilon), "
-         "the least Laplace scale whose exact loss is at most epsilon, and the least-error noise law of the linear "
-         "program of docs/optimal_noise.md.  Command: `puffgm calibrate example:NAME --epsilon 1 --query "
-         "'{\"count\": 0}' --method optimal-noise` (docs/queries.md).", ""]
+         "The count of each node's first state (`{\"count\": 0}`), every node protected, $\\epsilon = 1$, one prior "
+         "per network.  Each column is the expected absolute error of the released noise (for Laplace noise, its "
+         "scale): group DP (the count's range over the connected component), the Markov Quilt Mechanism "
+         "($\\sigma_{\\max}$ times the Lipschitz constant 1), the Wasserstein mechanism (Song, Wang and Chaudhuri, "
+         "Algorithm 1: $W / \\epsilon$), the least Laplace scale whose exact loss is at most $\\epsilon$, and the "
+         "least-error noise law of the linear program of docs/optimal_noise.md.  Command: `puffgm calibrate "
+         "example:NAME --epsilon 1 --query '{\"count\": 0}' --method optimal-noise` (docs/queries.md).", ""]
     L += _tables(rows)
     if not quick:
         L += ["", "The largest bundled network these methods handle is pathfinder (109 nodes; the largest clique of "

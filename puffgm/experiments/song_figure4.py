@@ -171,28 +171,32 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         f"## {TITLE}",
         "",
         "Song, Wang and Chaudhuri, section 5.2 and Figure 4 (upper row).  Binary chains of length "
-        f"T = {T}; the class Theta holds every transition matrix with p0 = P(0 -> 0) and p1 = P(1 -> 1) in "
-        "[alpha, 1 - alpha] *and every initial distribution* (section 5.2: \"all initial distribution q in the "
-        "2-dimensional probability simplex\"); the query is the frequency of state 1 (1/T-Lipschitz).  Each point "
-        f"averages |F(X) - release| over {trials} trials that draw p0, p1 uniformly from [alpha, 1 - alpha], q0 "
+        f"$T = {T}$; the class $\\Theta$ holds every transition matrix with $p_0 = P(0 \\to 0)$ and "
+        "$p_1 = P(1 \\to 1)$ in "
+        "$[\\alpha, 1 - \\alpha]$ *and every initial distribution* (section 5.2: \"all initial distribution q in the "
+        "2-dimensional probability simplex\"); the query is the frequency of state 1 ($1/T$-Lipschitz).  Each point "
+        f"averages $\\lvert F(X) - \\text{{release}} \\rvert$ over {trials} trials that draw $p_0, p_1$ uniformly "
+        "from $[\\alpha, 1 - \\alpha]$, $q_0$ "
         "uniformly, and a chain, as in the paper.  Noise in the trials comes from a seeded numpy generator "
         "(a simulation of the error; puffgm's releases use OpenDP's secure sampler).",
         "",
         "Every noise scale is a **certified supremum over the infinite class** (`puffgm.chains.ChainParameterBox`, "
-        "docs/chains.md): MQMApprox uses the closed-form inf of pi_min and of the eigengap; GK16 a certified upper "
-        "bound of gamma (interval arithmetic) and applies only if the certified spectral norm is < 1; MQMExact a "
+        "docs/chains.md): MQMApprox uses the closed-form inf of $\\pi_{\\min}$ and of the eigengap; GK16 a "
+        "certified upper bound of $\\gamma$ (interval arithmetic) and applies only if the certified spectral norm "
+        "is $< 1$; MQMExact a "
         "branch and bound whose upper bounds enclose equation (5) over whole cells of the parameter box by interval "
-        f"arithmetic (relative tolerance {rtol:g}; the lower bound is the exact sigma at the worst sampled chain).",
+        f"arithmetic (relative tolerance {rtol:g}; the lower bound is the exact $\\sigma$ at the worst sampled "
+        "chain).",
         "",
         "![Figure 4 (top) reproduced](results/song_figure4.png)",
         "",
-        f"GK16 applies for alpha >= **{a_star:.4f}** (certified, bisection to 1e-4; the dashed line), for every "
-        "epsilon, as the paper notes (its position does not depend on epsilon).",
+        f"GK16 applies for $\\alpha \\ge$ **{a_star:.4f}** (certified, bisection to $10^{{-4}}$; the dashed line), "
+        "for every $\\epsilon$, as the paper notes (its position does not depend on $\\epsilon$).",
         "",
-        "Mean L1 error (its expectation is sigma_max / T) and the certified MQMExact bracket:",
+        "Mean L1 error (its expectation is $\\sigma_{\\max} / T$) and the certified MQMExact bracket:",
         "",
-        "| alpha | epsilon | GroupDP | GK16 | MQMApprox | MQMExact | MQMExact sigma (certified) | lower bound | "
-        "worst (p0, p1) |",
+        "| $\\alpha$ | $\\epsilon$ | GroupDP | GK16 | MQMApprox | MQMExact | MQMExact $\\sigma$ (certified) | "
+        "lower bound | worst $(p_0, p_1)$ |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for alpha, eps, res, det, _t in rows:
@@ -205,15 +209,15 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         )
     partial = [f"alpha={r[0]:.3g}, epsilon={r[1]:g} (gap {r[3]['certified_gap']:.3g})"
                for r in rows if not r[3]["complete"]]
-    lines += ["", "The certified MQMExact sigma is within " + f"{rtol:g}" + " of the lower bound at every point"
+    lines += ["", "The certified MQMExact $\\sigma$ is within " + f"{rtol:g}" + " of the lower bound at every point"
               + ("" if not partial else " except where the evaluation budget ran out, where it is still a certified "
                  "upper bound: " + "; ".join(partial)) + "."]
     lines += ["", "Paper (text of section 5.2, the figure's numbers are not tabulated) beside ours:", "",
               "| claim | paper | ours |", "| --- | --- | --- |"]
     for eps in epsilons:
         ours = np.mean([r[2]["GroupDP"][1] for r in rows if r[1] == eps])
-        lines.append(f"| GroupDP error, epsilon = {eps:g} | around {PAPER_GROUPDP[eps]:g} | "
-                     f"{ours:.3g} (mean over alpha) |")
+        lines.append(f"| GroupDP error, $\\epsilon = {eps:g}$ | around {PAPER_GROUPDP[eps]:g} | "
+                     f"{ours:.3g} (mean over $\\alpha$) |")
     exact_better = all(r[2]["MQMExact"][0] <= r[2]["MQMApprox"][0] for r in rows)
     decreasing = all(
         all(np.diff([r[2][m][0] for r in rows if r[1] == eps]) <= 1e-9)
@@ -221,9 +225,9 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
     )
     lines.append("| MQMExact more accurate than MQMApprox | yes | "
                  f"{'yes, at every point' if exact_better else 'NO at some point'} |")
-    lines.append("| errors decrease as alpha grows (Theta narrows) | yes | "
+    lines.append("| errors decrease as $\\alpha$ grows ($\\Theta$ narrows) | yes | "
                  f"{'yes' if decreasing else 'not everywhere'} |")
-    lines.append("| GK16 line independent of epsilon | yes | yes (applicability does not involve epsilon) |")
+    lines.append("| GK16 line independent of $\\epsilon$ | yes | yes (applicability does not involve $\\epsilon$) |")
     both = [(r[1], r[0]) for r in rows if math.isfinite(r[2]["GK16"][0])]
     gk_wins = [(e, a) for e, a in both
                if [x for x in rows if x[1] == e and x[0] == a][0][2]["GK16"][0] <
@@ -238,12 +242,12 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         "",
         "Disagreements and notes.  The paper gives the figure only as a plot, so the comparison is qualitative; "
         "our curves use noise scales certified for the whole infinite class (the paper does not say how it "
-        "took the supremum over Theta).  The GroupDP error is 1/epsilon "
-        "(0.2 for epsilon = 5 and 5 for epsilon = 0.2), matching the paper's \"around 5, 1, 0.2\" (its caption "
-        "says epsilon = 0.5 for the first value, a slip for 0.2).",
+        "took the supremum over $\\Theta$).  The GroupDP error is $1/\\epsilon$ "
+        "(0.2 for $\\epsilon = 5$ and 5 for $\\epsilon = 0.2$), matching the paper's \"around 5, 1, 0.2\" (its caption "
+        "says $\\epsilon = 0.5$ for the first value, a slip for 0.2).",
         "",
         f"Time: {elapsed:.1f} s for this section (certified box calibrations dominate; 2-core machine shared "
-        "with other jobs).  MQMExact certification time per (alpha, epsilon): "
+        "with other jobs).  MQMExact certification time per $(\\alpha, \\epsilon)$: "
         + ", ".join(f"{r[0]:.3g}/{r[1]:g}: {r[4]:.1f} s" for r in rows)
         + ".",
     ]

@@ -362,19 +362,19 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     epsilons, trials, runs, notes, elapsed = (run_info.epsilons, run_info.trials, run_info.runs, run_info.notes,
                                               run_info.elapsed)
     L = [f"## {TITLE}", "",
-         "Song, Wang and Chaudhuri, section 5.3 and Tables 1-3.  The paper's data (activity traces of cyclists, "
-         "older and overweight women; a Vancouver household's minute-level power) are not shipped by any package, "
-         "so the tables are *analogues* on real series that installed wheels ship, discretised into the paper's "
-         "state counts (4 and 51 equal-width bins).  As in the paper, Theta is the singleton of the transition "
-         "matrix fitted to the data (smoothing tau = 1e-5) with its stationary start; the query is the relative "
-         "frequency histogram; errors are the L1 norm of the noise, averaged over "
-         f"{trials} trials of a seeded numpy generator (a simulation of the error, not a release).  GK16 is "
-         "defined for binary chains only, so it is N/A throughout (in the paper it is N/A because its spectral-norm "
-         "condition fails).", "", "![Tables 1 and 3 analogues](results/song_tables.png)", ""]
+         "Song, Wang and Chaudhuri, section 5.3 and Tables 1-3.  The paper's data (activity traces of cyclists, older "
+         "and overweight women; a Vancouver household's minute-level power) are not shipped by any package, so the "
+         "tables are *analogues* on real series that installed wheels ship, discretised into the paper's state counts "
+         "(4 and 51 equal-width bins).  As in the paper, $\\Theta$ is the singleton of the transition matrix fitted "
+         "to the data (smoothing $\\tau = 10^{-5}$) with its stationary start; the query is the relative frequency "
+         f"histogram; errors are the L1 norm of the noise, averaged over {trials} trials of a seeded numpy generator "
+         "(a simulation of the error, not a release).  GK16 is defined for binary chains only, so it is N/A "
+         "throughout (in the paper it is N/A because its spectral-norm condition fails).", "",
+         "![Tables 1 and 3 analogues](results/song_tables.png)", ""]
     for n in notes:
         L.append(f"*Skipped:* {n}.")
     L += ["### Table 1 analogue: 4 states, aggregate (Agg) and individual (Indi) tasks", "",
-          "Paper (physical activity, epsilon = 1):", "",
+          "Paper (physical activity, $\\epsilon = 1$):", "",
           "| algorithm | cyclist Agg | cyclist Indi | older woman Agg | older woman Indi | overweight woman Agg | "
           "overweight woman Indi |",
           "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -382,12 +382,12 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
         L.append(f"| {m} | " + " | ".join(f"{_f(a)} | {_f(b)}" for a, b in row.values()) + " |")
     L += ["", "Ours, released through the public road: each group's individuals are the units of "
           "`puffgm.release(cal, units, unit=True, query={\"histogram\": {}}, relative=True)` (the individual task "
-          "with `each=True`: one release per individual, all under one charge by parallel composition), `cal` "
-          "from `puffgm.calibrate(group_class, method=...)` with the group's own class; every distinct individual "
-          "length is calibrated once; DP is the release's user-level DP row (an individual's whole trace as the "
-          "privacy unit).  Units are independent only under the prior.", ""]
+          "with `each=True`: one release per individual, all under one charge by parallel composition), `cal` from "
+          "`puffgm.calibrate(group_class, method=...)` with the group's own class; every distinct individual length "
+          "is calibrated once; DP is the release's user-level DP row (an individual's whole trace as the privacy "
+          "unit).  Units are independent only under the prior.", ""]
     header = "| data (individuals, records, longest chain) | algorithm | " + " | ".join(
-        f"Agg eps={e:g} | Indi eps={e:g}" for e in epsilons) + " |"
+        f"Agg $\\epsilon = {e:g}$ | Indi $\\epsilon = {e:g}$" for e in epsilons) + " |"
     L += [header, "| --- | --- | " + " | ".join("--- | ---" for _ in epsilons) + " |"]
     gains, ties, bad = [], [], []
     for name, g in t1.items():
@@ -399,33 +399,34 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
                 if m == "MQMExact":  # compare the noise scales (the errors are Monte Carlo estimates of them)
                     sc = g["agg_scale"][e]
                     if not sc["MQMExact"] <= sc["MQMApprox"] * (1 + 1e-12) <= sc["GroupDP"] * (1 + 1e-9):
-                        bad.append(f"{name} eps={e:g}")
+                        bad.append(f"{name} $\\epsilon = {e:g}$")
                     elif sc["MQMExact"] >= sc["GroupDP"] * (1 - 1e-9):
-                        ties.append(f"{name} eps={e:g}")
+                        ties.append(f"{name} $\\epsilon = {e:g}$")
                     else:
-                        gains.append(f"{name} eps={e:g}")
+                        gains.append(f"{name} $\\epsilon = {e:g}$")
             label = f"{name} ({g['n']}, {g['N']}, {g['M']})" if m == "DP" else ""
             L.append(f"| {label} | {m} | " + " | ".join(cells) + " |")
     L += ["", "Sources: " + "; ".join(f"{n}: {g['source']}" for n, g in t1.items()) + ".", "",
           "Agreement and disagreements.  Comparing noise scales (the errors above are 20-trial estimates of "
-          "k x scale, so neighbouring entries can swap by chance), the paper's ordering MQMExact <= MQMApprox <= "
-          "GroupDP holds " + ("everywhere" if not bad else "except at " + ", ".join(bad)) + "; MQMExact gains over "
+          "$k \\times$ scale, so neighbouring entries can swap by chance), the paper's ordering MQMExact $\\le$ "
+          "MQMApprox $\\le$ GroupDP holds " + ("everywhere" if not bad else "except at " + ", ".join(bad))
+          + "; MQMExact gains over "
           "GroupDP at " + (", ".join(gains) if gains else "no setting")
           + ("; it gains nothing (the trivial quilt, i.e. GroupDP, is optimal) at " + ", ".join(ties) if ties else "")
           + ".  The magnitudes differ from the paper's "
-          "because the data differ: the error of MQM scales like sigma_max / N, and our groups have fewer records "
-          "(N) than the paper's (>9,000 observations per participant), and our chains are short (El Nino years have "
-          "12 months; stock series about 120 months), so the individual task is noisy and for short chains MQM "
-          "gains little over GroupDP (a quilt must leave enough of the chain remote).  DP equals GroupDP here "
-          "because every individual is one chain; in the paper gaps split people into several chains, so GroupDP "
-          "(longest chain) was below DP (whole person).", ""]
+          "because the data differ: the error of MQM scales like $\\sigma_{\\max} / N$, and our groups have fewer "
+          "records ($N$) than the paper's (more than 9,000 observations per participant), and our chains are short "
+          "(El Nino years have 12 months; stock series about 120 months), so the individual task is noisy and for "
+          "short chains MQM gains little over GroupDP (a quilt must leave enough of the chain remote).  DP equals "
+          "GroupDP here because every individual is one chain; in the paper gaps split people into several chains, so "
+          "GroupDP (longest chain) was below DP (whole person).", ""]
     # Table 2
     names2 = ["Synthetic"] + list(t1) + [n + " (51 states)" for n in t3]
-    L += ["### Table 2 analogue: seconds to compute the Laplace scale (epsilon = 1)", "",
+    L += ["### Table 2 analogue: seconds to compute the Laplace scale ($\\epsilon = 1$)", "",
           f"Ours: mean of {runs} run(s) on this machine (2-core, shared with other jobs); Synthetic = per chain, "
-          f"averaged over the {n_grid} binary chains of the grid p0, p1 in {{0.1, 0.11, ..., 0.9}} (T = 100, any "
-          "initial distribution) as in the paper; groups: all distinct chain lengths of the group.  Paper: MATLAB "
-          "on an i5-3330.", "",
+          f"averaged over the {n_grid} binary chains of the grid $p_0, p_1 \\in \\{{0.1, 0.11, \\dots, 0.9\\}}$ "
+          "($T = 100$, any initial distribution) as in the paper; groups: all distinct chain lengths of the group.  "
+          "Paper: MATLAB on an i5-3330.", "",
           "| algorithm | " + " | ".join(names2) + " |", "| --- | " + " | ".join("---" for _ in names2) + " |"]
     for m in ("GK16", "MQMApprox", "MQMExact"):
         L.append(f"| {m} (ours) | " + " | ".join(_f(t2[m].get(n)) for n in names2) + " |")
@@ -440,19 +441,20 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
     L += ["", "Agreement and disagreements.  Times on different machines and languages, on a loaded machine, are "
           "only indicative.  Synthetic chains: our per-chain times are "
           + ", ".join(f"{m} {syn[m] / PAPER_TABLE2[m]['Synthetic']:.2g}x the paper's" for m in syn if syn[m])
-          + "; unlike the paper, our MQMApprox is slower than our MQMExact on these T = 100 chains, because the "
-          "quilt length l = 4 a* of Lemma 4.9 exceeds T there, so MQMApprox searches every node over all quilts, "
+          + "; unlike the paper, our MQMApprox is slower than our MQMExact on these $T = 100$ chains, because the "
+          "quilt length $l = 4 a^*$ of Lemma 4.9 exceeds $T$ there, so MQMApprox searches every node over all quilts, "
           "while MQMExact's left scan (any initial distribution) stops at the first node with a two-sided quilt.  "
-          "51-state chains: our MQMExact takes seconds where the paper's took 282 s for its T of about 10^6; our "
+          "51-state chains: our MQMExact takes seconds where the paper's took 282 s for its $T$ of about $10^6$; our "
           "MQMExact finds the exact optimum over all quilts (the paper restricts l to MQMApprox's quilt length) and, "
-          "with the stationary shortcut, its cost does not grow with T (docs/chains.md: 0.1-1.2 s at T = 10^6).", ""]
+          "with the stationary shortcut, its cost does not grow with $T$ (docs/chains.md: 0.1-1.2 s at "
+          "$T = 10^6$).", ""]
     # Table 3
     L += ["### Table 3 analogue: 51 states, one long chain", "",
-          "| data (records) | algorithm | " + " | ".join(f"eps={e:g}" for e in epsilons) + " |",
+          "| data (records) | algorithm | " + " | ".join(f"$\\epsilon = {e:g}$" for e in epsilons) + " |",
           "| --- | --- | " + " | ".join("---" for _ in epsilons) + " |"]
     pidx = {0.2: 0, 1.0: 1, 5.0: 2}
     for m in ("GroupDP", "GK16", "MQMApprox", "MQMExact"):
-        L.append(f"| paper: electricity power (about 10^6) | {m} | "
+        L.append(f"| paper: electricity power (about $10^6$) | {m} | "
                  + " | ".join(_f(PAPER_TABLE3[m][pidx[e]]) for e in epsilons) + " |")
     for name, r in t3.items():
         for m in ("GroupDP", "GK16", "MQMApprox", "MQMExact"):
@@ -460,11 +462,12 @@ def _markdown(t1, t2, t3, n_grid, run_info: _Run):
             L.append(f"| {label} | {m} | " + " | ".join(_f(r["err"][e].get(m)) for e in epsilons) + " |")
     L += ["", "Sources: " + "; ".join(f"{n}: {r['source']} ({r['used_states']} of 51 states visited)"
                                       for n, r in t3.items()) + ".", "",
-          "Agreement and disagreements.  GroupDP matches the paper (its error is 51 x 2/epsilon = 510, 102, 20.4 for "
-          "any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact errors "
-          "scale like sigma_max / T: the paper's chain is about 10^6 records long, ours 732 to 8,759, so our errors "
-          "are larger by roughly that ratio.  Noise scales (sigma_max) of MQMExact / MQMApprox / GroupDP: "
-          + "; ".join(f"{n}: " + ", ".join(f"eps={e:g}: {r['sigma'][e]['MQMExact']:.4g} / "
+          "Agreement and disagreements.  GroupDP matches the paper (its error is $51 \\times 2/\\epsilon$ = 510, 102, "
+          "20.4 for any single chain; the paper reports 516, 103, 19.9 over its 20 trials).  MQMApprox and MQMExact "
+          "errors scale like $\\sigma_{\\max} / T$: the paper's chain is about $10^6$ records long, ours 732 to "
+          "8,759, so our errors are larger by roughly that ratio.  Noise scales ($\\sigma_{\\max}$) of MQMExact / "
+          "MQMApprox / GroupDP: "
+          + "; ".join(f"{n}: " + ", ".join(f"$\\epsilon = {e:g}$: {r['sigma'][e]['MQMExact']:.4g} / "
                                            f"{r['sigma'][e]['MQMApprox']:.4g} / {r['T'] / e:.4g}"
                                            for e in epsilons) for n, r in t3.items())
           + " -- MQMExact is never above MQMApprox, and MQMApprox reaches GroupDP (no gain) where the chain is too "

@@ -247,28 +247,34 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
 def _markdown(chains, rows, allowed, notes, info) -> str:
     T, rtol, elapsed, quick = info
     L = [f"## {TITLE}", "",
-         "The question of Cao, Yoshikawa, Xiao and Xiong (ICDE 2017, arXiv:1610.07543; IEEE TKDE 2018): a user's state "
-         "X_t follows a Markov chain, an epsilon_step-DP statistic of X_t is released at every step t = 1..T, the "
-         "attacker knows the chain; what Pufferfish parameter (secrets X_t = x vs x', Theta = the chain with its "
-         "stationary start) does the whole release reach, and which epsilon_step keeps it below a target alpha?  Three "
-         "analyses answer for the same release (the method and formulas: [docs/leakage.md](leakage.md)):", "",
-         "* **TPL**: max over t of TPL_t = BPL_t + FPL_t - epsilon_t (Cao et al.'s recursions, `puffgm leakage`), with "
-         "the time reversal of the stationary chain as backward matrix; *sup* is its limit as T grows (fixed points).",
-         "* **a(b) curve**: the release is per-entry epsilon_step-DP (each X_t moves one output), so Theorem 6 of Bai "
-         "et al. makes it min over b of (b epsilon_step + a(b))-Pufferfish (`puffgm translate --epsilon-dp`; b up to "
-         f"{MAX_B} and the trivial point (0, T)).",
-         "* **MQM**: the release is f(X_t) + Lap(1/epsilon_step) for a 1-Lipschitz f, which the Markov Quilt Mechanism "
-         "(Song et al., Theorem 4.3, MQMExact) certifies epsilon-Pufferfish for the smallest epsilon with "
-         f"sigma_max(epsilon) <= 1/epsilon_step (bisection of `puffgm.calibrate`, relative {rtol:g}).", "",
-         "Conversely, for a target alpha: TPL's largest constant budget (bisection to 1e-6) and the schedule with "
-         "larger budgets at the two ends (TPL flat at alpha), the curve's epsilon_DP (`translate --epsilon`), "
-         "and MQM's 1/sigma_max(alpha), the per-step Laplace budget MQM allows.  Group DP (T epsilon_step; alpha/T) is "
-         "the correlation-blind bound every analysis improves on.  All three bound the same quantity, so the smallest "
+         "The question of Cao, Yoshikawa, Xiao and Xiong (ICDE 2017, arXiv:1610.07543; IEEE TKDE 2018): a user's "
+         "state $X_t$ follows a Markov chain, an $\\epsilon_{\\mathrm{step}}$-DP statistic of $X_t$ is released "
+         "at every step $t = 1, \\dots, T$, the attacker knows the chain; what Pufferfish parameter (secrets "
+         "$X_t = x$ vs $x'$, $\\Theta$ = the chain with its stationary start) does the whole release reach, and which "
+         "$\\epsilon_{\\mathrm{step}}$ keeps it below a target $\\alpha$?  Three analyses answer for the same "
+         "release (the method and formulas: [docs/leakage.md](leakage.md)):", "",
+         "* **TPL**: $\\max_t \\mathrm{TPL}_t$, "
+         "$\\mathrm{TPL}_t = \\mathrm{BPL}_t + \\mathrm{FPL}_t - \\epsilon_t$ (Cao et al.'s recursions, `puffgm "
+         "leakage`), with the time reversal of the stationary chain as backward matrix; *sup* is its limit as $T$ "
+         "grows (fixed points).",
+         "* **$a(b)$ curve**: the release is per-entry $\\epsilon_{\\mathrm{step}}$-DP (each $X_t$ moves one "
+         "output), so Theorem 6 of Bai et al. makes it "
+         "$\\min_b (b\\, \\epsilon_{\\mathrm{step}} + a(b))$-Pufferfish (`puffgm translate --epsilon-dp`; $b$ up "
+         f"to {MAX_B} and the trivial point $(0, T)$).",
+         "* **MQM**: the release is $f(X_t) + \\mathrm{Lap}(1/\\epsilon_{\\mathrm{step}})$ for a 1-Lipschitz "
+         "$f$, which the Markov Quilt Mechanism (Song et al., Theorem 4.3, MQMExact) certifies $\\epsilon$-Pufferfish "
+         "for the smallest $\\epsilon$ with $\\sigma_{\\max}(\\epsilon) \\le 1/\\epsilon_{\\mathrm{step}}$ "
+         f"(bisection of `puffgm.calibrate`, relative {rtol:g}).", "",
+         "Conversely, for a target $\\alpha$: TPL's largest constant budget (bisection to $10^{-6}$) and the "
+         "schedule with larger budgets at the two ends (TPL flat at $\\alpha$), the curve's "
+         "$\\epsilon_{\\mathrm{DP}}$ (`translate --epsilon`), and MQM's $1/\\sigma_{\\max}(\\alpha)$, the "
+         "per-step Laplace budget MQM allows.  Group DP ($T\\, \\epsilon_{\\mathrm{step}}$; $\\alpha/T$) is the "
+         "correlation-blind bound every analysis improves on.  All three bound the same quantity, so the smallest "
          "(largest budget) is the one to use.", "",
          "![leakage against t](results/temporal_leakage.png)", "",
-         f"### Pufferfish parameter reached by per-step epsilon_step-DP releases (T = {T})", "",
-         "| chain | k | epsilon_step | TPL max_t | TPL sup (T -> inf) | a(b) curve (b used) | MQM | group DP | "
-         "smallest |",
+         f"### Pufferfish parameter reached by per-step $\\epsilon_{{\\mathrm{{step}}}}$-DP releases ($T = {T}$)", "",
+         "| chain | $k$ | $\\epsilon_{\\mathrm{step}}$ | TPL $\\max_t$ | TPL sup ($T \\to \\infty$) | $a(b)$ "
+         "curve ($b$ used) | MQM | group DP | smallest |",
          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     ks = {label: cc.k for label, _, cc in chains}
     wins = {"TPL": 0, "a(b) curve": 0, "MQM": 0}
@@ -278,9 +284,10 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
             wins[name] += 1
         L.append(f"| {r.label} | {ks[r.label]} | {r.epsilon_step:g} | {_f(r.tpl_max)} | {_f(r.tpl_sup)} | "
                  f"{_f(r.curve)} ({r.curve_b}) | {_f(r.mqm)} | {_f(r.group)} | {best} |")
-    L += ["", f"### Per-step budget allowed for a target alpha (T = {T})", "",
-          "| chain | alpha | TPL constant | TPL ends: first / middle / last | a(b) curve epsilon_DP | MQM 1/sigma_max "
-          "| group DP | largest |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    L += ["", f"### Per-step budget allowed for a target $\\alpha$ ($T = {T}$)", "",
+          "| chain | $\\alpha$ | TPL constant | TPL ends: first / middle / last | $a(b)$ curve "
+          "$\\epsilon_{\\mathrm{DP}}$ | MQM $1/\\sigma_{\\max}$ | group DP | largest |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for a in allowed:
         budgets = {"TPL": a.tpl_constant, "a(b) curve": a.curve, "MQM": a.mqm}
         top = max(budgets.values())
@@ -289,26 +296,29 @@ def _markdown(chains, rows, allowed, notes, info) -> str:
                  f"{', '.join(k for k, v in budgets.items() if v >= top * (1 - 1e-9))} |")
     L += ["", f"Smallest parameter per row: TPL {wins['TPL']}, a(b) curve {wins['a(b) curve']}, MQM {wins['MQM']} "
           f"(of {len(rows)} rows).", "",
-          "**When each is tighter.**  TPL uses the noise of the releases themselves: L(a) < a as soon as every two "
-          "rows of the (backward or forward) matrix overlap, so the leakage saturates (L'(0) is the largest total "
+          "**When each is tighter.**  TPL uses the noise of the releases themselves: $L(a) < a$ as soon as every two "
+          "rows of the (backward or forward) matrix overlap, so the leakage saturates ($L'(0)$ is the largest total "
           "variation distance between two rows).  On chains whose rows overlap substantially (the binary running "
           "examples and the box corner) it is the tightest by far, and it is close to exact there: randomized "
-          "response at every step reaches TPL_t at every t on theta1 and theta2 (to 1e-12 for T = 6 and "
-          "epsilon_step 0.1, 0.5, 1: tests/chains/test_leakage.py enumerates every output).  The quilt analyses (curve "
-          "and MQM) bound what the *exact* values of a quilt reveal (the max-influence e(X_Q | X_i)) and pay card(X_N) "
-          "epsilon_step for the nearby records: they ignore that the quilt's records are released with noise, but they "
-          "only need the correlation between X_i and records b steps away to *decay*.  Chains with transition "
-          "probabilities near zero (the fitted chains, whose unseen transitions have probability tau = 1e-5) make L(a) "
-          "close to a until e^a is about 1/tau, so TPL grows like t epsilon_step up to about log(1/tau) before it "
-          "saturates; where correlations decay within a few steps (El Nino) the quilts stay far lower, so TPL is loose "
-          "there (every per-entry DP release is within the curve's bound).  Where they also decay slowly (hourly "
-          "temperatures) every analysis is close to group DP.  The schedule with larger ends is built for the "
-          "supremum: its middle budget keeps sup TPL at alpha as T grows, which on the fitted chains (sup TPL far "
-          "above max over t of TPL for T = 100) is much smaller than the constant budget for T = 100.  MQM is never "
-          "above the curve (max over nodes of min over quilts versus min over b of max over nodes, for the same "
-          "quilts); the curve covers every per-entry DP mechanism, MQM the Laplace release of its theorem.  TPL is "
-          "never above group DP (L(a) <= a).  With two rows of disjoint support (for example a periodic chain) TPL "
-          "grows by epsilon_step at every step and its sup is infinite (docs/leakage.md gives the exact condition).",
+          "response at every step reaches $\\mathrm{TPL}_t$ at every $t$ on $\\theta_1$ and $\\theta_2$ (to "
+          "$10^{-12}$ for $T = 6$ and $\\epsilon_{\\mathrm{step}}$ = 0.1, 0.5, 1: tests/chains/test_leakage.py "
+          "enumerates every output).  The quilt analyses (curve and MQM) bound what the *exact* values of a quilt "
+          "reveal (the max-influence $e(X_Q \\mid X_i)$) and pay "
+          "$\\operatorname{card}(X_N)\\, \\epsilon_{\\mathrm{step}}$ for the nearby records: they ignore that "
+          "the quilt's records are released with noise, but they only need the correlation between $X_i$ and records "
+          "$b$ steps away to *decay*.  Chains with transition probabilities near zero (the fitted chains, whose "
+          "unseen transitions have probability $\\tau = 10^{-5}$) make $L(a)$ close to $a$ until $e^a$ is about "
+          "$1/\\tau$, so TPL grows like $t\\, \\epsilon_{\\mathrm{step}}$ up to about $\\log(1/\\tau)$ before it "
+          "saturates; where correlations decay within a few steps (El Nino) the quilts stay far lower, so TPL is "
+          "loose there (every per-entry DP release is within the curve's bound).  Where they also decay slowly "
+          "(hourly temperatures) every analysis is close to group DP.  The schedule with larger ends is built for the "
+          "supremum: its middle budget keeps sup TPL at $\\alpha$ as $T$ grows, which on the fitted chains (sup TPL "
+          "far above $\\max_t \\mathrm{TPL}_t$ for $T = 100$) is much smaller than the constant budget for "
+          "$T = 100$.  MQM is never above the curve (max over nodes of min over quilts versus min over $b$ of max "
+          "over nodes, for the same quilts); the curve covers every per-entry DP mechanism, MQM the Laplace release "
+          "of its theorem.  TPL is never above group DP ($L(a) \\le a$).  With two rows of disjoint support (for "
+          "example a periodic chain) TPL grows by $\\epsilon_{\\mathrm{step}}$ at every step and its sup is "
+          "infinite (docs/leakage.md gives the exact condition).",
           ""]
     L += [f"*Note:* {n}." for n in notes]
     mode = " (quick mode: fewer chains and budgets, T = 50)" if quick else ""

@@ -69,7 +69,8 @@ def _f(x, digits: int = 4) -> str:
 
 
 def _table(rows: list) -> list:
-    L = ["| prior | k | statistics (nodes each) | joint scale per statistic | total E\\|error\\|, joint | "
+    L = ["| prior | k | statistics (nodes each) | joint scale per statistic | "
+         "total $\\mathbb{E} \\lvert \\text{error} \\rvert$, joint | "
          "MQM per statistic (total) | group DP per statistic (total) | each alone, sum (not valid) | "
          "MQM / joint | exact joint loss | seconds |",
          "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
@@ -109,22 +110,22 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             progress(total, total)
     chain = ("" if quick else
              "; on the chain it is the histogram (one count per state over every position) of a chain fitted to "
-             "statsmodels' monthly El Nino sea-surface temperatures (732 months, "
-             f"{CHAIN_STATES} equal-width states, stationary start, smoothing tau = 1e-5), of length {CHAIN_LENGTH}, "
-             "the longest that fitted the limit of 65536 cells before the joint laws were computed on a grid "
-             "(the default limit is now 2^18 = 262144 cells: three states up to T = 63)")
+             f"statsmodels' monthly El Nino sea-surface temperatures (732 months, {CHAIN_STATES} equal-width states, "
+             f"stationary start, smoothing $\\tau = 10^{{-5}}$), of length {CHAIN_LENGTH}, the longest that fitted the "
+             "limit of 65536 cells before the joint laws were computed on a grid (the default limit is now "
+             "$2^{18} = 262144$ cells: three states up to $T = 63$)")
     L = [f"## {TITLE}", "",
-         "Several statistics of the same data released together, each with its own Laplace noise: the scale t "
+         "Several statistics of the same data released together, each with its own Laplace noise: the scale $t$ "
          "(here the same on every statistic, weights 1) is the least whose exact joint Pufferfish loss is at most "
-         "epsilon = 1, computed from the exact joint laws of the statistics given every secret (every node "
+         "$\\epsilon = 1$, computed from the exact joint laws of the statistics given every secret (every node "
          "protected; docs/workloads.md).  On each network the table is two counts of the nodes in their first "
          "state, over the first and the second half of the network's node order" + chain + ".  Every figure is an "
-         "expected absolute error (for Laplace noise, its scale).  MQM is sigma_max times the table's L1 Lipschitz "
-         "constant (the largest L1 change of the table one node causes: 1 for counts over disjoint halves, 2 for "
-         "a histogram) on every statistic (Song, Wang and Chaudhuri, Algorithm 2); group DP is the table's L1 range "
-         "over a group of correlated nodes, divided by epsilon, on every statistic.  \"Each alone\" adds each "
-         "statistic's own optimal Laplace scale, calibrated as if it were the only release: shown for reference "
-         "only, it is not an epsilon-Pufferfish release of the table.  Command: `puffgm calibrate example:NAME "
+         "expected absolute error (for Laplace noise, its scale).  MQM is $\\sigma_{\\max}$ times the table's L1 "
+         "Lipschitz constant (the largest L1 change of the table one node causes: 1 for counts over disjoint halves, "
+         "2 for a histogram) on every statistic (Song, Wang and Chaudhuri, Algorithm 2); group DP is the table's L1 "
+         "range over a group of correlated nodes, divided by $\\epsilon$, on every statistic.  \"Each alone\" adds "
+         "each statistic's own optimal Laplace scale, calibrated as if it were the only release: shown for reference "
+         "only, it is not an $\\epsilon$-Pufferfish release of the table.  Command: `puffgm calibrate example:NAME "
          "--epsilon 1 --query '[{\"count\": 0, \"nodes\": [...], \"name\": \"first half\"}, {...}]' --method "
          "optimal-laplace`, or `--query '{\"histogram\": {}}'`; `python3 bench/workload.py` times more tables "
          "(bench/data/workload.json).", ""]

@@ -1,6 +1,6 @@
-"""The general Pufferfish framework: instantiations, exact audits and general mechanisms.
+r"""The general Pufferfish framework: instantiations, exact audits and general mechanisms.
 
-* :mod:`puffgm.framework.instantiation` -- (S, Q, Theta) over small discrete databases.
+* :mod:`puffgm.framework.instantiation` -- :math:`(S, Q, \Theta)` over small discrete databases.
 * :mod:`puffgm.framework.audit` -- exact worst-case Pufferfish loss of mechanisms.
 
 Further modules (imported on demand): :mod:`~puffgm.framework.wasserstein`,

@@ -1,7 +1,7 @@
-r"""Close adversaries: what a Pufferfish guarantee says about a prior outside Theta.
+r"""Close adversaries: what a Pufferfish guarantee says about a prior outside :math:`\Theta`.
 
-Song, Wang and Chaudhuri (SIGMOD 2017), Theorem 2.4: if M is epsilon-Pufferfish
-private for (S, Q, Theta) and an adversary holds a belief theta~ not in Theta, then
+Song, Wang and Chaudhuri (SIGMOD 2017), Theorem 2.4: if :math:`M` is :math:`\epsilon`-Pufferfish
+private for :math:`(S, Q, \Theta)` and an adversary holds a belief :math:`\tilde\theta \notin \Theta`, then
 for every pair and output
 
 $$
@@ -14,10 +14,10 @@ $$
   \ D_\infty(\theta_{|s} \,\|\, \tilde\theta_{|s}) \right),
 $$
 
-where D_inf(p || q) = sup_{x in supp p} log p(x) / q(x) is the max-divergence and
-theta|s is the prior conditioned on the secret s.  The conditioning matters:
-the section's example has an unconditioned divergence of log 90 but a
-conditioned one of log(1728/19) = log 90.947... (the paper prints log 91.0962,
+where :math:`D_\infty(p \,\|\, q) = \sup_{x \in \operatorname{supp} p} \log p(x) / q(x)` is the max-divergence and
+:math:`\theta_{|s}` is the prior conditioned on the secret :math:`s`.  The conditioning matters:
+the section's example has an unconditioned divergence of :math:`\log 90` but a
+conditioned one of :math:`\log(1728/19) = \log 90.947\ldots` (the paper prints :math:`\log 91.0962`,
 obtained from conditionals rounded to four digits; see :func:`section_2_3_example`).
 """
 
@@ -66,13 +66,13 @@ class CloseAdversary:
     Attributes
     ----------
     delta : float
-        inf over Theta of the max over secrets of the two max-divergences of the conditionals.
+        Inf over :math:`\Theta` of the max over secrets of the two max-divergences of the conditionals.
     theta : int
-        The prior of Theta attaining the infimum.
+        The prior of :math:`\Theta` attaining the infimum.
     secret : str or None
         The secret attaining the max for that prior (None when every secret was skipped).
     per_prior : tuple of float
-        max over secrets for each prior of Theta.
+        Max over secrets for each prior of :math:`\Theta`.
     epsilon : float or None
         The guarantee under :math:`\Theta` (if given).
     skipped : tuple of str
@@ -88,7 +88,7 @@ class CloseAdversary:
 
     @property
     def degraded_epsilon(self) -> float:
-        """epsilon + 2 Delta (Theorem 2.4); ``nan`` when epsilon is unknown."""
+        r""":math:`\epsilon + 2\Delta` (Theorem 2.4); ``nan`` when :math:`\epsilon` is unknown."""
         return math.nan if self.epsilon is None else self.epsilon + 2 * self.delta
 
     def to_dict(self) -> dict:
@@ -107,7 +107,7 @@ def close_adversary(inst: Instantiation, theta_tilde, *, epsilon: float | None =
     Parameters
     ----------
     inst : Instantiation
-        Supplies Theta, the node layout and the secrets (those of Q by default).
+        Supplies :math:`\Theta`, the node layout and the secrets (those of :math:`Q` by default).
     theta_tilde : array, pgmpy network or NetworkPrior
         The adversary's prior on the same nodes and states.
     epsilon : float, optional

@@ -1,7 +1,7 @@
 r"""Exact Pufferfish audits of mechanisms on small databases.
 
-Given an instantiation (S, Q, Theta) (:class:`~puffgm.framework.instantiation.Instantiation`)
-and a mechanism M whose output law given the database is known in closed form,
+Given an instantiation :math:`(S, Q, \Theta)` (:class:`~puffgm.framework.instantiation.Instantiation`)
+and a mechanism :math:`M` whose output law given the database is known in closed form,
 the auditors compute the exact worst-case Pufferfish loss
 
 $$
@@ -9,9 +9,9 @@ L(M) = \sup_{\theta \in \Theta} \sup_{(s_i, s_j) \in Q,\ P(s_i \mid \theta), P(s
   \log P(M(\mathrm{Data}) = w \mid s_i, \theta) - \log P(M(\mathrm{Data}) = w \mid s_j, \theta) \right|,
 $$
 
-with P(M(Data) = w | s, theta) = sum_x P(x | s, theta) P(M(x) = w)
+with :math:`P(M(\mathrm{Data}) = w \mid s, \theta) = \sum_x P(x \mid s, \theta)\, P(M(x) = w)`
 (Kifer-Machanavajjhala Definition 3.1, Song-Wang-Chaudhuri Definition 2.1).
-M is epsilon-Pufferfish(S, Q, Theta) private iff L(M) <= epsilon.
+:math:`M` is :math:`\epsilon\text{-Pufferfish}(S, Q, \Theta)` private iff :math:`L(M) \le \epsilon`.
 
 Every quantity is computed in log space (``logsumexp`` with max shifting);
 databases are enumerated, so the instantiation must be small (at most 2**16
@@ -336,9 +336,9 @@ def audit_finite(inst: Instantiation, mechanism) -> AuditResult:
 
 
 def audit_composition(inst: Instantiation, mechanisms, k: int | None = None) -> AuditResult:
-    """Exact Pufferfish loss of independent runs of finite-output mechanisms on the same data.
+    r"""Exact Pufferfish loss of independent runs of finite-output mechanisms on the same data.
 
-    The joint output law is the product P(M_1(x) = w_1) ... P(M_k(x) = w_k).
+    The joint output law is the product :math:`P(M_1(x) = w_1) \cdots P(M_k(x) = w_k)`.
 
     Parameters
     ----------
@@ -471,12 +471,12 @@ def _abs_log_ratio(la: np.ndarray, lb: np.ndarray) -> np.ndarray:
 
 
 def grouped_law(cond: np.ndarray, q: np.ndarray):
-    """The law of q(Data) given a secret, as (distinct values, log-probabilities).
+    r"""The law of q(Data) given a secret, as (distinct values, log-probabilities).
 
     Parameters
     ----------
     cond : ndarray (n,)
-        log P(Data = x | s, theta) over the flattened databases (``-inf`` outside s),
+        :math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the flattened databases (``-inf`` outside :math:`s`),
         as returned by :meth:`Instantiation.conditional`.
     q : ndarray (n,) or (n, d)
         The query's value on every database: scalars or vectors.
@@ -487,7 +487,7 @@ def grouped_law(cond: np.ndarray, q: np.ndarray):
         The distinct values of q on the databases of positive probability, sorted
         (rows for a vector query).
     log_weights : ndarray
-        log P(q(Data) = value | s, theta) of each.
+        :math:`\log P(q(\mathrm{Data}) = \text{value} \mid s, \theta)` of each.
     """
     idx = np.flatnonzero(cond > -np.inf)
     vals, inv = np.unique(q[idx], axis=0, return_inverse=True)
@@ -497,16 +497,16 @@ def grouped_law(cond: np.ndarray, q: np.ndarray):
 
 
 def pair_laws(inst: Instantiation, law_of):
-    """Yield (theta, s_i, s_j, law_i, law_j) for every audited (prior, pair).
+    r"""Yield (:math:`\theta`, :math:`s_i`, :math:`s_j`, law_i, law_j) for every audited (prior, pair).
 
     Parameters
     ----------
     inst : Instantiation
         The combinations are those of :meth:`Instantiation.active` (the technical
-        condition P(s_i | theta), P(s_j | theta) > 0 holds for each).
+        condition :math:`P(s_i \mid \theta), P(s_j \mid \theta) > 0` holds for each).
     law_of : callable
-        Maps log P(Data = x | s, theta) over the databases to the law the auditor
-        needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (theta, secret) law
+        Maps :math:`\log P(\mathrm{Data} = x \mid s, \theta)` over the databases to the law the auditor
+        needs (e.g. ``lambda cond: grouped_law(cond, q)``); each (:math:`\theta`, secret) law
         is computed once and shared by every pair.
     """
     cache = {}

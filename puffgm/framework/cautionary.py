@@ -1,4 +1,4 @@
-"""The papers' cautionary cases, as runnable mechanisms with exact audits.
+r"""The papers' cautionary cases, as runnable mechanisms with exact audits.
 
 * :func:`flu_clique` -- the flu example of Song et al. section 3 (Wasserstein W = 2, group DP 4).
 * :func:`bai_example_4_1`, :func:`bai_example_4_2`, :func:`bai_example_4_3` -- privacy
@@ -9,9 +9,9 @@
   dynamic programming over the set of distinct outputs seen; and
   :func:`simulate_runs_to_reveal`, the seeded Monte Carlo counterpart.
 * :func:`exam_order` -- Kifer-Machanavajjhala Examples 9.1/9.2: under the exam-order
-  constraint the Laplace mechanism (epsilon-DP) is not epsilon-Pufferfish.
+  constraint the Laplace mechanism (:math:`\epsilon`-DP) is not :math:`\epsilon`-Pufferfish.
 * :func:`dp_as_pufferfish` -- Kifer-Machanavajjhala Theorems 6.1/6.2: Laplace at
-  sensitivity/epsilon passes the audit for independent records (presence/absence
+  :math:`\text{sensitivity}/\epsilon` passes the audit for independent records (presence/absence
   secrets) and fails it for a correlated prior.
 """
 
@@ -164,9 +164,9 @@ def expected_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "da
 
 def simulate_runs_to_reveal(inst: Instantiation, mechanism, *, target: str = "database", theta: int = 0,
                             pair: int = 0, n_sim: int = 2000, max_runs: int = 10000, random_state=0) -> dict:
-    """Seeded Monte Carlo estimate of the expected number of runs until revelation.
+    r"""Seeded Monte Carlo estimate of the expected number of runs until revelation.
 
-    Draws the database from theta, runs the mechanism until the support of the
+    Draws the database from :math:`\theta`, runs the mechanism until the support of the
     outputs (see :func:`expected_runs_to_reveal`) reveals the target.  Seeded numpy
     randomness (reproducible research, not a release).
 
@@ -223,8 +223,8 @@ def bai_example_4_1(joint=None, nodes=("A", "B"), states=None, secret: Secret | 
 
     In the first case :math:`D' \sim P(\cdot \mid s_2)`, in the second :math:`D' \sim P(\cdot \mid s_1)`.
 
-    Default: two binary records with joint [[0.1, 0.2], [0.3, 0.4]] and s1 = "A = 1"
-    (so U_1 and U_2 each hold two datasets).  One run leaks nothing (Theorem 1);
+    Default: two binary records with joint ``[[0.1, 0.2], [0.3, 0.4]]`` and :math:`s_1` = "A = 1"
+    (so :math:`U_1` and :math:`U_2` each hold two datasets).  One run leaks nothing (Theorem 1);
     two differing runs reveal the dataset.  Theorem 1's bound on the expected number
     of runs is :math:`1 + 1 / (1 - \max_D \max_s P(D \mid s))`; the exact value is
 
@@ -361,7 +361,7 @@ def exam_order(n: int, f1=None) -> Instantiation:
     The prior is Equation 17 with :math:`\pi_i = 1`: independent records with
     :math:`P(r_i = 1)` = ``f1[i]`` (default 0.5, making :math:`D_0, \dots, D_n` equally likely)
     conditioned on the constraint :math:`Q`.  Pairs: :math:`(r_i = 0, r_i = 1)` for each student
-    (Equation 16 with every record present).  A list of f1 vectors gives a Theta
+    (Equation 16 with every record present).  A list of ``f1`` vectors gives a :math:`\Theta`
     with several priors.
     """
     n = check_positive_int(n, "n", "exam_order")
@@ -415,17 +415,17 @@ ABSENT = "absent"
 
 def dp_as_pufferfish(n: int = 3, *, correlated: bool = False, n_priors: int = 3, stickiness: float = 0.9,
                      random_state: int = 0) -> Instantiation:
-    """The instantiation of Kifer-Machanavajjhala Theorem 6.1 on n records with tuple domain {0, 1}.
+    r"""The instantiation of Kifer-Machanavajjhala Theorem 6.1 on :math:`n` records with tuple domain :math:`\{0, 1\}`.
 
-    Each record has states ``("absent", 0, 1)``; secrets sigma_(i,t) = "record i is
-    present with value t" and not-sigma_i = "record i is absent"; pairs
-    (sigma_(i,t), not-sigma_i) (Equations 5-6).
+    Each record has states ``("absent", 0, 1)``; secrets :math:`\sigma_{(i,t)}` = "record :math:`i` is
+    present with value :math:`t`" and :math:`\neg\sigma_i` = "record :math:`i` is absent"; pairs
+    :math:`(\sigma_{(i,t)}, \neg\sigma_i)` (Equations 5-6).
 
-    * ``correlated=False``: Theta holds ``n_priors`` random priors of the form of
-      Equation 7 (independent records, P(present) = pi_i, value law f_i).
-    * ``correlated=True``: Theta holds one Markov chain over the records whose
+    * ``correlated=False``: :math:`\Theta` holds ``n_priors`` random priors of the form of
+      Equation 7 (independent records, :math:`P(\text{present}) = \pi_i`, value law :math:`f_i`).
+    * ``correlated=True``: :math:`\Theta` holds one Markov chain over the records whose
       state (absent/0/1) is kept from one record to the next with probability
-      ``stickiness`` (Theorem 6.2: a prior outside D*).
+      ``stickiness`` (Theorem 6.2: a prior outside :math:`D^*`).
     """
     n = check_positive_int(n, "n", "dp_as_pufferfish")
     rng = np.random.default_rng(random_state)

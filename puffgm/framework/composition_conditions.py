@@ -1,24 +1,24 @@
 r"""Necessary conditions for Pufferfish mechanisms to compose (Bai et al. section 5).
 
 Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish privacy", Theorem 4):
-if finite-range mechanisms M_1, ..., M_m are each epsilon-Pufferfish for
-(S, Theta) and compose *linearly* (any r runs, with repetition, are
-r epsilon-Pufferfish), then for every ordered secret pair (s1, s2) and every
-dataset D* where s1 holds there is a convex combination beta of datasets D_l
-where s2 holds with, for every mechanism and every output w,
+if finite-range mechanisms :math:`M_1, \dots, M_m` are each :math:`\epsilon`-Pufferfish for
+:math:`(S, \Theta)` and compose *linearly* (any :math:`r` runs, with repetition, are
+:math:`r \epsilon`-Pufferfish), then for every ordered secret pair :math:`(s_1, s_2)` and every
+dataset :math:`D^*` where :math:`s_1` holds there is a convex combination :math:`\beta` of datasets :math:`D_l`
+where :math:`s_2` holds with, for every mechanism and every output :math:`w`,
 
 $$
 \log P(M(D^*) = w) \le \epsilon + \sum_l \beta_l \log P(M(D_l) = w). \qquad \text{(NfC, Eq. 1)}
 $$
 
-Differential-privacy constraints are the special case of a beta with one
+Differential-privacy constraints are the special case of a :math:`\beta` with one
 non-zero entry; Theorem 5 shows that a non-redundant set of NfC constraints is
 invariant under post-processing iff every constraint is of that DP style.
 
 What is computed
 ----------------
-For each prior theta, ordered pair (s1, s2) audited under theta and dataset D*
-with P(D* | s1, theta) > 0, the smallest epsilon for which Eq. 1 holds is the
+For each prior :math:`\theta`, ordered pair :math:`(s_1, s_2)` audited under :math:`\theta` and dataset :math:`D^*`
+with :math:`P(D^* \mid s_1, \theta) > 0`, the smallest :math:`\epsilon` for which Eq. 1 holds is the
 value of the linear program (the dual in the proof of Theorem 4)
 
 $$
@@ -26,26 +26,26 @@ v(D^*) = \min_{\beta \in \mathrm{simplex}(A)} \max_{w \,:\, P(w \mid D^*) > 0} \
   \beta_l \log P(w \mid D_l) \right],
 $$
 
-where A is the set of datasets D_l with P(D_l | s2, theta) > 0 whose output
-support contains that of D* (a D_l that gives probability 0 to an output D*
-can produce has log P = -inf and cannot carry weight); v = +inf if A is empty.
-The conditions hold at epsilon iff ``nfc_value = max v <= epsilon``.  Its
-DP-style restriction (beta a vertex of the simplex, Theorem 5) is
+where :math:`A` is the set of datasets :math:`D_l` with :math:`P(D_l \mid s_2, \theta) > 0` whose output
+support contains that of :math:`D^*` (a :math:`D_l` that gives probability 0 to an output :math:`D^*`
+can produce has :math:`\log P = -\infty` and cannot carry weight); :math:`v = +\infty` if :math:`A` is empty.
+The conditions hold at :math:`\epsilon` iff ``nfc_value`` :math:`= \max v \le \epsilon`.  Its
+DP-style restriction (:math:`\beta` a vertex of the simplex, Theorem 5) is
 
 $$
 v_{DP}(D^*) = \min_{l \in A} \max_w \log \frac{P(w \mid D^*)}{P(w \mid D_l)} \ge v(D^*).
 $$
 
-The optimal dual variables alpha (a distribution over outputs) are the attack
-of the proof: output sequences whose empirical frequencies are alpha (mixed
-with a vanishing share of every output of M(D*)) make the r-fold Pufferfish
-loss grow like r v(D*), so linear composition fails as soon as v > epsilon.
-:func:`repeated_release_loss` computes that r-fold loss exactly.
+The optimal dual variables :math:`\alpha` (a distribution over outputs) are the attack
+of the proof: output sequences whose empirical frequencies are :math:`\alpha` (mixed
+with a vanishing share of every output of :math:`M(D^*)`) make the :math:`r`-fold Pufferfish
+loss grow like :math:`r\, v(D^*)`, so linear composition fails as soon as :math:`v > \epsilon`.
+:func:`repeated_release_loss` computes that :math:`r`-fold loss exactly.
 
 Support refinement (documented in docs/framework/composition_conditions.md):
-the theorem as printed quantifies over every dataset where s1 is true and lets
-beta range over every dataset where s2 is true.  Its proof takes limits of
-sums weighted by P(D | s, theta), so only datasets with positive probability
+the theorem as printed quantifies over every dataset where :math:`s_1` is true and lets
+:math:`\beta` range over every dataset where :math:`s_2` is true.  Its proof takes limits of
+sums weighted by :math:`P(D \mid s, \theta)`, so only datasets with positive probability
 under the prior enter; datasets that no prior produces impose no necessary
 condition.  The check is therefore run per prior on its support, which is what
 the proof establishes (and coincides with the printed statement for priors of

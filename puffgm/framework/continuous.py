@@ -1,24 +1,25 @@
-"""Continuous attributes and aggregate secrets (Kifer-Machanavajjhala, section 7).
+r"""Continuous attributes and aggregate secrets (Kifer-Machanavajjhala, section 7).
 
-Absolute error (section 7.1.1).  Secrets sigma_{i,[x-k, x+k)} = "the value of
-record i lies in [x-k, x+k)"; pairs are neighbouring intervals
-(sigma_{i,[x-k,x+k)}, sigma_{i,[x+k,x+3k)}); Theta = all distributions with
-independent records (Equation 10).  Lemma 7.1: releasing sum_i t_i + Lap(4k/epsilon)
-is epsilon-Pufferfish -- two values in adjacent half-open intervals of width 2k
-are less than 4k apart, and with independent records only record i's law changes.
+Absolute error (section 7.1.1).  Secrets :math:`\sigma_{i,[x-k, x+k)}` = "the value of
+record :math:`i` lies in :math:`[x-k, x+k)`"; pairs are neighbouring intervals
+:math:`(\sigma_{i,[x-k,x+k)}, \sigma_{i,[x+k,x+3k)})`; :math:`\Theta` = all distributions with
+independent records (Equation 10).  Lemma 7.1: releasing :math:`\sum_i t_i + \mathrm{Lap}(4k/\epsilon)`
+is :math:`\epsilon`-Pufferfish -- two values in adjacent half-open intervals of width :math:`2k`
+are less than :math:`4k` apart, and with independent records only record :math:`i`'s law changes.
 No bound on the values is needed (DP would need infinite noise for an unbounded sum).
 
-Relative error (section 7.1.2).  t in [c y, y / c] iff log t in
-[log y + log c, log y - log c]: relative error with factor c is absolute error
-k = log(1/c) on log t, so Laplace noise of scale 4 log(1/c) / epsilon on sum_i log t_i,
-i.e. multiplicative noise on the product (or on the geometric mean, after dividing by n).
+Relative error (section 7.1.2).  :math:`t \in [c y, y / c]` iff
+:math:`\log t \in [\log y + \log c, \log y - \log c]`: relative error with factor :math:`c` is absolute error
+:math:`k = \log(1/c)` on :math:`\log t`, so Laplace noise of scale :math:`4 \log(1/c) / \epsilon` on
+:math:`\sum_i \log t_i`, i.e. multiplicative noise on the product (or on the geometric mean, after dividing by
+:math:`n`).
 
-Aggregate secrets (section 7.2).  For a metric mu on databases, secrets
-sigma_[mu, D, delta] = "mu(Data, D) <= delta" and sigma*_[mu, D, delta] =
-"delta < mu(Data, D) <= 2 delta", paired.  For mu(D, D') = |sum D - sum D'| the sums
-under the two secrets are at most 3 delta apart, so sum + Lap(3 delta / epsilon) is
-epsilon-Pufferfish for these pairs under *any* prior (a bound derived here; the
-paper gives no mechanism) -- checked by the exact auditor in the tests.
+Aggregate secrets (section 7.2).  For a metric :math:`\mu` on databases, secrets
+:math:`\sigma_{[\mu, D, \delta]}` = ":math:`\mu(\mathrm{Data}, D) \le \delta`" and
+:math:`\sigma^*_{[\mu, D, \delta]}` = ":math:`\delta < \mu(\mathrm{Data}, D) \le 2 \delta`", paired.  For
+:math:`\mu(D, D') = |\sum D - \sum D'|` the sums under the two secrets are at most :math:`3 \delta` apart, so
+:math:`\sum + \mathrm{Lap}(3 \delta / \epsilon)` is :math:`\epsilon`-Pufferfish for these pairs under *any*
+prior (a bound derived here; the paper gives no mechanism) -- checked by the exact auditor in the tests.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ class ContinuousRelease(Release):
         return laplace_rows((name,), (self.scale,), alpha, multiplicative=self.statistic != "sum")
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, Laplace scale, what is protected, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, Laplace scale, what is protected, noise source."""
         s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}, protects {self.secret} "
              f"({self.theorem}); noise: {self.noise}")
         if not self.secure:

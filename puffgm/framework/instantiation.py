@@ -1,17 +1,17 @@
-r"""Pufferfish instantiations (S, Q, Theta) over small discrete databases.
+r"""Pufferfish instantiations :math:`(S, Q, \Theta)` over small discrete databases.
 
 A Pufferfish instantiation (Kifer and Machanavajjhala, "Pufferfish: A framework
 for mathematical privacy definitions", TODS 2014, section 3) has three parts:
 
 * ``S``, the *secrets*: statements about the database ("record i has value a",
   "the value of X lies in a set", "the sum is in [k, k+1)", ...);
-* ``Q``, the *discriminative pairs*: pairs (s_i, s_j) of mutually exclusive
+* ``Q``, the *discriminative pairs*: pairs :math:`(s_i, s_j)` of mutually exclusive
   secrets the adversary must not be able to tell apart;
 * ``Theta``, the *data evolution scenarios*: the priors an adversary may hold.
 
-A mechanism M satisfies epsilon-Pufferfish(S, Q, Theta) when, for every theta
-in Theta, every pair (s_i, s_j) in Q with P(s_i | theta) > 0 and
-P(s_j | theta) > 0, and every output w,
+A mechanism :math:`M` satisfies :math:`\epsilon\text{-Pufferfish}(S, Q, \Theta)` when, for every :math:`\theta`
+in :math:`\Theta`, every pair :math:`(s_i, s_j)` in :math:`Q` with :math:`P(s_i \mid \theta) > 0` and
+:math:`P(s_j \mid \theta) > 0`, and every output :math:`w`,
 
 $$
 e^{-\epsilon} \le \frac{P(M(\mathrm{Data}) = w \mid s_i, \theta)}{P(M(\mathrm{Data}) = w \mid s_j, \theta)} \le
@@ -19,14 +19,14 @@ e^{-\epsilon} \le \frac{P(M(\mathrm{Data}) = w \mid s_i, \theta)}{P(M(\mathrm{Da
 $$
 
 (Kifer-Machanavajjhala Definition 3.1; Song-Wang-Chaudhuri Definition 2.1).
-Pairs with a secret of prior probability zero under a theta are *skipped* for
-that theta (the technical condition), never an error.
+Pairs with a secret of prior probability zero under a :math:`\theta` are *skipped* for
+that :math:`\theta` (the technical condition), never an error.
 
 Differential privacy is the special case in which the secrets are "record i
 has value a" (or "record i is absent"), Q holds every pair of values of one
-record, and Theta holds every product distribution (Kifer-Machanavajjhala
+record, and :math:`\Theta` holds every product distribution (Kifer-Machanavajjhala
 Theorem 6.1).  The Bayesian-network default of Song et al. section 4 is the
-same S and Q with Theta a set of Bayesian networks:
+same :math:`S` and :math:`Q` with :math:`\Theta` a set of Bayesian networks:
 :meth:`Instantiation.bayesian_network_default`.
 
 This module represents the database as a joint assignment of named discrete
@@ -196,14 +196,14 @@ def _topological(nodes, edges):
 
 
 def joint_log_table_from_pgmpy(model, notes: list | None = None):
-    """Log joint table of a pgmpy discrete Bayesian network.
+    r"""Log joint table of a pgmpy discrete Bayesian network.
 
     Parameters
     ----------
     model : pgmpy.models.DiscreteBayesianNetwork
         A network whose CPDs are all attached.
     notes : list, optional
-        Receives a note for every CPD column renormalised (deviation <= 1e-6).
+        Receives a note for every CPD column renormalised (deviation :math:`\le 10^{-6}`).
 
     Returns
     -------
@@ -385,7 +385,7 @@ def _dependency_edges(expanded: list, edges) -> tuple | None:
 
 
 class Instantiation:
-    r"""A Pufferfish instantiation (S, Q, Theta) over a small discrete database.
+    r"""A Pufferfish instantiation :math:`(S, Q, \Theta)` over a small discrete database.
 
     Validates and tabulates once (the log joint of every prior, the mask and log
     prior probability of every secret); the auditors of :mod:`puffgm.framework.audit`
@@ -394,7 +394,7 @@ class Instantiation:
     Parameters
     ----------
     priors : sequence
-        Theta, a finite list of priors.  Each is a pgmpy ``DiscreteBayesianNetwork``,
+        :math:`\Theta`, a finite list of priors.  Each is a pgmpy ``DiscreteBayesianNetwork``,
         a :class:`puffgm.networks.priors.NetworkPrior` (anything with ``.nodes``, ``.states``
         and ``.log_joint_table()``), or an explicit joint table (array of
         probabilities of shape ``cards``; then ``nodes`` and ``states`` are required).
@@ -549,7 +549,7 @@ class Instantiation:
 
     @classmethod
     def from_tables(cls, tables, pairs, nodes, states, **kwargs) -> Instantiation:
-        """An instantiation whose Theta is a list of explicit joint probability tables."""
+        r"""An instantiation whose :math:`\Theta` is a list of explicit joint probability tables."""
         return cls(list(tables), pairs, nodes=nodes, states=states, **kwargs)
 
     # ------------------------------------------------------------------ helpers
@@ -566,7 +566,7 @@ class Instantiation:
         return self._log_p[(theta, secret_name)]
 
     def active(self):
-        """Yield (theta index, secret_i, secret_j) for every audited combination."""
+        r"""Yield (:math:`\theta` index, ``secret_i``, ``secret_j``) for every audited combination."""
         skipped = {(t, p) for t, p, _ in self.skipped}
         for t in range(self.n_priors):
             for a, b in self.pairs:

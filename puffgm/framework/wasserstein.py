@@ -1,19 +1,19 @@
 r"""The Wasserstein Mechanism (Song, Wang and Chaudhuri, SIGMOD 2017, section 3, Algorithm 1).
 
-For a real-valued query F and an instantiation (S, Q, Theta), let
-mu_{i,theta} = P(F(X) = . | s_i, theta).  The mechanism computes
+For a real-valued query :math:`F` and an instantiation :math:`(S, Q, \Theta)`, let
+:math:`\mu_{i,\theta} = P(F(X) = \cdot \mid s_i, \theta)`.  The mechanism computes
 
 $$
 W = \sup_{(s_i, s_j) \in Q,\ \theta \in \Theta,\ P(s_i \mid \theta), P(s_j \mid \theta) > 0}
   W_\infty(\mu_{i,\theta}, \mu_{j,\theta})
 $$
 
-and releases F(D) + Lap(W / epsilon).  It is epsilon-Pufferfish private
-(Theorem 3.2) and W never exceeds the global sensitivity of F in the group-DP
+and releases :math:`F(D) + \mathrm{Lap}(W / \epsilon)`.  It is :math:`\epsilon`-Pufferfish private
+(Theorem 3.2) and :math:`W` never exceeds the global sensitivity of F in the group-DP
 framework whose groups are the sets of correlated records (Theorem 3.3).
 
-W_inf, the infinity-Wasserstein distance (Definition 3.1), is the smallest
-w such that some coupling of mu and nu never moves mass farther than w.  On
+:math:`W_\infty`, the :math:`\infty`-Wasserstein distance (Definition 3.1), is the smallest
+:math:`w` such that some coupling of :math:`\mu` and :math:`\nu` never moves mass farther than :math:`w`.  On
 the real line the optimal coupling is the quantile (monotone) coupling, so
 
 $$
@@ -107,7 +107,7 @@ def w_inf(values_a, probs_a, values_b, probs_b, *, tol: float = CDF_TOL) -> floa
 
     Examples
     --------
-    The flu example of Song et al. section 3 (conditionals of N given X_i):
+    The flu example of Song et al. section 3 (conditionals of :math:`N` given :math:`X_i`):
 
     >>> w_inf(range(5), [0.2, 0.225, 0.5, 0.075, 0.0], range(5), [0.0, 0.075, 0.5, 0.225, 0.2])
     2.0
@@ -161,7 +161,7 @@ class WassersteinCalibration:
     scale : float
         :math:`W / \epsilon`.
     witness : tuple or None
-        (theta index, :math:`(s_i, s_j)`) attaining :math:`W`.
+        (:math:`\theta` index, :math:`(s_i, s_j)`) attaining :math:`W`.
     per_pair : tuple
         ``(theta index, (s_i, s_j), W_inf)`` for every audited combination.
     skipped : tuple

@@ -1,22 +1,30 @@
-"""Certified leakage for two high-influence coordinates (b = 2) when the other one can be pinned.
+r"""Certified leakage for two high-influence coordinates (:math:`b = 2`) when the other one can be pinned.
 
-Split: secret coordinate i, one other high-influence coordinate k (truncated to [lo_k, hi_k] and
-integrated out), conditioning set C.  Given x_C, (x_i, x_k) ~ N(mu, S) with mu affine in x_C; with
-eta = S^-1 mu the law of (x_i, x_k) restricted to R x T_k is an exponential family in eta, so
+Split: secret coordinate :math:`i`, one other high-influence coordinate :math:`k` (truncated to
+:math:`[lo_k, hi_k]` and integrated out), conditioning set :math:`C`.  Given :math:`x_C`,
+:math:`(x_i, x_k) \sim N(\mu, S)` with :math:`\mu` affine in :math:`x_C`; with :math:`\eta = S^{-1} \mu` the law of
+:math:`(x_i, x_k)` restricted to :math:`R \times T_k` is an exponential family in :math:`\eta`, so
 
-    Lambda(eta) = log N(R x T_k) - log N(R' x T_k)
+$$
+\Lambda(\eta) = \log N(R \times T_k) - \log N(R' \times T_k)
+$$
 
-has gradient E_R[x] - E_R'[x] (means under the restrictions): d/d eta_i in [r - r' - delta, r - r' + delta]
-(non-negative when R lies above R') and |d/d eta_k| <= hi_k - lo_k.  eta ranges over a 2-D zonotope Z
-(the image of the box of x_C).  On a slab a <= eta_k <= b of Z:
+has gradient :math:`E_R[x] - E_{R'}[x]` (means under the restrictions):
+:math:`\partial / \partial \eta_i \in [r - r' - \delta, r - r' + \delta]` (non-negative when :math:`R` lies above
+:math:`R'`) and :math:`|\partial / \partial \eta_k| \le hi_k - lo_k`.  :math:`\eta` ranges over a 2-D zonotope
+:math:`Z` (the image of the box of :math:`x_C`).  On a slab :math:`a \le \eta_k \le b` of :math:`Z`:
 
-    Lambda <= Lambda(U(a, b), (a + b) / 2) + (hi_k - lo_k) (b - a) / 2,    U(a, b) = max eta_i on Z n slab
+$$
+\Lambda \le \Lambda\big(U(a, b), (a + b) / 2\big) + (hi_k - lo_k) (b - a) / 2, \qquad
+U(a, b) = \max_{Z \cap \text{slab}} \eta_i
+$$
 
-(min and the lower hull for R below R').  N(R x T_k) = int_R phi(t) g(t) dt with
-g(t) = P(x_k in T_k | x_i = t) log-concave: on sub-intervals, log g lies below its tangent and above its
-chord, and phi times an exponential integrates in closed form, giving certified two-sided bounds.
-The continuum of regions uses the cell bound of :mod:`puffgm.gaussian.primitives` with
-(log N([r, r + delta] x T_k))'' >= -(1 / s_i^2 + c^2 / tau^2).  Slabs are refined by branch-and-bound.
+(min and the lower hull for :math:`R` below :math:`R'`).  :math:`N(R \times T_k) = \int_R \varphi(t) g(t)\, dt` with
+:math:`g(t) = P(x_k \in T_k \mid x_i = t)` log-concave: on sub-intervals, :math:`\log g` lies below its tangent
+and above its chord, and :math:`\varphi` times an exponential integrates in closed form, giving certified
+two-sided bounds.  The continuum of regions uses the cell bound of :mod:`puffgm.gaussian.primitives` with
+:math:`(\log N([r, r + \delta] \times T_k))'' \ge -(1 / s_i^2 + c^2 / \tau^2)`.  Slabs are refined by
+branch-and-bound.
 """
 
 from __future__ import annotations

@@ -1,33 +1,42 @@
-"""Certified two-sided bounds of log P(x in B) for a Gaussian x ~ N(mu, P^-1) and a box B, in log space.
+r"""Certified two-sided bounds of :math:`\log P(x \in B)` for :math:`x \sim N(\mu, P^{-1})` and a box, in log space.
 
 Used by the multivariate pinned-regime engines (:mod:`puffgm.gaussian.monotone`,
 :mod:`puffgm.gaussian.multivariate`) and the truncated marginal (:mod:`puffgm.gaussian.marginal`) for box
-probabilities in many dimensions whose value can be as small as exp(-10^6), where neither
+probabilities in many dimensions whose value can be as small as :math:`\exp(-10^6)`, where neither
 ``scipy.stats.multivariate_normal.cdf`` (randomised quasi-Monte-Carlo, no error bound, no log-space mode)
 nor a tensor quadrature applies.  :class:`RegionBonferroni` brackets the probabilities of boxes whose first
-coordinate is a region [r, r + delta] by one-dimensional integrals only (Bonferroni on the others).
+coordinate is a region :math:`[r, r + \delta]` by one-dimensional integrals only (Bonferroni on the others).
 
-With f(x) = -(x - mu)' P (x - mu) / 2 and d = x - x0 for any point x0,
-f(x) = f(x0) + g . d - d' P d / 2, g = P (mu - x0).  On a sub-box A of B:
+With :math:`f(x) = -(x - \mu)^\top P (x - \mu) / 2` and :math:`d = x - x_0` for any point :math:`x_0`,
+:math:`f(x) = f(x_0) + g \cdot d - d^\top P d / 2`, :math:`g = P (\mu - x_0)`.  On a sub-box :math:`A` of :math:`B`:
 
-* **Lower bound (Gibbs).**  For any density q on A, log int_A e^f >= E_q[f] + H(q).  With the product
-  q(d) = prod_k exp(theta_k d_k - P_kk d_k^2 / 2) / Z_k (one-dimensional truncated normals),
+* **Lower bound (Gibbs).**  For any density :math:`q` on :math:`A`,
+  :math:`\log \int_A e^f \ge E_q[f] + H(q)`.  With the product
+  :math:`q(d) = \prod_k \exp(\theta_k d_k - P_{kk} d_k^2 / 2) / Z_k` (one-dimensional truncated normals),
 
-      log int_A e^f >= f(x0) + sum_k [(g_k - theta_k) m_k + log Z_k] - 1/2 sum_{j != k} P_jk m_j m_k,
+  $$
+  \log \int_A e^f \ge f(x_0) + \sum_k [(g_k - \theta_k) m_k + \log Z_k] - \tfrac12 \sum_{j \ne k} P_{jk} m_j m_k,
+  $$
 
-  m_k = E_q[d_k]; theta comes from mean-field sweeps theta_k = g_k - sum_{j != k} P_kj m_j (any theta is valid).
-* **Upper bound (convex duality).**  For a diagonal D with P - D positive semi-definite and any y,
-  -d' (P - D) d / 2 <= -y' (P - D) d + y' (P - D) y / 2 (tangent of a concave quadratic), so
+  :math:`m_k = E_q[d_k]`; :math:`\theta` comes from mean-field sweeps
+  :math:`\theta_k = g_k - \sum_{j \ne k} P_{kj} m_j` (any :math:`\theta` is valid).
+* **Upper bound (convex duality).**  For a diagonal :math:`D` with :math:`P - D` positive semi-definite and any
+  :math:`y`, :math:`-d^\top (P - D) d / 2 \le -y^\top (P - D) d + y^\top (P - D) y / 2` (tangent of a concave
+  quadratic), so
 
-      log int_A e^f <= f(x0) + y' (P - D) y / 2 + sum_k log int exp(h_k t - D_kk t^2 / 2) dt,   h = g - (P - D) y,
+  $$
+  \log \int_A e^f \le f(x_0) + y^\top (P - D) y / 2 + \sum_k \log \int \exp(h_k t - D_{kk} t^2 / 2)\, dt, \qquad
+  h = g - (P - D) y,
+  $$
 
-  a product of one-dimensional integrals; y = the mean-field means makes it tight.  D = c diag(P) with
-  c below the smallest eigenvalue of diag(P)^-1/2 P diag(P)^-1/2 (checked by a Cholesky factorisation).
+  a product of one-dimensional integrals; :math:`y` = the mean-field means makes it tight.
+  :math:`D = c \operatorname{diag}(P)` with :math:`c` below the smallest eigenvalue of
+  :math:`\operatorname{diag}(P)^{-1/2} P \operatorname{diag}(P)^{-1/2}` (checked by a Cholesky factorisation).
 
 Both sides are sums over the sub-boxes (log-sum-exp); the sub-box with the largest gap is split along the
 coordinate with the largest uncoupled spread until the gap is below the tolerance.  For coordinates pinned
-at a face of the box (the conditional mean far outside) the law on A is nearly a product of exponentials and
-one sub-box suffices; free coordinates need splitting (the gap of a sub-box shrinks with its width squared).
+at a face of the box (the conditional mean far outside) the law on :math:`A` is nearly a product of exponentials
+and one sub-box suffices; free coordinates need splitting (the gap of a sub-box shrinks with its width squared).
 The one-dimensional integrals and means use the scaled complementary error function (``erfcx``), exact
 when the vertex of the exponent is far outside the interval.
 """
@@ -204,8 +213,11 @@ class BoxProbability:
         return x
 
     def dual_upper(self, mu, A, B, x0, y):
-        """The convex-duality upper bound (module docstring) on sub-boxes rows of (A, B) with expansion
-        points x0 and tangent points y (any x0 and y give a valid bound); also f0 and g = P (mu - x0)."""
+        r"""The convex-duality upper bound (module docstring) on the sub-boxes, rows of (A, B).
+
+        With expansion points :math:`x_0` and tangent points :math:`y` (any :math:`x_0` and :math:`y` give a valid
+        bound); also :math:`f_0` and :math:`g = P (\mu - x_0)`.
+        """
         dx = x0 - mu
         f0 = -0.5 * _quad(dx, self.P)
         g = -dx @ self.P
@@ -527,8 +539,10 @@ class RegionBonferroni:
         return const, grad, eta_c
 
     def minorant_at(self, data, eta):
-        """The affine minorant of :meth:`minorant` at the natural parameter ``eta`` (mean S eta): certified
-        lower bounds of log P(R x T) on the face whose eps_F was given."""
+        r"""The affine minorant of :meth:`minorant` at the natural parameter ``eta`` (mean :math:`S \eta`).
+
+        Certified lower bounds of :math:`\log P(R \times T)` on the face whose :math:`\varepsilon_F` was given.
+        """
         const, grad, eta_c = data
         eta = np.asarray(eta, float)
         q_c, q = 0.5 * float(eta_c @ self.S @ eta_c), 0.5 * float(eta @ self.S @ eta)

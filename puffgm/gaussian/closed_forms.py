@@ -1,41 +1,41 @@
-"""Closed-form a(b)-influence curves of truncated Gaussian priors with region secrets.
+r"""Closed-form a(b)-influence curves of truncated Gaussian priors with region secrets.
 
 Truncated Gaussian with region secrets (Example 6.2 / Theorem 9)
 ----------------------------------------------------------------
-x ~ N(m, Sigma) truncated to a box, secrets s_i(r) = {x_i in [r, r+delta]}.
-For a low-influence set L, x_i | x_L is Gaussian N(mu, sigma^2) with
-mu = m_i + w.(x_L - m_L), w = Sigma_iL Sigma_LL^-1 and sigma^2 =
-Sigma_ii - w.Sigma_Li constant, so the sup over x_L is a sweep over mu.
+:math:`x \sim N(m, \Sigma)` truncated to a box, secrets :math:`s_i(r) = \{x_i \in [r, r+\delta]\}`.
+For a low-influence set :math:`L`, :math:`x_i \mid x_L` is Gaussian :math:`N(\mu, \sigma^2)` with
+:math:`\mu = m_i + w \cdot (x_L - m_L)`, :math:`w = \Sigma_{iL} \Sigma_{LL}^{-1}` and
+:math:`\sigma^2 = \Sigma_{ii} - w \cdot \Sigma_{Li}` constant, so the sup over :math:`x_L` is a sweep over :math:`\mu`.
 
-How the truncation enters: *only* through the support.  (i) x_L ranges over
-the box, so mu ranges over the bounded interval
-[m_i + sum_j min(w_j (lo_j - m_j), w_j (hi_j - m_j)), ... max ...]; without the
-truncation mu is unbounded and every a(b) with w != 0 is infinite.  (ii) The
-secrets lie inside [lo_i, hi_i].  Inside the box, the truncation's normaliser
-cancels from every ratio of conditional probabilities given x_L when H = {x_i}.
-For b >= 2 the paper (and the two values below) keep the Gaussian conditional
-x_i | x_L and ignore the truncation of the other high-influence coordinates
-H \\ {i}, which are integrated over the box in the truncated prior; the exact
-truncated value needs b-dimensional box integrals
+How the truncation enters: *only* through the support.  (i) :math:`x_L` ranges over
+the box, so :math:`\mu` ranges over the bounded interval
+:math:`[m_i + \sum_j \min(w_j (lo_j - m_j), w_j (hi_j - m_j)), \dots]` (with :math:`\max` at the upper end);
+without the truncation :math:`\mu` is unbounded and every :math:`a(b)` with :math:`w \ne 0` is infinite.  (ii) The
+secrets lie inside :math:`[lo_i, hi_i]`.  Inside the box, the truncation's normaliser
+cancels from every ratio of conditional probabilities given :math:`x_L` when :math:`H = \{x_i\}`.
+For :math:`b \ge 2` the paper (and the two values below) keep the Gaussian conditional
+:math:`x_i \mid x_L` and ignore the truncation of the other high-influence coordinates
+:math:`H \smallsetminus \{i\}`, which are integrated over the box in the truncated prior; the exact
+truncated value needs :math:`b`-dimensional box integrals
 (:mod:`puffgm.gaussian.leakage` bounds it).
 
 Two values are reported per point:
 
-* ``"theorem9"``: sup over mu of log P(A | mu) / P(A' | mu) minus the log ratio
-  of the untruncated marginal N(m_i, Sigma_ii), maximised over pairs of
-  disjoint regions on a grid of r (the paper's computation);
-* ``"range"``: sup_mu - inf_mu of log P(A | mu) / P(A' | mu).  The truncated
-  marginal ratio P(A) / P(A') is an average of the conditional ratios over
-  x_L in the box, so it is at least their infimum: this bounds a_dagger(L) for
-  the truncated prior (exactly, for b = 1).  By the monotone-likelihood-ratio
-  property of the Gaussian location family (G(t) = P(t < Z < t + delta) is
-  log-concave), the worst pair is the top region [hi-delta, hi] against the
-  bottom region [lo, lo+delta], with no grid.
+* ``"theorem9"``: :math:`\sup_\mu \log P(A \mid \mu) / P(A' \mid \mu)` minus the log ratio
+  of the untruncated marginal :math:`N(m_i, \Sigma_{ii})`, maximised over pairs of
+  disjoint regions on a grid of :math:`r` (the paper's computation);
+* ``"range"``: :math:`\sup_\mu - \inf_\mu` of :math:`\log P(A \mid \mu) / P(A' \mid \mu)`.  The truncated
+  marginal ratio :math:`P(A) / P(A')` is an average of the conditional ratios over
+  :math:`x_L` in the box, so it is at least their infimum: this bounds :math:`a^\dagger(L)` for
+  the truncated prior (exactly, for :math:`b = 1`).  By the monotone-likelihood-ratio
+  property of the Gaussian location family (:math:`G(t) = P(t < Z < t + \delta)` is
+  log-concave), the worst pair is the top region :math:`[hi-\delta, hi]` against the
+  bottom region :math:`[lo, lo+\delta]`, with no grid.
 
 The curve the library returns (``value="safe"``, default) is certified: every
 split's value is the certified upper bound of the exact leakage of the truncated
 prior (:class:`puffgm.gaussian.leakage.GaussianRegionModel`, which accounts for
-the truncation of every coordinate).  For b >= 2 neither of the two values above
+the truncation of every coordinate).  For :math:`b \ge 2` neither of the two values above
 is certified (the other high-influence coordinates are truncated in the prior);
 they stay available as ``value="theorem9"`` and ``value="range"`` for
 reproducing Figure 2b, marked uncertified in the curve's notes.
@@ -183,11 +183,11 @@ class CurveOptions:
     grid : int
         Region positions of the ``"theorem9"`` value.
     pinned_engines : bool
-        Run the certified b >= 3 engines for pinned splits (:mod:`puffgm.gaussian.leakage`) on the farthest
+        Run the certified :math:`b \ge 3` engines for pinned splits (:mod:`puffgm.gaussian.leakage`) on the farthest
         splits only (also in exhaustive mode), one per b and secret coordinate; otherwise such splits keep a
         smaller split's value.
     cell_budget : int
-        A value > 0 adds, on those splits at b >= 4 without a sign-balanced conditional precision (the
+        A value :math:`> 0` adds, on those splits at :math:`b \ge 4` without a sign-balanced conditional precision (the
         squared-exponential kernel), the cell engine of :mod:`puffgm.gaussian.multivariate` with that many
         cells per split.
     tol, atol : float

@@ -1,80 +1,88 @@
-"""Certified leakage of region secrets under truncated multivariate Gaussian priors.
+r"""Certified leakage of region secrets under truncated multivariate Gaussian priors.
 
-Prior: x ~ N(m, Sigma) truncated to the box B = prod_k [lo_k, hi_k].  Secret
-pairs on coordinate i: s(r) = {x_i in [r, r + delta]} against s(r'), any
-r, r' in [lo_i, hi_i - delta] (Bai, He, Gu, Kifer and Maeng, Example 6.2).
-For a split of the coordinates into a high-influence set H (i in H,
-H' = H minus i) and a conditioning set C (the low-influence set L for a
-general split, the Markov quilt X_Q for a quilt split), the leakage through C
+Prior: :math:`x \sim N(m, \Sigma)` truncated to the box :math:`B = \prod_k [lo_k, hi_k]`.  Secret
+pairs on coordinate :math:`i`: :math:`s(r) = \{x_i \in [r, r + \delta]\}` against :math:`s(r')`, any
+:math:`r, r' \in [lo_i, hi_i - \delta]` (Bai, He, Gu, Kifer and Maeng, Example 6.2).
+For a split of the coordinates into a high-influence set :math:`H` (:math:`i \in H`,
+:math:`H' = H \smallsetminus \{i\}`) and a conditioning set :math:`C` (the low-influence set :math:`L` for a
+general split, the Markov quilt :math:`X_Q` for a quilt split), the leakage through :math:`C`
 (Definition 7) is
 
-    a(C) = max_{r, r'} sup_{x_C in B_C} log P(x_C | s(r)) / P(x_C | s(r'))
-         = max_{r, r'} sup_{x_C} [log P(A | x_C) - log P(A' | x_C)] - [log P(A) - log P(A')],
+$$
+\begin{array}{rl}
+a(C) &= \max_{r, r'} \sup_{x_C \in B_C} \log P(x_C \mid s(r)) / P(x_C \mid s(r')) \\
+     &= \max_{r, r'} \sup_{x_C} [\log P(A \mid x_C) - \log P(A' \mid x_C)] - [\log P(A) - \log P(A')],
+\end{array}
+$$
 
-A = s(r), A' = s(r'), every probability under the *truncated* prior.  Given
-x_C, the truncated conditional of x_H is N(mu_H|C, Sigma_H|C) restricted to
-B_H (for a quilt split this needs X_R independent of X_N given X_Q under the
-truncated prior: see :mod:`puffgm.gaussian.networks`), so with N the
-untruncated Gaussian given x_C and T = B_H':
+:math:`A = s(r)`, :math:`A' = s(r')`, every probability under the *truncated* prior.  Given
+:math:`x_C`, the truncated conditional of :math:`x_H` is :math:`N(\mu_{H|C}, \Sigma_{H|C})` restricted to
+:math:`B_H` (for a quilt split this needs :math:`X_R` independent of :math:`X_N` given :math:`X_Q` under the
+truncated prior: see :mod:`puffgm.gaussian.networks`), so with :math:`N` the
+untruncated Gaussian given :math:`x_C` and :math:`T = B_{H'}`:
 
-    P(A | x_C) / P(A' | x_C) = N(x_i in R, x_H' in T) / N(x_i in R', x_H' in T).
+$$
+P(A \mid x_C) / P(A' \mid x_C) = N(x_i \in R, x_{H'} \in T) / N(x_i \in R', x_{H'} \in T).
+$$
 
-Theorem 9 of the paper drops "x_H' in T" (it integrates x_H' over the whole
-space) and uses the untruncated marginal N(m_i, Sigma_ii) for P(A) / P(A').
+Theorem 9 of the paper drops ":math:`x_{H'} \in T`" (it integrates :math:`x_{H'}` over the whole
+space) and uses the untruncated marginal :math:`N(m_i, \Sigma_{ii})` for :math:`P(A) / P(A')`.
 This module bounds the exact value from above with one-dimensional normal
 probabilities only, by three inequalities:
 
 1. Bonferroni on the other high-influence coordinates:
-   N(R, T) <= N(R)  and  N(R', T) >= N(R') (1 - E(R')),
-   E(R') = sum_{k in H'} sup { P(x_k not in [lo_k, hi_k] | x_i, x_C) : x_i in R', x_C in B_C }.
-   Given (x_i, x_C), x_k is Gaussian with mean affine in (x_i, x_C) and fixed
+   :math:`N(R, T) \le N(R)` and :math:`N(R', T) \ge N(R') (1 - E(R'))`,
+   :math:`E(R') = \sum_{k \in H'} \sup \{ P(x_k \notin [lo_k, hi_k] \mid x_i, x_C) : x_i \in R', x_C \in B_C \}`.
+   Given :math:`(x_i, x_C)`, :math:`x_k` is Gaussian with mean affine in :math:`(x_i, x_C)` and fixed
    variance; the tail probability is quasi-convex in the mean, so the sup is at
    an end of the mean's range (an interval computed from the box).
-2. The same on the marginal: P(A) / P(A') >= N0(R) (1 - E0(R)) / N0(R') with
-   E0(R) = sum_{k != i} sup_{x_i in R} P(x_k not in [lo_k, hi_k] | x_i); where that term is large or
-   infinite (option ``marginal``), also the bound of :mod:`puffgm.gaussian.marginal`:
-   G(t) = P(x_-i in B_-i | x_i = t) is log-concave, so P(x_-i in B_-i | x_i in R) >= min of G at the
-   ends of a cell containing R, and P(x_-i in B_-i | x_i in R') <= the probability of the box expanded
-   by the drift of the conditional mean over the cell, both from certified (n - 1)-dimensional box
+2. The same on the marginal: :math:`P(A) / P(A') \ge N_0(R) (1 - E_0(R)) / N_0(R')` with
+   :math:`E_0(R) = \sum_{k \ne i} \sup_{x_i \in R} P(x_k \notin [lo_k, hi_k] \mid x_i)`; where that term is
+   large or infinite (option ``marginal``), also the bound of :mod:`puffgm.gaussian.marginal`:
+   :math:`G(t) = P(x_{-i} \in B_{-i} \mid x_i = t)` is log-concave, so
+   :math:`P(x_{-i} \in B_{-i} \mid x_i \in R) \ge` the min of :math:`G` at the ends of a cell containing
+   :math:`R`, and :math:`P(x_{-i} \in B_{-i} \mid x_i \in R') \le` the probability of the box expanded
+   by the drift of the conditional mean over the cell, both from certified :math:`(n - 1)`-dimensional box
    probabilities; the smaller bound is used.
-3. Theorem 9's one-dimensional sweep for N(R | x_C) / N(R' | x_C): x_i | x_C
-   is N(mu, sigma^2) with mu affine in x_C and ranging over [mu_lo, mu_hi];
-   by the monotone likelihood ratio of the location family the sup over mu is
-   at mu_lo or mu_hi.
+3. Theorem 9's one-dimensional sweep for :math:`N(R \mid x_C) / N(R' \mid x_C)`: :math:`x_i \mid x_C`
+   is :math:`N(\mu, \sigma^2)` with :math:`\mu` affine in :math:`x_C` and ranging over
+   :math:`[\mu_{lo}, \mu_{hi}]`; by the monotone likelihood ratio of the location family the sup over
+   :math:`\mu` is at :math:`\mu_{lo}` or :math:`\mu_{hi}`.
 
 A second bound replaces 2. by "a ratio of averages is at least the smallest
-ratio": P(A) / P(A') >= inf_{x_C} P(A | x_C) / P(A' | x_C) >=
-inf_mu N(R | mu) / N(R' | mu) * (1 - E(R)) (the *range* bound, always finite
-when E < 1; for H = {i} it needs no Bonferroni term at all).  A third, the
-*mixed-derivative range* bound (:func:`mixed_range_bound`), bounds sup - inf over x_C of the
-conditional log ratio through the mixed derivative d^2 log P(x_H' in T | x_i = t, x_C) / dt dx_C, so
-the truncation of H' cancels between numerator and denominator instead of being charged to each (the
-Bonferroni terms never fall below the tail mass E); a fourth is the precision-Lipschitz bound.  The
+ratio": :math:`P(A) / P(A') \ge \inf_{x_C} P(A \mid x_C) / P(A' \mid x_C)`
+:math:`\ge \inf_\mu N(R \mid \mu) / N(R' \mid \mu) \cdot (1 - E(R))` (the *range* bound, always finite
+when :math:`E < 1`; for :math:`H = \{i\}` it needs no Bonferroni term at all).  A third, the
+*mixed-derivative range* bound (:func:`mixed_range_bound`), bounds :math:`\sup - \inf` over :math:`x_C` of
+the conditional log ratio through the mixed derivative
+:math:`\partial^2 \log P(x_{H'} \in T \mid x_i = t, x_C) / \partial t\, \partial x_C`, so
+the truncation of :math:`H'` cancels between numerator and denominator instead of being charged to each (the
+Bonferroni terms never fall below the tail mass :math:`E`); a fourth is the precision-Lipschitz bound.  The
 value returned is the smallest.
 
-The max over the continuum of region positions r, r' is bounded by
-branch-and-bound over cells [r_a, r_b] (r_b - r_a <= delta / 2): on a cell,
-[r, r + delta] lies inside the union [r_a, r_b + delta] and contains the
-intersection [r_b, r_a + delta], so probabilities are bounded by those of
+The max over the continuum of region positions :math:`r, r'` is bounded by
+branch-and-bound over cells :math:`[r_a, r_b]` (:math:`r_b - r_a \le \delta / 2`): on a cell,
+:math:`[r, r + \delta]` lies inside the union :math:`[r_a, r_b + \delta]` and contains the
+intersection :math:`[r_b, r_a + \delta]`, so probabilities are bounded by those of
 the two intervals (no Lipschitz constant needed).  Cells are split until the
 certified maximum is within ``tol`` of the best value met at a cell centre
 (:func:`puffgm.gaussian.primitives.certified_region_max`).
 
 Every term is an upper bound of the exact quantity; special functions are
-evaluated in log space (``scipy.special.log_ndtr``, relative error ~1e-15);
+evaluated in log space (``scipy.special.log_ndtr``, relative error about :math:`10^{-15}`);
 the linear algebra (Cholesky solves) is in double precision, and the returned
-value is widened by ``(64 eps cond(Sigma_CC) + 1e-12)`` relative plus 1e-12
-absolute to cover rounding.  When E >= 1 (the other high-influence
+value is widened by :math:`64\, \epsilon_{\mathrm{mach}} \operatorname{cond}(\Sigma_{CC}) + 10^{-12}` relative
+plus :math:`10^{-12}` absolute to cover rounding.  When :math:`E \ge 1` (the other high-influence
 coordinates can be pushed out of their box, "pinned") the Bonferroni terms are
 useless and the bound is ``inf`` for that split; curves then keep the value of a
-smaller split (they are non-increasing: for nested splits H_b in H_{b+1} the leakage
-through L_{b+1} is at most that through L_b by the mixture argument).  Pinned splits
-have engines of their own: b = 2 the certified bivariate engine
-(:mod:`puffgm.gaussian.bivariate`); b >= 3 a hybrid (one other coordinate p exactly
-by the bivariate engine on (x_i, x_p) given x_C, the rest by Bonferroni given x_i,
-x_p and x_C, used when that sum stays below 1), the monotone engine for sign-balanced
-conditional precisions (:mod:`puffgm.gaussian.monotone`), for b = 3 the certified
-trivariate engine (:mod:`puffgm.gaussian.trivariate`) and for b >= 4 the cell engine
+smaller split (they are non-increasing: for nested splits :math:`H_b \subset H_{b+1}` the leakage
+through :math:`L_{b+1}` is at most that through :math:`L_b` by the mixture argument).  Pinned splits
+have engines of their own: :math:`b = 2` the certified bivariate engine
+(:mod:`puffgm.gaussian.bivariate`); :math:`b \ge 3` a hybrid (one other coordinate :math:`p` exactly
+by the bivariate engine on :math:`(x_i, x_p)` given :math:`x_C`, the rest by Bonferroni given :math:`x_i`,
+:math:`x_p` and :math:`x_C`, used when that sum stays below 1), the monotone engine for sign-balanced
+conditional precisions (:mod:`puffgm.gaussian.monotone`), for :math:`b = 3` the certified
+trivariate engine (:mod:`puffgm.gaussian.trivariate`) and for :math:`b \ge 4` the cell engine
 (:mod:`puffgm.gaussian.multivariate`); the smallest certified value is returned.
 """
 
@@ -126,7 +134,7 @@ _MARGINAL_AUTO_MAX_DIM = 24       # "auto" uses box probabilities only for n - 1
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """Engine options of a :class:`GaussianRegionModel` (validated by the model).
+    r"""Engine options of a :class:`GaussianRegionModel` (validated by the model).
 
     Attributes
     ----------
@@ -134,14 +142,14 @@ class ModelOptions:
         Default of :meth:`GaussianRegionModel.leakage`'s ``pinned_engines``.
     marginal : {"auto", "bonferroni", "box"}
         Bound of the truncated marginal term (:meth:`GaussianRegionModel.marginal_corrections`):
-        ``"bonferroni"`` the one-dimensional Bonferroni terms only; ``"box"`` also the (n - 1)-dimensional
+        ``"bonferroni"`` the one-dimensional Bonferroni terms only; ``"box"`` also the :math:`(n - 1)`-dimensional
         box-probability bounds of :mod:`puffgm.gaussian.marginal` on every region cell; ``"auto"`` (default)
         the latter only on cells whose Bonferroni numerator term exceeds 0.5 nats (or is infinite) and only
-        when n - 1 <= 24, so priors on which Bonferroni is good keep its values and cost.
+        when :math:`n - 1 \le 24`, so priors on which Bonferroni is good keep its values and cost.
     cell_budget : int
-        Cells for the b >= 4 cell engine (:mod:`puffgm.gaussian.multivariate`) on pinned splits whose
+        Cells for the :math:`b \ge 4` cell engine (:mod:`puffgm.gaussian.multivariate`) on pinned splits whose
         conditional precision is not sign-balanced (0, the default: off; each cell costs two region
-        sweeps of b-dimensional box probabilities).
+        sweeps of :math:`b`-dimensional box probabilities).
     cell_seconds : float, optional
         Wall-time budget in seconds of the cell engine per split, on top of ``cell_budget`` (None, the
         default: cells only).  The value is certified whenever the engine stops; a time budget makes
@@ -283,13 +291,16 @@ def mixed_range_bound(block: TruncatedBlock, slope, spread, width_i, mu_spread, 
 
 
 def log_box_hessian_bound(omega, nu_lo, nu_hi, lo, hi):
-    """Entrywise bound h >= |Hess_nu log P(y in T)|, y ~ N(nu, Omega), uniformly over nu in the box
-    [nu_lo, nu_hi], T = prod_j [lo_j, hi_j] (the face formulas of :func:`mixed_range_bound`).
+    r"""Entrywise :math:`h \ge |\nabla^2_\nu \log P(y \in T)|`, :math:`y \sim N(\nu, \Omega)`, uniformly in :math:`\nu`.
 
-    Returns ``(h, {"E": E})`` with E the Bonferroni sum of the largest tails (P >= 1 - E), or
-    ``(None, info)`` when E >= 1 or Omega is singular or too ill-conditioned for the rounding margin.
-    h is widened by 1e3 eps cond(Omega) (1 + max_k (w_k / s_k)^2) relative for rounding (w_k the largest
-    |y_k - nu_k| over the box, s_k = Omega_kk^(1/2)).
+    The box is :math:`[\nu_{lo}, \nu_{hi}]` and :math:`T = \prod_j [lo_j, hi_j]` (the face formulas of
+    :func:`mixed_range_bound`).
+
+    Returns ``(h, {"E": E})`` with :math:`E` the Bonferroni sum of the largest tails (:math:`P \ge 1 - E`), or
+    ``(None, info)`` when :math:`E \ge 1` or :math:`\Omega` is singular or too ill-conditioned for the rounding
+    margin.  :math:`h` is widened by
+    :math:`10^3 \epsilon_{\mathrm{mach}} \operatorname{cond}(\Omega) (1 + \max_k (w_k / s_k)^2)` relative for
+    rounding (:math:`w_k` the largest :math:`|y_k - \nu_k|` over the box, :math:`s_k = \Omega_{kk}^{1/2}`).
     """
     omega = (np.asarray(omega, float) + np.asarray(omega, float).T) / 2
     k = omega.shape[0]
@@ -371,13 +382,15 @@ class RegionLeakage:
 class GaussianRegionModel:
     r"""A truncated Gaussian :math:`N(\mathrm{mean}, \mathrm{cov})` on a box with region secrets of width ``delta``.
 
-    Validates once, then answers :meth:`leakage` queries for any (i, C, H).
+    Validates once, then answers :meth:`leakage` queries for any :math:`(i, C, H)`.
 
     Parameters
     ----------
     cov : (n, n) array, symmetric positive definite
     lower, upper : float or (n,) arrays, upper > lower (finite)
-    delta : float, > 0, with 2 delta <= upper_i - lower_i for every secret coordinate
+    delta : float
+        The region width :math:`\delta > 0`, with :math:`2 \delta \le \mathrm{upper}_i - \mathrm{lower}_i` for
+        every secret coordinate :math:`i`.
     mean : (n,) array, optional (default 0)
     tol, atol : float, > 0
         Branch-and-bound tolerance: each maximisation stops within
@@ -479,7 +492,7 @@ class GaussianRegionModel:
                 f"regions of width {self.delta:g}.")
 
     def regress(self, targets, cond):
-        """(beta [len(targets), len(cond)], residual variances, cond-number of Sigma_CC)."""
+        r"""(:math:`\beta` [len(targets), len(cond)], residual variances, condition number of :math:`\Sigma_{CC}`)."""
         if len(cond) == 0:
             return np.zeros((len(targets), 0)), np.diag(self.cov)[targets].copy(), 1.0
         S = self.cov[np.ix_(cond, cond)]
@@ -495,7 +508,7 @@ class GaussianRegionModel:
         return beta, var, float(np.linalg.cond(S))
 
     def affine_range(self, beta_row, cond):
-        """Range of sum_c beta_c (x_c - m_c) over the box of the conditioning coordinates."""
+        r"""Range of :math:`\sum_c \beta_c (x_c - m_c)` over the box of the conditioning coordinates."""
         if len(cond) == 0:
             return 0.0, 0.0
         d1 = beta_row * (self.lower[cond] - self.mean[cond])

@@ -1,43 +1,56 @@
-"""Certified bounds of the truncated marginal of one coordinate from (n - 1)-dimensional box probabilities.
+r"""Certified bounds of the truncated marginal of one coordinate from (n - 1)-dimensional box probabilities.
 
-Prior: x ~ N(m, Sigma) truncated to the box B = prod_k [lo_k, hi_k].  Every leakage engine of
-:mod:`puffgm.gaussian.leakage` needs the marginal term log P0(R) - log P0(R') of the secret coordinate
-x_i under the *truncated* prior (R, R' regions [r, r + delta]).  With N0 the untruncated marginal
-N(m_i, Sigma_ii) and
+Prior: :math:`x \sim N(m, \Sigma)` truncated to the box :math:`B = \prod_k [lo_k, hi_k]`.  Every leakage engine of
+:mod:`puffgm.gaussian.leakage` needs the marginal term :math:`\log P_0(R) - \log P_0(R')` of the secret coordinate
+:math:`x_i` under the *truncated* prior (:math:`R, R'` regions :math:`[r, r + \delta]`).  With :math:`N_0` the
+untruncated marginal :math:`N(m_i, \Sigma_{ii})` and
 
-    G(t) = P(x_-i in B_-i | x_i = t),
+$$
+G(t) = P(x_{-i} \in B_{-i} \mid x_i = t),
+$$
 
-P0(R) = int_R N0(t) G(t) dt / Z = N0(R) P(x_-i in B_-i | x_i in R) / Z.  Given x_i = t, x_-i is
-Gaussian with precision P = Q[-i, -i] (the block of Q = Sigma^-1; the inverse of the conditional
-covariance Sigma_-i,-i - Sigma_-i,i Sigma_i,-i / Sigma_ii) and mean
+:math:`P_0(R) = \int_R N_0(t) G(t)\, dt / Z = N_0(R)\, P(x_{-i} \in B_{-i} \mid x_i \in R) / Z`.  Given
+:math:`x_i = t`, :math:`x_{-i}` is Gaussian with precision :math:`P = Q_{-i,-i}` (the block of :math:`Q = \Sigma^{-1}`;
+the inverse of the conditional covariance :math:`\Sigma_{-i,-i} - \Sigma_{-i,i} \Sigma_{i,-i} / \Sigma_{ii}`) and mean
 
-    mu(t) = m_-i + c (t - m_i),   c = Sigma_-i,i / Sigma_ii.
+$$
+\mu(t) = m_{-i} + c\, (t - m_i), \qquad c = \Sigma_{-i,i} / \Sigma_{ii}.
+$$
 
-*Log-concavity.*  G(t) = (1_B * phi_P)(mu(t)) is the convolution of two log-concave functions (the box
-indicator and a Gaussian density) composed with an affine map, hence log-concave in t (Prekopa).  So
+*Log-concavity.*  :math:`G(t) = (1_B * \varphi_P)(\mu(t))` is the convolution of two log-concave functions (the
+box indicator and a Gaussian density) composed with an affine map, hence log-concave in :math:`t` (Prekopa).  So
 
-* numerator: P(x_-i in B_-i | x_i in R) = int_R N0 G / int_R N0 >= inf_{t in R} G(t), and for every
-  region R inside a cell [ua, ub] the infimum of the log-concave G over [ua, ub] is at an end:
+* numerator: :math:`P(x_{-i} \in B_{-i} \mid x_i \in R) = \int_R N_0 G / \int_R N_0 \ge \inf_{t \in R} G(t)`, and
+  for every region :math:`R` inside a cell :math:`[u_a, u_b]` the infimum of the log-concave :math:`G` over
+  :math:`[u_a, u_b]` is at an end:
 
-      -log P(x_-i in B_-i | x_i in R) <= -min(log G(ua), log G(ub));
+  $$
+  -\log P(x_{-i} \in B_{-i} \mid x_i \in R) \le -\min(\log G(u_a), \log G(u_b));
+  $$
 
-* denominator: P(x_-i in B_-i | x_i in R') <= sup_{t in [ua, ub]} G(t).  For t = ua + s, s in [0, h],
-  h = ub - ua, x_-i = mu(ua) + c s + e with e ~ N(0, P^-1), and mu(ua) + c s + e in B iff
-  mu(ua) + e in B - c s = prod_k [lo_k - c_k s, hi_k - c_k s].  As s runs over [0, h], -c_k s runs over
-  [min(0, -c_k h), max(0, -c_k h)], so every such box lies inside the *expanded* box
+* denominator: :math:`P(x_{-i} \in B_{-i} \mid x_i \in R') \le \sup_{t \in [u_a, u_b]} G(t)`.  For
+  :math:`t = u_a + s`, :math:`s \in [0, h]`, :math:`h = u_b - u_a`, :math:`x_{-i} = \mu(u_a) + c s + e` with
+  :math:`e \sim N(0, P^{-1})`, and :math:`\mu(u_a) + c s + e \in B` iff
+  :math:`\mu(u_a) + e \in B - c s = \prod_k [lo_k - c_k s, hi_k - c_k s]`.  As :math:`s` runs over :math:`[0, h]`,
+  :math:`-c_k s` runs over :math:`[\min(0, -c_k h), \max(0, -c_k h)]`, so every such box lies inside the
+  *expanded* box
 
-      B^+(ua, ub) = prod_k [lo_k + min(0, -c_k h), hi_k + max(0, -c_k h)]  (shifted by -c (ua - m_i)),
+  $$
+  B^+(u_a, u_b) = \prod_k [lo_k + \min(0, -c_k h), hi_k + \max(0, -c_k h)] \quad \text{(shifted by } -c\, (u_a - m_i)),
+  $$
 
-  and sup_{t in [ua, ub]} G(t) <= P(mu(ua) + e in B^+(ua, ub)).  No derivative of G is needed.
+  and :math:`\sup_{t \in [u_a, u_b]} G(t) \le P(\mu(u_a) + e \in B^+(u_a, u_b))`.  No derivative of :math:`G` is
+  needed.
 
-All box probabilities share the mean m_-i (the boxes are shifted instead:
-P(mu(t) + e in B) = P(m_-i + e in B - c (t - m_i))) and are bounded on both sides by
+All box probabilities share the mean :math:`m_{-i}` (the boxes are shifted instead:
+:math:`P(\mu(t) + e \in B) = P(m_{-i} + e \in B - c\, (t - m_i))`) and are bounded on both sides by
 :class:`puffgm.gaussian.boxprob.BoxProbability` (the certified lower bound at the ends of a cell for the
 numerator, the certified upper bound of the expanded box for the denominator).  The shifted box ends
-are rounded outward (upper bound) or inward (lower bound) by 4 eps (|lo_k| + |shift_k|) so that the
-floating-point box is inside (outside) the exact one; the precision matrix's own rounding is covered by
-the widening of the leakage value (64 eps cond(Sigma)).  Values are cached by end point (lower bounds)
-and by cell (upper bounds): the region sweeps call the corrections many times on overlapping cells.
+are rounded outward (upper bound) or inward (lower bound) by
+:math:`4 \epsilon_{\mathrm{mach}} (|lo_k| + |\mathrm{shift}_k|)` so that the floating-point box is inside
+(outside) the exact one; the precision matrix's own rounding is covered by the widening of the leakage
+value (:math:`64\, \epsilon_{\mathrm{mach}} \operatorname{cond}(\Sigma)`).  Values are cached by end point (lower
+bounds) and by cell (upper bounds): the region sweeps call the corrections many times on overlapping cells.
 """
 
 from __future__ import annotations
@@ -58,8 +71,10 @@ class TruncatedMarginal:
 
     Parameters
     ----------
-    cov : (n, n) array, symmetric positive definite (n >= 2)
-    mean, lower, upper : (n,) arrays (the box B)
+    cov : (n, n) array
+        Symmetric positive definite, :math:`n \ge 2`.
+    mean, lower, upper : (n,) arrays
+        The mean and the box :math:`B`.
     i : int
         The secret coordinate.
     tol, max_boxes : float, int

@@ -1,34 +1,44 @@
-"""Certified leakage for any number of pinned high-influence coordinates when the prior is sign-balanced.
+r"""Certified leakage for any number of pinned high-influence coordinates when the prior is sign-balanced.
 
-Split: secret coordinate i, other high-influence coordinates H' (truncated to their box T and integrated
-out), conditioning set C.  Given x_C, x_H ~ N(mu, S) with mu affine in x_C, and with eta = S^-1 mu and
-P = S^-1 the law of x_H restricted to R x T is an exponential family in eta:
+Split: secret coordinate :math:`i`, other high-influence coordinates :math:`H'` (truncated to their box :math:`T`
+and integrated out), conditioning set :math:`C`.  Given :math:`x_C`, :math:`x_H \sim N(\mu, S)` with :math:`\mu`
+affine in :math:`x_C`, and with :math:`\eta = S^{-1} \mu` and :math:`P = S^{-1}` the law of :math:`x_H` restricted
+to :math:`R \times T` is an exponential family in :math:`\eta`:
 
-    Lambda_{R, R'}(eta) = log N(R x T) - log N(R' x T),    grad Lambda = E_R[x_H] - E_R'[x_H].
+$$
+\Lambda_{R, R'}(\eta) = \log N(R \times T) - \log N(R' \times T), \qquad
+\nabla \Lambda = E_R[x_H] - E_{R'}[x_H].
+$$
 
-**Monotonicity (MTP2).**  Suppose the precision P is *sign-balanced*: there are signs s (s_i = +1) with
-s_j s_k P_jk <= 0 for j != k.  This holds whenever the graph of P is a forest (Markov chains such as the
-Ornstein-Uhlenbeck / AR(1) kernel exp(-|j - k| / l), linear-Gaussian networks whose moral graph restricted
-to H is a tree) and for every b = 2; it fails for the squared-exponential kernel, whose precision has a
-checkerboard sign pattern (a triangle with signs (-, -, +) cannot be balanced), so Figure 2b's prior is
-not covered.  With y = s x the Gaussian density
-has non-positive off-diagonal precision, so it is multivariate totally positive of order 2 (MTP2), and so
-is its restriction to the product set R x T (products of MTP2 functions are MTP2).  Given y_i = t, the
-law of y_H' is then stochastically increasing in t, so for R above R' (every point of R above every point
-of R') E_R[y_k] >= E_R'[y_k] for every k: Lambda is non-decreasing in every coordinate of
-eta~ = s eta.  Over the zonotope Z of eta (the image of the box of x_C) therefore
+**Monotonicity (MTP2).**  Suppose the precision :math:`P` is *sign-balanced*: there are signs :math:`s`
+(:math:`s_i = +1`) with :math:`s_j s_k P_{jk} \le 0` for :math:`j \ne k`.  This holds whenever the graph of
+:math:`P` is a forest (Markov chains such as the Ornstein-Uhlenbeck / AR(1) kernel :math:`\exp(-|j - k| / l)`,
+linear-Gaussian networks whose moral graph restricted to :math:`H` is a tree) and for every :math:`b = 2`; it
+fails for the squared-exponential kernel, whose precision has a checkerboard sign pattern (a triangle with
+signs :math:`(-, -, +)` cannot be balanced), so Figure 2b's prior is not covered.  With :math:`y = s x` the
+Gaussian density has non-positive off-diagonal precision, so it is multivariate totally positive of order 2
+(MTP2), and so is its restriction to the product set :math:`R \times T` (products of MTP2 functions are MTP2).
+Given :math:`y_i = t`, the law of :math:`y_{H'}` is then stochastically increasing in :math:`t`, so for :math:`R`
+above :math:`R'` (every point of :math:`R` above every point of :math:`R'`) :math:`E_R[y_k] \ge E_{R'}[y_k]` for
+every :math:`k`: :math:`\Lambda` is non-decreasing in every coordinate of :math:`\tilde\eta = s \eta`.  Over the
+zonotope :math:`Z` of :math:`\eta` (the image of the box of :math:`x_C`) therefore
 
-    sup_{x_C} Lambda_{R, R'} <= Lambda_{R, R'}(s eta~max),   eta~max_k = max_Z s_k eta_k  (R above R'),
+$$
+\sup_{x_C} \Lambda_{R, R'} \le \Lambda_{R, R'}(s\, \tilde\eta^{\max}), \qquad
+\tilde\eta^{\max}_k = \max_Z s_k \eta_k \quad (R \text{ above } R'),
+$$
 
-and the same with eta~min for R below R'.  When the columns of diag(s) times the generators of Z have
-consistent signs, eta~max is attained at a corner of the box of x_C
-and the bound is the exact sup; a certified lower bound is computed there too.
+and the same with :math:`\tilde\eta^{\min}` for :math:`R` below :math:`R'`.  When the columns of
+:math:`\operatorname{diag}(s)` times the generators of :math:`Z` have consistent signs, :math:`\tilde\eta^{\max}`
+is attained at a corner of the box of :math:`x_C` and the bound is the exact sup; a certified lower bound is
+computed there too.
 
-The box probabilities N([r, r + delta] x T) in b dimensions are bounded on both sides by
+The box probabilities :math:`N([r, r + \delta] \times T)` in :math:`b` dimensions are bounded on both sides by
 :class:`puffgm.gaussian.boxprob.BoxProbability`; the continuum of regions uses
-F'' >= -(S^-1)_ii for F(r) = log N([r, r + delta] x T) (the trivariate engine's argument holds in any
-dimension: with x_H' | x_i = t ~ N(a + c t, Omega), (log G)'' = Var_T[c' Omega^-1 y] - c' Omega^-1 c) and
-the concavity of F (Prekopa) for the denominator, as in :mod:`puffgm.gaussian.trivariate`.
+:math:`F'' \ge -(S^{-1})_{ii}` for :math:`F(r) = \log N([r, r + \delta] \times T)` (the trivariate engine's
+argument holds in any dimension: with :math:`x_{H'} \mid x_i = t \sim N(a + c t, \Omega)`,
+:math:`(\log G)'' = \mathrm{Var}_T[c^\top \Omega^{-1} y] - c^\top \Omega^{-1} c`) and the concavity of :math:`F`
+(Prekopa) for the denominator, as in :mod:`puffgm.gaussian.trivariate`.
 """
 
 from __future__ import annotations
@@ -60,7 +70,7 @@ class CornerOptions:
     box_tol, max_boxes : float, int
         Tolerance and sub-box budget of the box probabilities when no ``box`` is given.
     n_regions : int
-        Region grid (both ends included) whose disjoint pairs are tried at the best corner (<= 2: the top
+        Region grid (both ends included) whose disjoint pairs are tried at the best corner (:math:`\le 2`: the top
         and bottom regions only).
     """
 
@@ -207,7 +217,7 @@ def _pair_bound_factory(model, i, S, box, box_bounds, corr, options):
 
 
 def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: CornerOptions = CornerOptions()):
-    r"""Certified lower bound of the exact leakage, by a greedy search over corners of the box of x_cond.
+    r"""Certified lower bound of the exact leakage, by a greedy search over corners of the box of ``x_cond``.
 
     Any attained :math:`x_C` and any disjoint pair of regions give a lower bound of the leakage (Definition 7
     takes a sup).  At a corner :math:`x_C`, with :math:`R` the top region :math:`[hi_i - \delta, hi_i]` and
@@ -231,7 +241,7 @@ def corner_lower_bound(model, i, high, cond, corr_num, *, box=None, options: Cor
     corr_num : callable
         The numerator marginal correction of :meth:`~puffgm.gaussian.leakage.GaussianRegionModel.leakage`.
     box : BoxProbability, optional
-        The box probabilities of x_H given x_cond (default: built with ``options.box_tol`` and
+        The box probabilities of :math:`x_H` given ``x_cond`` (default: built with ``options.box_tol`` and
         ``options.max_boxes``).
     options : CornerOptions
 

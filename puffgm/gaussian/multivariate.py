@@ -1,94 +1,108 @@
-"""Certified leakage for any number b - 1 >= 2 of pinned high-influence coordinates, without a sign condition.
+r"""Certified leakage for any number :math:`b - 1 \ge 2` of pinned high-influence coordinates, without a sign condition.
 
-Split: secret coordinate i, other high-influence coordinates H' (truncated to their box T and integrated
-out), conditioning set C.  As in :mod:`puffgm.gaussian.monotone`, given x_C the law of x_H on R x T is an
-exponential family in eta = S^-1 mu, Lambda_{R, R'}(eta) = log N(R x T) - log N(R' x T) has gradient
-E_R[x_H] - E_R'[x_H], it is non-decreasing in eta_i when R lies above R' (every point of R above every
-point of R'), and eta ranges over the zonotope Z (the image of the box of x_C).  When the conditional
-precision is not sign-balanced (Figure 2b's squared-exponential kernel) the sign of d Lambda / d eta_k,
-k in H', is unknown, so the sup over Z is found by branch and bound over cells of eta_H'.
+Split: secret coordinate :math:`i`, other high-influence coordinates :math:`H'` (truncated to their box :math:`T`
+and integrated out), conditioning set :math:`C`.  As in :mod:`puffgm.gaussian.monotone`, given :math:`x_C` the law
+of :math:`x_H` on :math:`R \times T` is an exponential family in :math:`\eta = S^{-1} \mu`,
+:math:`\Lambda_{R, R'}(\eta) = \log N(R \times T) - \log N(R' \times T)` has gradient
+:math:`E_R[x_H] - E_{R'}[x_H]`, it is non-decreasing in :math:`\eta_i` when :math:`R` lies above :math:`R'` (every
+point of :math:`R` above every point of :math:`R'`), and :math:`\eta` ranges over the zonotope :math:`Z` (the image
+of the box of :math:`x_C`).  When the conditional precision is not sign-balanced (Figure 2b's squared-exponential
+kernel) the sign of :math:`\partial \Lambda / \partial \eta_k`, :math:`k \in H'`, is unknown, so the sup over
+:math:`Z` is found by branch and bound over cells of :math:`\eta_{H'}`.
 
-**Cells.**  Cells are boxes in rotated coordinates xi = R (eta_H' - c_H') along the principal axes of the
-projection of Z (Z is often nearly flat: a few wide directions, the others thin).  On a cell c with
-centre m and half-widths w, for every pair of regions with R above R',
+**Cells.**  Cells are boxes in rotated coordinates :math:`\xi = R\, (\eta_{H'} - c_{H'})` along the principal
+axes of the projection of :math:`Z` (:math:`Z` is often nearly flat: a few wide directions, the others thin).  On
+a cell :math:`c` with centre :math:`m` and half-widths :math:`w`, for every pair of regions with :math:`R` above
+:math:`R'`,
 
-    sup_{eta in Z n c} Lambda(eta) <= Lambda(U(c), m) + sum_j s_j(c) w_j,
-    U(c) = max { eta_i : eta in Z, eta_H' in c }   (monotone in eta_i, then Lipschitz in xi),
+$$
+\begin{array}{l}
+\sup_{\eta \in Z \cap c} \Lambda(\eta) \le \Lambda(U(c), m) + \sum_j s_j(c)\, w_j, \\
+U(c) = \max \{ \eta_i : \eta \in Z, \eta_{H'} \in c \} \quad
+  \text{(monotone in } \eta_i \text{, then Lipschitz in } \xi),
+\end{array}
+$$
 
-and the same with the min of eta_i for R below R'.  U(c) is bounded from above by Lagrangian duality
-(:func:`puffgm.gaussian.zonotope.zonotope_max_dual`: any multipliers give a bound, so no solver
-tolerance enters).  **The slopes s_j(c)** bound |d Lambda / d xi_j| = |sum_k R_jk (E_R[x_k] - E_R'[x_k])|
-over the cell through the Gibbs conditionals: given every other coordinate of H (each anywhere in its box)
-the law of x_k on R x T is N(m_k, 1 / P_kk) truncated to [lo_k, hi_k] with
-m_k = (eta_k - sum_{j != k} P_kj x_j) / P_kk, P = S^-1; the truncated-normal mean tau(m) is increasing in m,
-so E_R[x_k] lies in [tau(m_k^-), tau(m_k^+)] (the ends of m_k over the cell and the boxes) for every
-region, and |E_R[x_k] - E_R'[x_k]| <= L_k(c) = tau(m_k^+) - tau(m_k^-) <= hi_k - lo_k.  A coordinate pinned
-at a face of its box over the whole cell has a tiny L_k, so cells may be wide where Lambda is flat.
-Cells that miss the projection of Z are dropped only on a verified separating hyperplane (Farkas
-certificate, :func:`zonotope_misses_box`).  The value at (U(c), m) over the continuum of regions is the
-decoupled region sweep of :func:`puffgm.gaussian.primitives.region_pair_bound` with b-dimensional box
+and the same with the min of :math:`\eta_i` for :math:`R` below :math:`R'`.  :math:`U(c)` is bounded from above by
+Lagrangian duality (:func:`puffgm.gaussian.zonotope.zonotope_max_dual`: any multipliers give a bound, so no
+solver tolerance enters).  **The slopes** :math:`s_j(c)` bound
+:math:`|\partial \Lambda / \partial \xi_j| = |\sum_k R_{jk} (E_R[x_k] - E_{R'}[x_k])|` over the cell through the
+Gibbs conditionals: given every other coordinate of :math:`H` (each anywhere in its box) the law of :math:`x_k` on
+:math:`R \times T` is :math:`N(m_k, 1 / P_{kk})` truncated to :math:`[lo_k, hi_k]` with
+:math:`m_k = (\eta_k - \sum_{j \ne k} P_{kj} x_j) / P_{kk}`, :math:`P = S^{-1}`; the truncated-normal mean
+:math:`\tau(m)` is increasing in :math:`m`, so :math:`E_R[x_k]` lies in :math:`[\tau(m_k^-), \tau(m_k^+)]` (the
+ends of :math:`m_k` over the cell and the boxes) for every region, and
+:math:`|E_R[x_k] - E_{R'}[x_k]| \le L_k(c) = \tau(m_k^+) - \tau(m_k^-) \le hi_k - lo_k`.  A coordinate pinned
+at a face of its box over the whole cell has a tiny :math:`L_k`, so cells may be wide where :math:`\Lambda` is flat.
+Cells that miss the projection of :math:`Z` are dropped only on a verified separating hyperplane (Farkas
+certificate, :func:`zonotope_misses_box`).  The value at :math:`(U(c), m)` over the continuum of regions is the
+decoupled region sweep of :func:`puffgm.gaussian.primitives.region_pair_bound` with :math:`b`-dimensional box
 probabilities (:class:`puffgm.gaussian.boxprob.BoxProbability`), as in the monotone engine.
 
-**The Bonferroni sandwich.**  Every box probability log N(R x T) is first bracketed by conditioning on x_i
-and applying Bonferroni to the other coordinates of H (:class:`puffgm.gaussian.boxprob.RegionBonferroni`):
-one-dimensional integrals only, with gap -log(1 - eps(R)), eps the sum of the other coordinates' largest
-tail probabilities given x_i in R.  Where that gap exceeds the box tolerance the sub-box bounds are
-computed too and the bracket is the intersection of both.  In many dimensions the sub-box bounds keep a
-gap of the order of the mean-field error, which sets a floor for the branch and bound, while eps stays
-small wherever the other coordinates' conditional means stay well inside their box.  In the vertex bound (below) the
-numerator uses at each corner the
-smaller of the Bonferroni upper bound and the sub-boxes'; the denominator needs one affine minorant per
-region for the whole face: the Bonferroni one (tangent of the convex log-partition function of
-R x R^(b-1) at the centre, plus log(1 - eps) with eps over the face's corners: the conditional means are
-affine in eta) or the sub-boxes', whichever is larger at the centre.  Regions whose Bonferroni gap over
-the face exceeds ``lazy_gap`` get sub-boxes at the centre then as well (the bound stays finite where
-the other coordinates are pushed against their box).  ``lazy_gap="auto"`` is the median gap of the
-sub-box bounds of 9 regions at the zonotope's centre (at least the box tolerance): sub-boxes only where they
-can beat the sandwich, and no mean-field pass on them.
+**The Bonferroni sandwich.**  Every box probability :math:`\log N(R \times T)` is first bracketed by conditioning
+on :math:`x_i` and applying Bonferroni to the other coordinates of :math:`H`
+(:class:`puffgm.gaussian.boxprob.RegionBonferroni`): one-dimensional integrals only, with gap
+:math:`-\log(1 - \varepsilon(R))`, :math:`\varepsilon` the sum of the other coordinates' largest tail probabilities
+given :math:`x_i \in R`.  Where that gap exceeds the box tolerance the sub-box bounds are computed too and the
+bracket is the intersection of both.  In many dimensions the sub-box bounds keep a gap of the order of the
+mean-field error, which sets a floor for the branch and bound, while :math:`\varepsilon` stays small wherever the
+other coordinates' conditional means stay well inside their box.  In the vertex bound (below) the numerator uses
+at each corner the smaller of the Bonferroni upper bound and the sub-boxes'; the denominator needs one affine
+minorant per region for the whole face: the Bonferroni one (tangent of the convex log-partition function of
+:math:`R \times \mathbb{R}^{b-1}` at the centre, plus :math:`\log(1 - \varepsilon)` with :math:`\varepsilon` over the
+face's corners: the conditional means are affine in :math:`\eta`) or the sub-boxes', whichever is larger at the
+centre.  Regions whose Bonferroni gap over the face exceeds ``lazy_gap`` get sub-boxes at the centre then as well
+(the bound stays finite where the other coordinates are pushed against their box).  ``lazy_gap="auto"`` is the
+median gap of the sub-box bounds of 9 regions at the zonotope's centre (at least the box tolerance): sub-boxes only
+where they can beat the sandwich, and no mean-field pass on them.
 
-**The vertex bound (second order).**  With F~_A(eta) = log int_A exp(eta' x - x' P x / 2) dx, Lambda =
-F~_{R x T} - F~_{R' x T} is a difference of convex functions of eta.  The Gibbs lower bound of the
-denominator with the product densities fitted at the centre eta_c is *affine* in eta and valid for every
-eta (:meth:`puffgm.gaussian.boxprob.SubBoxes.lower_at`, Jensen over the sub-boxes), so
-Lambda(eta) <= F~_{R x T}(eta) - l_{R'}(eta), a convex function.  The region continuum keeps this form:
-on the centre's final partitions of r and r' (:func:`puffgm.gaussian.primitives.partition_max`),
-sup_r F_r(eta) <= max over cells of the end values plus K h^2 / 8 for every eta, and the same with the
-affine minorants for r'; a max of convex functions plus a max of affine ones is convex in eta.  Its sup
-over the face eta_i = U(c), eta_H' in c is therefore at a vertex of the face: the cell bound is the max
-over the 2^|W| vertices (numerator: certified box upper bounds at each vertex on the centre's sub-boxes,
-:meth:`~puffgm.gaussian.boxprob.SubBoxes.upper_at` and one mean-field sweep near the top regions;
-denominator: the affine minorants) for the vertex axes W, plus the Lipschitz slack of the other axes.  W holds
-the ``n_vertex_axes`` axes of largest Lipschitz slack (slope times half-width), and then, by decreasing
-slack and up to ``max_vertex_axes`` in all, every further axis whose slack exceeds ``vertex_slack`` times
-the centre's value |Lambda(U(c), m)|: each vertex axis doubles the vertices, and an axis left to the
-Lipschitz bound adds its whole slack to the cell's bound.  Its excess over Lambda is the Bregman gap of the denominator,
-about (eta - eta_c)' Cov_{R'}(x) (eta - eta_c) / 2: second order in the cell width, against first order for
-the Lipschitz bound; the smaller of the two is used.
+**The vertex bound (second order).**  With
+:math:`\tilde F_A(\eta) = \log \int_A \exp(\eta^\top x - x^\top P x / 2)\, dx`,
+:math:`\Lambda = \tilde F_{R \times T} - \tilde F_{R' \times T}` is a difference of convex functions of :math:`\eta`.
+The Gibbs lower bound of the denominator with the product densities fitted at the centre :math:`\eta_c` is
+*affine* in :math:`\eta` and valid for every :math:`\eta` (:meth:`puffgm.gaussian.boxprob.SubBoxes.lower_at`,
+Jensen over the sub-boxes), so :math:`\Lambda(\eta) \le \tilde F_{R \times T}(\eta) - l_{R'}(\eta)`, a convex
+function.  The region continuum keeps this form: on the centre's final partitions of :math:`r` and :math:`r'`
+(:func:`puffgm.gaussian.primitives.partition_max`), :math:`\sup_r F_r(\eta) \le` the max over cells of the end
+values plus :math:`K h^2 / 8` for every :math:`\eta`, and the same with the affine minorants for :math:`r'`; a max
+of convex functions plus a max of affine ones is convex in :math:`\eta`.  Its sup over the face
+:math:`\eta_i = U(c)`, :math:`\eta_{H'} \in c` is therefore at a vertex of the face: the cell bound is the max over
+the :math:`2^{|W|}` vertices (numerator: certified box upper bounds at each vertex on the centre's sub-boxes,
+:meth:`~puffgm.gaussian.boxprob.SubBoxes.upper_at` and one mean-field sweep near the top regions; denominator:
+the affine minorants) for the vertex axes :math:`W`, plus the Lipschitz slack of the other axes.  :math:`W` holds
+the ``n_vertex_axes`` axes of largest Lipschitz slack (slope times half-width), and then, by decreasing slack and
+up to ``max_vertex_axes`` in all, every further axis whose slack exceeds ``vertex_slack`` times the centre's
+value :math:`|\Lambda(U(c), m)|`: each vertex axis doubles the vertices, and an axis left to the Lipschitz bound
+adds its whole slack to the cell's bound.  Its excess over :math:`\Lambda` is the Bregman gap of the denominator,
+about :math:`(\eta - \eta_c)^\top \mathrm{Cov}_{R'}(x)\, (\eta - \eta_c) / 2`: second order in the cell width,
+against first order for the Lipschitz bound; the smaller of the two is used.
 
-**The tilted face.**  The face eta_i = U(c) is flat, but Z is nearly flat and tilted: over a wide cell the
-max of eta_i over Z changes a lot with xi, so most of the flat face lies far above Z, where Lambda is large.
-For any slope beta (zero off the vertex axes W), eta_i <= alpha + beta . xi on Z n c with alpha the
-Lagrangian-duality bound of max (eta_i - beta . xi) over Z n c (any beta is valid); Lambda is non-decreasing
-in eta_i, so its sup over Z n c is at most the sup of the convex bound over the tilted face
-{(alpha + beta . xi, xi) : xi in c}, an affine image of the cell: again at a vertex.  beta is the slope of
-the upper hull of Z at the cell's centre (the duals of the equality constraints of the linear program
-max eta_i with xi_W fixed), so the tilted face touches Z near the cell and follows it; the smaller of the
-flat and the tilted bound is used.  A face is evaluated only while it can change the cell's bound (the
-max over both orientations of min(Lipschitz, tilted, flat)): the tilted face first, then the flat face from
-the tilted face's worst corner, each stopped at the first corner that shows it cannot win, neither when the
-orientation's bound so far is not above the other orientation's; the bound is the same to the bit.
+**The tilted face.**  The face :math:`\eta_i = U(c)` is flat, but :math:`Z` is nearly flat and tilted: over a wide
+cell the max of :math:`\eta_i` over :math:`Z` changes a lot with :math:`\xi`, so most of the flat face lies far
+above :math:`Z`, where :math:`\Lambda` is large.  For any slope :math:`\beta` (zero off the vertex axes :math:`W`),
+:math:`\eta_i \le \alpha + \beta \cdot \xi` on :math:`Z \cap c` with :math:`\alpha` the Lagrangian-duality bound of
+:math:`\max (\eta_i - \beta \cdot \xi)` over :math:`Z \cap c` (any :math:`\beta` is valid); :math:`\Lambda` is
+non-decreasing in :math:`\eta_i`, so its sup over :math:`Z \cap c` is at most the sup of the convex bound over the
+tilted face :math:`\{(\alpha + \beta \cdot \xi, \xi) : \xi \in c\}`, an affine image of the cell: again at a
+vertex.  :math:`\beta` is the slope of the upper hull of :math:`Z` at the cell's centre (the duals of the
+equality constraints of the linear program :math:`\max \eta_i` with :math:`\xi_W` fixed), so the tilted face
+touches :math:`Z` near the cell and follows it; the smaller of the flat and the tilted bound is used.  A face is
+evaluated only while it can change the cell's bound (the max over both orientations of min(Lipschitz, tilted,
+flat)): the tilted face first, then the flat face from the tilted face's worst corner, each stopped at the first
+corner that shows it cannot win, neither when the orientation's bound so far is not above the other
+orientation's; the bound is the same to the bit.
 
-**Cell tightening.**  Z is thin: a box cell of the principal axes holds mostly points outside Z, where the
-vertices of the face lie and Lambda is large.  Before a cell is bounded it is replaced by the bounding box
-of Z n c, each side from the Lagrangian-duality bound of max (or min) xi_j over Z n c
-(:func:`~puffgm.gaussian.zonotope.zonotope_max_dual`, padded outward): the sup over Z n c is unchanged,
-the tightened box is what the branch and bound keeps and splits, and a side that closes proves the cell
-empty.
+**Cell tightening.**  :math:`Z` is thin: a box cell of the principal axes holds mostly points outside :math:`Z`,
+where the vertices of the face lie and :math:`\Lambda` is large.  Before a cell is bounded it is replaced by the
+bounding box of :math:`Z \cap c`, each side from the Lagrangian-duality bound of :math:`\max` (or :math:`\min`)
+:math:`\xi_j` over :math:`Z \cap c` (:func:`~puffgm.gaussian.zonotope.zonotope_max_dual`, padded outward): the
+sup over :math:`Z \cap c` is unchanged, the tightened box is what the branch and bound keeps and splits, and a
+side that closes proves the cell empty.
 
-**Symmetry.**  When every prior mean is the centre of its box, x -> 2 c - x maps the prior to itself, eta to
-2 centre - eta (xi -> -xi, u -> -u) and each pair of regions to the reflected pair with the other
-orientation; every cell bounds both orientations, so the branch and bound runs on half of the cell space
-(first axis >= 0).
+**Symmetry.**  When every prior mean is the centre of its box, :math:`x \mapsto 2 c - x` maps the prior to itself,
+:math:`\eta` to :math:`2\, \text{centre} - \eta` (:math:`\xi \mapsto -\xi`, :math:`u \mapsto -u`) and each pair of
+regions to the reflected pair with the other orientation; every cell bounds both orientations, so the branch and
+bound runs on half of the cell space (first axis :math:`\ge 0`).
 
 **Checkpoints.**  With ``checkpoint_dir`` the leaves of the branch and bound (each cell with its certified
 bound), the counters and the accumulated seconds are written to a JSON file in that directory (floats as
@@ -106,7 +120,7 @@ the value returned is certified in every case (cells never refined keep their bo
 smaller of its own bound and its parent's (it lies inside the parent), so the certified value never
 increases with more cells (a half's own bound can be far above its parent's; the cells split are the same
 either way: such a half is the largest leaf with or without the clip).  The stopping rule
-compares with values at points (U(c), m) that need not lie in Z, so it can stop early: the value is then
+compares with values at points :math:`(U(c), m)` that need not lie in :math:`Z`, so it can stop early: the value is then
 looser, never invalid.  A certified lower bound of the exact leakage comes from
 :func:`puffgm.gaussian.monotone.corner_lower_bound`.
 """

@@ -1,37 +1,37 @@
 r"""Linear-Gaussian Bayesian networks with region secrets: priors, Markov quilts, MQM, a(b) curves.
 
-A linear-Gaussian network has, for every node v with parents pa(v),
+A linear-Gaussian network has, for every node :math:`v` with parents :math:`\mathrm{pa}(v)`,
 
 $$
 x_v = c_v + \sum_{u \in \mathrm{pa}(v)} \beta_{v,u}\, x_u + e_v, \qquad e_v \sim N(0, s_v^2) \text{ independent},
 $$
 
-so x = (I - B)^-1 (c + e) is jointly Gaussian with mean (I - B)^-1 c and
-covariance (I - B)^-1 diag(s^2) (I - B)^-T.  Region secrets (Bai et al.,
+so :math:`x = (I - B)^{-1} (c + e)` is jointly Gaussian with mean :math:`(I - B)^{-1} c` and
+covariance :math:`(I - B)^{-1} \operatorname{diag}(s^2) (I - B)^{-\top}`.  Region secrets (Bai et al.,
 Example 6.2) need a bounded support, so the prior is this Gaussian truncated
-to a box prod_v [lo_v, hi_v]; the secrets are s_v(r) = {x_v in [r, r + delta]}.
+to a box :math:`\prod_v [lo_v, hi_v]`; the secrets are :math:`s_v(r) = \{x_v \in [r, r + \delta]\}`.
 
 Markov quilts under truncation
 ------------------------------
-The truncated density is prod_v p(x_v | pa(v)) 1[lo_v <= x_v <= hi_v]: a Gibbs
+The truncated density is :math:`\prod_v p(x_v \mid \mathrm{pa}(v))\, 1[lo_v \le x_v \le hi_v]`: a Gibbs
 factorisation over the *moral* graph, but not a Bayesian network with the same
-DAG -- truncating a collider couples its parents (A -> C <- B: A and B are
-independent in the Gaussian, dependent once C is truncated).  So d-separation
+DAG -- truncating a collider couples its parents (:math:`A \to C \leftarrow B`: :math:`A` and :math:`B` are
+independent in the Gaussian, dependent once :math:`C` is truncated).  So d-separation
 in the DAG does not give conditional independence under the truncated prior;
 separation in the moral graph does (global Markov property of the
-factorisation).  The quilts here are therefore moral-graph separators: for a
-quilt X_Q of X_v, X_N is the connected component of v in the moral graph
-minus Q and X_R the rest, so X_R is independent of X_N given X_Q under the
-truncated prior.  Then x_N | x_Q is the untruncated Gaussian conditional
-restricted to the box, and the max-influence e(X_Q | X_v) (Song et al.,
+factorisation).  The quilts here are therefore moral-graph separators: for a quilt
+:math:`X_Q` of :math:`X_v`, :math:`X_N` is the connected component of :math:`v` in the moral graph
+minus :math:`Q` and :math:`X_R` the rest, so :math:`X_R` is independent of :math:`X_N` given :math:`X_Q` under the
+truncated prior.  Then :math:`x_N \mid x_Q` is the untruncated Gaussian conditional
+restricted to the box, and the max-influence :math:`e(X_Q \mid X_v)` (Song et al.,
 Definition 4.1, with densities) is the certified leakage of
-:mod:`puffgm.gaussian.leakage` with conditioning set Q and high-influence set N.
+:mod:`puffgm.gaussian.leakage` with conditioning set :math:`Q` and high-influence set :math:`N`.
 
 The Markov Quilt Mechanism (Song et al., Algorithm 2, Theorem 4.3) then adds
-Laplace noise of scale L * max_v min_Q card(X_N) / (epsilon - e(X_Q | X_v)) to
-an L-Lipschitz query, where L bounds the change of the query when one node's
-value moves anywhere in its box.  The a(b)-influence curve takes
-H = X_N, L = X_Q u X_R (Bai et al., Definition 7), as for discrete networks.
+Laplace noise of scale :math:`L \max_v \min_Q \operatorname{card}(X_N) / (\epsilon - e(X_Q \mid X_v))` to
+an :math:`L`-Lipschitz query, where :math:`L` bounds the change of the query when one node's
+value moves anywhere in its box.  The :math:`a(b)`-influence curve takes
+:math:`H = X_N`, :math:`L = X_Q \cup X_R` (Bai et al., Definition 7), as for discrete networks.
 
 File format (JSON, ``"format": "puffgm-linear-gaussian"``)::
 
@@ -301,7 +301,7 @@ def _bounds_map(bounds, nodes):
 
 
 class GaussianPriorClass:
-    """A finite class Theta of linear-Gaussian priors over the same nodes, box and region width."""
+    r"""A finite class :math:`\Theta` of linear-Gaussian priors over the same nodes, box and region width."""
 
     def __init__(self, priors: Iterable[LinearGaussianPrior]):
         priors = list(priors)

@@ -1,7 +1,8 @@
-"""One-dimensional normal probabilities, Bonferroni tail sums and the certified sweep over region positions.
+r"""One-dimensional normal probabilities, Bonferroni tail sums and the certified sweep over region positions.
 
 The building blocks shared by every leakage engine of :mod:`puffgm.gaussian` (Bai, He, Gu, Kifer and
-Maeng, Example 6.2: a Gaussian prior truncated to a box, region secrets s(r) = {x_i in [r, r + delta]}):
+Maeng, Example 6.2: a Gaussian prior truncated to a box, region secrets
+:math:`s(r) = \{x_i \in [r, r + \delta]\}`):
 
 * normal interval probabilities in log space (:func:`log_interval_prob`), tail probabilities
   (:func:`tails`, :func:`tail_prob`) and their Bonferroni sums over the other coordinates of a split
@@ -9,7 +10,7 @@ Maeng, Example 6.2: a Gaussian prior truncated to a box, region secrets s(r) = {
 * the closed-form integral of a normal density times an exponential (:func:`log_gauss_exp`) and the
   log-concave conditional interval probability of a bivariate normal (:class:`PairLaw`, :func:`log_g`,
   :func:`dlog_g`), from which the pinned engines build certified box probabilities;
-* the certified maximum over the continuum of region positions r in [lo_i, hi_i - delta]
+* the certified maximum over the continuum of region positions :math:`r \in [lo_i, hi_i - \delta]`
   (:class:`RegionSweep`, :func:`certified_region_max`, :func:`region_pair_bound`), by interval branch
   and bound with a curvature bound instead of a Lipschitz constant;
 * the options shared by the pinned engines (:class:`PinnedOptions`).
@@ -219,7 +220,7 @@ def dlog_g(t, mk, c, mi, tau, lo_k, hi_k):
 
 
 def lse_rows(x):
-    """Row-wise log-sum-exp (rows of -inf give -inf)."""
+    r"""Row-wise log-sum-exp (rows of :math:`-\infty` give :math:`-\infty`)."""
     m = np.max(x, axis=1)
     safe = np.where(np.isfinite(m), m, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -288,7 +289,7 @@ def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
     tuple
         (certified upper bound, best value met at a cell end); the first is ``inf`` when any cell
         bound is not finite.  With ``sweep.return_edges`` a third value: the sorted end points of the
-        final partition of [lo, hi - delta] (pruned cells included), on which :func:`partition_max`
+        final partition of :math:`[lo, hi - \delta]` (pruned cells included), on which :func:`partition_max`
         re-evaluates the bound for other functions.
     """
     delta = sweep.delta
@@ -332,8 +333,11 @@ def certified_region_max(sweep: RegionSweep, fun_up, K, corr):
 
 
 def cell_bounds(ra, rb, fa, fb, K, corr, delta):
-    """Per cell [ra, rb]: max(fa, fb) + K h^2 / 8 + corr(ra, rb + delta) (``corr=None``: no correction),
-    NaN as +inf -- the certified bound of a function with second derivative >= -K on the cell."""
+    r"""Per cell :math:`[r_a, r_b]`: :math:`\max(f_a, f_b) + K h^2 / 8 + \mathrm{corr}(r_a, r_b + \delta)`, NaN as +inf.
+
+    :math:`h = r_b - r_a`; ``corr=None``: no correction.  This is the certified bound of a function with
+    second derivative :math:`\ge -K` on the cell.
+    """
     up = np.maximum(fa, fb) + K * (rb - ra) ** 2 / 8
     if corr is not None:
         up = up + corr(ra, rb + delta)
@@ -341,27 +345,31 @@ def cell_bounds(ra, rb, fa, fb, K, corr, delta):
 
 
 def partition_max(edges, f, K, corr, delta):
-    """The largest :func:`cell_bounds` over the cells of a partition (end points ``edges``, values f): the
-    certified bound of :func:`certified_region_max` on a given partition, for any function with second
-    derivative >= -K."""
+    r"""The largest :func:`cell_bounds` over the cells of a partition (end points ``edges``, values ``f``).
+
+    It is the certified bound of :func:`certified_region_max` on a given partition, for any function with
+    second derivative :math:`\ge -K`.
+    """
     return float(np.max(cell_bounds(edges[:-1], edges[1:], f[:-1], f[1:], K, corr, delta)))
 
 
 def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, corr_den):
-    """The decoupled region sweeps of the pinned engines.
+    r"""The decoupled region sweeps of the pinned engines.
 
-    Certified sup over regions R of [upper log N(R x T) - log N0(R) + corr_num] plus sup over R' of
-    [-lower log N(R' x T) + log N0(R') + corr_den], and the values met.
+    Certified sup over regions :math:`R` of
+    :math:`[\mathrm{upper} \log N(R \times T) - \log N_0(R) + \mathrm{corr}_{\mathrm{num}}]` plus sup over
+    :math:`R'` of :math:`[-\mathrm{lower} \log N(R' \times T) + \log N_0(R') + \mathrm{corr}_{\mathrm{den}}]`,
+    and the values met.
 
     Parameters
     ----------
     sweep : RegionSweep
         The region continuum and the stopping rules of both sweeps (``n_init`` the initial grid of both).
     log_box : callable
-        ``log_box(r)`` -> certified (lower, upper) arrays of log N(R x T) for the regions [r, r + delta]
-        (memoised: both sweeps share the evaluations at the same points).
+        ``log_box(r)`` -> certified (lower, upper) arrays of :math:`\log N(R \times T)` for the regions
+        :math:`[r, r + \delta]` (memoised: both sweeps share the evaluations at the same points).
     m0, s0 : float
-        The marginal N0 = N(m0, s0^2).
+        The marginal :math:`N_0 = N(m_0, s_0^2)`.
     K1, K2 : float
         Minus lower bounds of the second derivatives of the numerator and denominator functions.
     corr_num, corr_den : callable

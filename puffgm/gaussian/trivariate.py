@@ -1,39 +1,51 @@
-"""Certified leakage for three high-influence coordinates (b = 3) when the other two can be pinned.
+r"""Certified leakage for three high-influence coordinates (:math:`b = 3`) when the other two can be pinned.
 
-Split: secret coordinate i, two other high-influence coordinates p, q (truncated to T_p = [lo_p, hi_p]
-and T_q = [lo_q, hi_q], integrated out), conditioning set C.  Given x_C, x_H = (x_i, x_p, x_q) is
-N(mu, S) with mu affine in x_C.  With eta = S^-1 mu the law of x_H restricted to R x T_p x T_q is an
-exponential family in eta (density proportional to exp(eta . x - x' S^-1 x / 2) on the box), so
+Split: secret coordinate :math:`i`, two other high-influence coordinates :math:`p, q` (truncated to
+:math:`T_p = [lo_p, hi_p]` and :math:`T_q = [lo_q, hi_q]`, integrated out), conditioning set :math:`C`.  Given
+:math:`x_C`, :math:`x_H = (x_i, x_p, x_q)` is :math:`N(\mu, S)` with :math:`\mu` affine in :math:`x_C`.  With
+:math:`\eta = S^{-1} \mu` the law of :math:`x_H` restricted to :math:`R \times T_p \times T_q` is an exponential
+family in :math:`\eta` (density proportional to :math:`\exp(\eta \cdot x - x^\top S^{-1} x / 2)` on the box), so
 
-    Lambda(eta) = log N(R x T_p x T_q) - log N(R' x T_p x T_q)
+$$
+\Lambda(\eta) = \log N(R \times T_p \times T_q) - \log N(R' \times T_p \times T_q)
+$$
 
-has gradient E_R[x] - E_R'[x] (means under the two restrictions): its i-component is >= 0 when R lies
-above R' (<= 0 below), and |d Lambda / d eta_k| <= hi_k - lo_k for k in {p, q}.  eta ranges over the
-zonotope Z = eta(box of x_C) in R^3.  On a cell (box) c of (eta_p, eta_q) with centre m and
-half-widths w:
+has gradient :math:`E_R[x] - E_{R'}[x]` (means under the two restrictions): its :math:`i`-component is
+:math:`\ge 0` when :math:`R` lies above :math:`R'` (:math:`\le 0` below), and
+:math:`|\partial \Lambda / \partial \eta_k| \le hi_k - lo_k` for :math:`k \in \{p, q\}`.  :math:`\eta` ranges over
+the zonotope :math:`Z = \eta(\text{box of } x_C)` in :math:`\mathbb{R}^3`.  On a cell (box) :math:`c` of
+:math:`(\eta_p, \eta_q)` with centre :math:`m` and half-widths :math:`w`:
 
-    Lambda <= Lambda(U(c), m) + sum_k (hi_k - lo_k) w_k,      U(c) = max { eta_i : eta in Z, eta_P in c }
+$$
+\Lambda \le \Lambda(U(c), m) + \sum_k (hi_k - lo_k)\, w_k, \qquad
+U(c) = \max \{ \eta_i : \eta \in Z, \eta_P \in c \}
+$$
 
-(``L(c)`` = the min and the other orientation).  U(c) is bounded from above by Lagrangian duality,
-for *any* multipliers lambda (HiGHS supplies good ones):
-U(c) <= c_i + ||g_i - lambda . G_P||_1 + sum_k max(lambda_k (a_k - c_k), lambda_k (b_k - c_k)),
-with Z = c + G [-1, 1]^m, so no solver tolerance enters the bound.  Cells that miss the projection
-of Z are dropped by the exact hulls of that 2-D zonotope; the rest are refined by branch and bound.
+(``L(c)`` = the min and the other orientation).  :math:`U(c)` is bounded from above by Lagrangian duality,
+for *any* multipliers :math:`\lambda` (HiGHS supplies good ones):
 
-**The trivariate integral.**  N(R x T_p x T_q) = int_R phi(t) G(t) dt with
-G(t) = P(x_P in T_P | x_i = t) log-concave (Prekopa); G(t) is a bivariate box probability, bounded
-on both sides by the tangent/chord argument of :mod:`puffgm.gaussian.bivariate` (on Chebyshev-spaced
-sub-intervals of T_p, denser at the box edges where a pinned coordinate's mass sits).  In t, log G
-lies below the extensions of its secants from the neighbouring grid intervals and above its chords,
-so with certified values at the grid points both integrals are closed forms
-(phi times an exponential of a linear function).
+$$
+U(c) \le c_i + \lVert g_i - \lambda \cdot G_P \rVert_1 + \sum_k \max(\lambda_k (a_k - c_k), \lambda_k (b_k - c_k)),
+$$
 
-**The continuum of regions.**  F(r) = log int_r^{r + delta} phi(t) G(t) dt has
-F'' = E[psi''] + Var[psi'] >= inf psi'' with psi = log(phi G), and
-psi'' >= -1/S_ii - c' Omega^-1 c = -(S^-1)_ii (c, Omega: slope and covariance of x_P | x_i; the
-second derivative of log G is Var_T[c' Omega^-1 y] - c' Omega^-1 c); F is concave (Prekopa), so the
-denominator function -F + log N0 has second derivative >= -1 / Sigma_ii.  The region maximisation is
-:func:`puffgm.gaussian.primitives.certified_region_max`.
+with :math:`Z = c + G [-1, 1]^m`, so no solver tolerance enters the bound.  Cells that miss the projection
+of :math:`Z` are dropped by the exact hulls of that 2-D zonotope; the rest are refined by branch and bound.
+
+**The trivariate integral.**  :math:`N(R \times T_p \times T_q) = \int_R \varphi(t) G(t)\, dt` with
+:math:`G(t) = P(x_P \in T_P \mid x_i = t)` log-concave (Prekopa); :math:`G(t)` is a bivariate box probability,
+bounded on both sides by the tangent/chord argument of :mod:`puffgm.gaussian.bivariate` (on Chebyshev-spaced
+sub-intervals of :math:`T_p`, denser at the box edges where a pinned coordinate's mass sits).  In :math:`t`,
+:math:`\log G` lies below the extensions of its secants from the neighbouring grid intervals and above its
+chords, so with certified values at the grid points both integrals are closed forms
+(:math:`\varphi` times an exponential of a linear function).
+
+**The continuum of regions.**  :math:`F(r) = \log \int_r^{r + \delta} \varphi(t) G(t)\, dt` has
+:math:`F'' = E[\psi''] + \mathrm{Var}[\psi'] \ge \inf \psi''` with :math:`\psi = \log(\varphi G)`, and
+:math:`\psi'' \ge -1/S_{ii} - c^\top \Omega^{-1} c = -(S^{-1})_{ii}` (:math:`c, \Omega`: slope and covariance of
+:math:`x_P \mid x_i`; the second derivative of :math:`\log G` is
+:math:`\mathrm{Var}_T[c^\top \Omega^{-1} y] - c^\top \Omega^{-1} c`); :math:`F` is concave (Prekopa), so the
+denominator function :math:`-F + \log N_0` has second derivative :math:`\ge -1 / \Sigma_{ii}`.  The region
+maximisation is :func:`puffgm.gaussian.primitives.certified_region_max`.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
-"""Gaussian conditionals of a split and the zonotope of their natural parameters.
+r"""Gaussian conditionals of a split and the zonotope of their natural parameters.
 
-For a split with high-influence coordinates H and conditioning set C of a Gaussian prior, x_H | x_C is
-N(mu, S) with mu affine in x_C; with eta = S^-1 mu the law of x_H restricted to a box is an exponential
-family in eta, and over the box of x_C, eta ranges over a zonotope Z = centre + G [-1, 1]^|C|.  The
+For a split with high-influence coordinates :math:`H` and conditioning set :math:`C` of a Gaussian prior,
+:math:`x_H \mid x_C` is :math:`N(\mu, S)` with :math:`\mu` affine in :math:`x_C`; with :math:`\eta = S^{-1} \mu`
+the law of :math:`x_H` restricted to a box is an exponential family in :math:`\eta`, and over the box of
+:math:`x_C`, :math:`\eta` ranges over a zonotope :math:`Z = \text{centre} + G [-1, 1]^{|C|}`.  The
 pinned engines of :mod:`puffgm.gaussian` bound the leakage over Z: this module computes the conditional
 (:func:`conditional_block`, :func:`pinned_conditional`), the zonotope (:func:`natural_zonotope`), the
 hulls of a planar zonotope (:func:`hull_functions`, :func:`hull_max`) and certified maxima of a
@@ -57,8 +58,10 @@ def natural_zonotope(model, H, C, W, S):
 
 
 def pinned_conditional(model, H, C):
-    """(S, S^-1, centre, generators) of x_H | x_C and its natural-parameter zonotope, or None when S is
-    not (numerically) positive definite (x_H determined by x_C)."""
+    r"""(:math:`S`, :math:`S^{-1}`, centre, generators) of :math:`x_H \mid x_C` and its natural-parameter zonotope.
+
+    None when :math:`S` is not (numerically) positive definite (:math:`x_H` determined by :math:`x_C`).
+    """
     W, S = conditional_block(model.cov, H, C)
     try:
         np.linalg.cholesky(S)
@@ -69,9 +72,11 @@ def pinned_conditional(model, H, C):
 
 
 def hull_functions(center, gens):
-    """Upper and lower hull (Y as a function of X) of the zonotope center + sum_j [-1, 1] gens[:, j].
+    r"""Upper and lower hull (:math:`Y` as a function of :math:`X`) of a planar zonotope.
 
-    ``center`` = (X, Y); returns (xs_up, ys_up, xs_lo, ys_lo, xmin, xmax) vertex lists."""
+    The zonotope is :math:`\text{center} + \sum_j [-1, 1]\, g_j` with :math:`g_j` the columns of ``gens``;
+    ``center`` = :math:`(X, Y)`; returns (xs_up, ys_up, xs_lo, ys_lo, xmin, xmax) vertex lists.
+    """
     gx, gy = gens[0].astype(float).copy(), gens[1].astype(float).copy()
     flip = (gx < 0) | ((gx == 0) & (gy < 0))
     gx[flip], gy[flip] = -gx[flip], -gy[flip]
@@ -91,7 +96,7 @@ def hull_functions(center, gens):
 
 
 def hull_max(xs, ys, a, b):
-    """max of the piecewise-linear concave function (xs, ys) over [a, b] (arrays a, b)."""
+    """Max of the piecewise-linear concave function (xs, ys) over :math:`[a, b]` (arrays a, b)."""
     va, vb = np.interp(a, xs, ys), np.interp(b, xs, ys)
     best = np.maximum(va, vb)
     inside = (xs[None, :] >= a[:, None]) & (xs[None, :] <= b[:, None])
@@ -100,12 +105,20 @@ def hull_max(xs, ys, a, b):
 
 
 def zonotope_max_dual(center, gens, obj, cons, box_lo, box_hi):
-    """Certified upper bound of max { eta_obj : eta in Z, box_lo <= eta_cons <= box_hi }.
+    r"""Certified upper bound of :math:`\max \{ \eta_o : \eta \in Z, \mathrm{lo} \le \eta_k \le \mathrm{hi} \}`.
 
-    Z = center + gens [-1, 1]^m.  For any multipliers lam, the max is at most
-    center_obj + ||g_obj - lam . G_cons||_1 + sum_k max(lam_k (box_lo_k - center_k), lam_k (box_hi_k - center_k));
-    lam comes from HiGHS's duals (any lam is valid; 0 when the solver fails).  Returns (bound, u) with
-    u an (approximately) maximising generator weight vector (None when the solver fails)."""
+    :math:`Z = c + G [-1, 1]^m` (``center``, ``gens``), :math:`o` = ``obj``, :math:`k` ranging over
+    ``cons`` (their rows :math:`G_{\mathrm{cons}}`), :math:`\mathrm{lo}, \mathrm{hi}` = ``box_lo``, ``box_hi``.
+    For any multipliers :math:`\lambda`, the max is at most
+
+    $$
+    c_o + \lVert g_o - \lambda \cdot G_{\mathrm{cons}} \rVert_1
+    + \sum_k \max(\lambda_k (\mathrm{lo}_k - c_k), \lambda_k (\mathrm{hi}_k - c_k));
+    $$
+
+    :math:`\lambda` comes from HiGHS's duals (any :math:`\lambda` is valid; 0 when the solver fails).  Returns
+    (bound, u) with u an (approximately) maximising generator weight vector (None when the solver fails).
+    """
     from scipy.optimize import linprog
 
     g = gens[obj]

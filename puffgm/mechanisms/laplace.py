@@ -1,9 +1,9 @@
 r"""The Laplace release of the Markov Quilt Mechanism.
 
-Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3: for an L-Lipschitz
-query F (in L1), releasing $F(D) + L\, \sigma_{\max} Z$ with $Z \sim \mathrm{Lap}(1)$ on each
-coordinate is epsilon-Pufferfish private in the Bayesian-network
-instantiation, where sigma_max comes from :func:`puffgm.networks.calibration.calibrate`
+Song, Wang and Chaudhuri, Algorithm 2 and Theorem 4.3: for an :math:`L`-Lipschitz
+query :math:`F` (in L1), releasing $F(D) + L\, \sigma_{\max} Z$ with $Z \sim \mathrm{Lap}(1)$ on each
+coordinate is :math:`\epsilon`-Pufferfish private in the Bayesian-network
+instantiation, where :math:`\sigma_{\max}` comes from :func:`puffgm.networks.calibration.calibrate`
 (or the chain calibrations of :mod:`puffgm.chains`).
 """
 
@@ -78,7 +78,7 @@ class MarkovQuiltComposition(Composition):
 
 @dataclass(frozen=True)
 class MarkovQuiltRelease(Release):
-    """A Laplace release of the Markov Quilt Mechanism and everything needed to account for it.
+    r"""A Laplace release of the Markov Quilt Mechanism and everything needed to account for it.
 
     Two such releases compose linearly when they share the quilt sets of one
     instantiation (Song et al. Theorem 4.4): :attr:`quilt_key` identifies them.
@@ -102,7 +102,7 @@ class MarkovQuiltRelease(Release):
     theorem : str
         The guarantee relied on.
     details : Mapping
-        Mechanism-specific record (quilt-set key, Lipschitz constant, sigma_max,
+        Mechanism-specific record (quilt-set key, Lipschitz constant, :math:`\sigma_{\max}`,
         worst node, label).
     units : frozenset or None
         The unit ids the release reads (None: the whole data set).
@@ -144,7 +144,7 @@ class MarkovQuiltRelease(Release):
         return laplace_rows(names, (self.scale,) * len(names), alpha)
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, Laplace scale, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, Laplace scale, noise source."""
         s = (
             f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}; "
             f"noise: {self.noise}"
@@ -187,7 +187,7 @@ class MarkovQuiltLaplace:
 
     def release(self, answer, *, random_state=None, accountant=None,
                 label: str | None = None) -> MarkovQuiltRelease:
-        """Release ``answer + Lap(scale)`` on each coordinate (Song et al. Algorithm 2).
+        r"""Release ``answer + Lap(scale)`` on each coordinate (Song et al. Algorithm 2).
 
         Parameters
         ----------
@@ -205,7 +205,7 @@ class MarkovQuiltLaplace:
         Returns
         -------
         MarkovQuiltRelease
-            The noisy answer with its epsilon, scale, quilt-set key and noise source.
+            The noisy answer with its :math:`\epsilon`, scale, quilt-set key and noise source.
         """
         cal = self.calibration
         arr = check_resolves(_answer_array(answer), cal.scale)  # before the accountant is charged

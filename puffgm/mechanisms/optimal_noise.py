@@ -1,83 +1,83 @@
 r"""Optimal additive noise for one sum query: a linear program under the exact Pufferfish constraints.
 
-For a sum query with grid sum G on 0..n-1 (:mod:`puffgm.core.query`) and the
-conditional laws p_a(g) = P(G = g | s_a, theta) of every secret and prior
-(:class:`puffgm.mechanisms.query.QueryLaws`), the mechanism G + Z with noise Z
-on the integers, independent of the data, is epsilon-Pufferfish private iff for
-every audited pair (a, b), both directions, and every output y,
+For a sum query with grid sum :math:`G` on :math:`0, \dots, n-1` (:mod:`puffgm.core.query`) and the
+conditional laws :math:`p_a(g) = P(G = g \mid s_a, \theta)` of every secret and prior
+(:class:`puffgm.mechanisms.query.QueryLaws`), the mechanism :math:`G + Z` with noise :math:`Z`
+on the integers, independent of the data, is :math:`\epsilon`-Pufferfish private iff for
+every audited pair :math:`(a, b)`, both directions, and every output :math:`y`,
 
 $$
 q_a(y) = \sum_k p_a(y - k)\, z_k \le e^{\epsilon} \sum_k p_b(y - k)\, z_k = e^{\epsilon} q_b(y),
 $$
 
-with z_k = P(Z = k) (Kifer and Machanavajjhala, Definition 3.1).  Every
-constraint is linear in z, so the least-error noise is a linear program, as for
+with :math:`z_k = P(Z = k)` (Kifer and Machanavajjhala, Definition 3.1).  Every
+constraint is linear in :math:`z`, so the least-error noise is a linear program, as for
 differential privacy, where its solution is the staircase mechanism (Geng and
 Viswanath, "The Optimal Noise-Adding Mechanism in Differential Privacy", IEEE
 Trans. Inf. Theory 62(2), 2016).  Here the "sensitivity" is replaced by the
 conditional laws of Song, Wang and Chaudhuri ("Pufferfish Privacy Mechanisms for
 Correlated Data", SIGMOD 2017, arXiv:1603.03977, section 3).
 
-**The program.**  Unknowns z_k for |k| <= K; beyond, geometric tails
-z_{K+j} = z_K r^j and z_{-K-j} = z_{-K} r^j (j >= 1) with one ratio r in (0, 1).
-The outputs y in the window -K-(n-1) .. K+(n-1) give one linear constraint each
-(the tails enter the coefficients of z_{+-K} in closed form).  Beyond the window
-every term is in one tail: for y >= K + n - 1,
-q_a(y) = z_K r^{y-K} M_a^+(r) with M_a^+(r) = sum_g p_a(g) r^{-g}, and for
-y <= -K-(n-1), q_a(y) = z_{-K} r^{-K-y} M_a^-(r) with M_a^-(r) = sum_g p_a(g) r^g.
-So all the outputs in the tails reduce to one **tail condition** on r per pair:
+**The program.**  Unknowns :math:`z_k` for :math:`|k| \le K`; beyond, geometric tails
+:math:`z_{K+j} = z_K r^j` and :math:`z_{-K-j} = z_{-K} r^j` (:math:`j \ge 1`) with one ratio :math:`r \in (0, 1)`.
+The outputs :math:`y` in the window :math:`-K-(n-1), \dots, K+(n-1)` give one linear constraint each
+(the tails enter the coefficients of :math:`z_{\pm K}` in closed form).  Beyond the window
+every term is in one tail: for :math:`y \ge K + n - 1`,
+:math:`q_a(y) = z_K r^{y-K} M_a^+(r)` with :math:`M_a^+(r) = \sum_g p_a(g) r^{-g}`, and for
+:math:`y \le -K-(n-1)`, :math:`q_a(y) = z_{-K} r^{-K-y} M_a^-(r)` with :math:`M_a^-(r) = \sum_g p_a(g) r^g`.
+So all the outputs in the tails reduce to one **tail condition** on :math:`r` per pair:
 
 $$
 \left|\log M_a^+(r) - \log M_b^+(r)\right| \le \epsilon \quad \text{and} \quad
 \left|\log M_a^-(r) - \log M_b^-(r)\right| \le \epsilon
 $$
 
-(independent of z; :func:`tail_losses`).  It is the limit w -> +-inf of the loss
-of the Laplace mechanism at scale -1/log r, so it holds at the tail ratio
-r* = e^{-1/b*} of the optimal Laplace scale b*.  The objective is
-E|Z| = sum |k| z_k + (z_K + z_{-K}) sum_{j>=1} (K + j) r^j (or E[Z^2]), the
-constraint sum z_k + (z_K + z_{-K}) r / (1 - r) = 1 makes z a law; the tail sums
+(independent of :math:`z`; :func:`tail_losses`).  It is the limit :math:`w \to \pm\infty` of the loss
+of the Laplace mechanism at scale :math:`-1/\log r`, so it holds at the tail ratio
+:math:`r^* = e^{-1/b^*}` of the optimal Laplace scale :math:`b^*`.  The objective is
+:math:`\mathbb{E}|Z| = \sum |k| z_k + (z_K + z_{-K}) \sum_{j \ge 1} (K + j) r^j` (or :math:`\mathbb{E}[Z^2]`),
+the constraint :math:`\sum z_k + (z_K + z_{-K}) r / (1 - r) = 1` makes :math:`z` a law; the tail sums
 are in closed form.
 
-**Laplace is feasible.**  The discrete Laplace law z_k proportional to r*^{|k|} is
-the Laplace(b*) density at the integers, so its output laws are the Laplace
+**Laplace is feasible.**  The discrete Laplace law :math:`z_k \propto (r^*)^{|k|}` is
+the :math:`\mathrm{Laplace}(b^*)` density at the integers, so its output laws are the Laplace
 mixtures of :func:`puffgm.mechanisms.query.laplace_losses` at integer outputs:
-its loss is at most that of Laplace(b*), hence at most epsilon, for every K.
-Its E|Z| = 2 r / (1 - r^2) = 1 / sinh(1/b*) < b*, so the optimum of the program
+its loss is at most that of :math:`\mathrm{Laplace}(b^*)`, hence at most :math:`\epsilon`, for every :math:`K`.
+Its :math:`\mathbb{E}|Z| = 2 r / (1 - r^2) = 1 / \sinh(1/b^*) < b^*`, so the optimum of the program
 never has a larger expected error than the optimal Laplace scale.
 
-**Choice of K and r.**  K = ceil(b* log(1/tail_tol)): the Laplace mass beyond K
-is tail_tol.  For r: the tail loss is 0 at r = 1 and grows as r falls on every
-instance seen, so the smallest admissible ratio r_min = e^{-u_max} is found by
-bisection on u = -log r (each candidate r is checked again before its program
-is solved).  The program is solved at u = f u_max for f on a grid
-(:attr:`OptimalNoiseOptions.r_grid`) and at the f of r* (so the result is not
-worse than discrete Laplace at b*, up to the margin), then a golden-section search refines f
-around the best grid point.  The result reports K, r and every (r, value) tried.
+**Choice of K and r.**  :math:`K = \lceil b^* \log(1/\mathrm{tail\_tol}) \rceil`: the Laplace mass beyond
+:math:`K` is ``tail_tol``.  For :math:`r`: the tail loss is 0 at :math:`r = 1` and grows as :math:`r` falls on every
+instance seen, so the smallest admissible ratio :math:`r_{\min} = e^{-u_{\max}}` is found by
+bisection on :math:`u = -\log r` (each candidate :math:`r` is checked again before its program
+is solved).  The program is solved at :math:`u = f u_{\max}` for :math:`f` on a grid
+(:attr:`OptimalNoiseOptions.r_grid`) and at the :math:`f` of :math:`r^*` (so the result is not
+worse than discrete Laplace at :math:`b^*`, up to the margin), then a golden-section search refines :math:`f`
+around the best grid point.  The result reports :math:`K`, :math:`r` and every (:math:`r`, value) tried.
 
 **Solving.**  HiGHS through :func:`scipy.optimize.linprog`, by constraint
 generation: the program starts with the pairs that bind for the discrete Laplace
 law, and after each solve every pair is checked in log space; the violated ones
-join.  Columns are scaled by r^{|k|} (z_k = r^{|k|} x_k, so x is of order one)
+join.  Columns are scaled by :math:`r^{|k|}` (:math:`z_k = r^{|k|} x_k`, so :math:`x` is of order one)
 and each constraint row is divided by its largest coefficient, computed in log
-space (the conditional laws hold masses like 1e-300, and LP tolerances are
+space (the conditional laws hold masses like :math:`10^{-300}`, and LP tolerances are
 absolute).  The LP's feasibility is never trusted.
 
-**Exact audit.**  :func:`noise_losses` recomputes the loss of G + Z from the
+**Exact audit.**  :func:`noise_losses` recomputes the loss of :math:`G + Z` from the
 conditional laws and the noise law, in log space: every output of the window by a
 log-space convolution, and the tails in closed form (the ratio is constant
 beyond the window), so nothing is truncated.  The program is solved at
-epsilon - margin; if the audited loss exceeds epsilon - AUDIT_GUARD the margin
+:math:`\epsilon` - margin; if the audited loss exceeds :math:`\epsilon` - ``AUDIT_GUARD`` the margin
 grows tenfold and the program is solved again, and as a last resort the
 discrete Laplace law at the optimal Laplace scale (audited too) is returned.
-A law whose audited loss exceeds epsilon is never returned.
+A law whose audited loss exceeds :math:`\epsilon` is never returned.
 
 **Sampling.**  :func:`release_optimal_noise` samples exactly the reported law:
-the float probabilities are dyadic rationals, the tail masses z_{+-K} r / (1 - r)
+the float probabilities are dyadic rationals, the tail masses :math:`z_{\pm K} r / (1 - r)`
 rationals, so an inverse CDF on exact integer weights with a uniform integer
 from the operating system's cryptographic generator (Python's ``secrets``)
 picks the centre value or a tail, and a tail offset is a geometric count of
-exact Bernoulli(r) trials (r is a dyadic rational too).  The law sampled is
+exact :math:`\mathrm{Bernoulli}(r)` trials (:math:`r` is a dyadic rational too).  The law sampled is
 proportional to the law audited; the audit itself is floating-point arithmetic
 (log-sum-exps, relative error of a few ulps per term), which AUDIT_GUARD covers.
 """
@@ -1010,7 +1010,7 @@ class OptimalNoiseRelease(QueryRelease):
         return "optimal additive noise for this query (linear program, exact audit)"
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, expected error, audited loss, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, expected error, audited loss, noise source."""
         c = self.calibration
         s = (f"{self.mechanism}: epsilon {self.epsilon:g}, expected |error| {c.expected_abs_error:.6g}, "
              f"audited loss {c.loss:.10g}; noise: {self.noise}")

@@ -1,16 +1,16 @@
-"""The release record of a panel: many independent units released as one aggregate, or one release per unit.
+r"""The release record of a panel: many independent units released as one aggregate, or one release per unit.
 
 A panel is a data set of units u = 1..N (a trace of a Markov chain, a record of a Bayesian
 network), independent under every prior of the class.  :func:`puffgm.release` with ``unit=``
 (:mod:`puffgm.api.units`) releases either
 
-* the **aggregate** F = sum_u F_u + Z, with Z calibrated for one unit's statistic F_u under
-  the unit's class: for a secret of unit u, the release is F_u + Z plus sum_{v != u} F_v,
-  which is independent of X_u under every prior, so it is post-processing of an
-  epsilon-Pufferfish release of unit u alone; or
-* **one release per unit**, M_u(X_u) each epsilon-private for unit u's secrets, together
-  epsilon-private (parallel composition: for a secret of unit u every other release is
-  independent of X_u).
+* the **aggregate** :math:`\sum_u F_u + Z`, with :math:`Z` calibrated for one unit's statistic :math:`F_u` under
+  the unit's class: for a secret of unit :math:`u`, the release is :math:`F_u + Z` plus :math:`\sum_{v \ne u} F_v`,
+  which is independent of :math:`X_u` under every prior, so it is post-processing of an
+  :math:`\epsilon`-Pufferfish release of unit :math:`u` alone; or
+* **one release per unit**, :math:`M_u(X_u)` each :math:`\epsilon`-private for unit :math:`u`'s secrets, together
+  :math:`\epsilon`-private (parallel composition: for a secret of unit :math:`u` every other release is
+  independent of :math:`X_u`).
 
 Both hold only because units are independent under the prior: units that are correlated (a
 household, a contact network) must be modelled jointly as one network.
@@ -168,7 +168,7 @@ class PanelRelease(Release):
         return dict(zip(self.names, self.value or (), strict=True))
 
     def explain(self) -> str:
-        """One line: what was released, over how many units, epsilon, scales, noise source."""
+        r"""One line: what was released, over how many units, :math:`\epsilon`, scales, noise source."""
         what = f"one release per unit ({len(self.units)} units)" if self.each else \
             f"the aggregate over {len(self.units)} units"
         sc = "optimal noise law" if self.scales is None else \

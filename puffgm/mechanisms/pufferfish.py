@@ -1,28 +1,28 @@
 r"""Composable Pufferfish mechanisms built from differential-privacy mechanisms.
 
 Bai, He, Gu, Kifer and Maeng (section 6.2, Theorem 6; section 6.4; appendix B
-Algorithms 1-2): given the a(b)-influence curve of (Theta, S) and a Pufferfish
-budget epsilon_puffer, any per-entry epsilon_DP-DP mechanism with
+Algorithms 1-2): given the :math:`a(b)`-influence curve of :math:`(\Theta, S)` and a Pufferfish
+budget :math:`\epsilon_{\mathrm{puffer}}`, any per-entry :math:`\epsilon_{\mathrm{DP}}`-DP mechanism with
 
 $$
 \epsilon_{DP} = \max_{b \,:\, a(b) < \epsilon_{puffer}} \frac{\epsilon_{puffer} - a(b)}{b}
 $$
 
-(the maximum over the curve points with a(b) < epsilon_puffer) is epsilon_puffer-Pufferfish,
-and such releases compose (Theorem 7, see :mod:`puffgm.accounting`).  "Per-entry" means neighbouring databases differ in
-one entry (one node's value).  (The paper's Algorithms write ``min`` on line 8,
-which picks the worst point: a slip, see :mod:`puffgm.mechanisms.translation`.)
+(the maximum over the curve points with :math:`a(b) < \epsilon_{\mathrm{puffer}}`) is
+:math:`\epsilon_{\mathrm{puffer}}`-Pufferfish, and such releases compose (Theorem 7, see :mod:`puffgm.accounting`).
+"Per-entry" means neighbouring databases differ in one entry (one node's value).  (The paper's Algorithms
+write ``min`` on line 8, which picks the worst point: a slip, see :mod:`puffgm.mechanisms.translation`.)
 
 Mechanisms here:
 
-* :class:`PufferfishLaplace` — F(D) + Lap(L / epsilon_DP) for an L-Lipschitz
+* :class:`PufferfishLaplace` — :math:`F(D) + \mathrm{Lap}(L / \epsilon_{\mathrm{DP}})` for an :math:`L`-Lipschitz
   (in L1, per entry) scalar or vector query (Algorithm 1);
-* :class:`PufferfishExponential` — P(r) proportional to exp(epsilon_DP u(D, r) / (2 Delta_u))
-  (Algorithm 2), sampled as the argmax of u + Gumbel(2 Delta_u / epsilon_DP);
-* :class:`PufferfishTopK` — K rounds of the exponential mechanism without
-  replacement at epsilon_DP / K each (section 7.1.3; basic DP composition makes
-  the K rounds epsilon_DP-DP together);
-* :class:`PufferfishWrapper` — any user-supplied per-entry epsilon_DP-DP
+* :class:`PufferfishExponential` — :math:`P(r) \propto \exp(\epsilon_{\mathrm{DP}}\, u(D, r) / (2 \Delta_u))`
+  (Algorithm 2), sampled as the argmax of :math:`u + \mathrm{Gumbel}(2 \Delta_u / \epsilon_{\mathrm{DP}})`;
+* :class:`PufferfishTopK` — :math:`K` rounds of the exponential mechanism without
+  replacement at :math:`\epsilon_{\mathrm{DP}} / K` each (section 7.1.3; basic DP composition makes
+  the :math:`K` rounds :math:`\epsilon_{\mathrm{DP}}`-DP together);
+* :class:`PufferfishWrapper` — any user-supplied per-entry :math:`\epsilon_{\mathrm{DP}}`-DP
   mechanism ``mechanism(data, epsilon_dp, noise)``.
 
 Every ``release`` method (and shorthand function) takes the same release options:
@@ -177,7 +177,7 @@ class PufferfishRelease(Release):
     fingerprint : str
         Fingerprint of the prior class (the curve's).
     curve_key : str
-        Identifies (Theta, S): Theorem 7 composes releases along one curve only.
+        Identifies :math:`(\Theta, S)`: Theorem 7 composes releases along one curve only.
     theorem : str
     details : Mapping
     units : frozenset or None
@@ -235,11 +235,11 @@ class PufferfishRelease(Release):
 
     @property
     def prior(self) -> str:
-        """The prior class (its fingerprint) and the curve of (Theta, S) the guarantee holds for."""
+        r"""The prior class (its fingerprint) and the curve of :math:`(\Theta, S)` the guarantee holds for."""
         return f"prior class {self.fingerprint}, a(b)-influence curve {self.curve_key}"
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon_puffer, epsilon_DP, curve point, noise source."""
+        """One line: mechanism, ``epsilon_puffer``, ``epsilon_dp``, curve point, noise source."""
         s = (f"{self.mechanism}: epsilon_puffer {self.epsilon_puffer:g} via epsilon_DP {self.epsilon_dp:.6g} "
              f"at curve point (a={self.a:.6g}, b={self.b}); noise: {self.noise}")
         if not self.secure:
@@ -344,7 +344,7 @@ class PufferfishLaplace(_DPBased):
         Returns
         -------
         PufferfishRelease
-            The noisy answer with epsilon_puffer, epsilon_DP, the curve point and the noise source.
+            The noisy answer with ``epsilon_puffer``, ``epsilon_dp``, the curve point and the noise source.
         """
         arr = np.asarray(answer, dtype=float)
         if arr.size == 0:
@@ -511,7 +511,7 @@ class PufferfishExponential(_DPBased):
         Returns
         -------
         PufferfishRelease
-            The selected index (or candidate) with epsilon_puffer, epsilon_DP and the curve point.
+            The selected index (or candidate) with ``epsilon_puffer``, ``epsilon_dp`` and the curve point.
         """
         u = _utilities(utilities)
         _check_candidates(candidates, u)
@@ -590,7 +590,8 @@ class PufferfishTopK(_DPBased):
         Returns
         -------
         PufferfishRelease
-            The K selected indices (or candidates) in order, with epsilon_puffer, epsilon_DP and the curve point.
+            The :math:`K` selected indices (or candidates) in order, with ``epsilon_puffer``, ``epsilon_dp`` and the
+            curve point.
         """
         u = _utilities(utilities).copy()
         if int(np.isfinite(u).sum()) < self.k:
@@ -645,7 +646,7 @@ class PufferfishWrapper(_DPBased):
         Pufferfish privacy parameter of one release (``epsilon_puffer`` is its deprecated name).
     mechanism : callable ``mechanism(data, epsilon_dp, noise) -> output``
         Must be :math:`\epsilon_{\mathrm{DP}}`-differentially private with respect to changing one
-        entry of the database, for every epsilon_dp it is given (the user's
+        entry of the database, for every ``epsilon_dp`` it is given (the user's
         responsibility: puffgm cannot check it).  ``noise`` is the
         :class:`~puffgm.core.noise.NoiseSource` to draw from (secure by default).
     name : str, optional
@@ -672,7 +673,7 @@ class PufferfishWrapper(_DPBased):
         Returns
         -------
         PufferfishRelease
-            The mechanism's output with epsilon_puffer, epsilon_DP and the curve point.
+            The mechanism's output with ``epsilon_puffer``, ``epsilon_dp`` and the curve point.
         """
         charged = self._check(accountant, label)
         source = resolve_noise(random_state)

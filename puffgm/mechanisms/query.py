@@ -1,7 +1,7 @@
 r"""Query-specific calibration from exact conditional laws: the Wasserstein mechanism and the optimal Laplace scale.
 
-For a sum query F (:mod:`puffgm.core.query`) and a prior class Theta, let
-mu_{i,a,theta} be the law of F given X_i = a under theta.  Two calibrations
+For a sum query :math:`F` (:mod:`puffgm.core.query`) and a prior class :math:`\Theta`, let
+:math:`\mu_{i,a,\theta}` be the law of :math:`F` given :math:`X_i = a` under :math:`\theta`.  Two calibrations
 use these laws (every prior kind that can compute them provides a
 :class:`QueryLaws`):
 
@@ -13,28 +13,32 @@ use these laws (every prior kind that can compute them provides a
   W = \max_{\theta,\ i,\ (a, b) \,:\, P(X_i = a), P(X_i = b) > 0} W_\infty(\mu_{i,a,\theta}, \mu_{i,b,\theta}),
   $$
 
-  and F + Lap(W / epsilon) is epsilon-Pufferfish private.
-* **Optimal Laplace scale**: the smallest b with
-  ``loss(b) = max over theta, i, (a, b) of sup_w |log f_{i,a}(w) / f_{i,b}(w)| <= epsilon``,
-  where f_{i,a} = mu_{i,a,theta} * Lap(b) is the output density.  Laplace(b2)
-  is Laplace(b1) convolved with a probability law for b2 > b1 (its
-  characteristic function ratio (1 + b1^2 t^2) / (1 + b2^2 t^2) is that of the
-  mixture b1^2/b2^2 delta_0 + (1 - b1^2/b2^2) Lap(b2)), so the loss is
-  non-increasing in b and bisection finds the threshold.  As the loss is a max
+  and :math:`F + \mathrm{Lap}(W / \epsilon)` is :math:`\epsilon`-Pufferfish private.
+* **Optimal Laplace scale**: the smallest :math:`b` with
+
+  $$
+  \mathrm{loss}(b) = \max_{\theta,\ i,\ (a, a')} \sup_w \left| \log \frac{f_{i,a}(w)}{f_{i,a'}(w)} \right| \le \epsilon,
+  $$
+
+  where :math:`f_{i,a} = \mu_{i,a,\theta} * \mathrm{Lap}(b)` is the output density.  :math:`\mathrm{Laplace}(b_2)`
+  is :math:`\mathrm{Laplace}(b_1)` convolved with a probability law for :math:`b_2 > b_1` (its
+  characteristic function ratio :math:`(1 + b_1^2 t^2) / (1 + b_2^2 t^2)` is that of the
+  mixture :math:`\frac{b_1^2}{b_2^2} \delta_0 + (1 - \frac{b_1^2}{b_2^2}) \mathrm{Lap}(b_2)`), so the loss is
+  non-increasing in :math:`b` and bisection finds the threshold.  As the loss is a max
   over priors, the threshold of the class is the max over priors of each
   prior's own threshold.
 
 Both work on the integer grid of the query (the laws are log-probabilities on
 0..total), in log space throughout:
 
-* W_inf of laws on the integers is the least w with F_a(s) <= F_b(s + w) and
-  F_b(s) <= F_a(s + w) for all s (the quantile coupling); each inequality is
+* :math:`W_\infty` of laws on the integers is the least :math:`w` with :math:`F_a(s) \le F_b(s + w)` and
+  :math:`F_b(s) \le F_a(s + w)` for all :math:`s` (the quantile coupling); each inequality is
   compared on log-CDFs where the smaller side is at most 1/2 and on log
-  survival functions otherwise, so an atom of 1e-300 or 1e-3000 (a log-mass)
+  survival functions otherwise, so an atom of :math:`10^{-300}` or :math:`10^{-3000}` (a log-mass)
   counts like any other (an essential supremum ignores only null sets).
-* The loss: on each interval between grid points f_{i,a}/f_{i,b} is a Moebius
-  function of e^{2w/b}, so the supremum is attained at a grid point or in the
-  limits w -> +-inf (Song et al. section 3; the same argument as
+* The loss: on each interval between grid points :math:`f_{i,a}/f_{i,a'}` is a Moebius
+  function of :math:`e^{2w/b}`, so the supremum is attained at a grid point or in the
+  limits :math:`w \to \pm\infty` (Song et al. section 3; the same argument as
   :func:`puffgm.framework.audit.audit_laplace`).  The mixture at every grid
   point comes from two one-sided log-space recursions (left sums
   ``l(s) = logaddexp(l(s-1) - 1/b, log mu(s))`` and the mirror), so every tail
@@ -761,7 +765,7 @@ class QueryRelease(CalibratedRelease):
         return "Laplace mechanism at the optimal query-specific scale"
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, scale, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, scale, noise source."""
         return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale "
                             f"{self.calibration.scale:.6g}; noise: {self.noise}")
 

@@ -1,29 +1,29 @@
-r"""Translation between epsilon_DP and epsilon_puffer along an a(b)-influence curve.
+r"""Translation :math:`\epsilon_{\mathrm{DP}} \leftrightarrow \epsilon_{\mathrm{puffer}}` along an a(b)-influence curve.
 
 Theorem 6 of Bai, He, Gu, Kifer and Maeng ("Composition for Pufferfish
-privacy", section 6.2): if (Theta, S) satisfies a(b)-influence and (a, b) is a
-point of the curve with a < epsilon_puffer, every per-entry epsilon_DP-DP
+privacy", section 6.2): if :math:`(\Theta, S)` satisfies :math:`a(b)`-influence and :math:`(a, b)` is a
+point of the curve with :math:`a < \epsilon_{\mathrm{puffer}}`, every per-entry :math:`\epsilon_{\mathrm{DP}}`-DP
 mechanism with
 
 $$
-\epsilon_{DP} \le \frac{\epsilon_{\mathrm{puffer}} - a}{b}
+\epsilon_{\mathrm{DP}} \le \frac{\epsilon_{\mathrm{puffer}} - a}{b}
 $$
 
-is epsilon_puffer-Pufferfish.  The theorem holds at *every* point, so
+is :math:`\epsilon_{\mathrm{puffer}}`-Pufferfish.  The theorem holds at *every* point, so
 
-* Pufferfish -> DP: the best (largest) admissible epsilon_DP is
-
-  $$
-  \epsilon_{DP} = \max_{b \,:\, a(b) < \epsilon_{\mathrm{puffer}}} \frac{\epsilon_{\mathrm{puffer}} - a(b)}{b};
-  $$
-
-* DP -> Pufferfish: the best (smallest) guarantee of an epsilon_DP-DP mechanism is
+* Pufferfish :math:`\to` DP: the best (largest) admissible :math:`\epsilon_{\mathrm{DP}}` is
 
   $$
-  \epsilon_{\mathrm{puffer}} = \min_b \left( b\, \epsilon_{DP} + a(b) \right).
+  \epsilon_{\mathrm{DP}} = \max_{b \,:\, a(b) < \epsilon_{\mathrm{puffer}}} \frac{\epsilon_{\mathrm{puffer}} - a(b)}{b};
   $$
 
-The trivial point (a, b) = (0, |I|) (H = every entry, i.e. group privacy over
+* DP :math:`\to` Pufferfish: the best (smallest) guarantee of an :math:`\epsilon_{\mathrm{DP}}`-DP mechanism is
+
+  $$
+  \epsilon_{\mathrm{puffer}} = \min_b \left( b\, \epsilon_{\mathrm{DP}} + a(b) \right).
+  $$
+
+The trivial point :math:`(a, b) = (0, |I|)` (:math:`H` = every entry, i.e. group privacy over
 the whole database) is always on the curve; Algorithms 1-2 of the paper use it
 as their fallback ``epsilon_puffer / |I|`` (line 4).
 
@@ -163,7 +163,7 @@ def dp_epsilon(curve, *, epsilon: float | None = None, **deprecated) -> Translat
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon : float
         The Pufferfish privacy parameter to reach (``epsilon_puffer`` is its deprecated name).
 
@@ -209,7 +209,7 @@ def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon_dp : float
         The per-entry DP parameter of the mechanism.
 
@@ -235,7 +235,7 @@ def puffer_epsilon(curve, *, epsilon_dp: float) -> Translation:
 
 def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | None = None,
                     **deprecated) -> Translation:
-    """Translate along a curve one way or the other: give exactly one of ``epsilon`` and ``epsilon_dp``.
+    r"""Translate along a curve one way or the other: give exactly one of ``epsilon`` and ``epsilon_dp``.
 
     ``epsilon`` (the Pufferfish guarantee; ``epsilon_puffer`` is its deprecated name) gives
     :func:`dp_epsilon`, ``epsilon_dp`` gives :func:`puffer_epsilon`.  :func:`puffgm.translate`
@@ -244,14 +244,14 @@ def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | 
     Parameters
     ----------
     curve : InfluenceCurve
-        The a(b)-influence curve of (Theta, S).
+        The :math:`a(b)`-influence curve of :math:`(\Theta, S)`.
     epsilon, epsilon_dp : float
         Exactly one.
 
     Returns
     -------
     Translation
-        The epsilon on the other side, the curve point used and its witness.
+        The :math:`\epsilon` on the other side, the curve point used and its witness.
     """
     epsilon = renamed(deprecated, "epsilon_puffer", "epsilon", "translate_curve", epsilon)
     refuse_unexpected(deprecated, "translate_curve")
@@ -264,7 +264,7 @@ def translate_curve(curve, *, epsilon: float | None = None, epsilon_dp: float | 
 
 
 def translate(curve, **kwargs) -> Translation:
-    """Deprecated name of :func:`translate_curve` (or call :func:`puffgm.translate`, which takes a curve too).
+    r"""Deprecated name of :func:`translate_curve` (or call :func:`puffgm.translate`, which takes a curve too).
 
     Parameters
     ----------
@@ -275,7 +275,7 @@ def translate(curve, **kwargs) -> Translation:
     Returns
     -------
     Translation
-        The epsilon on the other side, the curve point used and its witness.
+        The :math:`\epsilon` on the other side, the curve point used and its witness.
     """
     deprecated_call("puffgm.mechanisms.translation.translate",
                     "puffgm.translate or puffgm.mechanisms.translation.translate_curve")

@@ -1,41 +1,42 @@
 r"""A table of statistics released together: the exact joint loss of product-Laplace noise, and its least scale.
 
-For a workload F = (F_1, ..., F_k) of sum queries (:mod:`puffgm.core.workload`) and a
-prior class Theta, let mu_{i,a,theta} be the joint law of (F_1, ..., F_k) given X_i = a
-under theta.  The release Y = F + Z adds independent Laplace noise Z_j ~ Lap(t w_j) to
-coordinate j (weights w_j, default 1).  Its output density given X_i = a is the mixture
+For a workload :math:`F = (F_1, \dots, F_k)` of sum queries (:mod:`puffgm.core.workload`) and a
+prior class :math:`\Theta`, let :math:`\mu_{i,a,\theta}` be the joint law of :math:`(F_1, \dots, F_k)` given
+:math:`X_i = a` under :math:`\theta`.  The release :math:`Y = F + Z` adds independent Laplace noise
+:math:`Z_j \sim \mathrm{Lap}(t\, w_j)` to coordinate :math:`j` (weights :math:`w_j`, default 1).  Its output
+density given :math:`X_i = a` is the mixture
 
 $$
 f_a(y) = \sum_g \mu_a(g) \prod_j \frac{e^{-|y_j - g_j| / b_j}}{2 b_j}, \qquad b_j = t\, w_j,
 $$
 
-and its Pufferfish loss is sup over theta, i, pairs (a, b) and y in R^k of
-|log f_a(y) / f_b(y)|.
+and its Pufferfish loss is the sup over :math:`\theta`, :math:`i`, pairs :math:`(a, b)` and :math:`y \in \mathbb{R}^k`
+of :math:`|\log f_a(y) / f_b(y)|`.
 
 **Vertex theorem.**  The supremum over y is a maximum over the vertices of the grid
-formed by the atoms' coordinates (every grid value 0..n_j of each axis).  Proof: on a
+formed by the atoms' coordinates (every grid value :math:`0, \dots, n_j` of each axis).  Proof: on a
 cell of that grid (a product of intervals between consecutive grid values, the outer
-intervals unbounded), the sign of y_j - g_j is fixed for every atom, so
-exp(-|y_j - g_j| / b_j) = c_{j,g} u_j^{+-1} with u_j = exp(y_j / b_j).  Multiplying f_a
-and f_b by prod_j u_j turns both into multilinear polynomials with non-negative
-coefficients in v_j = u_j^2 = exp(2 y_j / b_j).  With the other coordinates fixed, the
-ratio of two such polynomials is a Moebius function (p + q v_j) / (r + s v_j) of v_j,
+intervals unbounded), the sign of :math:`y_j - g_j` is fixed for every atom, so
+:math:`\exp(-|y_j - g_j| / b_j) = c_{j,g}\, u_j^{\pm 1}` with :math:`u_j = \exp(y_j / b_j)`.  Multiplying
+:math:`f_a` and :math:`f_b` by :math:`\prod_j u_j` turns both into multilinear polynomials with non-negative
+coefficients in :math:`v_j = u_j^2 = \exp(2 y_j / b_j)`.  With the other coordinates fixed, the
+ratio of two such polynomials is a Moebius function :math:`(p + q v_j) / (r + s v_j)` of :math:`v_j`,
 monotone on the interval; so its supremum over the closed cell is attained at an end
-of each interval in turn: at a vertex of the cell.  An unbounded end (y_j -> +-inf) is
-no new vertex here: every atom lies in 0..n_j, so beyond n_j (or below 0) each term's
-factor along axis j is the same exp(-(y_j - n_j)/b_j) (or exp((y_j)/b_j)) times a
+of each interval in turn: at a vertex of the cell.  An unbounded end (:math:`y_j \to \pm\infty`) is
+no new vertex here: every atom lies in :math:`0, \dots, n_j`, so beyond :math:`n_j` (or below 0) each term's
+factor along axis :math:`j` is the same :math:`\exp(-(y_j - n_j)/b_j)` (or :math:`\exp(y_j/b_j)`) times a
 constant, which cancels in the ratio: the ratio is constant out there and equals its
 value at the end vertex.
 
-**Computation.**  f_a at every vertex is the product-Laplace smoothing of mu_a, one axis
+**Computation.**  :math:`f_a` at every vertex is the product-Laplace smoothing of :math:`\mu_a`, one axis
 at a time, each a pair of one-sided log-space recursions
 (:func:`puffgm.mechanisms.query.laplace_log_density`): sums of non-negative terms only,
 so every tail keeps its relative precision; no FFT, no truncation.
 
-**Least scale.**  Lap(t2 w_j) is Lap(t1 w_j) convolved with a probability law for
-t2 > t1 (see :mod:`puffgm.mechanisms.query`), so the release at t2 is a post-processing
-of the release at t1 and the loss is non-increasing in t: bisection finds the least t
-whose loss is at most epsilon, for every prior of the class at once (the max over priors
+**Least scale.**  :math:`\mathrm{Lap}(t_2 w_j)` is :math:`\mathrm{Lap}(t_1 w_j)` convolved with a probability law
+for :math:`t_2 > t_1` (see :mod:`puffgm.mechanisms.query`), so the release at :math:`t_2` is a post-processing
+of the release at :math:`t_1` and the loss is non-increasing in :math:`t`: bisection finds the least :math:`t`
+whose loss is at most :math:`\epsilon`, for every prior of the class at once (the max over priors
 of each prior's own threshold).
 
 This joint analysis of all the outputs together is the alternative to composing separate
@@ -79,7 +80,7 @@ THEOREM_WORKLOAD = ("exact joint Pufferfish loss of independent Laplace noise on
 
 @dataclass(frozen=True)
 class JointLaws:
-    """The exact joint laws of a workload's grid sums (G_1, ..., G_k) given each secret, for every prior.
+    r"""The exact joint laws of a workload's grid sums :math:`(G_1, \dots, G_k)` given each secret, for every prior.
 
     Computed on the grid of partial sums, one axis per statistic (:meth:`PriorKind.workload_laws
     <puffgm.core.prior.PriorKind.workload_laws>`).
@@ -579,7 +580,7 @@ class WorkloadRelease(CalibratedRelease):
         return dict(zip(self.calibration.names, self.value or (), strict=True))
 
     def explain(self) -> str:
-        """One line: mechanism, epsilon, scales, noise source."""
+        r"""One line: mechanism, :math:`\epsilon`, scales, noise source."""
         return self._tagged(f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scales "
                             f"{', '.join(f'{x:.6g}' for x in self.calibration.scales)}; noise: {self.noise}")
 

@@ -42,12 +42,12 @@ def _node_row(choices, node, pos, row, wit) -> None:
 
 
 def network_influence_curve(theta, max_b, secrets, max_quilt_states, per_node) -> InfluenceCurve:
-    """The a(b)-influence curve of a Bayesian-network class from its Markov quilts.
+    r"""The :math:`a(b)`-influence curve of a Bayesian-network class from its Markov quilts.
 
-    a_i(b) = min { e_Theta(X_Q | X_i) : X_Q a quilt of X_i with card(X_N) <= b } and
-    a(b) = max_i a_i(b) (Bai, He, Gu, Kifer and Maeng, Definition 7, through the quilts
+    :math:`a_i(b) = \min \{ e_\Theta(X_Q \mid X_i) : X_Q \text{ a quilt of } X_i, |X_N| \le b \}`
+    and :math:`a(b) = \max_i a_i(b)` (Bai, He, Gu, Kifer and Maeng, Definition 7, through the quilts
     of Song, Wang and Chaudhuri, section 4); each point keeps its witness (node, quilt):
-    the first protected node whose a_i(b) ties with a(b) (:mod:`puffgm.core.ties`), with
+    the first protected node whose :math:`a_i(b)` ties with :math:`a(b)` (:mod:`puffgm.core.ties`), with
     its canonical quilt (:func:`_node_row`).
     """
     t0 = time.perf_counter()

@@ -1,9 +1,9 @@
-"""Fit a prior class of Bayesian networks to a data frame of discrete columns.
+r"""Fit a prior class of Bayesian networks to a data frame of discrete columns.
 
-A Pufferfish guarantee holds for every prior in the class Theta and for no
+A Pufferfish guarantee holds for every prior in the class :math:`\Theta` and for no
 other (Song, Wang and Chaudhuri, SIGMOD 2017, Definition 2.1).  A network fitted
 to data is one estimate of the data's distribution; the attacker's beliefs may
-be any other plausible fit.  :func:`fit_network` therefore builds Theta from
+be any other plausible fit.  :func:`fit_network` therefore builds :math:`\Theta` from
 the data in two steps, both with pgmpy's estimators:
 
 1. **The DAG**: given (an edge list, a networkx ``DiGraph``, a pgmpy model or a
@@ -11,7 +11,7 @@ the data in two steps, both with pgmpy's estimators:
    BIC or BDeu) or its Chow-Liu ``TreeSearch``.
 2. **The CPDs** on that DAG: pgmpy's ``BayesianEstimator`` (BDeu or K2 prior;
    the default) or ``MaximumLikelihoodEstimator``; with ``bootstrap=B``, also
-   on B bootstrap resamples of the rows, one member each, so that Theta holds
+   on :math:`B` bootstrap resamples of the rows, one member each, so that :math:`\Theta` holds
    B + 1 plausible fits sharing the DAG and the calibration covers the
    sampling uncertainty of the parameters.
 
@@ -52,7 +52,7 @@ MAX_STATES = 100
 def fit_network(frame, *, dag=None, estimator: str = "bayes", prior_type: str = "BDeu",
                 equivalent_sample_size: float = 5.0, bootstrap: int = 0, random_state=None,
                 structure: str = "hill-climb") -> PriorClass:
-    """Fit a prior class of Bayesian networks to a data frame: one fit, or one per bootstrap resample too.
+    r"""Fit a prior class of Bayesian networks to a data frame: one fit, or one per bootstrap resample too.
 
     Parameters
     ----------
@@ -75,9 +75,9 @@ def fit_network(frame, *, dag=None, estimator: str = "bayes", prior_type: str = 
     equivalent_sample_size : float
         BDeu's pseudo-count total per node (default 5, pgmpy's default).
     bootstrap : int
-        B >= 0: the CPDs are refitted on the same DAG on B resamples of the
-        rows drawn with replacement, and Theta holds the fit on all rows and
-        the B refits.  Calibration costs grow linearly with the members:
+        :math:`B \ge 0`: the CPDs are refitted on the same DAG on :math:`B` resamples of the
+        rows drawn with replacement, and :math:`\Theta` holds the fit on all rows and
+        the :math:`B` refits.  Calibration costs grow linearly with the members:
         5 to 20 is a sensible range.
     random_state : None, int or numpy.random.Generator
         Seeds the bootstrap resamples (default: fresh entropy; the notes say so).

@@ -1,17 +1,17 @@
-"""Exact marginals of a discrete Bayesian network, with exact zeros and no false underflow.
+r"""Exact marginals of a discrete Bayesian network, with exact zeros and no false underflow.
 
-Max-influence needs the joint law of a quilt X_Q and a node X_i,
-log P(X_Q = x_Q, X_i = a), for many quilts.  Three exact roads compute it:
+Max-influence needs the joint law of a quilt :math:`X_Q` and a node :math:`X_i`,
+:math:`\log P(X_Q = x_Q, X_i = a)`, for many quilts.  Three exact roads compute it:
 
 * **ancestral elimination** (the reference): variable elimination restricted
-  to the ancestral set An(Q ∪ {i}) (barren descendants sum to one and are
+  to the ancestral set :math:`\mathrm{An}(Q \cup \{i\})` (barren descendants sum to one and are
   dropped), greedy min-size order;
 * **junction-tree subtree**: the network's junction tree (elimination tree of a
   greedy min-size order of the moral graph) is calibrated once; a query uses
-  only the Steiner subtree of cliques covering it, P(C_root) times
-  P(C_w | S_w) for the other cliques;
-* **pairwise pass**: log P(X_i, X_j) for every j at once, from one outward
-  pass of the junction tree with the evidence X_i = a on a batch axis
+  only the Steiner subtree of cliques covering it, :math:`P(C_{\mathrm{root}})` times
+  :math:`P(C_w \mid S_w)` for the other cliques;
+* **pairwise pass**: :math:`\log P(X_i, X_j)` for every :math:`j` at once, from one outward
+  pass of the junction tree with the evidence :math:`X_i = a` on a batch axis
   (:meth:`LogVariableElimination.pair_log_marginals`).
 
 A query is first planned symbolically on both of the first two roads (the greedy
@@ -65,7 +65,7 @@ PAIR_PASS_MAX_ENTRIES = 1 << 24
 
 
 def logsumexp_axis(t: np.ndarray, axis: int) -> np.ndarray:
-    """log(sum(exp(t), axis)) with max-shifting; all ``-inf`` gives ``-inf`` (no NaN).
+    r""":math:`\log \sum \exp(t)` along ``axis`` with max-shifting; all ``-inf`` gives ``-inf`` (no NaN).
 
     :func:`puffgm.core.kernels.log_sum_exp` (compiled when numba is installed).
     """
@@ -269,12 +269,12 @@ class _JunctionTree:
 
 
 class LogVariableElimination:
-    """Exact log-marginals of one :class:`~puffgm.networks.priors.NetworkPrior`.
+    r"""Exact log-marginals of one :class:`~puffgm.networks.priors.NetworkPrior`.
 
     Parameters
     ----------
     prior : NetworkPrior
-        The network theta.
+        The network :math:`\theta`.
     cache_size : int
         How many marginals to keep (keyed by the set of query variables).
     max_table_entries : int
@@ -385,8 +385,9 @@ class LogVariableElimination:
         return np.transpose(table, [f_vars.index(v) for v in variables])
 
     def scaled_marginal(self, variables):
-        """c * P(variables), axes in the given order, for an unknown c > 0 (None if the
-        query needs the log-space road).
+        r""":math:`c\, P(\text{variables})`, axes in the given order, for an unknown :math:`c > 0`.
+
+        None if the query needs the log-space road.
 
         Every positive entry is at least 1e-280 (the underflow guard), so ratios of
         entries, such as conditionals P(x | a) = P(x, a) / P(a), are exact to rounding.
@@ -671,7 +672,7 @@ class LogVariableElimination:
 
     # ------------------------------------------------------- pairwise road
     def pair_log_marginals(self, node) -> dict | None:
-        """log P(X_node, X_j) for every node j connected to ``node``, from one junction-tree pass.
+        r""":math:`\log P(X_{\mathrm{node}}, X_j)` for every node :math:`j` connected to ``node``, in one tree pass.
 
         Returns
         -------
@@ -680,22 +681,22 @@ class LogVariableElimination:
             tree exceeds :data:`PAIR_TREE_MAX_ENTRIES`, the pass (the tree times the
             states of ``node``) :data:`PAIR_PASS_MAX_ENTRIES`, one clique times the
             states of ``node`` ``max_table_entries``, or a probability could fall
-            below 1e-280 on the way (then ask :meth:`log_marginal` per pair).
+            below :math:`10^{-280}` on the way (then ask :meth:`log_marginal` per pair).
 
         Notes
         -----
         The junction tree is the elimination tree of a greedy min-size order of
-        the moral graph (one clique C_k = {k} ∪ N_k per variable, parent = the
-        first variable of N_k eliminated after k), calibrated once in scaled
+        the moral graph (one clique :math:`C_k = \{k\} \cup N_k` per variable, parent = the
+        first variable of :math:`N_k` eliminated after :math:`k`), calibrated once in scaled
         probability space (Hugin collect and distribute), so every clique holds
-        P(C_k) and every separator P(N_k).  Evidence X_node = a, for all values
-        a at once (a batch axis), enters the clique of ``node`` and flows out
-        along the tree: P(C_w, a) = P(C_w) * P(S, a) / P(S) over the separator
-        S of each edge, with 0 where P(S) = 0 (then P(C_w) = 0 too), so zeros
+        :math:`P(C_k)` and every separator :math:`P(N_k)`.  Evidence :math:`X_{\mathrm{node}} = a`, for all values
+        :math:`a` at once (a batch axis), enters the clique of ``node`` and flows out
+        along the tree: :math:`P(C_w, a) = P(C_w)\, P(S, a) / P(S)` over the separator
+        :math:`S` of each edge, with 0 where :math:`P(S) = 0` (then :math:`P(C_w) = 0` too), so zeros
         are exact; a lower bound on every positive entry (the sum of the logs
         of the smallest positive entries along the path, replaced by the exact
-        smallest entry of a clique's table when it falls below 1e-280) guards
-        underflow.  The product P(C_w | S) P(S, a) is one multiplication per entry,
+        smallest entry of a clique's table when it falls below :math:`10^{-280}`) guards
+        underflow.  The product :math:`P(C_w \mid S)\, P(S, a)` is one multiplication per entry,
         the rounding of ``numpy.einsum``'s.
         """
         tree = self._tree()

@@ -49,12 +49,12 @@ class Influence:
 
 
 def max_divergence_rows(logcond: np.ndarray, pairs=None):
-    """max over ordered pairs (a, b) and columns x of logcond[a, x] - logcond[b, x].
+    r"""max over ordered pairs (a, b) and columns x of logcond[a, x] - logcond[b, x].
 
     Parameters
     ----------
     logcond : ndarray, shape (k, S)
-        Row a holds log P(X_A = x | X_i = a); rows of impossible values must be removed.
+        Row :math:`a` holds :math:`\log P(X_A = x \mid X_i = a)`; rows of impossible values must be removed.
     pairs : sequence of (a, b) row-index pairs or None (all pairs)
 
     Returns
@@ -128,7 +128,7 @@ def _max_ratio_rows(joint: np.ndarray):
 
 
 class InfluenceEngine:
-    """Max-influence e_Theta(X_Q | X_i) for one prior class, cached across quilts and nodes.
+    r"""Max-influence :math:`e_\Theta(X_Q \mid X_i)` for one prior class, cached across quilts and nodes.
 
     Parameters
     ----------

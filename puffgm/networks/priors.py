@@ -276,7 +276,7 @@ class NetworkPrior:
         return model
 
     def log_joint_table(self, max_entries: int = 1 << 22) -> np.ndarray:
-        """log P(X_1, ..., X_n) as an array with one axis per node, in :attr:`nodes` order.
+        r""":math:`\log P(X_1, \dots, X_n)` as an array with one axis per node, in :attr:`nodes` order.
 
         Only for small networks (at most ``max_entries`` joint states); used by
         exact audits and brute-force checks.

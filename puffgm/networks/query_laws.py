@@ -1,16 +1,16 @@
-"""Exact conditional laws of a sum query on a Bayesian network: a junction tree with a partial-sum axis.
+r"""Exact conditional laws of a sum query on a Bayesian network: a junction tree with a partial-sum axis.
 
-For F = sum_i s_i(X_i) with integer scores (shifted so that each node's
+For :math:`F = \sum_i s_i(X_i)` with integer scores (shifted so that each node's
 smallest score is 0), every factor of the computation carries, besides its
 variables, an axis ``g`` for the partial sum of the scores of the variables
 already summed into it.  Multiplying two factors convolves their ``g`` axes;
-summing out a variable X_k first shifts the ``g`` axis by s_k(x_k).  One
+summing out a variable :math:`X_k` first shifts the ``g`` axis by :math:`s_k(x_k)`.  One
 upward and one downward pass over the junction tree (the elimination tree of
 a greedy min-size order, :func:`puffgm.networks.inference.elimination_tree`)
 give at the clique of each protected node the joint law
-log P(X_k = x, G = g), hence P(G | X_k = x), for every node at once: the cost
+:math:`\log P(X_k = x, G = g)`, hence :math:`P(G \mid X_k = x)`, for every node at once: the cost
 is about twice one variable elimination, with factors longer by the partial-sum
-axis (at most the largest value of F plus one).
+axis (at most the largest value of :math:`F` plus one).
 
 Everything is in log space: convolutions are log-sum-exps of sums of logs,
 never FFTs, so a mass of 1e-300 or 1e-3000 (a log-mass) keeps its relative
@@ -42,10 +42,10 @@ _SUGGEST = "use the Markov Quilt Mechanism (--method exact), which does not depe
 
 
 class SumFactor:
-    """A log-space table over some variables and trailing partial-sum axes.
+    r"""A log-space table over some variables and trailing partial-sum axes.
 
-    One query has one partial-sum axis; a workload of k queries has k of them, a
-    grid whose cell g holds the partial sums (g_1, ..., g_k) (:func:`network_joint_laws`).
+    One query has one partial-sum axis; a workload of :math:`k` queries has :math:`k` of them, a
+    grid whose cell :math:`g` holds the partial sums :math:`(g_1, \dots, g_k)` (:func:`network_joint_laws`).
 
     Attributes
     ----------
@@ -279,13 +279,13 @@ def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_lengt
 
 def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = DEFAULT_MAX_SUM_LENGTH,
                        max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES, deadline: float | None = None) -> list:
-    """The joint laws of a workload's k grid sums given each state of each protected node, for every prior.
+    r"""The joint laws of a workload's k grid sums given each state of each protected node, for every prior.
 
-    The junction tree of :func:`network_query_laws` with a grid of k partial-sum axes
+    The junction tree of :func:`network_query_laws` with a grid of :math:`k` partial-sum axes
     instead of one: a factor's table carries, besides its variables, the partial sums
-    (g_1, ..., g_k) of the k statistics over the variables already summed into it;
+    :math:`(g_1, \dots, g_k)` of the :math:`k` statistics over the variables already summed into it;
     multiplying two factors convolves their grids (:func:`puffgm.core.kernels.log_convolve_grid`),
-    summing out X_v shifts the grid by the row of scores (s_1(x_v), ..., s_k(x_v)).  The
+    summing out :math:`X_v` shifts the grid by the row of scores :math:`(s_1(x_v), \dots, s_k(x_v))`.  The
     same log-space arithmetic, with exact zeros, no FFT and no truncation.
 
     Parameters
@@ -295,9 +295,9 @@ def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = 
         Bound to the class's nodes (:class:`puffgm.core.workload.BoundWorkload`).
     secrets : SecretSpec
     max_sum_length : int
-        The longest axis of one statistic (n_j + 1).
+        The longest axis of one statistic (:math:`n_j + 1`).
     max_table_entries : int
-        The limit on clique entries times the grid's cells prod_j (n_j + 1).
+        The limit on clique entries times the grid's cells :math:`\prod_j (n_j + 1)`.
     deadline : float, optional
 
     Returns

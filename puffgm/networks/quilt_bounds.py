@@ -105,21 +105,21 @@ INFLUENCE_SLACK = 1e-9
 
 
 def far_set_quilt(dag, node, far) -> frozenset:
-    """Q*(A): the part of a far set A that d-separates ``node`` from the rest of A.
+    r""":math:`Q^*(A)`: the part of a far set :math:`A` that d-separates ``node`` from the rest of :math:`A`.
 
     Parameters
     ----------
     dag : networkx.DiGraph
     node : node of ``dag``
-        X_i.
+        :math:`X_i`.
     far : iterable of nodes
-        A, not containing ``node``.
+        :math:`A`, not containing ``node``.
 
     Returns
     -------
     frozenset
-        Q*(A) ⊆ A with X_i d-separated from A \\ Q*(A) given Q*(A), so
-        e(A) = e(Q*(A)) (module docstring, separator reduction).
+        :math:`Q^*(A) \subseteq A` with :math:`X_i` d-separated from :math:`A \smallsetminus Q^*(A)` given
+        :math:`Q^*(A)`, so :math:`e(A) = e(Q^*(A))` (module docstring, separator reduction).
 
     Examples
     --------
@@ -154,7 +154,9 @@ def far_set_quilt(dag, node, far) -> frozenset:
 
 
 def single_influences(engine, node, slack: float = INFLUENCE_SLACK) -> dict:
-    """Lower bounds on e({X_v} | X_i) for every v != i: the exact value minus ``slack``, floored at 0.
+    r"""Lower bounds on :math:`e(\{X_v\} \mid X_i)` for every :math:`v \ne i`: the exact value minus ``slack``.
+
+    Floored at 0.
 
     Nodes d-separated from ``node`` by the empty set have influence exactly 0
     and cost no query.
@@ -218,14 +220,14 @@ def single_node_bound(engine, node, *, epsilon: float) -> float:
     engine : InfluenceEngine
         Of a class with one prior (for a class, take the max over its priors).
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     epsilon : float
         The privacy parameter of the scores.
 
     Returns
     -------
     float
-        A value <= the smallest score any Markov quilt of ``node`` can have.
+        A value :math:`\le` the smallest score any Markov quilt of ``node`` can have.
 
     Examples
     --------

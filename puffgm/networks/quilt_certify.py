@@ -104,19 +104,19 @@ MAX_CUT_SIZE = 12
 
 
 def check_certify_budget(value, where: str) -> int:
-    """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
+    r"""Return ``int(value)`` if it is an integer :math:`\ge 0`, else raise ParameterError."""
     return check_nonnegative_int(value, "certify_budget", where)
 
 
 @dataclass(frozen=True)
 class GapCertificate:
-    """Outcome of :func:`certify_node` for one node under one prior.
+    r"""Outcome of :func:`certify_node` for one node under one prior.
 
     Attributes
     ----------
     node : str
     lower_bound : float
-        A value <= sigma_i*, the best score of any Markov quilt of ``node``.
+        A value :math:`\le \sigma_i^*`, the best score of any Markov quilt of ``node``.
     best : QuiltChoice
         The best quilt known (the incumbent, or a better quilt met while separating).
     certified : bool
@@ -328,7 +328,7 @@ def _max_far_set(st: _State, active: list, ub: np.ndarray):
 def certify_node(search, node, incumbent, lower: float = 0.0, *, epsilon: float,
                  max_queries: int = DEFAULT_CERTIFY_QUERIES, max_programs: int | None = None,
                  rtol: float = CERTIFY_RTOL) -> GapCertificate:
-    """Raise the certified lower bound on sigma_i* by cutting planes, improving the quilt on the way.
+    r"""Raise the certified lower bound on :math:`\sigma_i^*` by cutting planes, improving the quilt on the way.
 
     The steps (module docstring): the single-node bound, the pairs when
     affordable (:meth:`_Certifier.add_pairs`), then the bisection on the target t
@@ -340,11 +340,11 @@ def certify_node(search, node, incumbent, lower: float = 0.0, *, epsilon: float,
     search : puffgm.networks.quilt_scores.QuiltSearch
         Of a class with one prior (its engine answers the influence queries).
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon``.
     lower : float
-        A known lower bound on sigma_i* (the bisection starts there).
+        A known lower bound on :math:`\sigma_i^*` (the bisection starts there).
     epsilon : float
         The privacy parameter the scores are computed at.
     max_queries : int
@@ -357,7 +357,7 @@ def certify_node(search, node, incumbent, lower: float = 0.0, *, epsilon: float,
     Returns
     -------
     GapCertificate
-        ``lower_bound`` <= sigma_i* (module docstring), never below ``lower`` nor
+        ``lower_bound`` :math:`\le \sigma_i^*` (module docstring), never below ``lower`` nor
         above ``best.score``.
 
     Examples
@@ -394,7 +394,7 @@ class _Certifier:
     search : QuiltSearch
         Of a class with one prior.
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon``: :attr:`best` starts there.
     epsilon : float

@@ -70,11 +70,12 @@ def _score_floor(n_nearby: int, bound: float, epsilon: float) -> float:
 
 
 def better(score: float, incumbent: float) -> bool:
-    """True when ``score`` is strictly better (smaller) than ``incumbent`` beyond rounding.
+    r"""True when ``score`` is strictly better (smaller) than ``incumbent`` beyond rounding.
 
-    Scores equal up to 1e-12 (relative) are ties, and a tie keeps the incumbent: in
+    Scores equal up to :math:`10^{-12}` (relative) are ties, and a tie keeps the incumbent: in
     :meth:`QuiltSearch.best` the incumbent was met first in the scan by
-    (card(X_N), card(X_Q)), so the active quilt carries no superfluous nodes; the
+    (:math:`\operatorname{card}(X_N)`, :math:`\operatorname{card}(X_Q)`), so the active quilt carries no superfluous
+    nodes; the
     branch and bound (:mod:`puffgm.networks.quilt_search`) and the cutting-plane
     certificate (:mod:`puffgm.networks.quilt_certify`) keep their incumbent the same way.
 
@@ -295,7 +296,7 @@ class QuiltSearch:
 
     # ----------------------------------------------------------------- scoring
     def choice(self, quilt: MarkovQuilt, *, epsilon=None) -> QuiltChoice:
-        """The record of one candidate quilt: its max-influence and score (Algorithm 2).
+        r"""The record of one candidate quilt: its max-influence and score (Algorithm 2).
 
         Parameters
         ----------
@@ -308,7 +309,7 @@ class QuiltSearch:
         Returns
         -------
         QuiltChoice
-            ``score`` = card(X_N) / (epsilon - e), or inf when e >= epsilon; quilt,
+            ``score`` :math:`= \operatorname{card}(X_N) / (\epsilon - e)`, or inf when :math:`e \ge \epsilon`; quilt,
             nearby and remote sets in node order.
         """
         infl = self.engine.max_influence(quilt.node, quilt.quilt)
@@ -339,22 +340,22 @@ class QuiltSearch:
         return self.choice(quilt, epsilon=epsilon)  # the influence is cached now
 
     def refine(self, node, *, epsilon, incumbent: QuiltChoice) -> QuiltChoice:
-        """Greedy quilt growth from the outside in, for the nodes that set sigma_max.
+        r"""Greedy quilt growth from the outside in, for the nodes that set :math:`\sigma_{\max}`.
 
-        Starting from the trivial quilt, repeatedly move into X_Q the nearby node
+        Starting from the trivial quilt, repeatedly move into :math:`X_Q` the nearby node
         whose addition gives the smallest score (ties: smaller influence), while
-        some addition keeps the influence below epsilon and the quilt within
+        some addition keeps the influence below :math:`\epsilon` and the quilt within
         ``max_quilt_states``; the best quilt met on the way competes with the
         incumbent (:func:`better`).  The additions of a step are scored in order of a
-        floor on their influence, max(e(quilt), e({j}), e(Q' + j) of a smaller quilt Q'
-        scored at an earlier step) (max-influence is monotone in the quilt), and once a
-        floor's score exceeds (1 + 1e-9) times the smallest score of the step the rest are
+        floor on their influence, :math:`\max(e(\text{quilt}), e(\{j\}), e(Q' + j))` of a smaller quilt :math:`Q'`
+        scored at an earlier step (max-influence is monotone in the quilt), and once a
+        floor's score exceeds :math:`(1 + 10^{-9})` times the smallest score of the step the rest are
         skipped: they cannot be chosen, so the growth is that of scoring every addition.
 
         Parameters
         ----------
         node : str
-            The protected node X_i.
+            The protected node :math:`X_i`.
         epsilon : float
             The privacy parameter the scores are computed at.
         incumbent : QuiltChoice
@@ -375,12 +376,12 @@ class QuiltSearch:
         return best
 
     def refine_steps(self, node, *, epsilon, incumbent: QuiltChoice):
-        """The growth of :meth:`refine`, one step at a time.
+        r"""The growth of :meth:`refine`, one step at a time.
 
         Parameters
         ----------
         node : str
-            The protected node X_i.
+            The protected node :math:`X_i`.
         epsilon : float
             The privacy parameter the scores are computed at.
         incumbent : QuiltChoice
@@ -391,7 +392,7 @@ class QuiltSearch:
         QuiltChoice
             After every step, the better of ``incumbent`` and the best quilt met so far
             (:func:`better`), so the scores never increase; the last one is :meth:`refine`'s
-            result (nothing is yielded when no addition keeps the influence below epsilon).
+            result (nothing is yielded when no addition keeps the influence below :math:`\epsilon`).
             A caller may pause the growth between steps and resume it, or drop it: the
             calibration grows the worst node only while it is the worst.
         """
@@ -441,21 +442,22 @@ class QuiltSearch:
             current = self._make(node, quilt)
 
     def best(self, node, *, epsilon) -> QuiltChoice:
-        """The active quilt of ``node``: the candidate of smallest score, or the trivial quilt
+        r"""The active quilt of ``node``: the candidate of smallest score, or the trivial quilt
         when the search needs exact inference past ``max_table_entries``.
 
         The search (:meth:`search_best`) drives its region growing and its floors by the
-        single-node influences e({X_j} | X_i); when one of them needs a table of more than
-        ``max_table_entries`` entries, the node gets the trivial quilt (X_Q empty, X_R the
-        nodes independent of X_i, score card(X_N) / epsilon; no inference) and is added to
+        single-node influences :math:`e(\{X_j\} \mid X_i)`; when one of them needs a table of more than
+        ``max_table_entries`` entries, the node gets the trivial quilt (:math:`X_Q` empty, :math:`X_R` the
+        nodes independent of :math:`X_i`, score :math:`\operatorname{card}(X_N) / \epsilon`; no inference) and is added
+        to
         :attr:`fallback`.  The trivial quilt is a Markov quilt of every node (Song et al.,
-        Definition 4.2 with X_Q empty), so the node's score is valid for Theorem 4.3, and no
+        Definition 4.2 with :math:`X_Q` empty), so the node's score is valid for Theorem 4.3, and no
         smaller than the optimum over the node's quilts.
 
         Parameters
         ----------
         node : str
-            The protected node X_i.
+            The protected node :math:`X_i`.
         epsilon : float
             The privacy parameter the scores are computed at.
 
@@ -471,26 +473,27 @@ class QuiltSearch:
             return self.choice(self._make(node, frozenset()), epsilon=epsilon)  # e = 0, no inference
 
     def search_best(self, node, *, epsilon) -> QuiltChoice:
-        """The active quilt of ``node``: the candidate of smallest score.
+        r"""The active quilt of ``node``: the candidate of smallest score.
 
-        The result is that of a scan by increasing (card(X_N), card(X_Q)) that keeps the
-        incumbent unless a candidate is strictly better (:func:`better`).  To score few
+        The result is that of a scan by increasing (:math:`\operatorname{card}(X_N)`, :math:`\operatorname{card}(X_Q)`)
+        that keeps the incumbent unless a candidate is strictly better (:func:`better`).  To score few
         quilts, a candidate is skipped when a floor on its score is at least
-        (1 + 1e-9) times the smallest score found so far (the trivial quilt's, to start):
+        :math:`(1 + 10^{-9})` times the smallest score found so far (the trivial quilt's, to start):
         max-influence is monotone in the quilt (a marginal of a conditional law is no
-        more distinguishable), so e(Q) is at least the largest single-node influence in
-        Q, at least e(Q') of every evaluated candidate Q' inside Q, and, for large
-        quilts, at least e of the m strongest nodes of Q for m = 2, 3 and the largest m
+        more distinguishable), so :math:`e(Q)` is at least the largest single-node influence in
+        :math:`Q`, at least :math:`e(Q')` of every evaluated candidate :math:`Q' \subseteq Q`, and, for large
+        quilts, at least :math:`e` of the :math:`m` strongest nodes of :math:`Q` for :math:`m = 2, 3` and the largest
+        :math:`m`
         whose table is small beside the quilt's (:data:`_PROBE_RATIO`) (cheap probes);
-        and a score is at least card(X_N) / epsilon.  Every skipped candidate scores
-        above (1 + 1e-9) * minimum, while only candidates within 1e-12 of the minimum
+        and a score is at least :math:`\operatorname{card}(X_N) / \epsilon`.  Every skipped candidate scores
+        above :math:`(1 + 10^{-9})` times the minimum, while only candidates within :math:`10^{-12}` of the minimum
         can be chosen by the scan, so the scan over the evaluated candidates, in the
         original order, picks exactly the quilt the full scan picks.
 
         Parameters
         ----------
         node : str
-            The protected node X_i.
+            The protected node :math:`X_i`.
         epsilon : float
             The privacy parameter the scores are computed at.
 
@@ -582,7 +585,7 @@ def candidate_quilts(prior, node, *, secrets=None, max_quilt_states=DEFAULT_MAX_
 
 def evaluate_quilts(prior, node, *, epsilon=None, secrets=None, max_quilt_states=DEFAULT_MAX_QUILT_STATES,
                     exhaustive=None, search: QuiltSearch | None = None) -> list:
-    """Every candidate quilt of ``node`` with its max-influence (and score when epsilon is given).
+    """Every candidate quilt of ``node`` with its max-influence (and score when ``epsilon`` is given).
 
     Parameters
     ----------

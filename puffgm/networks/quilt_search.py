@@ -95,19 +95,19 @@ DIVE_MAX_STEPS = 40
 
 
 def check_search_budget(value, where: str) -> int:
-    """Return ``int(value)`` if it is an integer >= 0, else raise ParameterError."""
+    r"""Return ``int(value)`` if it is an integer :math:`\ge 0`, else raise ParameterError."""
     return check_nonnegative_int(value, "search_budget", where)
 
 
 @dataclass(frozen=True)
 class NodeCertificate:
-    """Outcome of the branch and bound for one node under one prior.
+    r"""Outcome of the branch and bound for one node under one prior.
 
     Attributes
     ----------
     node : str
     lower_bound : float
-        A value <= sigma_i*, the best score of any Markov quilt of ``node``.
+        A value :math:`\le \sigma_i^*`, the best score of any Markov quilt of ``node``.
     best : QuiltChoice
         The best quilt found (the incumbent if nothing better was found).
     certified : bool
@@ -141,7 +141,7 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
     search : puffgm.networks.quilt_scores.QuiltSearch
         Of a class with one prior (its engine answers the influence queries).
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon`` (the search starts from it).
     epsilon : float
@@ -234,13 +234,13 @@ def branch_and_bound(search, node, incumbent, *, epsilon: float, budget: int = D
 
 def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, width: int = DEFAULT_DIVE_WIDTH,
                   exact_influence_of=None):
-    """Greedy far-set growth: the best quilt met while adding, one at a time, the node of least joint influence.
+    r"""Greedy far-set growth: the best quilt met while adding, one at a time, the node of least joint influence.
 
-    Starting from A = {}, each step tries the ``width`` nodes outside A of
-    smallest single-node influence, computes e(A ∪ {v}) exactly (through
-    Q*(A ∪ {v}), skipped if it has more than ``max_quilt_states`` states) and
-    adds the one of least influence, until every trial reaches epsilon.  Every
-    far set met gives the quilt Q*(A) with its remote set recomputed by
+    Starting from :math:`A = \emptyset`, each step tries the ``width`` nodes outside :math:`A` of
+    smallest single-node influence, computes :math:`e(A \cup \{v\})` exactly (through
+    :math:`Q^*(A \cup \{v\})`, skipped if it has more than ``max_quilt_states`` states) and
+    adds the one of least influence, until every trial reaches :math:`\epsilon`.  Every
+    far set met gives the quilt :math:`Q^*(A)` with its remote set recomputed by
     d-separation; the best of them competes with ``incumbent`` (ties keep the
     incumbent).  The dive stops when no extension of the current far set can
     beat the incumbent (the bound of :func:`puffgm.networks.quilt_bounds.far_set_bound`)
@@ -252,7 +252,7 @@ def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, wid
     search : puffgm.networks.quilt_scores.QuiltSearch
         Of a class with one prior.
     node : str
-        The protected node X_i.
+        The protected node :math:`X_i`.
     incumbent : QuiltChoice
         A valid quilt of ``node`` scored at ``epsilon``.
     singles : dict
@@ -308,7 +308,7 @@ def far_side_dive(search, node, incumbent, singles: dict, *, epsilon: float, wid
 
 def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: int = DEFAULT_SEARCH_BUDGET,
                         max_nodes: int = MAX_PROCESSED_NODES, certify_budget: int = 0, dive: bool = True):
-    """Improve the worst nodes' quilts and bound the optimum sigma_max* from below, for one prior.
+    r"""Improve the worst nodes' quilts and bound the optimum :math:`\sigma_{\max}^*` from below, for one prior.
 
     Parameters
     ----------
@@ -327,7 +327,7 @@ def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: in
     max_nodes : int
         At most this many nodes are processed (worst first).
     certify_budget : int
-        When > 0, a processed node whose branch and bound leaves a gap is handed to
+        When :math:`> 0`, a processed node whose branch and bound leaves a gap is handed to
         the cutting-plane certificate (:func:`puffgm.networks.quilt_certify.certify_node`)
         with this many exact influence queries; 0 (default) skips it.
     dive : bool
@@ -337,14 +337,14 @@ def improve_and_certify(search, best: dict, nodes, *, epsilon: float, budget: in
     Returns
     -------
     (dict, float, dict)
-        The improved active quilts, a lower bound on max over ``nodes`` of sigma_i*
+        The improved active quilts, a lower bound on the max over ``nodes`` of :math:`\sigma_i^*`
         (the optimum over all Markov quilts), and a record of the processed nodes
         (node -> NodeCertificate).
 
     Notes
     -----
     On an exhaustive search (``search.exhaustive``) every quilt was scored, so the
-    lower bound is sigma_max itself and nothing is processed.
+    lower bound is :math:`\sigma_{\max}` itself and nothing is processed.
     """
     best = dict(best)
     if not nodes:

@@ -74,7 +74,7 @@ _DSEP_MEMO_MAX = 1 << 18
 
 @dataclass(frozen=True)
 class MarkovQuilt:
-    """A Markov quilt (X_Q, X_N, X_R) of ``node`` (Song et al., Definition 4.2)."""
+    """A Markov quilt :math:`(X_Q, X_N, X_R)` of ``node`` (Song et al., Definition 4.2)."""
 
     node: str
     quilt: frozenset
@@ -83,7 +83,7 @@ class MarkovQuilt:
 
     @property
     def is_trivial(self) -> bool:
-        """True when X_Q is empty (the trivial quilt)."""
+        """True when :math:`X_Q` is empty (the trivial quilt)."""
         return not self.quilt
 
 
@@ -297,7 +297,7 @@ class DSeparationIndex:
         return reach, seen_up | seen_down
 
     def remote_bits(self, node, quilt: int) -> int:
-        """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
+        """Bitmask of :math:`X_R`: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
         return self.all_bits & ~self.dconnected_bits(node, quilt) & ~quilt
 
     def make_quilt(self, node, quilt) -> MarkovQuilt:
@@ -308,7 +308,7 @@ class DSeparationIndex:
 
 
 def remote_nodes(dag, node, quilt) -> frozenset:
-    """X_R: every node d-separated from ``node`` by ``quilt`` (excluding the quilt)."""
+    """:math:`X_R`: every node d-separated from ``node`` by ``quilt`` (excluding the quilt)."""
     quilt = set(quilt)
     if node in quilt:
         raise QuiltError(f"A quilt of node {node!r} cannot contain the node itself.")
@@ -330,7 +330,7 @@ def make_quilt(dag, node, quilt) -> MarkovQuilt:
 
 
 def distance_layers(moral, node) -> list:
-    """[L_1, L_2, ...]: nodes at moral distance exactly d from ``node``."""
+    r""":math:`[L_1, L_2, \dots]`: nodes at moral distance exactly :math:`d` from ``node``."""
     import networkx as nx
 
     dist = nx.single_source_shortest_path_length(moral, node)
@@ -349,7 +349,7 @@ def use_exhaustive(prior_class) -> bool:
 
 
 def exhaustive_quilts(dag, node):
-    """Every quilt of ``node``: one per subset of the other nodes (2^(n-1) of them)."""
+    """Every quilt of ``node``: one per subset of the other nodes (:math:`2^{n-1}` of them)."""
     others = [v for v in dag.nodes if v != node]
     for r in range(len(others) + 1):
         for q in combinations(others, r):
