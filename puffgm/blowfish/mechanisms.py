@@ -181,9 +181,7 @@ class BlowfishRelease(Release):
         """One line: mechanism, (epsilon, P), S(f, P), Laplace scale, theorem, noise source."""
         s = (f"{self.mechanism}: ({self.epsilon:g}, P)-Blowfish private, S(f, P) = {self.sensitivity:g}, "
              f"Laplace scale {self.scale:.6g} ({self.theorem}); noise: {self.noise}")
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(s)
 
 
 @dataclass(frozen=True)
