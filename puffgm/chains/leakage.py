@@ -349,7 +349,7 @@ def leakage_function(matrix, name: str = "M") -> LeakageFunction:
     >>> round(L(1.0), 6)
     0.706275
     """
-    M = check_transition_matrix(matrix, f"matrix {name}")[0]
+    M, _ = check_transition_matrix(matrix, f"matrix {name}")
     k = M.shape[0]
     block = max(1, int(2_000_000 // (k * k)))  # rows per block: about 2e6 (pair, state) entries at a time
     parts = [_prefix_candidates(M, np.arange(s, min(s + block, k))) for s in range(0, k, block)]
@@ -387,7 +387,7 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
         If P^F has several stationary distributions, or a state has stationary probability 0
         (a transient state: the reversal has no row for it); then give P^B explicitly.
     """
-    P = check_transition_matrix(forward, f"forward matrix of {name}")[0]
+    P, _ = check_transition_matrix(forward, f"forward matrix of {name}")
     k = P.shape[0]
     if stationary is None:
         if len(closed_classes(P)) > 1:
@@ -405,7 +405,8 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
         raise PriorError(f"State {s} has stationary probability 0 under {name} (a transient state), so the time "
                          "reversal has no row for it; give the 'backward' matrix explicitly.")
     B = P.T * pi[None, :] / pi[:, None]
-    return check_transition_matrix(B, f"time reversal of {name}")[0]
+    B, _ = check_transition_matrix(B, f"time reversal of {name}")
+    return B
 
 
 @dataclass(frozen=True, eq=False)
@@ -454,7 +455,7 @@ def _correlation(member: ChainPrior, backward=None) -> TemporalCorrelation:
         B = time_reversal(P, pi, name=f"chain {member.name!r}", states=member.states)
         source = "time reversal"
     else:
-        B = check_transition_matrix(backward, f"backward matrix of chain {member.name!r}", member.k)[0]
+        B, _ = check_transition_matrix(backward, f"backward matrix of chain {member.name!r}", member.k)
         source, pi = "given", None
     return TemporalCorrelation(member.name, member.states, leakage_function(P, f"P^F of {member.name}"),
                                leakage_function(B, f"P^B of {member.name}"), source, pi)
@@ -475,7 +476,8 @@ def temporal_correlations(chain, backward=None) -> tuple:
     tuple of TemporalCorrelation
         One per member of the class, in the class's order.
     """
-    return _resolve(chain, backward)[0]
+    members, _, _ = _resolve(chain, backward)
+    return members
 
 
 def _resolve(chain, backward):
