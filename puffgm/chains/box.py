@@ -206,7 +206,8 @@ class ChainParameterBox(InfiniteChainClass):
 
     def member(self, p0: float, p1: float):
         """The one-chain :class:`~puffgm.chains.ChainPriorClass` of the point (p0, p1) of the box."""
-        if not (self.p0[0] <= p0 <= self.p0[1] and self.p1[0] <= p1 <= self.p1[1]):
+        (p0lo, p0hi), (p1lo, p1hi) = self.p0, self.p1
+        if not (p0lo <= p0 <= p0hi and p1lo <= p1 <= p1hi):
             raise ParameterError(f"The point ({p0}, {p1}) is outside the parameter box.")
         return ChainPriorClass.from_matrices(self.transition(p0, p1), self.initial_kind, self.length, self.states)
 
@@ -233,11 +234,12 @@ class ChainParameterBox(InfiniteChainClass):
         (inf of 1 - lambda_2(P P*), P reversible so P* = P) and ``gap_rev`` =
         2 (1 - lambda_abs_max) (inf of the Lemma C.4 gap), ``reversible`` (True).
         """
-        q_lo, q_hi = 1.0 - self.p0[1], 1.0 - self.p0[0]
-        r_lo, r_hi = 1.0 - self.p1[1], 1.0 - self.p1[0]
+        (p0lo, p0hi), (p1lo, p1hi) = self.p0, self.p1
+        q_lo, q_hi = 1.0 - p0hi, 1.0 - p0lo
+        r_lo, r_hi = 1.0 - p1hi, 1.0 - p1lo
         # pi = (r, q) / (q + r): min(q, r)/(q + r) = 1 / (1 + max/min) is smallest at the largest ratio
         pi_min = min(r_lo / (r_lo + q_hi), q_lo / (q_lo + r_hi))
-        lam = max(abs(self.p0[0] + self.p1[0] - 1.0), abs(self.p0[1] + self.p1[1] - 1.0))
+        lam = max(abs(p0lo + p1lo - 1.0), abs(p0hi + p1hi - 1.0))
         return {"pi_min": pi_min, "lambda_abs_max": lam, "gap_ppstar": 1.0 - lam * lam,
                 "gap_rev": 2.0 * (1.0 - lam), "reversible": True}
 
@@ -252,15 +254,18 @@ class ChainParameterBox(InfiniteChainClass):
 
 # ============================================================== interval tools
 def _pos_mul(a, b):
-    return a[0] * b[0], a[1] * b[1]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo * b_lo, a_hi * b_hi
 
 
 def _pos_add(a, b):
-    return a[0] + b[0], a[1] + b[1]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo + b_lo, a_hi + b_hi
 
 
 def _pos_div(a, b):
-    return a[0] / b[1], a[1] / b[0]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo / b_hi, a_hi / b_lo
 
 
 def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
@@ -299,7 +304,7 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
     """
     p0 = _interval(p0, "p0")
     p1 = _interval(p1, "p1")
-    cells = np.array([[p0[0], p0[1], p1[0], p1[1]]])
+    cells = np.array([[*p0, *p1]])
     lower = max(gk16_gamma(ChainParameterBox.transition(a, b)) for a in p0 for b in p1)
     used = 0
     accepted = -math.inf
@@ -390,15 +395,17 @@ def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
     irho = ((r_lo / q_hi)[:, None], (r_hi / q_lo)[:, None])
 
     def one_plus(c):  # enclosure of log(1 + c u), c > 0
-        lo = 1.0 + np.minimum(c[0] * ulo, c[1] * ulo)
-        hi = 1.0 + np.maximum(c[0] * uhi, c[1] * uhi)
+        c_lo, c_hi = c
+        lo = 1.0 + np.minimum(c_lo * ulo, c_hi * ulo)
+        hi = 1.0 + np.maximum(c_lo * uhi, c_hi * uhi)
         return _log_lo(lo), np.log(np.maximum(hi, 1e-300))
 
     l1u = (np.log(1.0 - uhi), np.log(1.0 - ulo))  # log(1 - u); 1 - u > 0 since |lambda| < 1
-    lp = one_plus(rho)
-    lq = one_plus(irho)
-    h0 = (lp[0] - l1u[1], lp[1] - l1u[0])
-    h1 = (l1u[0] - lq[1], l1u[1] - lq[0])
+    lp_lo, lp_hi = one_plus(rho)
+    lq_lo, lq_hi = one_plus(irho)
+    l1u_lo, l1u_hi = l1u
+    h0 = (lp_lo - l1u_hi, lp_hi - l1u_lo)
+    h1 = (l1u_lo - lq_hi, l1u_hi - lq_lo)
     m = cells.shape[0]
     H = np.zeros((m, nmax + 1, 2))
     H[:, 1:, 0] = np.maximum(h0[1], h1[1])  # upper of max(h0, h1)
@@ -525,10 +532,11 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
     samples = _Samples(box, eps, lipschitz, max_evaluations, progress)
     for a, b in box.corners():
         samples.evaluate(a, b)
-    samples.evaluate((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
+    (p0lo, p0hi), (p1lo, p1hi) = box.p0, box.p1
+    samples.evaluate((p0lo + p0hi) / 2, (p1lo + p1hi) / 2)
     g = max(1, int(initial_grid))
-    e0 = np.linspace(box.p0[0], box.p0[1], g + 1)
-    e1 = np.linspace(box.p1[0], box.p1[1], g + 1)
+    e0 = np.linspace(p0lo, p0hi, g + 1)
+    e1 = np.linspace(p1lo, p1hi, g + 1)
     cells = np.unique(np.array([[e0[i], e0[i + 1], e1[j], e1[j + 1]] for i in range(g) for j in range(g)]), axis=0)
     accepted_upper, n_cells, complete = _branch_and_bound(samples, cells, rtol)
     return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete, options)
