@@ -76,7 +76,7 @@ import hashlib
 import math
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -542,6 +542,13 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
     return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete, options)
 
 
+class _Source(NamedTuple):
+    """An evaluated point (p0, p1) of the box and its per-node quilt table."""
+
+    point: tuple[float, float]
+    quilts: np.ndarray
+
+
 class _Samples:
     """The points of a box where MQMExact was evaluated: their per-node quilts and the best lower bound."""
 
@@ -564,23 +571,23 @@ class _Samples:
 
     def evaluate(self, p0: float, p1: float) -> int:
         """Evaluate the point (p0, p1) and keep its per-node quilts; returns its index in ``sources``."""
-        self.sources.append(((p0, p1), _quilt_table(self.exact_at(p0, p1), self.box.length)))
+        self.sources.append(_Source((p0, p1), _quilt_table(self.exact_at(p0, p1), self.box.length)))
         return len(self.sources) - 1
 
     def nearest(self, cs: np.ndarray) -> np.ndarray:
         """Index of the evaluated point nearest to the centre of each cell."""
-        pts = np.array([s[0] for s in self.sources])
+        pts = np.array([s.point for s in self.sources])
         cen = np.stack([(cs[:, 0] + cs[:, 1]) / 2, (cs[:, 2] + cs[:, 3]) / 2], axis=1)
         return np.argmin(((cen[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2), axis=1)
 
     def inside(self, cs: np.ndarray, src: np.ndarray) -> np.ndarray:
         """Whether the point ``src[j]`` lies in cell ``cs[j]``, per cell."""
-        pts = np.array([self.sources[j][0] for j in src])
+        pts = np.array([self.sources[j].point for j in src])
         return ((cs[:, 0] <= pts[:, 0]) & (pts[:, 0] <= cs[:, 1]) & (cs[:, 2] <= pts[:, 1]) & (pts[:, 1] <= cs[:, 3]))
 
     def upper(self, cells: np.ndarray, src: np.ndarray) -> np.ndarray:
         """Certified upper bound of sigma over each cell with the quilts of the points ``src``."""
-        return _cell_upper(self.box, cells, np.stack([self.sources[j][1] for j in src]), self.eps)
+        return _cell_upper(self.box, cells, np.stack([self.sources[j].quilts for j in src]), self.eps)
 
 
 def _branch_and_bound(samples: _Samples, cells: np.ndarray, rtol: float) -> tuple:
