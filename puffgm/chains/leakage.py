@@ -254,7 +254,7 @@ class LeakageFunction:
 
     def __call__(self, a: float) -> float:
         """L_M(a) for a finite a >= 0 (0 when all rows are equal)."""
-        rows = self._logs[2]
+        _, _, rows = self._logs
         if rows is not None:  # a small front: the same formulas in scalar arithmetic (no numpy call overhead)
             return self._scalar(a, rows)
         v = float(np.max(self.values(a)))
