@@ -11,6 +11,8 @@ coordinate over Z and a box by Lagrangian duality (:func:`zonotope_max_dual`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 __all__ = [
@@ -56,7 +58,16 @@ def natural_zonotope(model, H, C, W, S):
     return Sinv, center, gens
 
 
-def pinned_conditional(model, H, C):
+class PinnedBlock(NamedTuple):
+    """x_H | x_C of a split: its covariance S, precision S^-1, and the zonotope's centre and generators."""
+
+    cov: np.ndarray
+    precision: np.ndarray
+    center: np.ndarray
+    gens: np.ndarray
+
+
+def pinned_conditional(model, H, C) -> PinnedBlock | None:
     """(S, S^-1, centre, generators) of x_H | x_C and its natural-parameter zonotope, or None when S is
     not (numerically) positive definite (x_H determined by x_C)."""
     W, S = conditional_block(model.cov, H, C)
@@ -65,7 +76,7 @@ def pinned_conditional(model, H, C):
     except np.linalg.LinAlgError:
         return None
     Sinv, center, gens = natural_zonotope(model, H, C, W, S)
-    return S, Sinv, center, gens
+    return PinnedBlock(S, Sinv, center, gens)
 
 
 def hull_functions(center, gens):
