@@ -116,6 +116,15 @@ _SECRET = secrets.token_bytes(32)
 #: The attribute a recorded release carries its seal in (not a dataclass field: copies do not carry it).
 _SEAL = "_puffgm_seal"
 
+
+@dataclass(frozen=True)
+class _Seal:
+    """A recorded release's seal: the accountant's nonce, the ledger position and the MAC over both."""
+
+    nonce: bytes
+    position: int
+    mac: bytes
+
 _NOT_CHARGED = (
     "The accountant records only the releases it charged before their noise was drawn (pass it as accountant= "
     "to the release function), and this {kind} is not one it can verify: made without it, built by hand, or "
@@ -308,7 +317,7 @@ class PrivacyAccountant:
             self._tokens.pop(charged, None)
         seal = self._mac("seal", str(charged), entry.digest, _value_digest(release))
         with contextlib.suppress(AttributeError):  # a record without a __dict__ is recorded, unsealed
-            object.__setattr__(release, _SEAL, (self._nonce, charged, seal))
+            object.__setattr__(release, _SEAL, _Seal(self._nonce, charged, seal))
 
     # ------------------------------------------------------------ tokens
     def _mac(self, *parts: str) -> bytes:
@@ -318,10 +327,10 @@ class PrivacyAccountant:
     def _sealed(self, release) -> bool:
         """True if ``release`` is, unchanged, one this accountant recorded (its seal verifies)."""
         seal = getattr(release, _SEAL, None)
-        if not (isinstance(seal, tuple) and len(seal) == 3 and seal[0] == self._nonce):
+        if not (isinstance(seal, _Seal) and seal.nonce == self._nonce):
             return False
-        expected = self._mac("seal", str(seal[1]), release.composition.digest(), _value_digest(release))
-        return hmac.compare_digest(seal[2], expected)
+        expected = self._mac("seal", str(seal.position), release.composition.digest(), _value_digest(release))
+        return hmac.compare_digest(seal.mac, expected)
 
     # ----------------------------------------------------------- entries
     def _entry(self, release, label: str | None) -> LedgerEntry:

@@ -184,9 +184,7 @@ class BlowfishRelease(Release):
         r"""One line: mechanism, :math:`(\epsilon, P)`, :math:`S(f, P)`, Laplace scale, theorem, noise source."""
         s = (f"{self.mechanism}: ({self.epsilon:g}, P)-Blowfish private, S(f, P) = {self.sensitivity:g}, "
              f"Laplace scale {self.scale:.6g} ({self.theorem}); noise: {self.noise}")
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(s)
 
 
 @dataclass(frozen=True)

@@ -328,7 +328,8 @@ class SecretGraph:
         cl = self.cliques()
         if cl is not None:
             return int(sum(len(c) * (len(c) - 1) // 2 for c in cl))
-        return int(len(self.edge_arrays()[0]))
+        u, _ = self.edge_arrays()
+        return int(len(u))
 
     def has_edge(self, x, y) -> bool:
         """True if the values x and y are joined (an unordered discriminative pair)."""

@@ -62,6 +62,14 @@ class _Baseline:
     graph: QuiltGraph | None = None
     options: Mapping | None = None
 
+    @classmethod
+    def of_chain(cls, method: str, where: str, chain_class, epsilon, lipschitz, options, theorem: str) -> _Baseline:
+        """The baseline of a chain class: epsilon and L checked, :math:`T` its checked length, the chain its graph."""
+        eps = check_positive_finite(epsilon, "epsilon", where)
+        lip = check_positive_finite(lipschitz, "lipschitz", where)
+        T = check_chain_length(chain_class.length, where)
+        return cls(method, eps, lip, T, chain_class.fingerprint, theorem, QuiltGraph("chain", length=int(T)), options)
+
     def result(self, sigma: float, *, notes=(), details=None, applicable: bool = True) -> CalibrationResult:
         """The CalibrationResult of noise scale ``sigma`` (no quilt: ``worst`` is None)."""
         return CalibrationResult(
@@ -90,13 +98,10 @@ def group_dp(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: floa
         (:attr:`~puffgm.core.results.CalibrationResult.options`, part of the composition key
         of its releases).  None (default) records none.
     """
-    eps = check_positive_finite(epsilon, "epsilon", "group_dp")
-    lip = check_positive_finite(lipschitz, "lipschitz", "group_dp")
-    T = check_chain_length(chain_class.length, "group_dp")
-    base = _Baseline("groupdp", eps, lip, T, chain_class.fingerprint,
-                     "group differential privacy over the longest chain (T records)",
-                     QuiltGraph("chain", length=int(T)), options)
-    return base.result(_scale_up(T, eps, "Group DP"), details={"group_size": T})
+    base = _Baseline.of_chain("groupdp", "group_dp", chain_class, epsilon, lipschitz, options,
+                              "group differential privacy over the longest chain (T records)")
+    T = base.n_nodes
+    return base.result(_scale_up(T, base.epsilon, "Group DP"), details={"group_size": T})
 
 
 def _scale_up(numerator: float, eps: float, method: str) -> float:
@@ -197,12 +202,10 @@ def gk16(chain_class: ChainPriorClass | InfiniteChainClass, *, epsilon: float,
     """
     from scipy.linalg import solve_banded
 
-    eps = check_positive_finite(epsilon, "epsilon", "gk16")
-    lip = check_positive_finite(lipschitz, "lipschitz", "gk16")
-    T = check_chain_length(chain_class.length, "gk16")
-    base = _Baseline("gk16", eps, lip, T, chain_class.fingerprint,
-                     "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)",
-                     QuiltGraph("chain", length=int(T)), options)
+    base = _Baseline.of_chain(
+        "gk16", "gk16", chain_class, epsilon, lipschitz, options,
+        "Ghosh and Kleinberg 2016 influence-matrix mechanism (as compared in Song et al., section 5)")
+    eps, T = base.epsilon, base.n_nodes
     if chain_class.k != 2:
         return base.result(math.inf, applicable=False,
                            notes=(f"GK16 is defined for binary chains; this chain has {chain_class.k} states",))

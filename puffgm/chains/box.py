@@ -76,7 +76,7 @@ import hashlib
 import math
 import numbers
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -206,7 +206,8 @@ class ChainParameterBox(InfiniteChainClass):
 
     def member(self, p0: float, p1: float):
         """The one-chain :class:`~puffgm.chains.ChainPriorClass` of the point (p0, p1) of the box."""
-        if not (self.p0[0] <= p0 <= self.p0[1] and self.p1[0] <= p1 <= self.p1[1]):
+        (p0lo, p0hi), (p1lo, p1hi) = self.p0, self.p1
+        if not (p0lo <= p0 <= p0hi and p1lo <= p1 <= p1hi):
             raise ParameterError(f"The point ({p0}, {p1}) is outside the parameter box.")
         return ChainPriorClass.from_matrices(self.transition(p0, p1), self.initial_kind, self.length, self.states)
 
@@ -234,11 +235,12 @@ class ChainParameterBox(InfiniteChainClass):
         :math:`P^* = P`) and ``gap_rev`` :math:`= 2 (1 - \lambda_{\mathrm{abs\,max}})` (inf of the Lemma C.4
         gap), ``reversible`` (True).
         """
-        q_lo, q_hi = 1.0 - self.p0[1], 1.0 - self.p0[0]
-        r_lo, r_hi = 1.0 - self.p1[1], 1.0 - self.p1[0]
+        (p0lo, p0hi), (p1lo, p1hi) = self.p0, self.p1
+        q_lo, q_hi = 1.0 - p0hi, 1.0 - p0lo
+        r_lo, r_hi = 1.0 - p1hi, 1.0 - p1lo
         # pi = (r, q) / (q + r): min(q, r)/(q + r) = 1 / (1 + max/min) is smallest at the largest ratio
         pi_min = min(r_lo / (r_lo + q_hi), q_lo / (q_lo + r_hi))
-        lam = max(abs(self.p0[0] + self.p1[0] - 1.0), abs(self.p0[1] + self.p1[1] - 1.0))
+        lam = max(abs(p0lo + p1lo - 1.0), abs(p0hi + p1hi - 1.0))
         return {"pi_min": pi_min, "lambda_abs_max": lam, "gap_ppstar": 1.0 - lam * lam,
                 "gap_rev": 2.0 * (1.0 - lam), "reversible": True}
 
@@ -253,15 +255,18 @@ class ChainParameterBox(InfiniteChainClass):
 
 # ============================================================== interval tools
 def _pos_mul(a, b):
-    return a[0] * b[0], a[1] * b[1]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo * b_lo, a_hi * b_hi
 
 
 def _pos_add(a, b):
-    return a[0] + b[0], a[1] + b[1]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo + b_lo, a_hi + b_hi
 
 
 def _pos_div(a, b):
-    return a[0] / b[1], a[1] / b[0]
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    return a_lo / b_hi, a_hi / b_lo
 
 
 def _gk16_enclosure(p0lo, p0hi, p1lo, p1hi):
@@ -302,7 +307,7 @@ def gk16_gamma_bounds(p0, p1, *, tol: float = 1e-9, max_cells: int = 20000) -> t
     """
     p0 = _interval(p0, "p0")
     p1 = _interval(p1, "p1")
-    cells = np.array([[p0[0], p0[1], p1[0], p1[1]]])
+    cells = np.array([[*p0, *p1]])
     lower = max(gk16_gamma(ChainParameterBox.transition(a, b)) for a in p0 for b in p1)
     used = 0
     accepted = -math.inf
@@ -401,15 +406,17 @@ def box_influence_bounds(cells: np.ndarray, nmax: int) -> dict:
     irho = ((r_lo / q_hi)[:, None], (r_hi / q_lo)[:, None])
 
     def one_plus(c):  # enclosure of log(1 + c u), c > 0
-        lo = 1.0 + np.minimum(c[0] * ulo, c[1] * ulo)
-        hi = 1.0 + np.maximum(c[0] * uhi, c[1] * uhi)
+        c_lo, c_hi = c
+        lo = 1.0 + np.minimum(c_lo * ulo, c_hi * ulo)
+        hi = 1.0 + np.maximum(c_lo * uhi, c_hi * uhi)
         return _log_lo(lo), np.log(np.maximum(hi, 1e-300))
 
     l1u = (np.log(1.0 - uhi), np.log(1.0 - ulo))  # log(1 - u); 1 - u > 0 since |lambda| < 1
-    lp = one_plus(rho)
-    lq = one_plus(irho)
-    h0 = (lp[0] - l1u[1], lp[1] - l1u[0])
-    h1 = (l1u[0] - lq[1], l1u[1] - lq[0])
+    lp_lo, lp_hi = one_plus(rho)
+    lq_lo, lq_hi = one_plus(irho)
+    l1u_lo, l1u_hi = l1u
+    h0 = (lp_lo - l1u_hi, lp_hi - l1u_lo)
+    h1 = (l1u_lo - lq_hi, l1u_hi - lq_lo)
     m = cells.shape[0]
     H = np.zeros((m, nmax + 1, 2))
     H[:, 1:, 0] = np.maximum(h0[1], h1[1])  # upper of max(h0, h1)
@@ -539,13 +546,21 @@ def certified_mqm_exact(box: ChainParameterBox, *, epsilon: float, lipschitz: fl
     samples = _Samples(box, eps, lipschitz, max_evaluations, progress)
     for a, b in box.corners():
         samples.evaluate(a, b)
-    samples.evaluate((box.p0[0] + box.p0[1]) / 2, (box.p1[0] + box.p1[1]) / 2)
+    (p0lo, p0hi), (p1lo, p1hi) = box.p0, box.p1
+    samples.evaluate((p0lo + p0hi) / 2, (p1lo + p1hi) / 2)
     g = max(1, int(initial_grid))
-    e0 = np.linspace(box.p0[0], box.p0[1], g + 1)
-    e1 = np.linspace(box.p1[0], box.p1[1], g + 1)
+    e0 = np.linspace(p0lo, p0hi, g + 1)
+    e1 = np.linspace(p1lo, p1hi, g + 1)
     cells = np.unique(np.array([[e0[i], e0[i + 1], e1[j], e1[j + 1]] for i in range(g) for j in range(g)]), axis=0)
     accepted_upper, n_cells, complete = _branch_and_bound(samples, cells, rtol)
     return _certified_result(samples, max(accepted_upper, samples.best["sigma"]), rtol, n_cells, complete, options)
+
+
+class _Source(NamedTuple):
+    """An evaluated point (p0, p1) of the box and its per-node quilt table."""
+
+    point: tuple[float, float]
+    quilts: np.ndarray
 
 
 class _Samples:
@@ -570,23 +585,23 @@ class _Samples:
 
     def evaluate(self, p0: float, p1: float) -> int:
         """Evaluate the point (p0, p1) and keep its per-node quilts; returns its index in ``sources``."""
-        self.sources.append(((p0, p1), _quilt_table(self.exact_at(p0, p1), self.box.length)))
+        self.sources.append(_Source((p0, p1), _quilt_table(self.exact_at(p0, p1), self.box.length)))
         return len(self.sources) - 1
 
     def nearest(self, cs: np.ndarray) -> np.ndarray:
         """Index of the evaluated point nearest to the centre of each cell."""
-        pts = np.array([s[0] for s in self.sources])
+        pts = np.array([s.point for s in self.sources])
         cen = np.stack([(cs[:, 0] + cs[:, 1]) / 2, (cs[:, 2] + cs[:, 3]) / 2], axis=1)
         return np.argmin(((cen[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2), axis=1)
 
     def inside(self, cs: np.ndarray, src: np.ndarray) -> np.ndarray:
         """Whether the point ``src[j]`` lies in cell ``cs[j]``, per cell."""
-        pts = np.array([self.sources[j][0] for j in src])
+        pts = np.array([self.sources[j].point for j in src])
         return ((cs[:, 0] <= pts[:, 0]) & (pts[:, 0] <= cs[:, 1]) & (cs[:, 2] <= pts[:, 1]) & (pts[:, 1] <= cs[:, 3]))
 
     def upper(self, cells: np.ndarray, src: np.ndarray) -> np.ndarray:
         r"""Certified upper bound of :math:`\sigma` over each cell with the quilts of the points ``src``."""
-        return _cell_upper(self.box, cells, np.stack([self.sources[j][1] for j in src]), self.eps)
+        return _cell_upper(self.box, cells, np.stack([self.sources[j].quilts for j in src]), self.eps)
 
 
 def _branch_and_bound(samples: _Samples, cells: np.ndarray, rtol: float) -> tuple:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import numpy as np
 
@@ -139,21 +140,29 @@ def _quilt_key(card: int, positions: tuple) -> tuple:
     return (card, len(positions), positions)
 
 
+class _Candidate(NamedTuple):
+    """A quilt of a node: its card (nearby nodes), its positions and its influence bound."""
+
+    card: int
+    quilt: tuple[int, ...]
+    value: float
+
+
 def _node_candidates(i: int, T: int, Bq: int, tables) -> list:
     """Node i's quilts with card(X_N) <= Bq as (card, positions, influence), in canonical order."""
     amax, bmax = min(i - 1, Bq), min(T - i, Bq)
     Gs, Bs, DL, DR = tables
-    cands: list[tuple[int, tuple[int, ...], float]] = [
-        (T - i + j + 1, (i - j - 1,), float(DL[j])) for j in range(amax) if T - i + j + 1 <= Bq]
-    cands += [(i + j, (i + j + 1,), float(DR[j])) for j in range(bmax) if i + j <= Bq]
+    cands: list[_Candidate] = [
+        _Candidate(T - i + j + 1, (i - j - 1,), float(DL[j])) for j in range(amax) if T - i + j + 1 <= Bq]
+    cands += [_Candidate(i + j, (i + j + 1,), float(DR[j])) for j in range(bmax) if i + j <= Bq]
     if amax and bmax:
         D2 = np.full((amax, bmax), -math.inf)
         for G, Bm in zip(Gs, Bs, strict=True):
             D2 = np.maximum(D2, (G[:, None] + Bm[None, :]).max(axis=(2, 3)))
         D2 = np.maximum(D2, 0.0)
-        cands += [(ai + bi + 1, (i - ai - 1, i + bi + 1), float(D2[ai, bi]))
+        cands += [_Candidate(ai + bi + 1, (i - ai - 1, i + bi + 1), float(D2[ai, bi]))
                   for ai in range(amax) for bi in range(min(bmax, Bq - ai))]
-    cands.sort(key=lambda q: _quilt_key(q[0], q[1]))
+    cands.sort(key=lambda q: _quilt_key(q.card, q.quilt))
     return cands
 
 
@@ -164,8 +173,8 @@ def _nodewise_curve(search: ChainQuiltSearch, T: int, Bq: int, a, wit):
         cands = _node_candidates(i, T, Bq, search.node_tables(i, min(i - 1, Bq), min(T - i, Bq)))
         run, k = RunningBest("min"), 0  # min over quilts with card <= c: one run over c = 1..Bq
         for c in range(1, Bq + 1):
-            while k < len(cands) and cands[k][0] == c:
-                run.offer(cands[k][2], (node_name(i), tuple(node_name(p) for p in cands[k][1])))
+            while k < len(cands) and cands[k].card == c:
+                run.offer(cands[k].value, (node_name(i), tuple(node_name(p) for p in cands[k].quilt)))
                 k += 1
             w = run.witness if not run.empty else (node_name(i), None)
             worst[c - 1].offer(run.value, w)

@@ -12,7 +12,6 @@ a parameter box (an infinite class, section 5.2) has certified calibrations
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -100,12 +99,16 @@ class MarkovChainKind(PriorKind):
         """The whole chain: one group."""
         return (tuple(self.prior_class.nodes),)
 
-    def _query_laws(self, *, query, deadline, options):
+    def _laws_clock(self, laws: str, deadline) -> ChainClock:
+        """The clock of computing ``laws`` on the chain, its length checked first."""
         cc = self.prior_class
         check_chain_length(cc.length, repr(self.name))
-        start = time.monotonic()
-        clock = ChainClock(what=f"Computing the query's laws on {self.name!r} (T = {cc.length}, k = {cc.k})",
-                           advice=QUERY_ADVICE, deadline=deadline)
+        return ChainClock(what=f"Computing {laws} on {self.name!r} (T = {cc.length}, k = {cc.k})",
+                          advice=QUERY_ADVICE, deadline=deadline)
+
+    def _query_laws(self, *, query, deadline, options):
+        cc = self.prior_class
+        clock = self._laws_clock("the query's laws", deadline)
         check_query_budget(cc.length, cc.k, len(cc.members), clock)  # before T node names are built
         bound = query.bind(cc.nodes, _SameStates(cc.members[0].states))
         laws, bounds, exact = chain_query_laws(cc, bound, clock=clock, **options)
@@ -117,20 +120,17 @@ class MarkovChainKind(PriorKind):
         return QueryLaws(query=bound, laws=tuple(laws), n_priors=len(cc.members),
                          group_sensitivity=bound.range_of(cc.nodes), prior_name=self.name,
                          secrets="every X_t, every pair of states", w_bounds=tuple(bounds), exact=exact,
-                         notes=tuple(notes), seconds=time.monotonic() - start)
+                         notes=tuple(notes), seconds=clock.elapsed)
 
     def _workload_laws(self, *, workload, deadline, options):
         from puffgm.mechanisms.workload import JointLaws
 
         cc = self.prior_class
-        check_chain_length(cc.length, repr(self.name))
-        start = time.monotonic()
-        clock = ChainClock(what=f"Computing the workload's joint laws on {self.name!r} (T = {cc.length}, k = {cc.k})",
-                           advice=QUERY_ADVICE, deadline=deadline)
+        clock = self._laws_clock("the workload's joint laws", deadline)
         laws = chain_joint_laws(cc, workload, clock=clock, **options)
         return JointLaws(workload=workload, laws=tuple(laws), n_priors=len(cc.members), prior_name=self.name,
                          secrets="every X_t, every pair of states", notes=tuple(cc.notes),
-                         seconds=time.monotonic() - start)
+                         seconds=clock.elapsed)
 
     def _calibrate(self, *, epsilon, lipschitz, method, options):
         """One calibration; ``time_limit`` bounds MQMExact's node scans, the other methods cost O(k^3), not O(T).

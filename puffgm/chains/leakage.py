@@ -269,7 +269,7 @@ class LeakageFunction:
 
     def __call__(self, a: float) -> float:
         r""":math:`L_M(a)` for a finite :math:`a \ge 0` (0 when all rows are equal)."""
-        rows = self._logs[2]
+        _, _, rows = self._logs
         if rows is not None:  # a small front: the same formulas in scalar arithmetic (no numpy call overhead)
             return self._scalar(a, rows)
         v = float(np.max(self.values(a)))
@@ -368,7 +368,7 @@ def leakage_function(matrix, name: str = "M") -> LeakageFunction:
     >>> round(L(1.0), 6)
     0.706275
     """
-    M = check_transition_matrix(matrix, f"matrix {name}")[0]
+    M, _ = check_transition_matrix(matrix, f"matrix {name}")
     k = M.shape[0]
     block = max(1, int(2_000_000 // (k * k)))  # rows per block: about 2e6 (pair, state) entries at a time
     parts = [_prefix_candidates(M, np.arange(s, min(s + block, k))) for s in range(0, k, block)]
@@ -406,7 +406,7 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
         If :math:`P^F` has several stationary distributions, or a state has stationary probability 0
         (a transient state: the reversal has no row for it); then give :math:`P^B` explicitly.
     """
-    P = check_transition_matrix(forward, f"forward matrix of {name}")[0]
+    P, _ = check_transition_matrix(forward, f"forward matrix of {name}")
     k = P.shape[0]
     if stationary is None:
         if len(closed_classes(P)) > 1:
@@ -424,7 +424,8 @@ def time_reversal(forward, stationary=None, *, name: str = "the chain", states=N
         raise PriorError(f"State {s} has stationary probability 0 under {name} (a transient state), so the time "
                          "reversal has no row for it; give the 'backward' matrix explicitly.")
     B = P.T * pi[None, :] / pi[:, None]
-    return check_transition_matrix(B, f"time reversal of {name}")[0]
+    B, _ = check_transition_matrix(B, f"time reversal of {name}")
+    return B
 
 
 @dataclass(frozen=True, eq=False)
@@ -473,7 +474,7 @@ def _correlation(member: ChainPrior, backward=None) -> TemporalCorrelation:
         B = time_reversal(P, pi, name=f"chain {member.name!r}", states=member.states)
         source = "time reversal"
     else:
-        B = check_transition_matrix(backward, f"backward matrix of chain {member.name!r}", member.k)[0]
+        B, _ = check_transition_matrix(backward, f"backward matrix of chain {member.name!r}", member.k)
         source, pi = "given", None
     return TemporalCorrelation(member.name, member.states, leakage_function(P, f"P^F of {member.name}"),
                                leakage_function(B, f"P^B of {member.name}"), source, pi)
@@ -494,7 +495,8 @@ def temporal_correlations(chain, backward=None) -> tuple:
     tuple of TemporalCorrelation
         One per member of the class, in the class's order.
     """
-    return _resolve(chain, backward)[0]
+    members, _, _ = _resolve(chain, backward)
+    return members
 
 
 def _resolve(chain, backward):

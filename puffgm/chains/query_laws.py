@@ -74,6 +74,14 @@ class _Work:
         self.clock.check(self.done, self.total, f" ({self.done / self.total:.1%} of its passes done)")
 
 
+def _projected(clock: ChainClock, n_members: int, steps: float, units: float, nbytes: float) -> _Work:
+    """The clock of the passes over ``n_members`` chains, refused up front when their projected memory
+    or time (``steps``, ``units`` and ``nbytes`` per member) is over the budget."""
+    check_memory(nbytes * n_members, clock.what, QUERY_ADVICE)
+    clock.project(n_members * (steps * _STEP_SECONDS + units * _UNIT_SECONDS))
+    return _Work(clock, n_members * units)
+
+
 def _work(S: np.ndarray, n_pairs: int, exact: bool) -> tuple:
     r"""(steps, units, bytes) of the passes over one member: forward and backward widths summed.
 
@@ -211,6 +219,22 @@ def _logs(m):
         return np.log(np.asarray(m.initial_vector, dtype=float)), np.log(m.transition)
 
 
+def _known_chain(chain_class, where: str) -> tuple:
+    """(T, k) of a class whose members all have a known initial law; NotApplicableError for ``"any"``."""
+    for m in chain_class.members:
+        if m.initial_kind == "any":
+            raise NotApplicableError(
+                f"Chain {m.name!r} has the initial law 'any', an infinite class of initial laws; query-specific "
+                "calibration needs a known initial law (a vector or 'stationary')."
+            )
+    return check_chain_length(chain_class.length, where), chain_class.members[0].k
+
+
+def _state_pairs(k: int) -> tuple:
+    """The pairs (a, b), a < b, of the k states: the secret pairs of one X_t."""
+    return tuple((a, b) for a in range(k) for b in range(a + 1, k))
+
+
 def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = DEFAULT_MAX_EXACT_LENGTH,
                      deadline: float | None = None, clock: ChainClock | None = None) -> tuple:
     r"""The conditional laws of the query given each state of each :math:`X_t`, for every chain of the class.
@@ -243,24 +267,14 @@ def chain_query_laws(chain_class, query: BoundQuery, *, max_exact_length: int = 
     TimeLimitError, InferenceLimitError
         When the projected time or memory is over the budget (one sentence with the projection).
     """
-    for m in chain_class.members:
-        if m.initial_kind == "any":
-            raise NotApplicableError(
-                f"Chain {m.name!r} has the initial law 'any', an infinite class of initial laws; query-specific "
-                "calibration needs a known initial law (a vector or 'stationary')."
-            )
-    T, k = check_chain_length(chain_class.length, "chain_query_laws"), chain_class.members[0].k
+    T, k = _known_chain(chain_class, "chain_query_laws")
     S = _scores(query, T, k)
-    pairs = tuple((a, b) for a in range(k) for b in range(a + 1, k))
+    pairs = _state_pairs(k)
     exact = T <= max_exact_length
     if clock is None:
         clock = ChainClock(what=f"Computing the query's laws on the chain (T = {T}, k = {k})", advice=QUERY_ADVICE,
                            deadline=deadline)
-    n = len(chain_class.members)
-    steps, units, nbytes = _work(S, len(pairs), exact)
-    check_memory(nbytes * n, clock.what, QUERY_ADVICE)
-    clock.project(n * (steps * _STEP_SECONDS + units * _UNIT_SECONDS))
-    work = _Work(clock, n * units)
+    work = _projected(clock, len(chain_class.members), *_work(S, len(pairs), exact))
     laws, bounds = [], []
     for i, m in enumerate(chain_class.members):
         if exact:
@@ -406,27 +420,17 @@ def chain_joint_laws(chain_class, workload, *, max_exact_length: int = DEFAULT_M
     TimeLimitError, InferenceLimitError
         When the projected time or memory is over the budget.
     """
-    for m in chain_class.members:
-        if m.initial_kind == "any":
-            raise NotApplicableError(
-                f"Chain {m.name!r} has the initial law 'any', an infinite class of initial laws; query-specific "
-                "calibration needs a known initial law (a vector or 'stationary')."
-            )
-    T, k = check_chain_length(chain_class.length, "chain_joint_laws"), chain_class.members[0].k
+    T, k = _known_chain(chain_class, "chain_joint_laws")
     if T > max_exact_length:
         raise ParameterError(f"A workload needs the exact joint laws at every position, which are computed for "
                              f"chains of length at most max_exact_length = {max_exact_length}; this one has T = {T}: "
                              "use the Markov Quilt Mechanism (--method exact).")
     S = _grid_scores(workload, T, k)
-    pairs = tuple((a, b) for a in range(k) for b in range(a + 1, k))
+    pairs = _state_pairs(k)
     if clock is None:
         clock = ChainClock(what=f"Computing the workload's joint laws on the chain (T = {T}, k = {k})",
                            advice=QUERY_ADVICE, deadline=deadline)
-    n = len(chain_class.members)
-    steps, units, nbytes = _grid_work(S, len(pairs), workload.dims)
-    check_memory(nbytes * n, clock.what, QUERY_ADVICE)
-    clock.project(n * (steps * _STEP_SECONDS + units * _UNIT_SECONDS))
-    work = _Work(clock, n * units)
+    work = _projected(clock, len(chain_class.members), *_grid_work(S, len(pairs), workload.dims))
     laws = []
     for i, m in enumerate(chain_class.members):
         laws.extend(_joint_member(m, i, S, tuple(workload.dims), pairs, work))

@@ -132,7 +132,8 @@ def backward_from_spec(spec: dict, chain_class: ChainPriorClass, label: str = "c
     out = []
     for j, matrix in enumerate(mats, start=1):
         what = f"'backward' matrix of the {label}" if len(mats) == 1 else f"'backward' matrix {j} of the {label}"
-        out.append(check_transition_matrix(matrix, what, k)[0])
+        checked, _ = check_transition_matrix(matrix, what, k)
+        out.append(checked)
     return tuple(out)
 
 

@@ -48,7 +48,8 @@ def _load(text: str, what: str):
     from puffgm.blowfish.policy import PolicyError
     from puffgm.core.validation import read_json_argument
 
-    return read_json_argument(text, what, PolicyError)[0]
+    parsed, _ = read_json_argument(text, what, PolicyError)
+    return parsed
 
 
 def _query(spec, policy):

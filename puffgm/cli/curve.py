@@ -137,9 +137,10 @@ def run(args) -> str:
         curves = curves[:1]  # the class curve; members only serve the plot
     if args.json:
         if len(curves) == 1:
-            d = curves[0][1].to_dict()
-            d["prior"] = curves[0][0]
-            d["priors"] = list(args.priors) if not args.each else [curves[0][0]]
+            label, curve = curves[0]
+            d = curve.to_dict()
+            d["prior"] = label
+            d["priors"] = list(args.priors) if not args.each else [label]
             return json.dumps(d, allow_nan=False)
         return json.dumps({"curves": [dict(c.to_dict(), prior=label, priors=[label]) for label, c in curves]},
                           allow_nan=False)

@@ -47,6 +47,7 @@ import csv
 import json
 import math
 import os
+from typing import NamedTuple
 
 from puffgm.cli.arguments import integer, number, number_list
 from puffgm.cli.calibrate import (
@@ -384,13 +385,13 @@ def read_data_file(path: str, *, trace: bool):
                 raise ParameterError(f"The data file {path!r} is not valid JSON: {exc.msg} (line {exc.lineno}).") \
                     from None
     numbered = _csv_rows(path)
-    while numbered and not numbered[0][1]:  # empty lines before the header
+    while numbered and not numbered[0].cells:  # empty lines before the header
         numbered.pop(0)
-    while numbered and not numbered[-1][1]:  # empty lines after the last row: no position moves
+    while numbered and not numbered[-1].cells:  # empty lines after the last row: no position moves
         numbered.pop()
     if not numbered:
         raise ParameterError(f"The data file {path!r} is empty: give a header row and the data.")
-    header = [h.strip() for h in numbered[0][1]]
+    header = [h.strip() for h in numbered[0].cells]
     if len(set(header)) != len(header):
         raise ParameterError(f"The header of {path!r} names a column twice.")
     body = []
@@ -402,7 +403,14 @@ def read_data_file(path: str, *, trace: bool):
     return _trace_of(path, header, body) if trace else _record_of(path, header, body)
 
 
-def _csv_rows(path: str) -> list:
+class _CsvRow(NamedTuple):
+    """One row of a CSV file: its line number and its cells (``[]`` for a blank line)."""
+
+    line: int
+    cells: list
+
+
+def _csv_rows(path: str) -> list[_CsvRow]:
     """(line number, cells) of every row of a CSV file, blank lines kept (``[]``).
 
     Fields of any length up to the file's size are read (the csv module's default limit,
@@ -418,7 +426,7 @@ def _csv_rows(path: str) -> list:
             reader = csv.reader(fh, strict=True)
             out = []
             for row in reader:
-                out.append((reader.line_num, row))
+                out.append(_CsvRow(reader.line_num, row))
             return out
     except csv.Error as exc:
         raise ParameterError(f"The data file {path!r} is not CSV that puffgm reads (line "

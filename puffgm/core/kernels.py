@@ -211,7 +211,8 @@ def _twin_terms(on_a, on_b, grids, rows: int) -> int:
     fewer of them x the bounding box of the other's finite cells."""
     if on_a.size > on_b.size:
         on_a, on_b, grids = on_b, on_a, grids[::-1]
-    box = math.prod(int(i.max()) - int(i.min()) + 1 for i in np.unravel_index(on_b, grids[1]))
+    _, grid_b = grids
+    box = math.prod(int(i.max()) - int(i.min()) + 1 for i in np.unravel_index(on_b, grid_b))
     return rows * on_a.size * box
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from puffgm.exceptions import ParameterError
 
@@ -233,7 +233,15 @@ def _position(name: str) -> int:
     return int(m.group(1))
 
 
-def _chain_items(members: dict, length: int) -> list:
+class _ChainItem(NamedTuple):
+    """One box along a drawn chain: a position, or (``position`` None) a gap of ``hidden`` positions."""
+
+    position: int | None
+    kind: str
+    hidden: int = 0
+
+
+def _chain_items(members: dict, length: int) -> list[_ChainItem]:
     """Display items along the chain: (position, kind) or ("gap", kind, count) for shortened runs."""
     special = {_position(n): k for n, k in members.items() if k != "remote"}
     length = max(length, max(special))
@@ -249,25 +257,26 @@ def _chain_items(members: dict, length: int) -> list:
             else:
                 runs.append((kind, q, q))
         p = q + 1
-    items: list = []
+    items: list[_ChainItem] = []
     for kind, first, last in runs:
         n = last - first + 1
         if n > _RUN:
-            items += [(first, kind), (first + 1, kind), ("gap", kind, n - 4), (last - 1, kind), (last, kind)]
+            items += [_ChainItem(first, kind), _ChainItem(first + 1, kind), _ChainItem(None, kind, n - 4),
+                      _ChainItem(last - 1, kind), _ChainItem(last, kind)]
         else:
-            items += [(i, kind) for i in range(first, last + 1)]
+            items += [_ChainItem(i, kind) for i in range(first, last + 1)]
     return items
 
 
-def _draw_chain(axes: Any, items: list) -> None:
+def _draw_chain(axes: Any, items: list[_ChainItem]) -> None:
     boxes = []
     for i, item in enumerate(items):
-        if item[0] == "gap":
-            boxes.append(_node_box(axes, (i, 0.0), f"... {item[2]} ...", item[1], 7))
+        if item.position is None:
+            boxes.append(_node_box(axes, (i, 0.0), f"... {item.hidden} ...", item.kind, 7))
         else:
-            boxes.append(_node_box(axes, (i, 0.0), f"X{item[0]}", item[1], 8))
+            boxes.append(_node_box(axes, (i, 0.0), f"X{item.position}", item.kind, 8))
     for i in range(len(boxes) - 1):
-        _arrow(axes, boxes[i], boxes[i + 1], dashed="gap" in (items[i][0], items[i + 1][0]))
+        _arrow(axes, boxes[i], boxes[i + 1], dashed=items[i].position is None or items[i + 1].position is None)
     axes.set_xlim(-0.7, len(items) - 0.3)
     axes.set_ylim(-0.6, 0.6)
     axes.set_axis_off()

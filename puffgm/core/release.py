@@ -107,6 +107,10 @@ class Release:
         """One line: mechanism, privacy parameter, noise."""
         raise NotImplementedError
 
+    def _tagged(self, line: str) -> str:
+        """``line`` with the not-for-production mark of seeded noise."""
+        return line + ("" if cast(Any, self).secure else " [NOT FOR PRODUCTION]")
+
     def to_dict(self) -> dict:
         """JSON-ready dict: ``kind``, ``value``, ``epsilon``, ``mechanism``, ``prior``, ``theorem``, then the rest.
 
@@ -221,10 +225,6 @@ class CalibratedRelease(Release):
     def accuracy(self, alpha: float = 0.05) -> tuple:
         r"""Per statistic, the noise scale and :math:`(1-\alpha)` half-width: the calibration's (its ``accuracy``)."""
         return self.calibration.accuracy(alpha)
-
-    def _tagged(self, line: str) -> str:
-        """``line`` with the not-for-production mark of seeded noise."""
-        return line + ("" if self.secure else " [NOT FOR PRODUCTION]")
 
 
 def _rebuild_release(cls, state: dict) -> Release:

@@ -82,7 +82,8 @@ def _key(value) -> tuple:
         return (0, n, 0.0, state_label(value))
     iv = interval_of(value)
     if iv is not None:
-        return (1, iv[0], iv[1], str(value))
+        lo, hi = iv
+        return (1, lo, hi, str(value))
     return (2, 0.0, 0.0, str(value))
 
 

@@ -60,22 +60,23 @@ def check_time_limit(value, where: str) -> float | None:
     return float(value) or None
 
 
-def check_nonnegative_int(value, name: str, where: str) -> int:
-    r"""Return ``int(value)`` if it is an integer :math:`\ge 0`, else raise ParameterError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 0:
+def _check_int_from(value, name: str, where: str, low: int) -> int:
+    """``int(value)`` if it is an integer (not a bool) >= ``low``, else ParameterError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
         raise ParameterError(
-            f"The '{name}' parameter of {where} must be an integer >= 0. Got {value!r} instead."
+            f"The '{name}' parameter of {where} must be an integer >= {low}. Got {value!r} instead."
         )
     return int(value)
+
+
+def check_nonnegative_int(value, name: str, where: str) -> int:
+    r"""Return ``int(value)`` if it is an integer :math:`\ge 0`, else raise ParameterError."""
+    return _check_int_from(value, name, where, 0)
 
 
 def check_positive_int(value, name: str, where: str) -> int:
     r"""Return ``int(value)`` if it is an integer :math:`\ge 1`, else raise ParameterError."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < 1:
-        raise ParameterError(
-            f"The '{name}' parameter of {where} must be an integer >= 1. Got {value!r} instead."
-        )
-    return int(value)
+    return _check_int_from(value, name, where, 1)
 
 
 def renamed(kwargs: dict, old: str, new: str, where: str, value=None, *, stacklevel: int = 3):

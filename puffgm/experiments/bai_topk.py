@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import pathlib
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -274,7 +274,8 @@ def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed
     points = {}
     for eps in epsilons:
         mt = _mechanisms(theta, curve, T, m, k, eps)
-        points[eps] = (mt["point"], mt["ours"].epsilon_dp, mt["mqm_scale"])
+        a, b = mt["point"]
+        points[eps] = _CurveUse(a, b, mt["ours"].epsilon_dp, mt["mqm_scale"])
         acc: dict[str, list[dict]] = {mm: [] for mm in MECHANISMS}
         for c in counts:
             for _ in range(trials):
@@ -294,6 +295,23 @@ def run_dataset(name: str, k: int, *, epsilons=EPSILONS, trials: int = 200, seed
             "points": points, "n_groups": len(test), "T": T, "trials": trials, "curve": curve,
             "mean_count": float(np.mean([c.sum() for c in counts])),
             "zero_kth": int(sum(np.sort(c)[::-1][k - 1] == 0 for c in counts))}
+
+
+class _CurveUse(NamedTuple):
+    """The curve point (a, b) Ours-Exp uses at one epsilon, its epsilon_DP and MQM's Laplace scale per count."""
+
+    a: float
+    b: int
+    epsilon_dp: float
+    mqm_scale: float
+
+
+class _Disagreement(NamedTuple):
+    """A cell where another mechanism beats Ours-Exp: ``kind`` "same" (the same mechanism here) or "cell"."""
+
+    kind: str
+    where: str
+    text: str
 
 
 def _fmt_pct(x):
@@ -320,7 +338,7 @@ def _section(res, paper_eps_index) -> tuple:
              res["description"] + f"; {res['trials']} trials per group and $\\epsilon$." + ties, ""]
     # curve points
     pts, T, curve = res["points"], res["T"], res["curve"]
-    if all(pts[e][0][1] >= T for e in pts):
+    if all(pts[e].b >= T for e in pts):
         note = (" Every $\\epsilon$ uses the trivial point $(0, T)$: the chain is so persistent that no smaller "
                 "$b$ has "
                 "$a(b) < \\epsilon$, so Ours-Exp *is* GroupDP-Exp here and MQM's calibration is group DP's too.")
@@ -330,9 +348,9 @@ def _section(res, paper_eps_index) -> tuple:
                  f"$a({min(T, 5)}) = {curve.a_at(min(T, 5)):.3g}$, $a({T}) = 0$ ($T = {T}$). Curve point used by "
                  "Ours-Exp "
                  "and MQM's scale per count: " + "; ".join(
-                     f"$\\epsilon = {e:g}$: $(a, b) = ({pts[e][0][0]:.3g}, {pts[e][0][1]})$, "
-                     f"$\\epsilon_{{\\mathrm{{DP}}}} = {pts[e][1]:.3g}$, "
-                     f"MQM scale {pts[e][2]:.3g}" for e in pts) + "." + note)
+                     f"$\\epsilon = {e:g}$: $(a, b) = ({pts[e].a:.3g}, {pts[e].b})$, "
+                     f"$\\epsilon_{{\\mathrm{{DP}}}} = {pts[e].epsilon_dp:.3g}$, "
+                     f"MQM scale {pts[e].mqm_scale:.3g}" for e in pts) + "." + note)
     lines.append("")
     # Acc table
     head = "| $\\epsilon$ | " + " | ".join(f"{mm} Acc@{j + 1}" for mm in MECHANISMS for j in range(k)) + " |"
@@ -362,9 +380,11 @@ def _section(res, paper_eps_index) -> tuple:
         for mi, mm in enumerate(MECHANISMS):
             r = res["results"][e][mm]
             p = _paper_cells(key, i, mi, "rank")
-            row.append(_fmt_pct(r["hr"]) + (f" ({p[0]:g}%)" if p else ""))
-            row.append(f"{r['ndcg']:.3f}" + (f" ({p[1]:.3f})" if p else ""))
-            row.append(f"{r['l1']:.1f}" + (f" ({p[2]:g})" if p else ""))
+            if p:
+                p_hr, p_ndcg, p_l1 = p
+            row.append(_fmt_pct(r["hr"]) + (f" ({p_hr:g}%)" if p else ""))
+            row.append(f"{r['ndcg']:.3f}" + (f" ({p_ndcg:.3f})" if p else ""))
+            row.append(f"{r['l1']:.1f}" + (f" ({p_l1:g})" if p else ""))
         lines.append("| " + " | ".join(row) + " |")
         # the paper's claim: Ours-Exp best on every metric
         r = res["results"][e]
@@ -373,19 +393,21 @@ def _section(res, paper_eps_index) -> tuple:
             best = better(vals, key=vals.__getitem__)
             if best != "Ours-Exp" and abs(vals[best] - vals["Ours-Exp"]) > 1e-9:
                 se = math.hypot(r[best]["se_" + metric], r["Ours-Exp"]["se_" + metric])
-                same = pts[e][0][1] >= T and best == "GroupDP-Exp"
+                same = pts[e].b >= T and best == "GroupDP-Exp"
                 why = (" -- the same mechanism here (Ours-Exp uses the trivial curve point), so this is Monte Carlo "
                        "noise" if same else (" -- within 2 standard errors of the simulation, i.e. a tie"
                                             if abs(vals[best] - vals["Ours-Exp"]) <= 2 * se else
                                             " -- a real difference on this data"))
                 if same:
-                    disagreements.append(("same", f"{name} top-{k}", f"$\\epsilon = {e:g}$ {metric.upper()}"))
+                    disagreements.append(_Disagreement("same", f"{name} top-{k}",
+                                                       f"$\\epsilon = {e:g}$ {metric.upper()}"))
                 else:
-                    disagreements.append(("cell", f"{name} top-{k}",
-                                          f"{name} top-{k}, $\\epsilon = {e:g}$: {best} beats Ours-Exp on "
-                                          f"{metric.upper()} "
-                                          f"({vals[best]:.3g} vs {vals['Ours-Exp']:.3g}, s.e. of the difference "
-                                          f"{se:.2g}){why}; the paper has Ours-Exp best everywhere."))
+                    disagreements.append(_Disagreement("cell", f"{name} top-{k}",
+                                                       f"{name} top-{k}, $\\epsilon = {e:g}$: {best} beats "
+                                                       f"Ours-Exp on {metric.upper()} "
+                                                       f"({vals[best]:.3g} vs {vals['Ours-Exp']:.3g}, "
+                                                       f"s.e. of the difference "
+                                                       f"{se:.2g}){why}; the paper has Ours-Exp best everywhere."))
     lines.append("")
     return lines, disagreements
 
@@ -485,11 +507,11 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         lines += sec
         disagreements += dis
     lines += ["### Agreement with the paper", ""]
-    cells = [d for d in disagreements if d[0] == "cell"]
+    cells = [d for d in disagreements if d.kind == "cell"]
     same: dict[Any, list] = {}
     for d in disagreements:
-        if d[0] == "same":
-            same.setdefault(d[1], []).append(d[2])
+        if d.kind == "same":
+            same.setdefault(d.where, []).append(d.text)
     n_dis = len(cells) + sum(len(v) for v in same.values())
     lines.append("* The paper's headline claim (Ours-Exp is best on every metric at every $\\epsilon$) is checked "
                  "row by "
@@ -500,10 +522,10 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         lines.append(f"  * {where}: GroupDP-Exp ahead of Ours-Exp in {len(items)} cells ({', '.join(items)}). "
                      "Both are the same mechanism on this data (Ours-Exp falls back to the trivial curve point), "
                      "so these are Monte Carlo noise, not a disagreement.")
-    lines += [f"  * {d[2]}" for d in cells]
-    real = [d for d in cells if "a real difference" in d[2]]
+    lines += [f"  * {d.text}" for d in cells]
+    real = [d for d in cells if "a real difference" in d.text]
     if real:
-        winners = sorted({d[2].split(": ", 1)[1].split(" beats")[0] for d in real})
+        winners = sorted({d.text.split(": ", 1)[1].split(" beats")[0] for d in real})
         lines.append(f"* The {len(real)} real differences (beyond 2 standard errors) have {' and '.join(winners)} "
                      "ahead of Ours-Exp, mostly on NDCG and L1, i.e. on recovering the *whole* order and its counts. "
                      "A plausible reading: with few categories the Laplace counts split $\\epsilon$ over $m = 5$ or 11 "
@@ -528,7 +550,7 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             row = PAPER_ACC[key][EPSILONS.index(eps_hi)]
             paper = (f" (paper {PAPER_TABLES[key].split(' (')[0]}: Ours-Exp {row[0][0]:.1f}%, "
                      f"{best} {row[MECHANISMS.index(best)][0]:.1f}%)")
-        if res["points"][eps_hi][0][1] >= res["T"]:
+        if res["points"][eps_hi].b >= res["T"]:
             verdict = ("Ours-Exp uses the trivial curve point (it is GroupDP-Exp on this data): "
                        "the curve brings no gain here")
         elif r["Ours-Exp"]["acc"][0] > others[best]:

@@ -17,6 +17,7 @@ import itertools
 import math
 import pathlib
 import time
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -58,6 +59,18 @@ def _collapse_rows(progress_tick):
     return rows
 
 
+class _SoftRow(NamedTuple):
+    """One softened collapse mechanism: its case and lambda, the conditions' result, the two-run loss, and
+    the runs and per-run loss of the attack's output sequences."""
+
+    name: str
+    lam: float
+    result: Any
+    two: float
+    runs: int
+    loss: float
+
+
 def _soft_rows(lams, r_runs, progress_tick):
     from puffgm.framework.audit import audit_composition
     from puffgm.framework.cautionary import bai_example_4_1, bai_example_4_2, bai_example_4_3
@@ -80,7 +93,7 @@ def _soft_rows(lams, r_runs, progress_tick):
             t = inst.prior_names.index(w.prior)
             pidx = next(i for i, (a, b) in enumerate(inst.pairs) if {a.name, b.name} == set(w.pair))
             loss_r = repeated_release_loss(inst, tab, counts, prior=t, pair=pidx)
-            out.append((case.name, lam, r, two, int(counts.sum()), loss_r))
+            out.append(_SoftRow(case.name, lam, r, two, int(counts.sum()), loss_r))
             progress_tick()
     return out
 
@@ -133,12 +146,12 @@ def _plot(soft, path):
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    names = list(dict.fromkeys(s[0] for s in soft))
+    names = list(dict.fromkeys(s.name for s in soft))
     for i, name in enumerate(names):
-        rows = [s for s in soft if s[0] == name]
-        lam = [s[1] for s in rows]
-        ax.plot(lam, [s[2].epsilon for s in rows], "o--", color=f"C{i}", label=f"{name}: single-run epsilon")
-        ax.plot(lam, [s[2].nfc_value for s in rows], "s-", color=f"C{i}", label=f"{name}: NfC value (Theorem 4)")
+        rows = [s for s in soft if s.name == name]
+        lam = [s.lam for s in rows]
+        ax.plot(lam, [s.result.epsilon for s in rows], "o--", color=f"C{i}", label=f"{name}: single-run epsilon")
+        ax.plot(lam, [s.result.nfc_value for s in rows], "s-", color=f"C{i}", label=f"{name}: NfC value (Theorem 4)")
     ax.set_xscale("log")
     ax.set_xlabel("lambda (share of uniform output mixed in)")
     ax.set_ylabel("epsilon")
@@ -221,14 +234,15 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
         L.append(f"| {name} | {lam:g} | {_num(r.epsilon)} | {_num(r.nfc_value)} | {_num(r.dp_value)} | "
                  f"{_num(two)} vs {_num(2 * r.epsilon)} | {rr} | {_num(loss_r / rr)} | {composes} | "
                  f"{'holds' if r.holds else 'FAILS'} |")
-    failing = [x for x in soft if not x[2].holds]
-    passing = [x for x in soft if x[2].holds]
+    failing = [x for x in soft if not x.result.holds]
+    passing = [x for x in soft if x.result.holds]
     summary = (f"The NfC value exceeds the single-run $\\epsilon$ in {len(failing)} of {len(soft)} rows: those "
                "mechanisms cannot compose linearly (Theorem 4), and the exact per-run loss of the attack's output "
                "sequences approaches the NfC value, confirming the LP independently.")
     if passing:
-        summary += (" In " + "; ".join(f"{x[0]} at $\\lambda = {x[1]:g}$ (NfC value {_num(x[2].nfc_value)} $\\le$ "
-                                       f"$\\epsilon = {_num(x[2].epsilon)}$)" for x in passing)
+        summary += (" In " + "; ".join(f"{x.name} at $\\lambda = {x.lam:g}$ "
+                                       f"(NfC value {_num(x.result.nfc_value)} $\\le$ "
+                                       f"$\\epsilon = {_num(x.result.epsilon)}$)" for x in passing)
                     + " the mixing has removed the violation: the necessary condition holds there (which does not "
                     "prove composition), and the $r$-run attack is not refuted either.")
     summary += (" Where the DP-style value is larger than the NfC value, the best convex combination mixes several "

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 import pathlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -84,6 +86,23 @@ def _simulate_F(rng, alpha: float, T: int, trials: int) -> np.ndarray:
     return total / T
 
 
+class _Outcome(NamedTuple):
+    """One method's calibrated sigma_max and the mean L1 error of its simulated release."""
+
+    sigma: float
+    error: float
+
+
+class _Row(NamedTuple):
+    """One (alpha, epsilon) point: every method's outcome, MQMExact's certificate and its run time."""
+
+    alpha: float
+    eps: float
+    res: dict
+    details: Mapping
+    seconds: float
+
+
 def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     """Compute Figure 4 (top), write ``song_figure4.png`` into ``out_dir``, return the Markdown section."""
     out_dir = pathlib.Path(out_dir)
@@ -118,11 +137,11 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
             for name in METHODS:
                 sigma = cals[name].sigma_max
                 if not math.isfinite(sigma):
-                    res[name] = (math.inf, math.nan)
+                    res[name] = _Outcome(math.inf, math.nan)
                     continue
                 noisy = F + rng.laplace(0.0, sigma / T, size=trials)  # seeded simulation, not a release
-                res[name] = (sigma, float(np.mean(np.abs(noisy - F))))
-            rows.append((alpha, eps, res, exact.details, t_exact))
+                res[name] = _Outcome(sigma, float(np.mean(np.abs(noisy - F))))
+            rows.append(_Row(alpha, eps, res, exact.details, t_exact))
             done += 1
             if progress:
                 progress(done, total)
@@ -143,7 +162,7 @@ def _plot(path, rows, setting: _Setting, a_star):
              "MQMExact": ("tab:blue", "-")}
     for ax, eps in zip(axes[0], epsilons, strict=True):
         for name in ("GK16", "MQMApprox", "MQMExact", "GroupDP"):
-            ys = [r[2][name][1] for r in rows if r[1] == eps]
+            ys = [r.res[name].error for r in rows if r.eps == eps]
             color, ls = style[name]
             ax.plot(alphas, ys, ls, marker="o", ms=3, color=color, label=name)
         if math.isfinite(a_star):
@@ -200,27 +219,27 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for alpha, eps, res, det, _t in rows:
-        wp = det["worst_point"]
+        wp0, wp1 = det["worst_point"]
         lines.append(
-            f"| {alpha:.3f} | {eps:g} | {_fmt(res['GroupDP'][1])} | {_fmt(res['GK16'][1])} | "
-            f"{_fmt(res['MQMApprox'][1])} "
-            f"| {_fmt(res['MQMExact'][1])} | {res['MQMExact'][0]:.5g} | {det['lower_bound']:.5g} | "
-            f"({wp[0]:.3g}, {wp[1]:.3g}) |"
+            f"| {alpha:.3f} | {eps:g} | {_fmt(res['GroupDP'].error)} | {_fmt(res['GK16'].error)} | "
+            f"{_fmt(res['MQMApprox'].error)} "
+            f"| {_fmt(res['MQMExact'].error)} | {res['MQMExact'].sigma:.5g} | {det['lower_bound']:.5g} | "
+            f"({wp0:.3g}, {wp1:.3g}) |"
         )
-    partial = [f"alpha={r[0]:.3g}, epsilon={r[1]:g} (gap {r[3]['certified_gap']:.3g})"
-               for r in rows if not r[3]["complete"]]
+    partial = [f"alpha={r.alpha:.3g}, epsilon={r.eps:g} (gap {r.details['certified_gap']:.3g})"
+               for r in rows if not r.details["complete"]]
     lines += ["", "The certified MQMExact $\\sigma$ is within " + f"{rtol:g}" + " of the lower bound at every point"
               + ("" if not partial else " except where the evaluation budget ran out, where it is still a certified "
                  "upper bound: " + "; ".join(partial)) + "."]
     lines += ["", "Paper (text of section 5.2, the figure's numbers are not tabulated) beside ours:", "",
               "| claim | paper | ours |", "| --- | --- | --- |"]
     for eps in epsilons:
-        ours = np.mean([r[2]["GroupDP"][1] for r in rows if r[1] == eps])
+        ours = np.mean([r.res["GroupDP"].error for r in rows if r.eps == eps])
         lines.append(f"| GroupDP error, $\\epsilon = {eps:g}$ | around {PAPER_GROUPDP[eps]:g} | "
                      f"{ours:.3g} (mean over $\\alpha$) |")
-    exact_better = all(r[2]["MQMExact"][0] <= r[2]["MQMApprox"][0] for r in rows)
+    exact_better = all(r.res["MQMExact"].sigma <= r.res["MQMApprox"].sigma for r in rows)
     decreasing = all(
-        all(np.diff([r[2][m][0] for r in rows if r[1] == eps]) <= 1e-9)
+        all(np.diff([r.res[m].sigma for r in rows if r.eps == eps]) <= 1e-9)
         for eps in epsilons for m in ("MQMApprox", "MQMExact")
     )
     lines.append("| MQMExact more accurate than MQMApprox | yes | "
@@ -228,10 +247,10 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
     lines.append("| errors decrease as $\\alpha$ grows ($\\Theta$ narrows) | yes | "
                  f"{'yes' if decreasing else 'not everywhere'} |")
     lines.append("| GK16 line independent of $\\epsilon$ | yes | yes (applicability does not involve $\\epsilon$) |")
-    both = [(r[1], r[0]) for r in rows if math.isfinite(r[2]["GK16"][0])]
+    both = [(r.eps, r.alpha) for r in rows if math.isfinite(r.res["GK16"].sigma)]
     gk_wins = [(e, a) for e, a in both
-               if [x for x in rows if x[1] == e and x[0] == a][0][2]["GK16"][0] <
-               [x for x in rows if x[1] == e and x[0] == a][0][2]["MQMExact"][0]]
+               if [x for x in rows if x.eps == e and x.alpha == a][0].res["GK16"].sigma <
+               [x for x in rows if x.eps == e and x.alpha == a][0].res["MQMExact"].sigma]
     lines.append(
         "| MQM better than GK16 for a range, somewhat worse for the rest | yes | "
         + (f"GK16 beats MQMExact at {len(gk_wins)} of {len(both)} points where it applies" if both
@@ -248,7 +267,7 @@ def _markdown(rows, setting: _Setting, a_star, elapsed):
         "",
         f"Time: {elapsed:.1f} s for this section (certified box calibrations dominate; 2-core machine shared "
         "with other jobs).  MQMExact certification time per $(\\alpha, \\epsilon)$: "
-        + ", ".join(f"{r[0]:.3g}/{r[1]:g}: {r[4]:.1f} s" for r in rows)
+        + ", ".join(f"{r.alpha:.3g}/{r.eps:g}: {r.seconds:.1f} s" for r in rows)
         + ".",
     ]
     if setting.quick:

@@ -157,7 +157,8 @@ def _allowed(label, cc, curve, alpha) -> Allowed:
 
 def _series_for_plot(chains, eps, alpha):
     """The leakage over t of the first chain and of the 4-state El Nino chain, and theta1's two allocations."""
-    picks = [c for c in chains if c[0] == "theta1"] + [c for c in chains if c[0].startswith("El Nino") and "4" in c[0]]
+    picks = ([(label, src, cc) for label, src, cc in chains if label == "theta1"]
+             + [(label, src, cc) for label, src, cc in chains if label.startswith("El Nino") and "4" in label])
     curves = {}
     for label, _, cc in picks:
         leak = temporal_leakage(cc, epsilon=eps)

@@ -99,7 +99,8 @@ def run(out_dir: pathlib.Path, *, quick: bool = False, progress=None) -> str:
     rows = []
     for i, name in enumerate(names):
         kind = as_prior(f"example:{name}")
-        rows.append(_row(name, kind, halves(kind.query_domain()[0]), epsilon))
+        nodes, _ = kind.query_domain()
+        rows.append(_row(name, kind, halves(nodes), epsilon))
         if progress is not None:
             progress(i + 1, total)
     if not quick:

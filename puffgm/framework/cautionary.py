@@ -274,7 +274,8 @@ def _evaluate(secret: Secret, assignment) -> bool:
     v = assignment[secret.node]
     if secret.kind in ("value", "in_set"):
         return v in secret.values
-    return secret.values[0] <= float(v) < secret.values[1]
+    lo, hi = secret.values
+    return lo <= float(v) < hi
 
 
 def bai_example_4_2(n: int) -> CollapseCase:

@@ -137,9 +137,7 @@ class ContinuousRelease(Release):
         r"""One line: mechanism, :math:`\epsilon`, Laplace scale, what is protected, noise source."""
         s = (f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}, protects {self.secret} "
              f"({self.theorem}); noise: {self.noise}")
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(s)
 
 
 def _values(values):

@@ -272,17 +272,27 @@ def joint_log_table_from_pgmpy(model, notes: list | None = None):
     return nodes, states, total
 
 
-def _prior_to_table(prior, notes: list):
+@dataclass(frozen=True)
+class _ModelTable:
+    """One prior given as a model: its nodes, ``{node: states}``, log joint table and label."""
+
+    nodes: tuple
+    states: dict
+    log_table: np.ndarray
+    label: str
+
+
+def _prior_to_table(prior, notes: list) -> _ModelTable:
     """(nodes, states, log table, label) of one prior given in any supported form."""
     # a NetworkPrior (puffgm.networks.priors), duck-typed: this module does not import puffgm.networks
     if hasattr(prior, "log_joint_table") and hasattr(prior, "nodes") and hasattr(prior, "states"):
         nodes = tuple(prior.nodes)
         states = {n: tuple(prior.states[n]) for n in nodes}
         table = np.asarray(prior.log_joint_table(), dtype=float)
-        return nodes, states, table, getattr(prior, "name", None) or "NetworkPrior"
+        return _ModelTable(nodes, states, table, getattr(prior, "name", None) or "NetworkPrior")
     if hasattr(prior, "get_cpds") and hasattr(prior, "edges"):
         nodes, states, table = joint_log_table_from_pgmpy(prior, notes)
-        return nodes, states, table, getattr(prior, "name", None) or "pgmpy network"
+        return _ModelTable(nodes, states, table, getattr(prior, "name", None) or "pgmpy network")
     raise PriorError(f"Cannot interpret {type(prior).__name__} as a prior; give a pgmpy network, a "
                      "NetworkPrior/PriorClass or an explicit joint table.")
 
@@ -327,11 +337,11 @@ def _expand_priors(priors) -> list:
     return expanded
 
 
-def _resolve_prior(prior, notes: list) -> tuple:
-    """``("table", array, None)`` for an explicit joint table, ``("model", nodes, states, log table, label)`` else."""
+def _resolve_prior(prior, notes: list):
+    """The explicit joint table as given, or the :class:`_ModelTable` of a model prior."""
     if isinstance(prior, np.ndarray) or (isinstance(prior, (list, tuple)) and not hasattr(prior, "nodes")):
-        return ("table", prior, None)
-    return ("model",) + tuple(_prior_to_table(prior, notes))
+        return prior
+    return _prior_to_table(prior, notes)
 
 
 def _cardinalities(nodes: Sequence | None, cards: Sequence) -> dict:
@@ -347,16 +357,16 @@ def _cardinalities(nodes: Sequence | None, cards: Sequence) -> dict:
 def _nodes_and_states(resolved: list, nodes, states) -> tuple[tuple, dict]:
     """The database's nodes and ``{node: states}``: given, or those of the first model prior."""
     if nodes is None:
-        first = next((r for r in resolved if r[0] == "model"), None)
+        first = next((r for r in resolved if isinstance(r, _ModelTable)), None)
         if first is None:
             raise PriorError("Give 'nodes' and 'states' for explicit joint tables.")
-        nodes = first[1]
+        nodes = first.nodes
     nodes = tuple(nodes)
     if len(set(nodes)) != len(nodes):
         raise PriorError(f"The node list {list(nodes)!r} has duplicates.")
     if states is None:
-        first = next(r for r in resolved if r[0] == "model")
-        states = first[2]
+        first = next(r for r in resolved if isinstance(r, _ModelTable))
+        states = first.states
     states = {n: tuple(states[n]) for n in nodes}
     for n in nodes:
         if len(states[n]) < 1 or len(set(states[n])) != len(states[n]):
@@ -473,19 +483,19 @@ class Instantiation:
         names = []
         for k, r in enumerate(resolved):
             label = prior_names[k] if prior_names is not None and k < len(prior_names) else f"#{k}"
-            if r[0] == "table":
-                tables.append(_validate_joint(r[1], self.shape, label, notes, log=log_tables))
-            else:
+            if isinstance(r, _ModelTable):
                 tables.append(_validate_joint(self._align(r, label), self.shape, label, notes, log=True))
+            else:
+                tables.append(_validate_joint(r, self.shape, label, notes, log=log_tables))
             names.append(label)
         self.log_priors = tuple(np.ascontiguousarray(t) for t in tables)
         for t in self.log_priors:
             t.setflags(write=False)
         self.prior_names = tuple(names)
 
-    def _align(self, resolved_model: tuple, label: str) -> np.ndarray:
+    def _align(self, resolved_model: _ModelTable, label: str) -> np.ndarray:
         """A model prior's log table with its axes and states reordered to the instantiation's."""
-        _, pn, ps, t, _default = resolved_model
+        pn, ps, t = resolved_model.nodes, resolved_model.states, resolved_model.log_table
         nodes, states = self.nodes, self.states
         if set(pn) != set(nodes):
             raise PriorError(f"Prior {label} has nodes {sorted(map(str, pn))!r}, expected {sorted(map(str, nodes))!r}.")

@@ -30,6 +30,7 @@ branch-and-bound.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -143,7 +144,7 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOp
         L = -float(hull_max(xl, -yl, np.array([a]), np.array([b]))[0]) - pad
         bu, eu = pair_bound(U, cmid)
         bd, ed = pair_bound(L, cmid)
-        return max(bu, bd) + wk * (b - a) / 2, max(eu, ed)
+        return _SlabValue(max(bu, bd) + wk * (b - a) / 2, max(eu, ed))
 
     if xmax - xmin <= 0:
         val, est = slab(xmin, xmin)
@@ -158,14 +159,21 @@ def pinned_pair_leakage(model, i, k, cond, corr_num, corr_den, options: PinnedOp
         for ys_x, ys_y in ((xu, yu), (xl, yl)):
             eta_i = float(np.interp(cm, ys_x, ys_y)[0])
             mu = S @ np.array([eta_i, cm[0]])
-            lt = log_box(mu)(top)
-            lb_ = log_box(mu)(bot)
+            top_lo, top_up = log_box(mu)(top)
+            bot_lo, bot_up = log_box(mu)(bot)
             m_t = float(log_interval_prob(top, top + delta, m0, s0)[0])
             m_b = float(log_interval_prob(bot, bot + delta, m0, s0)[0])
-            up_pair = (lt[0][0] - lb_[1][0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
-            dn_pair = (lb_[0][0] - lt[1][0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
+            up_pair = (top_lo[0] - bot_up[0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
+            dn_pair = (bot_lo[0] - top_up[0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
             lower = max(lower, up_pair, dn_pair)
     return cert, {"slabs": n_slabs, "estimate": best_est, "lower": lower}
+
+
+class _SlabValue(NamedTuple):
+    """A slab's certified bound and the value met in it."""
+
+    bound: float
+    met: float
 
 
 def _refine_slabs(slab, xmin, xmax, options):
@@ -179,17 +187,17 @@ def _refine_slabs(slab, xmin, xmax, options):
     cells = [(edges[j], edges[j + 1]) for j in range(16)]
     vals = [slab(a, b) for a, b in cells]
     dropped = -math.inf
-    best_est = max(v[1] for v in vals)
+    best_est = max(v.met for v in vals)
     n_slabs = len(cells)
     for _ in range(options.max_rounds):
-        cert = max(max(v[0] for v in vals), dropped)
+        cert = max(max(v.bound for v in vals), dropped)
         slack = max(options.atol, options.tol * abs(best_est))
         if not math.isfinite(cert) or cert - best_est <= slack:
             break
         new_cells, new_vals = [], []
         for (a, b), v in zip(cells, vals, strict=True):
-            if v[0] <= best_est + 0.25 * slack:
-                dropped = max(dropped, v[0])
+            if v.bound <= best_est + 0.25 * slack:
+                dropped = max(dropped, v.bound)
                 continue
             m = (a + b) / 2
             for cc in ((a, m), (m, b)):
@@ -199,8 +207,8 @@ def _refine_slabs(slab, xmin, xmax, options):
         if not new_cells:
             break
         cells, vals = new_cells, new_vals
-        best_est = max(best_est, max(v[1] for v in vals))
+        best_est = max(best_est, max(v.met for v in vals))
         if len(cells) > 256:
             break
-    cert = max(max(v[0] for v in vals), dropped)
+    cert = max(max(v.bound for v in vals), dropped)
     return cert, best_est, n_slabs, cells

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -254,7 +255,7 @@ class BoxProbability:
         cross = _quad(m, self.off)
         lower = f0 + np.sum((g - theta) * m + logZ, axis=1) - 0.5 * cross
         y = m
-        upper = self.dual_upper(mu, A, B, x0, y)[0]
+        upper, _, _ = self.dual_upper(mu, A, B, x0, y)
         # spread proxy: effective width of q_k (exponential decay scale or normal scale), times coupling
         s = 1.0 / np.sqrt(dg)
         nu = theta / dg
@@ -317,7 +318,7 @@ class BoxProbability:
         if keep:
             # Jensen weights of the sub-boxes at mu: the affine extension of the Gibbs bound has slope
             # sum_A w_A E_{q_A}[x] in eta = P mu (see SubBoxes.lower_at)
-            mq, x0, y = self._sub_bounds(mu, A, B, want_mean=True)[3:]
+            _, _, _, mq, x0, y = self._sub_bounds(mu, A, B, want_mean=True)
             with np.errstate(invalid="ignore", over="ignore"):
                 w = np.exp(L - lt[pid])
             w = np.where(np.isfinite(w), w, 0.0)
@@ -418,7 +419,7 @@ class SubBoxes:
         x0 and tangent points y of :math:`\mu_0` (valid for any x0 and y; one vectorised one-dimensional
         integral per coordinate)."""
         box = self.box
-        U = box.dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)[0]
+        U, _, _ = box.dual_upper(np.asarray(mu, float), self.A, self.B, self.x0, self.y)
         ut = _group_lse(U, self.pid, self.nprob) + box.lognorm
         with np.errstate(invalid="ignore"):
             return ut + (box.round_rel * (1 + np.abs(ut)) + 1e-12)
@@ -521,7 +522,7 @@ class RegionBonferroni:
         pad = 1e-12 * (1 + np.abs(lm))
         return np.where(np.isnan(low), -np.inf, low - pad), np.where(np.isnan(up), np.inf, up + pad)
 
-    def minorant(self, r, eta_c, eps):
+    def minorant(self, r, eta_c, eps) -> Minorant:
         r"""The affine minorant's data at the centre's natural parameter ``eta_c`` (mean :math:`S \eta_c`).
 
         For the regions ``r``, given :math:`\epsilon_F(R)` (``eps``): (constant part, gradient rows
@@ -536,7 +537,7 @@ class RegionBonferroni:
         with np.errstate(divide="ignore", invalid="ignore"):
             const = self.log_marginal(r, mu_c) + np.log1p(-np.minimum(eps, 1.0)) - grad @ eta_c
         const = np.where(np.isnan(const), -np.inf, const)
-        return const, grad, eta_c
+        return Minorant(const, grad, eta_c)
 
     def minorant_at(self, data, eta):
         r"""The affine minorant of :meth:`minorant` at the natural parameter ``eta`` (mean :math:`S \eta`).
@@ -550,6 +551,14 @@ class RegionBonferroni:
         scale = np.abs(const) + abs(q_c) + abs(q) + np.abs(grad) @ np.abs(eta)
         with np.errstate(invalid="ignore"):
             return val - (self.round_rel * (1 + scale) + 1e-12)
+
+
+class Minorant(NamedTuple):
+    """The affine minorant's data of :meth:`RegionBonferroni.minorant`: constant part, gradient rows and ``eta_c``."""
+
+    const: np.ndarray
+    grad: np.ndarray
+    eta_c: np.ndarray
 
 
 def _quad(x, M):

@@ -50,6 +50,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -277,7 +278,7 @@ def _region_curve(prior, max_b, labels, options):
     mode = search
     if mode == "auto":
         mode = "exhaustive" if n <= 10 else "both"
-    table = _CurveTable((cov, lower, upper, delta, mean), model, options, B, names)
+    table = _CurveTable(_RegionPrior(cov, lower, upper, delta, mean), model, options, B, names)
     table.fill(idx, mode)
     worst = np.argmax(table.table, axis=0)
     a = table.table[worst, np.arange(B)]
@@ -302,13 +303,23 @@ def _region_curve(prior, max_b, labels, options):
                                    **({"tol": tol, "atol": atol} if value == "safe" else {})})
 
 
+class _RegionPrior(NamedTuple):
+    """The prior of :func:`gaussian_region_curve`: covariance, box, region width and mean."""
+
+    cov: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    delta: float
+    mean: np.ndarray
+
+
 class _CurveTable:
     """The table a_i(b) of :func:`gaussian_region_curve` (rows: secret coordinates, columns: b) and its
     witnesses, filled by the split searches of :class:`CurveOptions`."""
 
     def __init__(self, prior, model, options, B, names):
         self.prior, self.model, self.options, self.B, self.names = prior, model, options, B, names
-        self.n = prior[0].shape[0]
+        self.n = prior.cov.shape[0]
         self.table: np.ndarray  # (rows, B) values, set by fill
         self.wit: list  # rows x B witnesses, set by fill
 
@@ -338,7 +349,7 @@ class _CurveTable:
         """Search the splits of every secret coordinate in ``idx`` (``mode``: "exhaustive", "farthest",
         "greedy" or "both"), then make each row non-increasing in b."""
         n, B, opts = self.n, self.B, self.options
-        cov = self.prior[0]
+        cov = self.prior.cov
         self.table = np.full((len(idx), B), math.inf)
         self.wit = [[None] * B for _ in idx]
         table, wit = self.table, self.wit

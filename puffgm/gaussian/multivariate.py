@@ -136,6 +136,7 @@ import os
 import tempfile
 import time
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -262,6 +263,25 @@ class CellOptions:
     checkpoint_seconds: float = 60.0
     bonferroni: bool = True
     lazy_gap: object = "auto"
+
+
+class _Leaf(NamedTuple):
+    """A leaf of the best-first heap: minus its bound (the heap's key), its counter (the tie-break) and the box."""
+
+    neg_bound: float
+    id: int
+    a: np.ndarray
+    b: np.ndarray
+
+
+@dataclass(frozen=True)
+class _CellValue:
+    """A cell's certified bound and the value met in it; ``a``, ``b``: the tightened cell, when it was tightened."""
+
+    bound: float
+    met: float
+    a: np.ndarray | None = None
+    b: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -475,8 +495,8 @@ class _CellEngine:
         pos = np.unique(pos[rec["idx"][pos] < 0])
         if not len(pos):
             return
-        new = self.box.bounds_many(rec["mu_c"], *region_boxes(self.lo_H, self.hi_H, rall[pos], self.delta),
-                                   keep=True)[3]
+        _, _, _, new = self.box.bounds_many(rec["mu_c"], *region_boxes(self.lo_H, self.hi_H, rall[pos], self.delta),
+                                            keep=True)
         n_old = 0 if rec["sub"] is None else rec["sub"].nprob
         rec["sub"] = new if rec["sub"] is None else SubBoxes.concat([rec["sub"], new])
         rec["idx"][pos] = n_old + np.arange(len(pos))
@@ -539,7 +559,7 @@ class _CellEngine:
         if bonf is not None:
             bdata = bonf.minorant(e2, eta_c, eps2)
             if len(h2):
-                use_sub[h2] = face["sub2"].lower0 >= bdata[0][h2] + bdata[1][h2] @ eta_c
+                use_sub[h2] = face["sub2"].lower0 >= bdata.const[h2] + bdata.grad[h2] @ eta_c
             face["bdata"] = bdata
         else:
             use_sub[:] = True
@@ -553,7 +573,8 @@ class _CellEngine:
         e1, n1, i1, h1 = face["e1"], face["n1"], face["i1"], face["h1"]
         f1 = np.full(len(e1), np.inf)
         if self.bonf is not None:
-            f1 = face["up1"][c_idx][1].copy()
+            _, upper = face["up1"][c_idx]
+            f1 = upper.copy()
         if len(h1):
             f1[h1] = np.minimum(f1[h1], face["sub1"].upper_at(mu))
         f1 = f1 - n1
@@ -573,7 +594,8 @@ class _CellEngine:
             top = top[~done[top]]
             if not len(top):
                 break
-            f1[top] = np.minimum(f1[top], self.box.bounds_fixed(mu, face["sub"].select(i1[top]), sweeps=1)[1] - n1[top])
+            _, upper = self.box.bounds_fixed(mu, face["sub"].select(i1[top]), sweeps=1)
+            f1[top] = np.minimum(f1[top], upper - n1[top])
             done[top] = True
         return f1
 
@@ -664,7 +686,8 @@ class _CellEngine:
             if a is None:
                 self.stats["dropped_empty"] += 1
                 return None
-        return (*self.cell(a, b), a, b)
+        bound, met = self.cell(a, b)
+        return _CellValue(bound, met, a, b)
 
     # ------------------------------------------------------------ one cell of the generator weights
     def generator_slopes(self, a, b):
@@ -698,7 +721,7 @@ class _CellEngine:
             if vb < bound:
                 bound = vb
                 self.stats["vertex_wins"] += 1
-        return bound, ev
+        return _CellValue(bound, ev)
 
     # ------------------------------------------------------------ the run
     def prepare(self):
@@ -708,7 +731,7 @@ class _CellEngine:
         zonotope's centre over 9 regions)."""
         opts, box, H = self.opts, self.box, self.H
         if opts.lower:
-            self.low = corner_lower_bound(self.model, H[0], H[1:], self.C, self.corr_num, box=box)[0]
+            self.low, _, _ = corner_lower_bound(self.model, H[0], H[1:], self.C, self.corr_num, box=box)
         if math.isfinite(self.low):
             box.tol = max(box.tol, opts.box_rel * abs(self.low))
         if self.bonf is not None and opts.lazy_gap == "auto":
@@ -891,17 +914,17 @@ def _best_first(box0, evaluate, score, stop: _Stopping, stats, checkpoint=None):
         res = evaluate(a, b)
         if res is None:
             return
-        if len(res) == 4:   # the cell was tightened: keep (and later split) the smaller box
-            a, b = res[2], res[3]
+        if res.a is not None:   # the cell was tightened: keep (and later split) the smaller box
+            a, b = res.a, res.b
         stats["cells"] += 1
-        best = max(best, res[1])
+        best = max(best, res.met)
         counter += 1
-        bound = res[0]
+        bound = res.bound
         if bound > parent:
             # the cell lies inside its parent, whose bound holds for it too
             bound = parent
             stats["clipped"] = stats.get("clipped", 0) + 1
-        heapq.heappush(heap, (-bound, counter, a, b))
+        heapq.heappush(heap, _Leaf(-bound, counter, a, b))
 
     state = checkpoint.load() if checkpoint is not None else None
     if state is None:
@@ -920,7 +943,7 @@ def _best_first(box0, evaluate, score, stop: _Stopping, stats, checkpoint=None):
 
     stats["stopped"] = None   # in the checkpoints written on the way: still running (or interrupted)
     while heap:
-        cert = -heap[0][0]
+        cert = -heap[0].neg_bound
         _log.debug("cells %d: certified %.10g, met %.10g", stats["cells"], cert, best)
         if not math.isfinite(cert):
             stats["stopped"] = "infinite"
@@ -948,7 +971,7 @@ def _best_first(box0, evaluate, score, stop: _Stopping, stats, checkpoint=None):
     if stats["stopped"] is None:
         stats["stopped"] = "converged"
     save()
-    return (-heap[0][0] if heap else -math.inf), best
+    return (-heap[0].neg_bound if heap else -math.inf), best
 
 
 _CHECKPOINT_FORMAT = 1
@@ -997,8 +1020,8 @@ class _Checkpoint:
                 rec = json.load(fh)
             if rec.get("fingerprint") != self.fingerprint or rec.get("format") != _CHECKPOINT_FORMAT:
                 raise ValueError("fingerprint")
-            heap = [(-float.fromhex(e["bound"]), int(e["id"]), np.array([float.fromhex(x) for x in e["lo"]]),
-                     np.array([float.fromhex(x) for x in e["hi"]])) for e in rec["leaves"]]
+            heap = [_Leaf(-float.fromhex(e["bound"]), int(e["id"]), np.array([float.fromhex(x) for x in e["lo"]]),
+                          np.array([float.fromhex(x) for x in e["hi"]])) for e in rec["leaves"]]
             stats = {k: int(v) for k, v in rec["stats"].items()}
             return {"heap": heap, "counter": int(rec["counter"]), "best": float.fromhex(rec["estimate"]),
                     "seconds": float(rec["seconds"]), "stats": stats}
@@ -1007,15 +1030,16 @@ class _Checkpoint:
                                  f"({type(exc).__name__}); remove it or use another 'checkpoint_dir'.") from None
 
     def save(self, heap, counter, best, stats):
-        leaves = sorted(heap, key=lambda e: e[1])
-        value = float(max((-e[0] for e in heap), default=-math.inf))
+        leaves = sorted(heap, key=lambda leaf: leaf.id)
+        value = float(max((-leaf.neg_bound for leaf in heap), default=-math.inf))
         rec = {"format": _CHECKPOINT_FORMAT, "fingerprint": self.fingerprint, **self.split,
                "value": float.hex(value), "value_decimal": f"{value:.10g}", "estimate": float.hex(float(best)),
                "counter": counter, "seconds": stats.get("seconds", 0.0), "stopped": stats.get("stopped"),
                "stats": {k: v for k, v in stats.items() if k in ("cells", "dropped_empty", "vertex_wins",
                                                                   "tilted_wins", "clipped")},
-               "leaves": [{"id": e[1], "bound": float.hex(-e[0]), "lo": [float.hex(float(x)) for x in e[2]],
-                           "hi": [float.hex(float(x)) for x in e[3]]} for e in leaves]}
+               "leaves": [{"id": leaf.id, "bound": float.hex(-leaf.neg_bound),
+                           "lo": [float.hex(float(x)) for x in leaf.a],
+                           "hi": [float.hex(float(x)) for x in leaf.b]} for leaf in leaves]}
         os.makedirs(self.directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".cell_engine_", suffix=".tmp")
         try:

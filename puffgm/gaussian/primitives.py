@@ -392,16 +392,20 @@ def region_pair_bound(sweep: RegionSweep, log_box, m0, s0, K1, K2, corr_num, cor
         return memo[key]
 
     def f1(r):
-        return box(r)[1] - log_interval_prob(r, r + delta, m0, s0)
+        _, upper = box(r)
+        return upper - log_interval_prob(r, r + delta, m0, s0)
 
     def f2(r):
-        return -box(r)[0] + log_interval_prob(r, r + delta, m0, s0)
+        lower, _ = box(r)
+        return -lower + log_interval_prob(r, r + delta, m0, s0)
 
-    r1 = certified_region_max(sweep, f1, K1, corr_num)
-    r2 = certified_region_max(sweep, f2, K2, corr_den)
     if sweep.return_edges:
-        return r1[0] + r2[0], r1[1] + r2[1], (r1[2], r2[2])
-    return r1[0] + r2[0], r1[1] + r2[1]
+        cert1, met1, edges1 = certified_region_max(sweep, f1, K1, corr_num)
+        cert2, met2, edges2 = certified_region_max(sweep, f2, K2, corr_den)
+        return cert1 + cert2, met1 + met2, (edges1, edges2)
+    cert1, met1 = certified_region_max(sweep, f1, K1, corr_num)
+    cert2, met2 = certified_region_max(sweep, f2, K2, corr_den)
+    return cert1 + cert2, met1 + met2
 
 
 def theorem9_sweep(support, delta, marginal, mu_range, sig, grid):
@@ -435,7 +439,8 @@ def theorem9_sweep(support, delta, marginal, mu_range, sig, grid):
     """
     lo_i, hi_i = support
     r = np.linspace(lo_i, hi_i - delta, grid)
-    marg = log_interval_prob(r, r + delta, marginal[0], marginal[1])
+    m_i, s_i = marginal
+    marg = log_interval_prob(r, r + delta, m_i, s_i)
     disjoint = np.abs(r[:, None] - r[None, :]) >= delta - 1e-12
     best = -math.inf
     for mu in mu_range:

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -252,7 +253,7 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, options: Pin
     block = pinned_conditional(model, [i, p, q], list(cond))
     if block is None:
         return math.inf, {"reason": "x_H is (numerically) degenerate given x_cond"}
-    S = block[0]
+    S = block.cov
     box_p, box_q = (model.lower[p], model.upper[p]), (model.lower[q], model.upper[q])
     tri = _Tri(S, box_p, box_q)
     if tri.tau <= 1e-12 * math.sqrt(S[2, 2]) or tri.sp <= 1e-12 * math.sqrt(S[1, 1]):
@@ -260,6 +261,13 @@ def pinned_triple_leakage(model, i, high, cond, corr_num, corr_den, options: Pin
     search = _TripleSearch(model, i, block, tri, (corr_num, corr_den), options)
     cert, best, n_cells = search.run()
     return cert, {"cells": n_cells, "estimate": best, "lower": search.lower_bound(corr_num)}
+
+
+class _CellValue(NamedTuple):
+    """A cell's certified bound and the value of the bound function at its (U, centre)."""
+
+    bound: float
+    met: float
 
 
 class _TripleSearch:
@@ -270,7 +278,8 @@ class _TripleSearch:
         self.S, self.center, self.gens, self.tri, self.options = S, center, gens, tri, options
         self.delta = model.delta
         self.lo_i, self.hi_i = model.lower[i], model.upper[i]
-        self.wid = np.array([tri.box_p[1] - tri.box_p[0], tri.box_q[1] - tri.box_q[0]])
+        (p_lo, p_hi), (q_lo, q_hi) = tri.box_p, tri.box_q
+        self.wid = np.array([p_hi - p_lo, q_hi - q_lo])
         # projection of Z onto (eta_p, eta_q): exact hulls (X = eta_p, Y = eta_q)
         self.hulls = hull_functions(center[1:], gens[1:])
         xu, yu, xl, yl, xmin, xmax = self.hulls
@@ -317,7 +326,7 @@ class _TripleSearch:
                 self.witnesses.append(np.clip(w, -1, 1))
         bu, eu = self.pair_bound(U, ctr)
         bd, ed = self.pair_bound(L, ctr)
-        return max(bu, bd) + float(np.sum(self.wid * (b - a) / 2)), max(eu, ed)
+        return _CellValue(max(bu, bd) + float(np.sum(self.wid * (b - a) / 2)), max(eu, ed))
 
     def initial_cells(self):
         """The cells of the n0 x n0 grid over the bounding box of the projection of Z that meet it."""
@@ -343,9 +352,9 @@ class _TripleSearch:
         vals = [self.cell(a, b) for a, b in cells]
         n_cells = len(cells)
         dropped = -math.inf
-        best = max(v[1] for v in vals)
+        best = max(v.met for v in vals)
         while vals:
-            cert = max(max(v[0] for v in vals), dropped)
+            cert = max(max(v.bound for v in vals), dropped)
             slack = max(opt.atol, opt.tol * abs(best))
             if (not math.isfinite(cert) or cert - best <= slack or n_cells >= opt.max_cells
                     or best > opt.give_up_above):
@@ -353,10 +362,10 @@ class _TripleSearch:
             thr = max(best + 0.25 * slack, cert - 0.5 * (cert - best))
             next_cells, next_vals, n_new = [], [], 0
             for (a, b), v in zip(cells, vals, strict=True):
-                if v[0] <= best + 0.25 * slack:
-                    dropped = max(dropped, v[0])  # pruned cells keep counting in the certified value
+                if v.bound <= best + 0.25 * slack:
+                    dropped = max(dropped, v.bound)  # pruned cells keep counting in the certified value
                     continue
-                if v[0] < thr:
+                if v.bound < thr:
                     next_cells.append((a, b))
                     next_vals.append(v)
                     continue
@@ -364,12 +373,12 @@ class _TripleSearch:
                     vv = self.cell(*cc)
                     next_cells.append(cc)
                     next_vals.append(vv)
-                    best = max(best, vv[1])
+                    best = max(best, vv.met)
                     n_new += 1
             n_cells += n_new
             _log.debug("round: %d new cells, %d in all, certified %.10g, met %.10g", n_new, n_cells, cert, best)
             cells, vals = next_cells, next_vals
-        cert = max([v[0] for v in vals] + [dropped]) if vals else dropped
+        cert = max([v.bound for v in vals] + [dropped]) if vals else dropped
         return cert, best, n_cells
 
     def halves(self, a, b):
@@ -397,9 +406,9 @@ class _TripleSearch:
             seen.add(key)
             eta = self.center + self.gens @ w
             mu = self.S @ eta
-            lt = self.tri.log_box3(top, delta, mu)
-            lb_ = self.tri.log_box3(bot, delta, mu)
-            up_pair = (lt[0][0] - lb_[1][0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
-            dn_pair = (lb_[0][0] - lt[1][0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
+            top_lo, top_up = self.tri.log_box3(top, delta, mu)
+            bot_lo, bot_up = self.tri.log_box3(bot, delta, mu)
+            up_pair = (top_lo[0] - bot_up[0]) - (m_t - m_b + float(corr_num(bot, bot + delta)[0]))
+            dn_pair = (bot_lo[0] - top_up[0]) - (m_b - m_t + float(corr_num(top, top + delta)[0]))
             lower = max(lower, up_pair, dn_pair)
         return lower

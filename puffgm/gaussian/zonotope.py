@@ -12,6 +12,8 @@ coordinate over Z and a box by Lagrangian duality (:func:`zonotope_max_dual`).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 __all__ = [
@@ -57,7 +59,17 @@ def natural_zonotope(model, H, C, W, S):
     return Sinv, center, gens
 
 
-def pinned_conditional(model, H, C):
+class PinnedBlock(NamedTuple):
+    r""":math:`x_H \mid x_C` of a split: its covariance :math:`S`, precision :math:`S^{-1}`, and the zonotope's
+    centre and generators."""
+
+    cov: np.ndarray
+    precision: np.ndarray
+    center: np.ndarray
+    gens: np.ndarray
+
+
+def pinned_conditional(model, H, C) -> PinnedBlock | None:
     r"""(:math:`S`, :math:`S^{-1}`, centre, generators) of :math:`x_H \mid x_C` and its natural-parameter zonotope.
 
     None when :math:`S` is not (numerically) positive definite (:math:`x_H` determined by :math:`x_C`).
@@ -68,7 +80,7 @@ def pinned_conditional(model, H, C):
     except np.linalg.LinAlgError:
         return None
     Sinv, center, gens = natural_zonotope(model, H, C, W, S)
-    return S, Sinv, center, gens
+    return PinnedBlock(S, Sinv, center, gens)
 
 
 def hull_functions(center, gens):

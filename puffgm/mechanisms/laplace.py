@@ -149,9 +149,7 @@ class MarkovQuiltRelease(Release):
             f"{self.mechanism}: epsilon {self.epsilon:g}, Laplace scale {self.scale:.6g}; "
             f"noise: {self.noise}"
         )
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(s)
 
 
 class MarkovQuiltLaplace:

@@ -174,7 +174,7 @@ class PanelRelease(Release):
         sc = "optimal noise law" if self.scales is None else \
             "Laplace scale(s) " + ", ".join(f"{s:.6g}" for s in self.scales)
         line = f"{self.mechanism}, {what}: epsilon {self.epsilon:g}, {sc}; noise: {self.noise}"
-        return line + ("" if self.secure else " [NOT FOR PRODUCTION]")
+        return self._tagged(line)
 
 
 @dataclass(frozen=True)

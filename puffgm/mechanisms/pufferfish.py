@@ -242,9 +242,7 @@ class PufferfishRelease(Release):
         """One line: mechanism, ``epsilon_puffer``, ``epsilon_dp``, curve point, noise source."""
         s = (f"{self.mechanism}: epsilon_puffer {self.epsilon_puffer:g} via epsilon_DP {self.epsilon_dp:.6g} "
              f"at curve point (a={self.a:.6g}, b={self.b}); noise: {self.noise}")
-        if not self.secure:
-            s += " [NOT FOR PRODUCTION]"
-        return s
+        return self._tagged(s)
 
 
 class _DPBased:
