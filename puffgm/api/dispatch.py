@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffgm.api.persist import is_saved_prior, load_prior_class
 from puffgm.core.curve import InfluenceCurve
-from puffgm.core.prior import PriorKind
+from puffgm.core.prior import QUERY_METHODS, PriorKind
 from puffgm.core.validation import check_positive_finite, deprecated_call, renamed
 from puffgm.exceptions import ParameterError, PriorError
 
@@ -55,8 +55,8 @@ if TYPE_CHECKING:  # annotations only
     from puffgm.mechanisms.translation import Translation
     from puffgm.mechanisms.workload import WorkloadCalibration
 
-__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "calibrate_workload", "influence_curve",
-           "translate"]
+__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "calibrate_workload",
+           "calibrate_for_query", "influence_curve", "translate"]
 
 
 def _items(prior) -> list:
@@ -212,8 +212,6 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     >>> round(res.sigma_max, 4)
     1.7873
     """
-    from puffgm.mechanisms.query import QUERY_METHODS
-
     if method in QUERY_METHODS or "query" in options:
         return _deprecated_query_road(prior, epsilon, lipschitz, method, options)
     from puffgm.api.recipes import remember
@@ -226,7 +224,6 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
 def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method: str, options: dict) -> Any:
     """``calibrate(..., query=...)``: warns, then returns what calibrate_query or calibrate_workload return."""
     from puffgm.core.workload import is_workload_spec
-    from puffgm.mechanisms.query import QUERY_METHODS
 
     query = options.pop("query", None)
     if query is None:
@@ -236,14 +233,37 @@ def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method:
         raise ParameterError(f"A query is calibrated by puffgm.calibrate_query (methods "
                              f"{', '.join(map(repr, QUERY_METHODS))}); method {method!r} calibrates for every "
                              f"{lipschitz:g}-Lipschitz query.")
-    workload = is_workload_spec(query)
     deprecated_call("puffgm.calibrate(..., query=...)",
-                    "puffgm.calibrate_workload(prior, workload, epsilon=...)" if workload
+                    "puffgm.calibrate_workload(prior, workload, epsilon=...)" if is_workload_spec(query)
                     else f"puffgm.calibrate_query(prior, query, epsilon=..., method={method!r})", stacklevel=4)
-    if workload:
+    return calibrate_for_query(prior, query, epsilon=epsilon, method=method, **options)
+
+
+def calibrate_for_query(prior: Any, query: Any, *, epsilon: float, method: str = "wasserstein",
+                        **options: Any) -> Any:
+    """:func:`calibrate_workload` for a workload (several queries, a histogram), else :func:`calibrate_query`.
+
+    The one road of a query given without saying whether it is one query or a table (``puffgm
+    calibrate --query``, the deprecated ``calibrate(..., query=...)``).  A workload takes the
+    joint optimal Laplace scales (method ``"optimal-laplace"``) and the options ``weights`` and
+    ``max_joint_length``; one query takes any query method and neither of those.
+
+    Returns
+    -------
+    QueryCalibration or WorkloadCalibration
+
+    Raises
+    ------
+    ParameterError
+        For a workload with another method.
+    """
+    from puffgm.core.workload import is_workload_spec
+
+    if is_workload_spec(query):
         if method != "optimal-laplace":
-            raise ParameterError("A workload (several queries) is calibrated by puffgm.calibrate_workload: the "
-                                 "joint optimal Laplace scales.")
+            raise ParameterError(f"A workload (several queries) is calibrated by its joint optimal Laplace scales "
+                                 f"(method 'optimal-laplace': puffgm.calibrate_workload, or --method optimal-laplace "
+                                 f"on the command line); method {method!r} takes one query.")
         return calibrate_workload(prior, query, epsilon=epsilon, **options)
     return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
 

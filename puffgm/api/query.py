@@ -23,10 +23,9 @@ import time
 from typing import Any, NamedTuple
 
 from puffgm.core.progress import Stages, stages
-from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
 from puffgm.core.validation import check_positive_finite, check_time_limit
-from puffgm.exceptions import AuditError, NotApplicableError, NumericalError, ParameterError, PuffgmError, first_line
+from puffgm.exceptions import AuditError, NotApplicableError, NumericalError, ParameterError
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
     THEOREM_OPTIMAL_LAPLACE,
@@ -34,6 +33,7 @@ from puffgm.mechanisms.query import (
     QueryCalibration,
     check_resolvable,
     laplace_loss_of,
+    mqm_scale,
     optimal_laplace_of,
     wasserstein_of,
 )
@@ -53,23 +53,6 @@ def _witness(w, unit: int):
     if len(w) > 4:
         out["output"] = w[4] if abs(w[4]) == float("inf") else w[4] / unit
     return out
-
-
-def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict, deadline=None):
-    """MQM's scale for the query (sigma_max * L), or (None, reason) when MQM does not apply or runs out of time.
-
-    The MQM calibration gets the time left before ``deadline`` when the kind takes a time limit.
-    """
-    opts = kind.mqm_options(options)
-    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
-        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
-    try:
-        res = kind.calibrate(epsilon=epsilon, lipschitz=max(query.lipschitz, 1e-300), method="exact", **opts)
-    except PuffgmError as exc:
-        return None, f"MQM not computed: {first_line(exc)}"
-    if not res.applicable:
-        return None, "MQM does not apply to this class"
-    return res.scale, None
 
 
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
@@ -179,8 +162,8 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
         noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
         seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
         bar.advance("MQM baseline")
-    mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
-        kind, epsilon=epsilon, query=q, options=options, deadline=deadline)
+    mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else mqm_scale(
+        kind, epsilon=epsilon, lipschitz=q.lipschitz, options=options, deadline=deadline)
     bar.advance()
     if why:
         notes.append(why)

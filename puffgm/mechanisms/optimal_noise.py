@@ -93,12 +93,12 @@ from typing import Any
 import numpy as np
 
 from puffgm.core.accuracy import Accuracy, check_alpha, integer_half_width
+from puffgm.core.laws import QueryLaws
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import jsonable, make_release
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
-    QueryLaws,
     QueryRelease,
     answer_in_range,
     optimal_laplace_of,

@@ -57,6 +57,7 @@ import numpy as np
 
 from puffgm.core.accuracy import laplace_rows
 from puffgm.core.kernels import laplace_smooth
+from puffgm.core.laws import QueryLaws, stack_laws
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
@@ -64,10 +65,8 @@ from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
     RESOLUTION_FACTOR,
-    QueryLaws,
     answer_in_range,
     least_passing,
-    stack_laws,
 )
 
 __all__ = ["WorkloadLaws", "JointLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights",
@@ -104,7 +103,7 @@ class JointLaws:
     seconds: float = 0.0
 
     def stacked(self):
-        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.mechanisms.query.QueryLaws.stacked>`,
+        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.core.laws.QueryLaws.stacked>`,
         each row of shape ``workload.dims``; read-only, built once."""
         return self._stack
 
