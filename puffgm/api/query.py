@@ -46,15 +46,6 @@ __all__ = ["query_calibration", "record_layout"]
 _AUDIT_RTOL = 1e-9
 
 
-def _witness(w, unit: int):
-    if w is None:
-        return None
-    out = {"prior": w[0], "node": w[1], "a": w[2], "b": w[3]}
-    if len(w) > 4:
-        out["output"] = w[4] if abs(w[4]) == float("inf") else w[4] / unit
-    return out
-
-
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
                       baselines: bool = True, objective: str = "abs", **options) -> QueryCalibration:
     """Calibrate Laplace noise for one sum query by exact inference (Wasserstein mechanism or optimal scale).
@@ -170,9 +161,10 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
     if not laws.exact:
         notes.append("W is a certified upper bound (past and future of each position coupled separately)")
     if method == "wasserstein":
-        scale, loss, witness, theorem = w_scale, w_loss, _witness(w_witness, unit), THEOREM_WASSERSTEIN
+        scale, loss, witness, theorem = w_scale, w_loss, w_witness, THEOREM_WASSERSTEIN
     elif method == "optimal-laplace":
-        scale, loss, witness, theorem = opt[0], opt[1], _witness(opt[2], unit), THEOREM_OPTIMAL_LAPLACE
+        at = None if opt[2] is None else opt[2].in_units((q,))  # the output in the query's units
+        scale, loss, witness, theorem = opt[0], opt[1], at, THEOREM_OPTIMAL_LAPLACE
     else:
         scale, loss, witness, theorem = None, noise.loss, noise.witness, noise.theorem
     seconds["total"] = round(time.monotonic() - start, 6)

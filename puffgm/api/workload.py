@@ -139,7 +139,8 @@ def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, op
     enc = laws.source
     return WorkloadCalibration(
         epsilon=epsilon, names=bound.names, weights=tuple(w), t=t, scales=tuple(t * x for x in w), loss=loss,
-        witness=_witness(witness, bound), per_prior=per_prior, single_scales=single,
+        witness=None if witness is None else witness.in_units(bound.queries), per_prior=per_prior,
+        single_scales=single,
         group_dp_scale=laws.group_l1 / epsilon, mqm_scale=mqm, workload=bound.to_dict(), prior=enc.prior_name,
         secrets=enc.secrets, n_pairs=len(laws.stacked()[1]), evaluations=evals, seconds=seconds,
         notes=tuple(dict.fromkeys(list(enc.notes) + notes)), bound=bound, layout=record_layout(kind))
@@ -228,10 +229,3 @@ def _scale(cal) -> float:
         raise ParameterError("The single query's optimal Laplace scale could not be computed (its laws are not exact); "
                              "use the Markov Quilt Mechanism (--method exact).")
     return float(cal.scale)
-
-
-def _witness(w, bound: BoundWorkload) -> dict[str, Any] | None:
-    if w is None:
-        return None
-    output = [(q.offset + g) / q.unit for q, g in zip(bound.queries, w[4], strict=True)]
-    return {"prior": w[0], "node": w[1], "a": w[2], "b": w[3], "output": output}

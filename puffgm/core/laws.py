@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from puffgm.core.query import BoundQuery
+from puffgm.core.witness import Witness
 
 __all__ = ["NodeLaws", "QueryLaws", "stack_laws"]
 
@@ -94,7 +95,7 @@ class QueryLaws:
         """(rows, pairs, labels): every conditional law as a row, and the audited pairs as row indices.
 
         ``rows`` has shape (n_rows, total + 1); ``pairs`` is an int array (n_pairs, 2);
-        ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.  Built once
+        ``labels[k]`` is the :class:`~puffgm.core.witness.Witness` (prior, node, pair of states) of pair k.  Built once
         per QueryLaws (W, the losses, the optimal scale and the optimal noise all
         read it); the arrays are read-only.
         """
@@ -123,7 +124,7 @@ def stack_laws(laws, row_shape: tuple):
         base += len(used)
         for a, b in act:
             pairs.append((where[a], where[b]))
-            labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
+            labels.append(Witness(prior=nl.prior, node=nl.node, pair=(nl.states[a], nl.states[b])))
     mat = np.array(rows, dtype=np.float64).reshape((len(rows),) + tuple(row_shape))
     idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
     mat.setflags(write=False)

@@ -62,6 +62,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from puffgm.core.validation import check_positive_finite, is_inline_json, read_json_argument
+from puffgm.core.witness import Witness
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
@@ -535,7 +536,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                     order = theta.nodes.index
                     choice = QuiltChoice(node=v, quilt=tuple(sorted(q, key=order)), nearby=tuple(sorted(nb, key=order)),
                                          remote=tuple(sorted(rm, key=order)), max_influence=e, score=score,
-                                         witness=(t,))
+                                         witness=Witness(prior=t, node=v))
             assert choice is not None  # the trivial quilt is always a candidate
             mine[v] = choice
         evaluations += eng.evaluations
@@ -562,7 +563,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                  "secrets": f"gaussian-regions|delta={pc.priors[0].delta!r}|protected={','.join(nodes)}",
                  "seconds": time.perf_counter() - t0},
         # the DAG of the prior whose node needs the most noise, for result.plot()
-        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.witness[0]].dag.edges)),
+        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.prior].dag.edges)),
         options={name: value for name, value in (("protected", protected), ("secrets", secrets), ("bounds", bounds),
                                                  ("delta", delta), ("exhaustive", exhaustive)) if value is not None},
     )

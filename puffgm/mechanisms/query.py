@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ from puffgm.core.prior import QUERY_METHODS
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
+from puffgm.core.witness import Witness
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, PuffgmError, TimeLimitError, first_line
 
 __all__ = [
@@ -291,14 +292,14 @@ def wasserstein_of(laws: QueryLaws):
         for t, node, a, b, w in laws.w_bounds:
             per_prior[t] = max(per_prior[t], int(w))
             if witness is None or w > best:
-                best, witness = int(w), (t, node, a, b)
+                best, witness = int(w), Witness(prior=t, node=node, pair=(a, b))
         return best, witness, tuple(per_prior)
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
         return 0, None, tuple(per_prior)
     w = w_inf_lattice(rows[pairs[:, 0]], rows[pairs[:, 1]])
-    for (t, *_), v in zip(labels, w, strict=True):
-        per_prior[t] = max(per_prior[t], int(v))
+    for lab, v in zip(labels, w, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], int(v))
     k = int(np.argmax(w))
     return int(w[k]), labels[k], tuple(per_prior)
 
@@ -314,10 +315,10 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
         k = np.argmax(d, axis=1)
         loss, where = d[np.arange(len(k)), k], k.astype(float)
     per_prior = [0.0] * n_priors
-    for (t, *_), v in zip(labels, loss, strict=True):
-        per_prior[t] = max(per_prior[t], float(v))
+    for lab, v in zip(labels, loss, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
-    return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
+    return float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior)
 
 
 def laplace_loss_of(laws: QueryLaws, scale: float):
@@ -326,7 +327,7 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
     Returns
     -------
     (loss, witness, per_prior)
-        witness is ``(prior, node, a, b, output)`` in grid units (output may be +-inf).
+        witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in grid units, may be +-inf).
     """
     if not laws.exact:
         raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
@@ -542,8 +543,8 @@ class QueryCalibration:
     mqm_scale : float or None
         The Markov Quilt Mechanism's scale for this query: :math:`\sigma_{\max}` times its
         Lipschitz constant (None, with a note, when MQM does not apply).
-    witness : dict or None
-        Where the chosen scale is decided: prior, node, pair (and output for the loss).
+    witness : Witness or None
+        Where the chosen scale is decided: prior, node, pair (and output for the loss, in the query's units).
     per_prior : tuple
         W per prior (query units).
     query : dict
@@ -578,7 +579,7 @@ class QueryCalibration:
     optimal_laplace_scale: float | None
     group_dp_scale: float
     mqm_scale: float | None
-    witness: Any
+    witness: Witness | None
     per_prior: tuple
     query: dict
     exact: bool
@@ -662,8 +663,7 @@ class QueryCalibration:
             chosen = "Wasserstein mechanism" if self.method == "wasserstein" else "optimal Laplace scale"
             lines.append(f"{chosen}: Laplace scale {self.scale:.10g}{loss}")
         if self.witness and self.method != "optimal-noise":
-            w = self.witness
-            lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
+            lines.append(f"decided at {self.witness}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 

@@ -374,7 +374,7 @@ def _with_prior(best: dict, prior_index: int) -> dict:
     for n, c in best.items():
         w = c.witness
         if w is not None and prior_index:
-            c = replace(c, witness=(prior_index,) + tuple(w[1:]))
+            c = replace(c, witness=replace(w, prior=prior_index))
         out[n] = c
     return out
 
