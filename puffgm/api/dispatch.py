@@ -97,13 +97,13 @@ def _refuse_results(items: list) -> None:
 def classify(prior) -> tuple:
     """(kind class, the loaded kind or None): chains are loaded here, other kinds by their class.
 
-    Chain specs are read (they are small JSON files) to tell a box from a class;
-    network and linear-Gaussian inputs are classified by type, extension and
-    format key only.
+    The registered roads (:mod:`puffgm.api.kinds`) are asked in order; the first that claims every
+    item of the class gives its kind, one that claims only some refuses the mix, and the default road
+    (Bayesian networks) takes the rest.  Chain specs are read (they are small JSON files) to tell a box
+    from a class; network and linear-Gaussian inputs are classified by type, extension and format key
+    only.
     """
-    from puffgm.chains.kind import chain_kind, is_chain_prior
-    from puffgm.gaussian.kind import LinearGaussianKind, is_gaussian_prior
-    from puffgm.networks.kind import BayesianNetworkKind
+    from puffgm.api.kinds import roads
 
     if isinstance(prior, PriorKind):
         return type(prior), prior
@@ -115,19 +115,18 @@ def classify(prior) -> tuple:
         loaded_prior = items if isinstance(prior, (list, tuple)) else items[0]
         kind, loaded = classify(loaded_prior)
         return kind, loaded if loaded is not None else kind(loaded_prior)
-    gauss = [is_gaussian_prior(p) for p in items]
-    if items and all(gauss):
-        return LinearGaussianKind, None
-    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss, strict=True)]
-    if items and all(chains):
-        kind = chain_kind(prior)
-        return type(kind), kind
-    if any(chains):
-        raise PriorError("A prior class mixes Markov chains with other priors; one class holds one kind "
-                         "(Bayesian networks, Markov chains, a parameter box or linear-Gaussian networks).")
-    if any(gauss):
-        raise PriorError("A prior class mixes linear-Gaussian networks with other priors; one class holds one kind.")
-    return BayesianNetworkKind, None
+    every = roads()
+    for road in every:
+        if road.default or not items:
+            continue
+        claimed = [road.claims(p) for p in items]
+        if all(claimed):
+            return road.classify(prior)
+        if any(claimed):
+            kinds = ", ".join(r.label for r in every)
+            raise PriorError(f"A prior class mixes {road.label} with other priors; one class holds one kind "
+                             f"({kinds}).")
+    return next(r for r in every if r.default).classify(prior)
 
 
 def kind_of(prior) -> type:

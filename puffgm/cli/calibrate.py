@@ -72,9 +72,9 @@ def add_calibration_arguments(p) -> None:
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")
     p.add_argument("--method", choices=_MethodChoices(), default="exact", metavar="METHOD",
-                   help="one of %(choices)s: exact (networks and chains), approx, groupdp or gk16 (chains): MQM "
-                        "and baselines for every Lipschitz query; wasserstein, optimal-laplace or optimal-noise: "
-                        "for the --query given")
+                   help="one of %(choices)s: a method of the PRIORs' kind (the MQM and its baselines, for every "
+                        "--lipschitz query; the kind refuses methods it does not have), or a query-specific method "
+                        f"({', '.join(QUERY_METHODS)}: for the --query given)")
     p.add_argument("--query", default=None, metavar="JSON_OR_FILE",
                    help='a sum query, as JSON text or a JSON file: {"scores": {"NODE": [s0, s1, ...]}}, '
                         '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index); '

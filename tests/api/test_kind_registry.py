@@ -4,11 +4,12 @@ choices and calibrate_many's validation and messages read them from the registry
 import pytest
 
 import puffgm
+from puffgm.api import as_prior
 from puffgm.api.kinds import calibration_methods, prior_kinds, register_kind, unregister_kind
 from puffgm.chains.kind import ChainBoxKind, MarkovChainKind
 from puffgm.cli import build_parser
 from puffgm.core.prior import QUERY_METHODS, PriorKind
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import ParameterError, PriorError
 from puffgm.gaussian.kind import LinearGaussianKind
 from puffgm.networks.kind import BayesianNetworkKind
 
@@ -37,7 +38,7 @@ def _parse(*argv):
 
 
 def test_the_built_in_kinds_are_registered_with_their_declared_methods():
-    assert prior_kinds() == (BayesianNetworkKind, MarkovChainKind, ChainBoxKind, LinearGaussianKind)
+    assert prior_kinds() == (BayesianNetworkKind, LinearGaussianKind, MarkovChainKind, ChainBoxKind)
     assert calibration_methods() == tuple(dict.fromkeys(m for k in prior_kinds() for m in k.methods))
     assert calibration_methods() == ("exact", "approx", "groupdp", "gk16")
 
@@ -66,6 +67,19 @@ def test_an_unregistered_method_is_refused_everywhere(capsys):
 def test_every_query_method_is_a_cli_choice():
     for method in QUERY_METHODS:
         assert _parse("--method", method).method == method
+
+
+def test_a_toy_kind_registered_with_its_recogniser_is_reached_from_its_inputs(toy):
+    """One registration also routes the kind's own inputs: as_prior, puffgm.calibrate and the mix refusal."""
+    unregister_kind(ToyKind)
+    register_kind(ToyKind, recognises=lambda item: isinstance(item, str) and item.startswith("toy:"))
+    kind = as_prior("toy:one")
+    assert type(kind) is ToyKind and kind.prior_class == "toy:one"
+    assert puffgm.calibrate("toy:two", epsilon=1.0, method="toy") == ("toy", 1.0, 1.0, "toy", {})
+    with pytest.raises(PriorError, match="mixes toy priors with other priors"):
+        as_prior(["toy:one", "example:asia"])
+    unregister_kind(ToyKind)
+    assert type(as_prior("example:asia")) is BayesianNetworkKind
 
 
 def test_register_kind_refuses_what_is_not_a_kind():
