@@ -29,9 +29,10 @@ import os
 import platform
 import time
 
+from puffgm.core.laws import QueryLaws
 from puffgm.core.query import SumQuery
 from puffgm.mechanisms.optimal_noise import OptimalNoiseOptions, optimal_noise_of
-from puffgm.mechanisms.query import QueryLaws, optimal_laplace_of, wasserstein_of
+from puffgm.mechanisms.query import optimal_laplace_of, wasserstein_of
 from puffgm.networks.priors import load_prior_class
 from puffgm.networks.query_laws import group_sensitivity, network_query_laws
 from puffgm.networks.secrets import SecretSpec

@@ -116,7 +116,7 @@ row.update({
     "total_single_not_valid": None if cmp["single"] is None else cmp["single"]["total"],
     "ratio_mqm_over_joint": None if mqm is None or not joint else mqm / joint,
     "ratio_group_dp_over_joint": None if not joint else cmp["group_dp"]["total"] / joint,
-    "witness": cal.witness, "notes": list(cal.notes),
+    "witness": None if cal.witness is None else cal.witness.to_dict(), "notes": list(cal.notes),
 })
 print(json.dumps(row))
 """

@@ -14,9 +14,9 @@ Then one release with the optimal noise (OS cryptographic randomness, exact inve
 Run:  python3 examples/optimal_noise.py        (a few seconds)
 """
 
+from puffgm.core.laws import QueryLaws
 from puffgm.core.query import SumQuery
 from puffgm.mechanisms.optimal_noise import optimal_noise_of, release_optimal_noise
-from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.priors import load_prior_class
 from puffgm.networks.query_laws import group_sensitivity, network_query_laws
 from puffgm.networks.secrets import SecretSpec

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 from puffgm.api.persist import is_saved_prior, load_prior_class
 from puffgm.core.curve import InfluenceCurve
-from puffgm.core.prior import PriorKind
+from puffgm.core.prior import QUERY_METHODS, PriorKind
 from puffgm.core.validation import check_positive_finite, deprecated_call, renamed
 from puffgm.exceptions import ParameterError, PriorError
 
@@ -55,8 +55,8 @@ if TYPE_CHECKING:  # annotations only
     from puffgm.mechanisms.translation import Translation
     from puffgm.mechanisms.workload import WorkloadCalibration
 
-__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "calibrate_workload", "influence_curve",
-           "translate"]
+__all__ = ["as_prior", "classify", "kind_of", "calibrate", "calibrate_query", "calibrate_workload",
+           "calibrate_for_query", "influence_curve", "translate"]
 
 
 def _items(prior) -> list:
@@ -97,13 +97,13 @@ def _refuse_results(items: list) -> None:
 def classify(prior) -> tuple:
     """(kind class, the loaded kind or None): chains are loaded here, other kinds by their class.
 
-    Chain specs are read (they are small JSON files) to tell a box from a class;
-    network and linear-Gaussian inputs are classified by type, extension and
-    format key only.
+    The registered roads (:mod:`puffgm.api.kinds`) are asked in order; the first that claims every
+    item of the class gives its kind, one that claims only some refuses the mix, and the default road
+    (Bayesian networks) takes the rest.  Chain specs are read (they are small JSON files) to tell a box
+    from a class; network and linear-Gaussian inputs are classified by type, extension and format key
+    only.
     """
-    from puffgm.chains.kind import chain_kind, is_chain_prior
-    from puffgm.gaussian.kind import LinearGaussianKind, is_gaussian_prior
-    from puffgm.networks.kind import BayesianNetworkKind
+    from puffgm.api.kinds import roads
 
     if isinstance(prior, PriorKind):
         return type(prior), prior
@@ -115,19 +115,18 @@ def classify(prior) -> tuple:
         loaded_prior = items if isinstance(prior, (list, tuple)) else items[0]
         kind, loaded = classify(loaded_prior)
         return kind, loaded if loaded is not None else kind(loaded_prior)
-    gauss = [is_gaussian_prior(p) for p in items]
-    if items and all(gauss):
-        return LinearGaussianKind, None
-    chains = [is_chain_prior(p) and not g for p, g in zip(items, gauss, strict=True)]
-    if items and all(chains):
-        kind = chain_kind(prior)
-        return type(kind), kind
-    if any(chains):
-        raise PriorError("A prior class mixes Markov chains with other priors; one class holds one kind "
-                         "(Bayesian networks, Markov chains, a parameter box or linear-Gaussian networks).")
-    if any(gauss):
-        raise PriorError("A prior class mixes linear-Gaussian networks with other priors; one class holds one kind.")
-    return BayesianNetworkKind, None
+    every = roads()
+    for road in every:
+        if road.default or not items:
+            continue
+        claimed = [road.claims(p) for p in items]
+        if all(claimed):
+            return road.classify(prior)
+        if any(claimed):
+            kinds = ", ".join(r.label for r in every)
+            raise PriorError(f"A prior class mixes {road.label} with other priors; one class holds one kind "
+                             f"({kinds}).")
+    return next(r for r in every if r.default).classify(prior)
 
 
 def kind_of(prior) -> type:
@@ -212,8 +211,6 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
     >>> round(res.sigma_max, 4)
     1.7873
     """
-    from puffgm.mechanisms.query import QUERY_METHODS
-
     if method in QUERY_METHODS or "query" in options:
         return _deprecated_query_road(prior, epsilon, lipschitz, method, options)
     from puffgm.api.recipes import remember
@@ -226,7 +223,6 @@ def calibrate(prior: Any, *, epsilon: float, lipschitz: float = 1.0, method: str
 def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method: str, options: dict) -> Any:
     """``calibrate(..., query=...)``: warns, then returns what calibrate_query or calibrate_workload return."""
     from puffgm.core.workload import is_workload_spec
-    from puffgm.mechanisms.query import QUERY_METHODS
 
     query = options.pop("query", None)
     if query is None:
@@ -236,14 +232,37 @@ def _deprecated_query_road(prior: Any, epsilon: float, lipschitz: float, method:
         raise ParameterError(f"A query is calibrated by puffgm.calibrate_query (methods "
                              f"{', '.join(map(repr, QUERY_METHODS))}); method {method!r} calibrates for every "
                              f"{lipschitz:g}-Lipschitz query.")
-    workload = is_workload_spec(query)
     deprecated_call("puffgm.calibrate(..., query=...)",
-                    "puffgm.calibrate_workload(prior, workload, epsilon=...)" if workload
+                    "puffgm.calibrate_workload(prior, workload, epsilon=...)" if is_workload_spec(query)
                     else f"puffgm.calibrate_query(prior, query, epsilon=..., method={method!r})", stacklevel=4)
-    if workload:
+    return calibrate_for_query(prior, query, epsilon=epsilon, method=method, **options)
+
+
+def calibrate_for_query(prior: Any, query: Any, *, epsilon: float, method: str = "wasserstein",
+                        **options: Any) -> Any:
+    """:func:`calibrate_workload` for a workload (several queries, a histogram), else :func:`calibrate_query`.
+
+    The one road of a query given without saying whether it is one query or a table (``puffgm
+    calibrate --query``, the deprecated ``calibrate(..., query=...)``).  A workload takes the
+    joint optimal Laplace scales (method ``"optimal-laplace"``) and the options ``weights`` and
+    ``max_joint_length``; one query takes any query method and neither of those.
+
+    Returns
+    -------
+    QueryCalibration or WorkloadCalibration
+
+    Raises
+    ------
+    ParameterError
+        For a workload with another method.
+    """
+    from puffgm.core.workload import is_workload_spec
+
+    if is_workload_spec(query):
         if method != "optimal-laplace":
-            raise ParameterError("A workload (several queries) is calibrated by puffgm.calibrate_workload: the "
-                                 "joint optimal Laplace scales.")
+            raise ParameterError(f"A workload (several queries) is calibrated by its joint optimal Laplace scales "
+                                 f"(method 'optimal-laplace': puffgm.calibrate_workload, or --method optimal-laplace "
+                                 f"on the command line); method {method!r} takes one query.")
         return calibrate_workload(prior, query, epsilon=epsilon, **options)
     return calibrate_query(prior, query, epsilon=epsilon, method=method, **options)
 

@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from puffgm.api.dispatch import as_prior, classify
+from puffgm.api.kinds import calibration_methods
 from puffgm.core.validation import check_positive_finite, check_positive_int, dask_client
 from puffgm.exceptions import ParameterError, PuffgmError, WorkerError, one_line
 
@@ -57,8 +58,6 @@ if TYPE_CHECKING:  # annotations only
 
 __all__ = ["calibrate_many"]
 
-#: The calibration methods of every prior kind (each kind takes some of them).
-METHODS = ("exact", "approx", "groupdp", "gk16")
 #: Chunks per worker: small enough to balance uneven classes, large enough to amortise shipping.
 _CHUNKS_PER_WORKER = 4
 
@@ -207,8 +206,9 @@ def calibrate_many(priors: Iterable[Any], *, epsilon: float, lipschitz: float = 
             "calibrate_many takes a list of prior classes (one per calibration); for one class call "
             "puffgm.calibrate."
         )
-    if method not in METHODS:
-        raise ParameterError(f"The 'method' parameter of calibrate_many must be one of {METHODS}. Got {method!r} "
+    methods = calibration_methods()
+    if method not in methods:
+        raise ParameterError(f"The 'method' parameter of calibrate_many must be one of {methods}. Got {method!r} "
                              "instead.")
     priors = list(priors)
     if chunk_size is not None:

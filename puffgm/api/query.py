@@ -23,10 +23,9 @@ import time
 from typing import Any, NamedTuple
 
 from puffgm.core.progress import Stages, stages
-from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
 from puffgm.core.validation import check_positive_finite, check_time_limit
-from puffgm.exceptions import AuditError, NotApplicableError, NumericalError, ParameterError, PuffgmError, first_line
+from puffgm.exceptions import AuditError, NotApplicableError, NumericalError, ParameterError
 from puffgm.mechanisms.query import (
     QUERY_METHODS,
     THEOREM_OPTIMAL_LAPLACE,
@@ -34,6 +33,7 @@ from puffgm.mechanisms.query import (
     QueryCalibration,
     check_resolvable,
     laplace_loss_of,
+    mqm_scale,
     optimal_laplace_of,
     wasserstein_of,
 )
@@ -44,32 +44,6 @@ __all__ = ["query_calibration", "record_layout"]
 #: shifts of each other, and its floating-point value may then exceed epsilon by rounding (the audit
 #: also allows the loss's own rounding, :func:`puffgm.mechanisms.query.check_resolvable`).
 _AUDIT_RTOL = 1e-9
-
-
-def _witness(w, unit: int):
-    if w is None:
-        return None
-    out = {"prior": w[0], "node": w[1], "a": w[2], "b": w[3]}
-    if len(w) > 4:
-        out["output"] = w[4] if abs(w[4]) == float("inf") else w[4] / unit
-    return out
-
-
-def _mqm_scale(kind, *, epsilon: float, query: BoundQuery, options: dict, deadline=None):
-    """MQM's scale for the query (sigma_max * L), or (None, reason) when MQM does not apply or runs out of time.
-
-    The MQM calibration gets the time left before ``deadline`` when the kind takes a time limit.
-    """
-    opts = kind.mqm_options(options)
-    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
-        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
-    try:
-        res = kind.calibrate(epsilon=epsilon, lipschitz=max(query.lipschitz, 1e-300), method="exact", **opts)
-    except PuffgmError as exc:
-        return None, f"MQM not computed: {first_line(exc)}"
-    if not res.applicable:
-        return None, "MQM does not apply to this class"
-    return res.scale, None
 
 
 def query_calibration(kind, query, *, epsilon, method: str = "wasserstein", time_limit=None,
@@ -179,17 +153,18 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
         noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
         seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
         bar.advance("MQM baseline")
-    mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else _mqm_scale(
-        kind, epsilon=epsilon, query=q, options=options, deadline=deadline)
+    mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else mqm_scale(
+        kind, epsilon=epsilon, lipschitz=q.lipschitz, options=options, deadline=deadline)
     bar.advance()
     if why:
         notes.append(why)
     if not laws.exact:
         notes.append("W is a certified upper bound (past and future of each position coupled separately)")
     if method == "wasserstein":
-        scale, loss, witness, theorem = w_scale, w_loss, _witness(w_witness, unit), THEOREM_WASSERSTEIN
+        scale, loss, witness, theorem = w_scale, w_loss, w_witness, THEOREM_WASSERSTEIN
     elif method == "optimal-laplace":
-        scale, loss, witness, theorem = opt[0], opt[1], _witness(opt[2], unit), THEOREM_OPTIMAL_LAPLACE
+        at = None if opt[2] is None else opt[2].in_units((q,))  # the output in the query's units
+        scale, loss, witness, theorem = opt[0], opt[1], at, THEOREM_OPTIMAL_LAPLACE
     else:
         scale, loss, witness, theorem = None, noise.loss, noise.witness, noise.theorem
     seconds["total"] = round(time.monotonic() - start, 6)

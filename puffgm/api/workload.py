@@ -18,7 +18,6 @@ alternatives side by side:
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, NamedTuple
 
@@ -26,7 +25,8 @@ from puffgm.api.query import query_calibration, record_layout
 from puffgm.core.progress import Stages, stages
 from puffgm.core.validation import check_positive_finite, check_time_limit
 from puffgm.core.workload import DEFAULT_MAX_JOINT_LENGTH, BoundWorkload, load_workload
-from puffgm.exceptions import NotApplicableError, ParameterError, PuffgmError, first_line
+from puffgm.exceptions import NotApplicableError, ParameterError
+from puffgm.mechanisms.query import mqm_scale
 from puffgm.mechanisms.workload import WorkloadCalibration, WorkloadLaws, optimal_weights, optimal_workload_scale
 
 __all__ = ["workload_calibration", "workload_laws"]
@@ -132,14 +132,16 @@ def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, op
     bar.advance("MQM baseline" if baselines else None)
     if t == 0:
         notes.append("the exact table is already epsilon-Pufferfish private: no noise is needed")
-    mqm, why = _mqm_scale(kind, bound, epsilon, options, deadline) if baselines else (None, None)
+    mqm, why = (mqm_scale(kind, epsilon=epsilon, lipschitz=bound.lipschitz, options=options, deadline=deadline)
+                if baselines else (None, None))
     if why:
         notes.append(why)
     seconds["total"] = round(time.monotonic() - start, 6)
     enc = laws.source
     return WorkloadCalibration(
         epsilon=epsilon, names=bound.names, weights=tuple(w), t=t, scales=tuple(t * x for x in w), loss=loss,
-        witness=_witness(witness, bound), per_prior=per_prior, single_scales=single,
+        witness=None if witness is None else witness.in_units(bound.queries), per_prior=per_prior,
+        single_scales=single,
         group_dp_scale=laws.group_l1 / epsilon, mqm_scale=mqm, workload=bound.to_dict(), prior=enc.prior_name,
         secrets=enc.secrets, n_pairs=len(laws.stacked()[1]), evaluations=evals, seconds=seconds,
         notes=tuple(dict.fromkeys(list(enc.notes) + notes)), bound=bound, layout=record_layout(kind))
@@ -228,24 +230,3 @@ def _scale(cal) -> float:
         raise ParameterError("The single query's optimal Laplace scale could not be computed (its laws are not exact); "
                              "use the Markov Quilt Mechanism (--method exact).")
     return float(cal.scale)
-
-
-def _mqm_scale(kind, bound: BoundWorkload, epsilon: float, options: dict, deadline):
-    """(sigma_max times the workload's L1 Lipschitz constant, None), or (None, reason)."""
-    opts = kind.mqm_options(options)
-    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
-        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
-    try:
-        res = kind.calibrate(epsilon=epsilon, lipschitz=max(bound.lipschitz, 1e-300), method="exact", **opts)
-    except PuffgmError as exc:
-        return None, f"MQM not computed: {first_line(exc)}"
-    if not res.applicable or not math.isfinite(res.scale):
-        return None, "MQM does not apply to this class"
-    return res.scale, None
-
-
-def _witness(w, bound: BoundWorkload) -> dict[str, Any] | None:
-    if w is None:
-        return None
-    output = [(q.offset + g) / q.unit for q, g in zip(bound.queries, w[4], strict=True)]
-    return {"prior": w[0], "node": w[1], "a": w[2], "b": w[3], "output": output}

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
 from puffgm.blowfish.neighbours import MAX_DATABASES, neighbour_pairs
 from puffgm.blowfish.policy import Policy, PolicyError, l1_diameter
 from puffgm.core.results import freeze_record
+from puffgm.core.witness import Witness
 
 __all__ = [
     "Sensitivity",
@@ -62,8 +62,9 @@ class Sensitivity:
     method : str
         ``"closed form"`` or ``"enumeration"``.
     theorem : str
-    witness : Any
-        An edge (x, y) or a neighbouring pair (D1, D2) attaining the value (None if 0).
+    witness : Witness or None
+        Its ``pair``: an edge (x, y) or a neighbouring pair (D1, D2) attaining the value (None if 0; a
+        pair given is kept as the witness's ``pair``).
     policy_key : str
     details : Mapping
     """
@@ -72,20 +73,23 @@ class Sensitivity:
     query: str
     method: str
     theorem: str
-    witness: Any
+    witness: Witness | None
     policy_key: str
     details: Mapping = field(default_factory=dict)
 
     def __post_init__(self):
+        if self.witness is not None and not isinstance(self.witness, Witness):
+            object.__setattr__(self, "witness", Witness(pair=tuple(self.witness)))
         freeze_record(self)  # details read-only
 
     def explain(self) -> str:
-        w = f"; attained at {self.witness!r}" if self.witness is not None else ""
+        w = f"; attained at {self.witness.pair!r}" if self.witness is not None else ""
         return f"S({self.query}, P) = {self.value:g} ({self.method}; {self.theorem}){w}"
 
     def to_dict(self) -> dict:
         return {"sensitivity": float(self.value), "query": self.query, "method": self.method,
-                "theorem": self.theorem, "witness": _jsonable(self.witness), "policy_key": self.policy_key,
+                "theorem": self.theorem, "witness": None if self.witness is None else _jsonable(self.witness.pair),
+                "policy_key": self.policy_key,
                 **{k: _jsonable(v) for k, v in self.details.items()}}
 
     def __str__(self):
@@ -390,7 +394,8 @@ def enumerate_sensitivity(policy: Policy, query: Callable, n: int | None = None,
     diffs = np.abs(answers[pairs[:, 0]] - answers[pairs[:, 1]]).sum(axis=1)
     j = int(np.argmax(diffs))
     best = float(diffs[j])
-    wit = None if best == 0 else (tuple(vals[i] for i in dbs[pairs[j, 0]]), tuple(vals[i] for i in dbs[pairs[j, 1]]))
+    wit = None if best == 0 else Witness(pair=(tuple(vals[i] for i in dbs[pairs[j, 0]]),
+                                               tuple(vals[i] for i in dbs[pairs[j, 1]])))
     return Sensitivity(best, name, "enumeration", DEFINITION_5_1, wit, policy.key,
                        {"n_databases": int(len(dbs)), "n_neighbour_pairs": int(len(pairs)),
                         "induced_neighbours": not policy.unconstrained})

@@ -31,10 +31,10 @@ from puffgm.chains.query_laws import (
 )
 from puffgm.chains.spec import load_chain_spec
 from puffgm.core.curve import pointwise_max
+from puffgm.core.laws import QueryLaws
 from puffgm.core.prior import PriorKind
 from puffgm.core.validation import check_time_limit, is_inline_json
 from puffgm.exceptions import ParameterError, PriorError
-from puffgm.mechanisms.query import QueryLaws
 
 __all__ = ["MarkovChainKind", "ChainBoxKind", "is_chain_prior", "chain_kind"]
 

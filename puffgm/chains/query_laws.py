@@ -37,9 +37,10 @@ import numpy as np
 from puffgm.chains.budget import ChainClock, check_chain_length, check_memory
 from puffgm.chains.priors import node_name
 from puffgm.core.kernels import log_convolve, log_convolve_grid, log_sum_exp
+from puffgm.core.laws import NodeLaws
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import NotApplicableError, ParameterError
-from puffgm.mechanisms.query import NodeLaws, w_inf_near
+from puffgm.mechanisms.query import w_inf_near
 
 __all__ = ["chain_query_laws", "chain_joint_laws", "check_query_budget", "DEFAULT_MAX_EXACT_LENGTH", "QUERY_ADVICE"]
 

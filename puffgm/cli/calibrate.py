@@ -17,16 +17,31 @@ import math
 from typing import Any
 
 from puffgm.cli.arguments import add_renamed_flag
+from puffgm.core.prior import QUERY_METHODS
 
-__all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args", "accuracy_field"]
-
-#: Every method of every prior kind; the kind of the PRIORs refuses those it does not have.
-METHODS = ("exact", "approx", "groupdp", "gk16")
-#: The query-specific methods (they need --query).
-QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
+__all__ = ["register", "run", "add_calibration_arguments", "calibration_from_args", "accuracy_field",
+           "QUERY_METHODS"]
 #: Seconds a plain ``puffgm calibrate`` may take on a network, a chain or with a query method (``--time-limit``;
 #: 0: no limit).  The Python functions default to no limit: a library call is never cut short unasked.
 DEFAULT_TIME_LIMIT = 120.0
+
+
+class _MethodChoices:
+    """The choices of ``--method``: every method of a registered prior kind (:mod:`puffgm.api.kinds`) and the
+    query-specific methods, sorted; the kinds are imported only when the choices are read (a ``--method``
+    given, or ``--help``), so the parser itself imports none.  The kind of the PRIORs refuses the methods it
+    does not have."""
+
+    def _names(self) -> list:
+        from puffgm.api.kinds import calibration_methods
+
+        return sorted(calibration_methods() + QUERY_METHODS)
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __contains__(self, method) -> bool:
+        return method in self._names()
 
 
 def _finite_float(text: str) -> float:
@@ -56,9 +71,10 @@ def add_calibration_arguments(p) -> None:
                         "several PRIORs form the prior class Theta")
     p.add_argument("--epsilon", type=_finite_float, required=True, help="Pufferfish privacy parameter (> 0)")
     p.add_argument("--lipschitz", type=_finite_float, default=1.0, help="L1 Lipschitz constant of the query")
-    p.add_argument("--method", choices=sorted(METHODS + QUERY_METHODS), default="exact",
-                   help="exact (networks and chains), approx, groupdp or gk16 (chains): MQM and baselines for "
-                        "every Lipschitz query; wasserstein, optimal-laplace or optimal-noise: for the --query given")
+    p.add_argument("--method", choices=_MethodChoices(), default="exact", metavar="METHOD",
+                   help="one of %(choices)s: a method of the PRIORs' kind (the MQM and its baselines, for every "
+                        "--lipschitz query; the kind refuses methods it does not have), or a query-specific method "
+                        f"({', '.join(QUERY_METHODS)}: for the --query given)")
     p.add_argument("--query", default=None, metavar="JSON_OR_FILE",
                    help='a sum query, as JSON text or a JSON file: {"scores": {"NODE": [s0, s1, ...]}}, '
                         '{"scores": [s0, s1, ...]} (every node) or {"count": STATE} (state name or index); '
@@ -234,7 +250,8 @@ def calibration_from_args(args, prior):
 
 
 def _query_calibration(args, prior):
-    from puffgm.api.query import query_calibration
+    """A query method: the flags checked, then :func:`puffgm.api.dispatch.calibrate_for_query` (as in Python)."""
+    from puffgm.api.dispatch import calibrate_for_query
     from puffgm.core.workload import is_workload_spec
     from puffgm.exceptions import ParameterError
 
@@ -245,29 +262,17 @@ def _query_calibration(args, prior):
         raise ParameterError("--lipschitz does not apply to a query-specific method: the query's scores fix it.")
     if prior.query_options is None:
         prior.query_laws(args.query)  # raises the kind's one-line NotApplicableError
-    if is_workload_spec(args.query):
-        return _workload_calibration(args, prior)
-    for flag, value in (("--weights", args.weights), ("--max-joint-length", args.max_joint_length)):
-        if value is not None:
-            raise ParameterError(f"{flag} applies to a workload (a JSON list of queries or a histogram), not to "
-                                 "one query.")
-    return query_calibration(prior, args.query, epsilon=args.epsilon, method=args.method,
-                             **_query_options(args, prior))
-
-
-def _workload_calibration(args, prior):
-    """A table of statistics released together (puffgm.api.workload): the joint optimal Laplace scales."""
-    from puffgm.api.workload import workload_calibration
-    from puffgm.exceptions import ParameterError
-
-    if args.method != "optimal-laplace":
-        raise ParameterError(f"A workload is calibrated by --method optimal-laplace (the joint optimal Laplace "
-                             f"scales); --method {args.method} takes one query.")
     options = _query_options(args, prior)
-    limit = _positive_int(args, "max-joint-length")
-    if limit is not None:
-        options["max_joint_length"] = limit
-    return workload_calibration(prior, args.query, epsilon=args.epsilon, weights=_weights(args.weights), **options)
+    if is_workload_spec(args.query):
+        limit = _positive_int(args, "max-joint-length")
+        options |= {k: v for k, v in (("weights", _weights(args.weights)), ("max_joint_length", limit))
+                    if v is not None}
+    else:
+        for flag, value in (("--weights", args.weights), ("--max-joint-length", args.max_joint_length)):
+            if value is not None:
+                raise ParameterError(f"{flag} applies to a workload (a JSON list of queries or a histogram), "
+                                     "not to one query.")
+    return calibrate_for_query(prior, args.query, epsilon=args.epsilon, method=args.method, **options)
 
 
 def _weights(text: str | None):

@@ -51,6 +51,7 @@ from puffgm.core.release import curve_key, jsonable
 from puffgm.core.results import json_float
 from puffgm.core.ties import canonical_argmax
 from puffgm.core.validation import check_positive_int
+from puffgm.core.witness import Witness
 from puffgm.exceptions import ParameterError
 
 __all__ = ["InfluenceCurve", "curve_from_points", "pointwise_max"]
@@ -69,8 +70,9 @@ class InfluenceCurve:
     a : tuple of float
         :math:`a(b)`, non-increasing; ``inf`` where no split with :math:`|H| \le b` is known.
     witnesses : tuple
-        For each point, ``(node, quilt)``: the node attaining :math:`\max_i a_i(b)` and the
-        quilt :math:`X_Q` attaining that node's min (``None`` when unknown, e.g. closed forms).
+        For each point, a :class:`~puffgm.core.witness.Witness` with ``node``, the node attaining
+        :math:`\max_i a_i(b)`, and ``quilt``, the quilt :math:`X_Q` attaining that node's min (``None``
+        when unknown, e.g. closed forms); a ``(node, quilt)`` pair given is stored as that Witness.
     n_entries : int
         :math:`|I|`, the number of entries (nodes) of the database; :math:`a(|I|) = 0`.
     method : str
@@ -106,7 +108,7 @@ class InfluenceCurve:
             raise ParameterError("An influence curve's a values must be numbers >= 0 (inf allowed), not NaN.")
         # Definition 7: a(b) is an upper bound of an infimum over |H| <= b, hence
         # non-increasing; enforce it (a larger b may always use a smaller split).
-        wit = list(self.witnesses) if self.witnesses is not None else [None] * len(b)
+        wit = [_point_witness(w) for w in self.witnesses] if self.witnesses is not None else [None] * len(b)
         if len(wit) != len(b):
             raise ParameterError("An influence curve needs one witness (or None) per point.")
         mono = list(a)
@@ -119,7 +121,7 @@ class InfluenceCurve:
             raise ParameterError(f"An influence curve needs n_entries >= 1. Got {self.n_entries!r} instead.")
         if len(b) >= n and a[n - 1] > 0:  # the trivial split H = every entry, L empty: a(n) = 0
             a = a[: n - 1] + (0.0,) * (len(b) - n + 1)
-            wits = wits[: n - 1] + (("*", ()),) * (len(b) - n + 1)
+            wits = wits[: n - 1] + (Witness(node="*", quilt=()),) * (len(b) - n + 1)
         object.__setattr__(self, "b", b)
         object.__setattr__(self, "a", a)
         object.__setattr__(self, "witnesses", wits)
@@ -162,7 +164,7 @@ class InfluenceCurve:
         """
         pts = [(b, a, w) for b, a, w in zip(self.b, self.a, self.witnesses, strict=True) if math.isfinite(a)]
         if self.n_entries > self.max_b:
-            pts.append((self.n_entries, 0.0, ("*", "trivial split: H = every entry, L empty")))
+            pts.append((self.n_entries, 0.0, Witness(node="*", quilt="trivial split: H = every entry, L empty")))
         return tuple(pts)
 
     def node_curve(self, node) -> InfluenceCurve:
@@ -185,7 +187,7 @@ class InfluenceCurve:
         return {
             "points": [{"b": b, "a": json_float(a)} for b, a in zip(self.b, self.a, strict=True)],
             "witnesses": [
-                None if w is None else {"b": b, "node": jsonable(w[0]), "quilt": jsonable(w[1])}
+                None if w is None else {"b": b, "node": jsonable(w.node), "quilt": jsonable(w.quilt)}
                 for b, w in zip(self.b, self.witnesses, strict=True)
             ],
             "n_entries": self.n_entries,
@@ -211,7 +213,7 @@ class InfluenceCurve:
         for k, (b, a, w) in enumerate(shown):
             if len(rows) > max_rows and k == max_rows - 2:
                 lines.append("  ...")
-            wtxt = "" if w is None else f"  node {w[0]}, quilt {_fmt_quilt(w[1])}"
+            wtxt = "" if w is None else f"  node {w.node}, quilt {_fmt_quilt(w.quilt)}"
             lines.append(f"  b={b:<5d} a={a:.6g}{wtxt}")
         secs = self.details.get("seconds")
         if isinstance(secs, float):
@@ -222,6 +224,14 @@ class InfluenceCurve:
 
     def __str__(self) -> str:
         return self.explain()
+
+
+def _point_witness(w) -> Witness | None:
+    """A curve point's witness: a Witness as given, a ``(node, quilt)`` pair as a Witness, None as None."""
+    if w is None or isinstance(w, Witness):
+        return w
+    node, quilt = w
+    return Witness(node=node, quilt=quilt)
 
 
 def _fmt_quilt(q) -> str:

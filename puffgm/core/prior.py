@@ -40,7 +40,12 @@ from typing import ClassVar
 from puffgm.core.validation import check_positive_finite, check_positive_int, did_you_mean
 from puffgm.exceptions import NotApplicableError, ParameterError
 
-__all__ = ["PriorKind", "check_calibration_request"]
+__all__ = ["PriorKind", "check_calibration_request", "QUERY_METHODS"]
+
+#: The query-specific calibration methods, the same for every kind with query laws
+#: (:attr:`PriorKind.query_options` not None): the Wasserstein mechanism, the optimal Laplace scale
+#: and the optimal noise law (:mod:`puffgm.mechanisms.query`, :mod:`puffgm.mechanisms.optimal_noise`).
+QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 
 def check_calibration_request(*, epsilon, lipschitz, method, where: str) -> tuple:

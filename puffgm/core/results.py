@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from puffgm.core.witness import Witness
+
 __all__ = ["QuiltChoice", "QuiltGraph", "CalibrationResult", "json_float", "freeze_record"]
 
 
@@ -61,8 +63,9 @@ class QuiltChoice:
         influence is at least :math:`\epsilon`.
     n_remote : int
         :math:`\operatorname{card}(X_R)`.
-    witness : tuple or None
-        (prior index, value :math:`a`, value :math:`b`, assignment of :math:`X_Q`) attaining the max-influence.
+    witness : Witness or None
+        Where the max-influence is attained: ``prior`` index, ``node``, ``pair`` of its values :math:`a`, :math:`b` and
+        ``output`` the assignment of :math:`X_Q` (networks; linear-Gaussian networks name the prior only).
     """
 
     node: str
@@ -72,11 +75,16 @@ class QuiltChoice:
     max_influence: float
     score: float
     n_remote: int = -1
-    witness: Any = None
+    witness: Witness | None = None
 
     def __post_init__(self):
         if self.n_remote < 0:
             object.__setattr__(self, "n_remote", len(self.remote))
+
+    @property
+    def prior(self) -> int:
+        """Index in its class of the prior whose max-influence the witness names (0 without a witness)."""
+        return 0 if self.witness is None or self.witness.prior is None else self.witness.prior
 
     @property
     def n_nearby(self) -> int:

@@ -44,13 +44,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
 from puffgm.core.ties import RunningBest, canonical_argmax
 from puffgm.core.validation import check_positive_finite, check_positive_int
+from puffgm.core.witness import Witness
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.instantiation import Instantiation
 
@@ -97,9 +97,9 @@ class AuditResult:
         :math:`\sup` over :math:`\theta`, audited pairs and outputs of the absolute log-ratio
         (``inf`` if some output is possible under one secret and impossible under
         the other; 0.0 if every pair was skipped, see ``skipped``).
-    witness : tuple or None
-        ``(theta index, (secret_i name, secret_j name), output)`` attaining the loss
-        (the output is an index/label, a real :math:`w`, ``inf``/``-inf``, or a tuple).
+    witness : Witness or None
+        ``prior`` (theta index), ``pair`` (secret_i name, secret_j name) and ``output`` attaining the
+        loss (the output is an index/label, a real :math:`w`, ``inf``/``-inf``, or a tuple).
     skipped : tuple
         ``(theta index, pair, reason)`` for every combination skipped because a
         secret has prior probability zero (the Pufferfish technical condition).
@@ -115,7 +115,7 @@ class AuditResult:
     """
 
     loss: float
-    witness: Any
+    witness: Witness | None
     skipped: tuple
     mechanism: str
     n_databases: int
@@ -140,7 +140,7 @@ class AuditResult:
         return _json({
             "loss": float(self.loss),
             "witness": None if self.witness is None else {
-                "prior": self.witness[0], "pair": list(self.witness[1]), "output": self.witness[2]},
+                "prior": self.witness.prior, "pair": list(self.witness.pair or ()), "output": self.witness.output},
             "mechanism": self.mechanism,
             "n_databases": self.n_databases,
             "n_priors": self.n_priors,
@@ -155,8 +155,9 @@ class AuditResult:
     def explain(self) -> str:
         lines = [f"{self.mechanism}: exact Pufferfish loss {self.loss:.10g}"]
         if self.witness is not None:
-            t, (a, b), w = self.witness
-            lines.append(f"witness: prior #{t}, pair ({a}, {b}), output {w!r}")
+            w = self.witness
+            a, b = w.pair or (None, None)
+            lines.append(f"witness: prior #{w.prior}, pair ({a}, {b}), output {w.output!r}")
         lines.append(f"{self.n_databases} databases, {self.n_priors} priors, {self.n_pairs} pairs, "
                      f"{len(self.skipped)} (prior, pair) combinations skipped")
         for t, p, r in self.skipped[:5]:
@@ -288,7 +289,7 @@ def _audit_log_table(inst: Instantiation, logm: np.ndarray, label, mechanism: st
         val, k = _log_ratio_max(law_a, law_b)
         if val > per_prior[t]:
             per_prior[t] = val
-        worst.offer(val, (t, (a.name, b.name), label(k)))
+        worst.offer(val, Witness(prior=t, pair=(a.name, b.name), output=label(k)))
     all_notes = list(inst.notes) + list(notes)
     if not any_active:
         all_notes.append("Every (prior, pair) combination was skipped: the loss is vacuous.")
@@ -578,7 +579,7 @@ def audit_laplace(inst: Instantiation, query, scale: float) -> AuditResult:
                            _laplace_mixture_log(wb, vb, points, scale, center))
         k, val = canonical_argmax(d), float(d.max())
         per_prior[t] = max(per_prior[t], val)
-        worst.offer(val, (t, (a.name, b.name), float(points[k])))
+        worst.offer(val, Witness(prior=t, pair=(a.name, b.name), output=float(points[k])))
     return AuditResult(
         loss=0.0 if worst.empty else worst.value, witness=worst.witness, skipped=inst.skipped,
         mechanism=f"Laplace mechanism (scale {scale:g})",
@@ -642,7 +643,7 @@ def audit_vector_laplace(inst: Instantiation, query, scale, *, max_points: int =
         d = _abs_log_ratio(logf(va, wa), logf(vb, wb))
         k, val = canonical_argmax(d), float(d.max())
         per_prior[t] = max(per_prior[t], val)
-        worst.offer(val, (t, (a.name, b.name), tuple(float(x) for x in grid[k])))
+        worst.offer(val, Witness(prior=t, pair=(a.name, b.name), output=tuple(float(x) for x in grid[k])))
     return AuditResult(
         loss=0.0 if worst.empty else worst.value, witness=worst.witness, skipped=inst.skipped,
         mechanism=f"vector Laplace mechanism (scales {', '.join(f'{s:g}' for s in scales)})",

@@ -72,8 +72,9 @@ def _collapse(case, runs=2) -> dict:
     two = audit_composition(case.inst, case.mechanism, k=runs)
     ex = expected_runs_to_reveal(case.inst, case.mechanism, target=case.target)
     sim = simulate_runs_to_reveal(case.inst, case.mechanism, target=case.target, n_sim=2000, random_state=0)
+    assert two.witness is not None  # the two-run loss of the cautionary cases is positive
     return {"one_run_loss": _f(abs(one.loss) if one.loss < 1e-12 else one.loss), "two_run_loss": _f(two.loss),
-            "two_run_witness": [str(o) for o in two.witness[2]], "expected_runs_exact": _f(ex["expected"]),
+            "two_run_witness": [str(o) for o in two.witness.output], "expected_runs_exact": _f(ex["expected"]),
             "expected_runs_simulated": sim["mean"], "simulation_stderr": sim["stderr"],
             "theorem_expected_runs": _f(case.expected_runs_theorem), "target": case.target}
 
@@ -133,10 +134,11 @@ def exam_order(*, epsilon: float = 1.0, n_values=(2, 3, 5, 8, 12)) -> dict:
         inst = build(n)
         dp = audit_laplace(inst, lambda a: sum(a.values()), 1 / epsilon)
         safe = audit_laplace(inst, lambda a: sum(a.values()), n / epsilon)
+        assert dp.witness is not None and dp.witness.pair is not None  # a positive loss has its pair
         rows.append({"n": n, "laplace_scale": 1 / epsilon, "audited_loss": dp.loss,
                      "closed_form": exam_order_laplace_loss(n, epsilon=epsilon),
                      "example_9_2_ratio_log": math.log(np.mean(np.exp(epsilon * np.arange(1, n + 1)))),
-                     "witness_pair": list(dp.witness[1]), "violates_epsilon": dp.loss > epsilon,
+                     "witness_pair": list(dp.witness.pair), "violates_epsilon": dp.loss > epsilon,
                      "scale_n_over_epsilon_loss": safe.loss})
     return {"case": "exam-order", "reference": "Kifer-Machanavajjhala, Examples 9.1/9.2, Equation 18",
             "epsilon": epsilon, "rows": rows,

@@ -31,7 +31,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 
@@ -39,6 +39,7 @@ from puffgm.core.accuracy import laplace_rows
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import make_release
 from puffgm.core.validation import check_positive_finite
+from puffgm.core.witness import Witness
 from puffgm.exceptions import AuditError, ParameterError
 from puffgm.framework.audit import AuditResult, audit_laplace, grouped_law, pair_laws
 from puffgm.framework.instantiation import Instantiation
@@ -160,8 +161,8 @@ class WassersteinCalibration:
         :math:`\sup` over audited (pair, :math:`\theta`) of :math:`W_\infty` between the conditional laws of :math:`F`.
     scale : float
         :math:`W / \epsilon`.
-    witness : tuple or None
-        (:math:`\theta` index, :math:`(s_i, s_j)`) attaining :math:`W`.
+    witness : Witness or None
+        ``prior`` (theta index) and ``pair`` :math:`(s_i, s_j)` attaining :math:`W`.
     per_pair : tuple
         ``(theta index, (s_i, s_j), W_inf)`` for every audited combination.
     skipped : tuple
@@ -177,7 +178,7 @@ class WassersteinCalibration:
     epsilon: float
     W: float
     scale: float
-    witness: Any
+    witness: Witness | None
     per_pair: tuple
     skipped: tuple
     group_dp_sensitivity: float | None = None
@@ -191,8 +192,8 @@ class WassersteinCalibration:
     @property
     def prior(self) -> str:
         """The instantiation the calibration audited, through W and its witness."""
-        where = "" if self.witness is None else f", attained at prior {self.witness[0]} on the pair " \
-                                                f"{tuple(self.witness[1])}"
+        where = "" if self.witness is None else f", attained at prior {self.witness.prior} on the pair " \
+                                                f"{tuple(self.witness.pair or ())}"
         return f"the instantiation (S, Q, Theta) given to calibrate_wasserstein (W = {self.W:.6g}{where})"
 
     def accuracy(self, alpha: float = 0.05) -> tuple:
@@ -204,7 +205,7 @@ class WassersteinCalibration:
             "epsilon": self.epsilon,
             "W": self.W,
             "scale": self.scale,
-            "witness": None if self.witness is None else {"prior": self.witness[0], "pair": list(self.witness[1])},
+            "witness": None if self.witness is None else self.witness.to_dict(),
             "group_dp_sensitivity": self.group_dp_sensitivity,
             "group_dp_scale": None if self.group_dp_sensitivity is None else self.group_dp_sensitivity / self.epsilon,
             "audited_loss": None if self.audit is None else self.audit.to_dict()["loss"],
@@ -293,7 +294,7 @@ def calibrate_wasserstein(inst: Instantiation, query, *, epsilon: float, groups=
         w = w_inf(va, np.exp(la), vb, np.exp(lb))
         per_pair.append((t, (a.name, b.name), w))
         if witness is None or w > best:
-            best, witness = w, (t, (a.name, b.name))
+            best, witness = w, Witness(prior=t, pair=(a.name, b.name))
     gs = group_dp_sensitivity(inst, q, groups)
     scale = best / epsilon
     notes = list(inst.notes)

@@ -62,6 +62,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from puffgm.core.validation import check_positive_finite, is_inline_json, read_json_argument
+from puffgm.core.witness import Witness
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
@@ -534,7 +535,8 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
         def best_of(v):
             def choice(q, nb, rm, e, score):
                 return QuiltChoice(node=v, quilt=tuple(sorted(q, key=order)), nearby=tuple(sorted(nb, key=order)),
-                                   remote=tuple(sorted(rm, key=order)), max_influence=e, score=score, witness=(0,))
+                                   remote=tuple(sorted(rm, key=order)), max_influence=e, score=score,
+                                   witness=Witness(prior=0, node=v))
 
             cands = sorted(gaussian_quilts(theta, v, exhaustive=exhaustive), key=lambda c: (len(c[1]), len(c[0])))
             return best_quilt(cands, lambda q, nb: eng.influence(v, q, nb), choice, epsilon=epsilon)
@@ -561,7 +563,7 @@ def gaussian_calibrate(prior, *, epsilon, lipschitz=1.0, protected=None, secrets
                  "secrets": _secrets_key(pc, nodes),
                  "seconds": time.perf_counter() - t0},
         # the DAG of the prior whose node needs the most noise, for result.plot()
-        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.witness[0]].dag.edges)),
+        graph=QuiltGraph("dag", nodes=tuple(pc.nodes), edges=tuple(pc.priors[worst.prior].dag.edges)),
         options={name: value for name, value in (("protected", protected), ("secrets", secrets), ("bounds", bounds),
                                                  ("delta", delta), ("exhaustive", exhaustive)) if value is not None},
     )

@@ -253,7 +253,7 @@ def stamp_prior(choice: QuiltChoice, prior_index: int) -> QuiltChoice:
     w = choice.witness
     if w is None or not prior_index:
         return choice
-    return replace(choice, witness=(prior_index,) + tuple(w[1:]))
+    return replace(choice, witness=replace(w, prior=prior_index))
 
 
 @dataclass(frozen=True)

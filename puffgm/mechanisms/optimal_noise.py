@@ -86,19 +86,20 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from puffgm.core.accuracy import Accuracy, check_alpha, integer_half_width
+from puffgm.core.laws import QueryLaws
 from puffgm.core.noise import resolve_noise
 from puffgm.core.release import jsonable, make_release
 from puffgm.core.validation import check_positive_finite
+from puffgm.core.witness import Witness
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
-    QueryLaws,
     QueryRelease,
     answer_in_range,
     optimal_laplace_of,
@@ -365,7 +366,7 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
     Returns
     -------
     (loss, witness, per_prior)
-        witness is ``(prior, node, a, b, output)`` with the output in grid units (may be +-inf).
+        witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in grid units, may be +-inf).
     """
     if not laws.exact:
         raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
@@ -374,10 +375,10 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
         return 0.0, None, (0.0,) * laws.n_priors
     loss, where = noise_losses(rows, pairs, law)
     per_prior = [0.0] * laws.n_priors
-    for (t, *_), v in zip(labels, loss, strict=True):
-        per_prior[t] = max(per_prior[t], float(v))
+    for lab, v in zip(labels, loss, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
-    return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
+    return float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior)
 
 
 # ------------------------------------------------------------------ the linear program
@@ -628,15 +629,6 @@ def _search_r(search: _Search):
 # ------------------------------------------------------------------ the result
 
 
-def _witness(laws: QueryLaws, w) -> dict | None:
-    if w is None:
-        return None
-    t, node, a, b, y = w
-    q = laws.query
-    out = (q.offset + y) / q.unit if math.isfinite(y) else ("+inf" if y > 0 else "-inf")
-    return {"prior": t, "node": node, "a": a, "b": b, "output": out}
-
-
 @dataclass(frozen=True)
 class OptimalNoise:
     r"""The least-error additive noise found for one query and prior class, with its exact audit.
@@ -656,7 +648,7 @@ class OptimalNoise:
         Grid units per query unit.
     loss : float
         The audited Pufferfish loss of :math:`F + Z` (at most :math:`\epsilon`).
-    witness : dict or None
+    witness : Witness or None
         Where the audited loss is attained (prior, node, pair, output in query units).
     per_prior : tuple of float
         Audited loss per prior.
@@ -686,7 +678,7 @@ class OptimalNoise:
     law: NoiseLaw
     unit: int
     loss: float
-    witness: Any
+    witness: Witness | None
     per_prior: tuple
     half_width: int
     tail_ratio: float
@@ -763,9 +755,7 @@ class OptimalNoise:
                  f"r = {self.tail_ratio:.8g}; unit {self.unit}; {self.solves} program(s) solved: {self.status}",
                  f"audited loss {self.loss:.10g} <= epsilon {self.epsilon:g}"]
         if self.witness:
-            w = self.witness
-            lines.append(f"decided at node {w['node']} ({w['a']} vs {w['b']}), prior {w['prior']}, "
-                         f"output {w['output']}")
+            lines.append(f"decided at {self.witness}, output {self.witness.to_dict()['output']}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 
@@ -915,7 +905,8 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
         if audit[0] > eps:
             raise AuditError(f"The exact answer audits at {audit[0]:.12g} > epsilon although the optimal "
                              "Laplace scale given is 0.")
-        return OptimalNoise(law=law, loss=audit[0], witness=_witness(laws, audit[1]), per_prior=audit[2],
+        at = None if audit[1] is None else audit[1].in_units((laws.query,))
+        return OptimalNoise(law=law, loss=audit[0], witness=at, per_prior=audit[2],
                             half_width=0, tail_ratio=0.0, lp_value=0.0, epsilon_lp=eps,
                             status="no noise needed: the exact answer is epsilon-Pufferfish private",
                             seconds={"laplace": t1 - t0, "total": time.monotonic() - t0}, **common)
@@ -935,7 +926,8 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     loss, witness, per_prior = out.loss
     if loss > eps - AUDIT_GUARD:                         # unreachable: _repair and _fallback audit
         raise NumericalError("internal: an unaudited noise law reached the result")
-    return OptimalNoise(law=out.law, loss=loss, witness=_witness(laws, witness), per_prior=per_prior,
+    at = None if witness is None else witness.in_units((laws.query,))
+    return OptimalNoise(law=out.law, loss=loss, witness=at, per_prior=per_prior,
                         half_width=out.law.half_width, tail_ratio=out.law.tail_ratio, lp_value=out.lp_value,
                         epsilon_lp=out.epsilon_lp, status=out.status,
                         search=tuple(sorted(search.tried)), solves=search.solves,

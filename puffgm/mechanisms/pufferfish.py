@@ -276,7 +276,8 @@ class _DPBased:
     def _record(self, value, source, label, details) -> PufferfishRelease:
         """The release record of ``value`` (None while the noise is not drawn yet)."""
         t = self.translation
-        d = {"label": label, "witness": t.witness, "n_entries": t.n_entries}
+        w = t.witness  # in the details as (node, quilt), as before the Witness record
+        d = {"label": label, "witness": None if w is None else (w.node, w.quilt), "n_entries": t.n_entries}
         d.update(details)
         return PufferfishRelease(
             value=value, mechanism=self.name, epsilon_puffer=self.epsilon, epsilon_dp=t.epsilon_dp,

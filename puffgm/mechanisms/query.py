@@ -47,28 +47,30 @@ Both work on the integer grid of the query (the laws are log-probabilities on
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from puffgm.core.accuracy import laplace_rows
+from puffgm.core.laws import QueryLaws
 from puffgm.core.noise import check_resolves, resolve_noise
+from puffgm.core.prior import QUERY_METHODS
 from puffgm.core.query import BoundQuery
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
-from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
+from puffgm.core.witness import Witness
+from puffgm.exceptions import AuditError, NumericalError, ParameterError, PuffgmError, TimeLimitError, first_line
 
 __all__ = [
-    "NodeLaws", "QueryLaws", "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
+    "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
     "laplace_losses",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "loss_resolution", "check_resolvable",
     "RESOLUTION_FACTOR", "QueryCalibration", "QueryRelease",
-    "release_query", "answer_in_range", "least_passing", "stack_laws", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
+    "release_query", "answer_in_range", "least_passing", "mqm_scale", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
     "THEOREM_OPTIMAL_LAPLACE",
 ]
 
@@ -76,9 +78,6 @@ __all__ = [
 #: masses that agree to 1e-10 relative are rounding of equalities (conditional laws of symmetric
 #: nodes coincide in exact arithmetic); a genuine gap of any absolute size is never ignored.
 W_RTOL = 1e-10
-
-#: The query-specific methods (``"optimal-noise"`` is :mod:`puffgm.mechanisms.optimal_noise`).
-QUERY_METHODS = ("wasserstein", "optimal-laplace", "optimal-noise")
 
 THEOREM_WASSERSTEIN = "Song, Wang and Chaudhuri 2017, Algorithm 1 and Theorem 3.2 (Wasserstein mechanism)"
 THEOREM_OPTIMAL_LAPLACE = ("exact Pufferfish loss of F + Lap(b) from the conditional laws of F "
@@ -90,116 +89,6 @@ _HALF = math.log(0.5)
 #: (:func:`check_resolvable`): the rounding is then at most 0.1% of epsilon, and the optimal scale
 #: keeps that rounding as a margin below epsilon.
 RESOLUTION_FACTOR = 1e3
-
-
-@dataclass(frozen=True)
-class NodeLaws:
-    r"""The laws of the query given each state of one node, under one prior.
-
-    Attributes
-    ----------
-    prior : int
-        Index of the prior in the class.
-    node : str
-    states : tuple of str
-    log_cond : ndarray, shape (n_states, total + 1)
-        :math:`\log P(G = g \mid X_{\mathrm{node}} = x)` for the grid sum :math:`G` of the query; rows of
-        states of probability 0 are ``-inf``.
-    log_marginal : ndarray, shape (n_states,)
-        :math:`\log P(X_{\mathrm{node}} = x)`.
-    pairs : tuple of (int, int)
-        The discriminative pairs of the node (state indices).
-    """
-
-    prior: int
-    node: str
-    states: tuple
-    log_cond: np.ndarray
-    log_marginal: np.ndarray
-    pairs: tuple
-
-    def active_pairs(self) -> list:
-        """The pairs whose two states have positive probability (the technical condition)."""
-        pos = self.log_marginal > -np.inf
-        return [(a, b) for a, b in self.pairs if pos[a] and pos[b]]
-
-
-@dataclass(frozen=True)
-class QueryLaws:
-    r"""Everything query-specific calibration needs from a prior class: the conditional laws of F.
-
-    Attributes
-    ----------
-    query : BoundQuery
-    laws : tuple of NodeLaws
-        One per (prior, protected node with a pair).
-    n_priors : int
-    group_sensitivity : int
-        Group-DP sensitivity of the query in grid units: the largest sum of
-        score ranges over a group of correlated nodes.
-    prior_name : str
-    secrets : str
-        Identifier of the resolved secrets.
-    w_bounds : tuple
-        For classes whose exact laws are too costly at every position (long
-        chains): ``(prior, node, a, b, w)`` with w a certified upper bound on
-        :math:`W_\infty` in grid units; then ``laws`` is empty and ``exact`` is False.
-    exact : bool
-    notes : tuple of str
-    seconds : float
-        Time spent computing the laws.
-    """
-
-    query: BoundQuery
-    laws: tuple
-    n_priors: int
-    group_sensitivity: int
-    prior_name: str = ""
-    secrets: str = ""
-    w_bounds: tuple = ()
-    exact: bool = True
-    notes: tuple = ()
-    seconds: float = 0.0
-
-    def stacked(self):
-        """(rows, pairs, labels): every conditional law as a row, and the audited pairs as row indices.
-
-        ``rows`` has shape (n_rows, total + 1); ``pairs`` is an int array (n_pairs, 2);
-        ``labels[k]`` is ``(prior, node, state_a, state_b)`` of pair k.  Built once
-        per QueryLaws (W, the losses, the optimal scale and the optimal noise all
-        read it); the arrays are read-only.
-        """
-        return self._stack
-
-    @functools.cached_property
-    def _stack(self):
-        return stack_laws(self.laws, (self.query.total + 1,))
-
-
-def stack_laws(laws, row_shape: tuple):
-    """(rows, pairs, labels) of :meth:`QueryLaws.stacked` from NodeLaws whose rows have shape ``row_shape``.
-
-    Only the pairs whose two states have positive probability are kept (:meth:`NodeLaws.active_pairs`),
-    and only the rows they use; the arrays are read-only.
-    """
-    rows: list = []
-    pairs, labels, base = [], [], 0
-    for nl in laws:
-        act = nl.active_pairs()
-        if not act:
-            continue
-        used = sorted({s for p in act for s in p})
-        where = {s: base + j for j, s in enumerate(used)}
-        rows.extend(nl.log_cond[s] for s in used)
-        base += len(used)
-        for a, b in act:
-            pairs.append((where[a], where[b]))
-            labels.append((nl.prior, nl.node, nl.states[a], nl.states[b]))
-    mat = np.array(rows, dtype=np.float64).reshape((len(rows),) + tuple(row_shape))
-    idx = np.array(pairs, dtype=np.int64).reshape(len(pairs), 2)
-    mat.setflags(write=False)
-    idx.setflags(write=False)
-    return mat, idx, tuple(labels)
 
 
 # ------------------------------------------------------------------ W_inf
@@ -407,14 +296,14 @@ def wasserstein_of(laws: QueryLaws):
         for t, node, a, b, w in laws.w_bounds:
             per_prior[t] = max(per_prior[t], int(w))
             if witness is None or w > best:
-                best, witness = int(w), (t, node, a, b)
+                best, witness = int(w), Witness(prior=t, node=node, pair=(a, b))
         return best, witness, tuple(per_prior)
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
         return 0, None, tuple(per_prior)
     w = w_inf_lattice(rows[pairs[:, 0]], rows[pairs[:, 1]])
-    for (t, *_), v in zip(labels, w, strict=True):
-        per_prior[t] = max(per_prior[t], int(v))
+    for lab, v in zip(labels, w, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], int(v))
     k = int(np.argmax(w))
     return int(w[k]), labels[k], tuple(per_prior)
 
@@ -430,10 +319,10 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
         k = np.argmax(d, axis=1)
         loss, where = d[np.arange(len(k)), k], k.astype(float)
     per_prior = [0.0] * n_priors
-    for (t, *_), v in zip(labels, loss, strict=True):
-        per_prior[t] = max(per_prior[t], float(v))
+    for lab, v in zip(labels, loss, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
-    return float(loss[k]), labels[k] + (float(where[k]),), tuple(per_prior)
+    return float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior)
 
 
 def laplace_loss_of(laws: QueryLaws, scale: float):
@@ -442,7 +331,7 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
     Returns
     -------
     (loss, witness, per_prior)
-        witness is ``(prior, node, a, b, output)`` in grid units (output may be +-inf).
+        witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in grid units, may be +-inf).
     """
     if not laws.exact:
         raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
@@ -582,6 +471,45 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
     return hi, best, evals
 
 
+def mqm_scale(kind, *, epsilon: float, lipschitz: float, options: Mapping, deadline: float | None = None):
+    r"""The Markov Quilt Mechanism's Laplace scale :math:`L \sigma_{\max}` beside a query-specific calibration.
+
+    Song, Wang and Chaudhuri, "Pufferfish Privacy Mechanisms for Correlated Data", SIGMOD 2017,
+    arXiv:1603.03977, Algorithm 2: the scale of an :math:`L`-Lipschitz query, here the Lipschitz
+    constant of one query or the L1 constant of a workload.
+
+    Parameters
+    ----------
+    kind : PriorKind
+        The prior class; its MQM calibration (method ``"exact"``) gets the query options that also
+        apply to it (:meth:`~puffgm.core.prior.PriorKind.mqm_options`).
+    epsilon : float
+    lipschitz : float
+        The query's (or workload's) Lipschitz constant in its own units (0 is taken as 1e-300).
+    options : mapping
+        The query-specific options given.
+    deadline : float, optional
+        ``time.monotonic()`` value; the calibration gets the time left (at least 1 s) when the kind
+        takes a time limit.
+
+    Returns
+    -------
+    tuple
+        ``(scale, None)``, or ``(None, reason)`` when MQM does not apply, has no finite scale, or fails
+        (the reason is one line, for the result's notes).
+    """
+    opts = kind.mqm_options(options)
+    if deadline is not None and "time_limit" in kind.methods.get("exact", ()):
+        opts["time_limit"] = max(deadline - time.monotonic(), 1.0)
+    try:
+        res = kind.calibrate(epsilon=epsilon, lipschitz=max(lipschitz, 1e-300), method="exact", **opts)
+    except PuffgmError as exc:
+        return None, f"MQM not computed: {first_line(exc)}"
+    if not res.applicable or not math.isfinite(res.scale):
+        return None, "MQM does not apply to this class"
+    return res.scale, None
+
+
 # ------------------------------------------------------------------ results
 
 
@@ -619,8 +547,8 @@ class QueryCalibration:
     mqm_scale : float or None
         The Markov Quilt Mechanism's scale for this query: :math:`\sigma_{\max}` times its
         Lipschitz constant (None, with a note, when MQM does not apply).
-    witness : dict or None
-        Where the chosen scale is decided: prior, node, pair (and output for the loss).
+    witness : Witness or None
+        Where the chosen scale is decided: prior, node, pair (and output for the loss, in the query's units).
     per_prior : tuple
         W per prior (query units).
     query : dict
@@ -655,7 +583,7 @@ class QueryCalibration:
     optimal_laplace_scale: float | None
     group_dp_scale: float
     mqm_scale: float | None
-    witness: Any
+    witness: Witness | None
     per_prior: tuple
     query: dict
     exact: bool
@@ -739,8 +667,7 @@ class QueryCalibration:
             chosen = "Wasserstein mechanism" if self.method == "wasserstein" else "optimal Laplace scale"
             lines.append(f"{chosen}: Laplace scale {self.scale:.10g}{loss}")
         if self.witness and self.method != "optimal-noise":
-            w = self.witness
-            lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
+            lines.append(f"decided at {self.witness}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 

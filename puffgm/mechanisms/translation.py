@@ -42,6 +42,7 @@ from typing import Any
 
 from puffgm.core.results import json_float
 from puffgm.core.validation import check_positive_finite, deprecated_call, refuse_unexpected, renamed
+from puffgm.core.witness import Witness
 from puffgm.exceptions import NotApplicableError, ParameterError
 
 __all__ = ["Translation", "dp_epsilon", "puffer_epsilon", "translate_curve", "translate", "THEOREM6"]
@@ -62,8 +63,8 @@ class Translation:
         (for ``puffer_to_dp``, :math:`\epsilon_{\mathrm{DP}} = (\epsilon_{\mathrm{puffer}} - a) / b`).
     a, b : float, int
         The curve point used (the witness of the optimum).
-    witness : tuple or None
-        ``(node, quilt)`` of that point, when the curve knows it.
+    witness : Witness or None
+        Its ``node`` and ``quilt``: the witness of that point, when the curve knows it.
     curve_fingerprint : str
     curve_method : str
     n_entries : int
@@ -79,7 +80,7 @@ class Translation:
     epsilon_dp: float
     a: float
     b: int
-    witness: Any
+    witness: Witness | None
     curve_fingerprint: str
     curve_method: str
     n_entries: int
@@ -105,7 +106,7 @@ class Translation:
             "epsilon_puffer": json_float(self.epsilon_puffer),
             "epsilon_dp": json_float(self.epsilon_dp),
             "point": {"b": self.b, "a": json_float(self.a)},
-            "witness": None if w is None else {"node": _j(w[0]), "quilt": _j(w[1])},
+            "witness": None if w is None else {"node": _j(w.node), "quilt": _j(w.quilt)},
             "n_entries": self.n_entries,
             "curve_method": self.curve_method,
             "curve_fingerprint": self.curve_fingerprint,
@@ -123,7 +124,7 @@ class Translation:
                     f"= {self.b} * {self.epsilon_dp:g} + {self.a:.6g}")
         lines = [head, f"point used: b = {self.b}, a(b) = {self.a:.6g}"]
         if self.witness is not None:
-            lines.append(f"witness: node {self.witness[0]}, quilt {self.witness[1]}")
+            lines.append(f"witness: node {self.witness.node}, quilt {self.witness.quilt}")
         lines.append(f"relies on: {self.theorem}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)

@@ -51,24 +51,23 @@ import functools
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from puffgm.core.accuracy import laplace_rows
 from puffgm.core.kernels import laplace_smooth
+from puffgm.core.laws import QueryLaws, stack_laws
 from puffgm.core.noise import check_resolves, resolve_noise
 from puffgm.core.records import RecordLayout
 from puffgm.core.release import CalibratedRelease, jsonable, make_release, wrong_calibration
+from puffgm.core.witness import Witness
 from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
     RESOLUTION_FACTOR,
-    QueryLaws,
     answer_in_range,
     least_passing,
-    stack_laws,
 )
 
 __all__ = ["WorkloadLaws", "JointLaws", "joint_loss_of", "optimal_workload_scale", "optimal_weights",
@@ -105,7 +104,7 @@ class JointLaws:
     seconds: float = 0.0
 
     def stacked(self):
-        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.mechanisms.query.QueryLaws.stacked>`,
+        """(rows, pairs, labels) as :meth:`QueryLaws.stacked <puffgm.core.laws.QueryLaws.stacked>`,
         each row of shape ``workload.dims``; read-only, built once."""
         return self._stack
 
@@ -225,18 +224,18 @@ def joint_loss_of(laws: WorkloadLaws, grid_scales: Sequence):
     Returns
     -------
     (loss, witness, per_prior)
-        ``witness`` is ``(prior, node, a, b, vertex)`` with the maximising vertex as grid indices.
+        ``witness`` is a :class:`~puffgm.core.witness.Witness` whose output is the maximising vertex (grid indices).
     """
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
         return 0.0, None, (0.0,) * laws.n_priors
     loss, where = _pair_losses(rows, pairs, grid_scales)
     per_prior = [0.0] * laws.n_priors
-    for (t, *_), v in zip(labels, loss, strict=True):
-        per_prior[t] = max(per_prior[t], float(v))
+    for lab, v in zip(labels, loss, strict=True):
+        per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     p = int(np.argmax(loss))
     vertex = tuple(int(i) for i in np.unravel_index(int(where[p]), rows.shape[1:]))
-    return float(loss[p]), labels[p] + (vertex,), tuple(per_prior)
+    return float(loss[p]), replace(labels[p], output=vertex), tuple(per_prior)
 
 
 def joint_loss_resolution(laws: WorkloadLaws, *, epsilon: float = 0.0) -> float:
@@ -360,7 +359,7 @@ class _PrunedLoss:
         scales = self.scales(t)
         n = len(self.all_pairs)
         loss, where = np.full(n, -np.inf), np.zeros(n, dtype=np.int64)
-        prior = np.array([lab[0] for lab in self.labels], dtype=np.int64)
+        prior = np.array([lab.prior for lab in self.labels], dtype=np.int64)
         todo = self.active
         while len(todo):
             loss[todo], where[todo] = _pair_losses(self.rows, self.all_pairs[todo], scales)
@@ -375,7 +374,7 @@ class _PrunedLoss:
             per_prior[p] = max(per_prior[p], float(v))
         k = int(np.argmax(loss))
         vertex = tuple(int(i) for i in np.unravel_index(int(where[k]), self.rows.shape[1:]))
-        return float(loss[k]), self.labels[k] + (vertex,), tuple(per_prior)
+        return float(loss[k]), replace(self.labels[k], output=vertex), tuple(per_prior)
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,
@@ -444,7 +443,7 @@ class WorkloadCalibration:
         :math:`t w_j` per statistic: the release's Laplace scales.
     loss : float
         The exact joint Pufferfish loss at ``scales`` (:math:`\le \epsilon`).
-    witness : dict or None
+    witness : Witness or None
         Where the loss is attained: prior, node, pair and output (a grid vertex, in query units).
     per_prior : tuple of float
         The loss per prior.
@@ -479,7 +478,7 @@ class WorkloadCalibration:
     t: float
     scales: tuple
     loss: float
-    witness: Any
+    witness: Witness | None
     per_prior: tuple
     single_scales: tuple | None
     group_dp_scale: float
@@ -551,8 +550,7 @@ class WorkloadCalibration:
         lines.append(f"joint release: Laplace scales {', '.join(f'{s:.10g}' for s in self.scales)}, "
                      f"exact joint loss {self.loss:.10g} <= epsilon")
         if self.witness:
-            w = self.witness
-            lines.append(f"decided at node {w.get('node')} ({w.get('a')} vs {w.get('b')}), prior {w.get('prior')}")
+            lines.append(f"decided at {self.witness}")
         lines.extend(f"note: {n}" for n in self.notes)
         return "\n".join(lines)
 

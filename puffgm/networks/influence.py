@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from puffgm.core.witness import Witness
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, LogVariableElimination
 from puffgm.networks.secrets import SecretSpec
 
@@ -40,12 +41,13 @@ __all__ = ["Influence", "InfluenceEngine", "max_divergence_rows"]
 class Influence:
     """A max-influence value with the witness that attains it.
 
-    ``witness`` is ``(prior index, value a, value b, {quilt node: value})`` or
-    None when the influence is 0 by independence or the quilt is empty.
+    ``witness`` is a :class:`~puffgm.core.witness.Witness` (``prior`` index, ``node``, ``pair`` of its
+    values a, b, and ``output`` the quilt's assignment ``{quilt node: value}``) or None when the
+    influence is 0 by independence or the quilt is empty.
     """
 
     value: float
-    witness: object = None
+    witness: Witness | None = None
 
 
 def max_divergence_rows(logcond: np.ndarray, pairs=None):
@@ -252,8 +254,9 @@ class InfluenceEngine:
                     x = int(start + np.argmax(gap[start:start + width]))
                     a = int(np.argmax(logcond[:, x]))
                     b = int(np.argmin(logcond[:, x]))
-                    out[j] = Influence(float(val), (t, states[node][int(support[a])], states[node][int(support[b])],
-                                                    {j: states[j][x - int(start)]}))
+                    out[j] = Influence(float(val), Witness(prior=t, node=node, output={j: states[j][x - int(start)]},
+                                                           pair=(states[node][int(support[a])],
+                                                                 states[node][int(support[b])])))
                 elif prev is None:
                     out[j] = Influence(0.0, None)
         return out
@@ -339,7 +342,8 @@ class InfluenceEngine:
                         best_val = val
                         xq = np.unravel_index(x, scaled.shape[1:])
                         assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq, strict=True)}
-                        best = Influence(float(val), (t, states[node][a], states[node][b], assignment))
+                        best = Influence(float(val), Witness(prior=t, node=node, output=assignment,
+                                                             pair=(states[node][a], states[node][b])))
                     continue
             if joint is None:
                 joint = ve.log_marginal((node,) + quilt)  # axes: node, quilt...
@@ -365,6 +369,6 @@ class InfluenceEngine:
                 best_val = val
                 xq = np.unravel_index(x, joint.shape[1:])
                 assignment = {q: states[q][int(v)] for q, v in zip(quilt, xq, strict=True)}
-                best = Influence(float(val),
-                                 (t, states[node][int(support[a])], states[node][int(support[b])], assignment))
+                pair = (states[node][int(support[a])], states[node][int(support[b])])
+                best = Influence(float(val), Witness(prior=t, node=node, pair=pair, output=assignment))
         return best

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from puffgm.core.curve import pointwise_max
+from puffgm.core.laws import QueryLaws
 from puffgm.core.prior import PriorKind
-from puffgm.mechanisms.query import QueryLaws
 from puffgm.networks.calibration import NETWORK_OPTIONS, calibrate
 from puffgm.networks.curve import network_influence_curve
 from puffgm.networks.priors import PriorClass, load_prior_class

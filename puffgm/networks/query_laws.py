@@ -28,9 +28,9 @@ import time
 import numpy as np
 
 from puffgm.core.kernels import COMPILED_MIN_GRID_SUM, log_convolve, log_convolve_grid, log_sum_exp
+from puffgm.core.laws import NodeLaws
 from puffgm.core.query import BoundQuery
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
-from puffgm.mechanisms.query import NodeLaws
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, elimination_tree, logsumexp_axis
 
 __all__ = ["network_query_laws", "network_joint_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH", "SumFactor"]

@@ -87,7 +87,7 @@ def test_histogram_sensitivity_under_count_constraints_by_induced_neighbours():
     # (0, 2, 2) and (3, 1, 2) are neighbours and the histogram moves by 4
     s = enumerate_sensitivity(known, histogram_query(known))
     assert s.value == 4 and s.details["induced_neighbours"]
-    assert sorted(np.abs(np.subtract(*[np.bincount(np.array(x), minlength=4) for x in s.witness]))) == [1, 1, 1, 1]
+    assert sorted(np.abs(np.subtract(*[np.bincount(np.array(x), minlength=4) for x in s.witness.pair]))) == [1, 1, 1, 1]
     known0 = Policy(complete_graph(d), [CountConstraint((0,), 1)], n=3)
     # the closed form refuses constrained policies instead of answering 2
     with pytest.raises(PolicyError, match="without constraints"):

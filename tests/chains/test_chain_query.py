@@ -9,10 +9,11 @@ import pytest
 import puffgm
 from puffgm.chains.priors import ChainPriorClass
 from puffgm.chains.query_laws import chain_query_laws
+from puffgm.core.laws import QueryLaws
 from puffgm.core.query import SumQuery
 from puffgm.exceptions import NotApplicableError
 from puffgm.framework.wasserstein import w_inf
-from puffgm.mechanisms.query import QueryLaws, wasserstein_of
+from puffgm.mechanisms.query import wasserstein_of
 
 
 def _enumerated(q, P, T, scores):

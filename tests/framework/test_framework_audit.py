@@ -68,7 +68,7 @@ def test_laplace_dp_closed_form_independent_records(scale):
     r = audit_laplace(inst, lambda x: sum(x.values()), scale)
     assert r.loss == pytest.approx(1.0 / scale, rel=1e-12, abs=1e-12)
     # the ratio is constant (= e^{+-1/scale}) beyond the extreme query values 0 and 4
-    assert r.witness[2] in (math.inf, -math.inf, 0.0, 4.0)
+    assert r.witness.output in (math.inf, -math.inf, 0.0, 4.0)
     assert r.satisfies(epsilon=1.0 / scale) and not r.satisfies(epsilon=0.99 / scale)
 
 
@@ -192,7 +192,7 @@ def test_finite_callable_log_probabilities_and_labels():
     mech = FiniteMechanism.from_log_callable(lambda x: np.log(_rr(0.75)[x["X"]]), outputs=("no", "yes"))
     r = audit_finite(inst, mech)
     assert r.loss == pytest.approx(math.log(3), abs=1e-12)
-    assert r.witness[2] in ("no", "yes")
+    assert r.witness.output in ("no", "yes")
 
 
 def test_deterministic_release_has_infinite_loss():
@@ -249,7 +249,7 @@ def test_composition_with_zero_probabilities():
     table = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5]])
     r = audit_composition(inst, table, k=2)
     assert r.loss == math.inf
-    assert r.witness[2] != (1, 1)
+    assert r.witness.output != (1, 1)
 
 
 # ---------------------------------------------------------------- exponential
@@ -347,7 +347,7 @@ def test_pgmpy_network_prior_and_default_instantiation():
     assert [(a.name, b.name) for a, b in only.pairs] == [("X2=0", "X2=1")]
     # correlated chain: Laplace at scale 1 on the sum leaks more than 1 per record
     r = audit_laplace(inst, lambda x: sum(x.values()), 1.0)
-    assert r.loss > 1.0 and r.witness[0] == 0
+    assert r.loss > 1.0 and r.witness.prior == 0
 
 
 class _DuckNetworkPrior:

@@ -25,7 +25,7 @@ def test_example_4_1_zero_leakage_then_collapse():
     assert audit_finite(case.inst, case.mechanism).loss == pytest.approx(0.0, abs=1e-12)
     two = audit_composition(case.inst, case.mechanism, k=2)
     assert two.loss == math.inf
-    (o1, o2) = two.witness[2]
+    (o1, o2) = two.witness.output
     assert o1 != o2  # two different outputs reveal the data
     ex = expected_runs_to_reveal(case.inst, case.mechanism)
     # exact value (Theorem 1's proof, before the bound): 1 + sum_s P(s) sum_D' P(D'|other)/(1 - P(D'|other))
@@ -72,7 +72,7 @@ def test_exam_order_laplace_is_dp_but_not_pufferfish():
         assert r.loss == pytest.approx(exam_order_laplace_loss(n, epsilon=eps), rel=1e-12)
         assert r.loss > eps
         # Example 9.2's pair (r1=0, r1=1) and the output region beyond n
-        assert r.witness[1] == ("r1=0", "r1=1") and r.witness[2] >= n
+        assert r.witness.pair == ("r1=0", "r1=1") and r.witness.output >= n
         i1 = math.log(np.mean(np.exp(eps * np.arange(1, n + 1))))
         assert r.loss == pytest.approx(i1, rel=1e-12)
         # Equation 18: distinguishing D_0 from D_n needs scale n / eps

@@ -154,7 +154,7 @@ def test_gaussian_network_curve_matches_joint_gaussian():
     r1 = gaussian_region_influence(cov, [-6] * 3, [6] * 3, 0.2, 0, [1, 2], mean=mean)
     r2 = gaussian_region_influence(cov, [-6] * 3, [6] * 3, 0.2, 0, [1], mean=mean)
     assert r1["range"] == pytest.approx(r2["range"], rel=1e-9)
-    assert c.witnesses[0][0] in ("A", "B", "C")
+    assert c.witnesses[0].node in ("A", "B", "C")
     with pytest.raises(ParameterError, match="bounds"):
         gaussian_network_curve(m, {"A": (-1, 1)}, 0.2)
 

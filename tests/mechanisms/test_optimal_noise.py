@@ -18,6 +18,7 @@ import pytest
 from _nets import random_network
 from scipy.optimize import linprog
 
+from puffgm.core.laws import QueryLaws
 from puffgm.core.query import SumQuery
 from puffgm.exceptions import ParameterError
 from puffgm.framework import Instantiation
@@ -36,7 +37,7 @@ from puffgm.mechanisms.optimal_noise import (
     sample_noise,
     tail_losses,
 )
-from puffgm.mechanisms.query import QueryLaws, laplace_losses
+from puffgm.mechanisms.query import laplace_losses
 from puffgm.networks.priors import PriorClass, load_prior_class
 from puffgm.networks.query_laws import group_sensitivity, network_query_laws
 from puffgm.networks.secrets import SecretSpec

@@ -282,13 +282,14 @@ def puffgm_laws(prior, workload, **options) -> WorkloadLaws:
 def assert_laws_match(laws: WorkloadLaws, ref, ref_pairs, axes):
     rows, pairs, labels = laws.stacked()
     assert rows.shape[1:] == tuple(ax.n + 1 for ax in axes)
-    got = {(t, node, frozenset((a, b))) for t, node, a, b in labels}
+    got = {(w.prior, w.node, frozenset(w.pair)) for w in labels}
     assert got == {(t, node, frozenset((a, b))) for t, node, a, b in ref_pairs}
     assert len(labels) == len(ref_pairs)
     for q, ax in zip(laws.workload.to_dict()["queries"], axes, strict=True):
         assert (q["min_value"], q["max_value"]) == (float(ax.low), float(ax.low + Fraction(ax.n, ax.unit)))
     checked = 0
-    for (t, node, a, b), (ra, rb) in zip(labels, pairs, strict=True):
+    for w, (ra, rb) in zip(labels, pairs, strict=True):
+        t, node, (a, b) = w.prior, w.node, w.pair
         for name, r in ((a, ra), (b, rb)):
             want, have = ref[(t, node, name)], rows[r]
             finite = np.isfinite(want)

@@ -68,7 +68,7 @@ def test_witnesses_give_the_stated_leakage_by_brute_force(small_curves):
     """Each point's witness (node, quilt) splits H = X_N, L = X_Q u X_R with exactly that leakage."""
     for theta, c in small_curves:
         for b, a, w in zip(c.b, c.a, c.witnesses, strict=True):
-            node, quilt = w
+            node, quilt = w.node, w.quilt
             remote = remote_nodes(theta.dag, node, frozenset(quilt))
             low = set(quilt) | set(remote)
             nearby = set(theta.nodes) - low

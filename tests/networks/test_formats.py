@@ -145,8 +145,8 @@ def test_influence_curve_is_the_same_in_every_format(asia_dir, name):
     got = influence_curve(str(asia_dir / name))
     assert got.a == pytest.approx(want.a, rel=1e-12)
     names = _uai_names(ASIA) if name.endswith(".uai") else {n: n for n in ASIA.nodes}
-    node, quilt = got.witnesses[2]
-    assert (names[node], {names[q] for q in quilt}) == (want.witnesses[2][0], set(want.witnesses[2][1]))
+    node, quilt = got.witnesses[2].node, got.witnesses[2].quilt
+    assert (names[node], {names[q] for q in quilt}) == (want.witnesses[2].node, set(want.witnesses[2].quilt))
 
 
 def test_a_class_may_mix_formats(asia_dir):

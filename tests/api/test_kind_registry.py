@@ -1,0 +1,87 @@
+"""A prior kind declares its methods once and registers once (puffgm.api.kinds): the CLI's --method
+choices and calibrate_many's validation and messages read them from the registry."""
+
+import pytest
+
+import puffgm
+from puffgm.api import as_prior
+from puffgm.api.kinds import calibration_methods, prior_kinds, register_kind, unregister_kind
+from puffgm.chains.kind import ChainBoxKind, MarkovChainKind
+from puffgm.cli import build_parser
+from puffgm.core.prior import QUERY_METHODS, PriorKind
+from puffgm.exceptions import ParameterError, PriorError
+from puffgm.gaussian.kind import LinearGaussianKind
+from puffgm.networks.kind import BayesianNetworkKind
+
+
+class ToyKind(PriorKind):
+    """A new prior kind: its one method ``"toy"``, declared here and nowhere else."""
+
+    kind = "toy priors"
+    methods = {"toy": ("knob",)}
+
+    def _calibrate(self, *, epsilon, lipschitz, method, options):
+        return ("toy", epsilon, lipschitz, method, options)
+
+
+@pytest.fixture
+def toy():
+    register_kind(ToyKind)
+    try:
+        yield ToyKind
+    finally:
+        unregister_kind(ToyKind)
+
+
+def _parse(*argv):
+    return build_parser().parse_args(["calibrate", "example:asia", "--epsilon", "1", *argv])
+
+
+def test_the_built_in_kinds_are_registered_with_their_declared_methods():
+    assert prior_kinds() == (BayesianNetworkKind, LinearGaussianKind, MarkovChainKind, ChainBoxKind)
+    assert calibration_methods() == tuple(dict.fromkeys(m for k in prior_kinds() for m in k.methods))
+    assert calibration_methods() == ("exact", "approx", "groupdp", "gk16")
+
+
+def test_a_toy_kind_registered_once_appears_in_the_cli_and_calibrate_many(toy, capsys):
+    assert "toy" in calibration_methods()
+    assert _parse("--method", "toy").method == "toy"  # a --method choice
+    with pytest.raises(SystemExit):
+        _parse("--help")
+    assert "toy" in capsys.readouterr().out
+    out = puffgm.calibrate_many([ToyKind(None)], epsilon=2.0, method="toy", n_jobs=1, knob=3)
+    assert out == [("toy", 2.0, 1.0, "toy", {"knob": 3})]
+    with pytest.raises(ParameterError, match="'toy'"):  # the refusal names the registered methods
+        puffgm.calibrate_many([ToyKind(None)], epsilon=1.0, method="nope")
+
+
+def test_an_unregistered_method_is_refused_everywhere(capsys):
+    assert "toy" not in calibration_methods()
+    with pytest.raises(SystemExit) as exc:
+        _parse("--method", "toy")
+    assert exc.value.code == 2 and "invalid choice: 'toy'" in capsys.readouterr().err
+    with pytest.raises(ParameterError, match="must be one of .*'gk16'.* Got 'toy'"):
+        puffgm.calibrate_many([ToyKind(None)], epsilon=1.0, method="toy")
+
+
+def test_every_query_method_is_a_cli_choice():
+    for method in QUERY_METHODS:
+        assert _parse("--method", method).method == method
+
+
+def test_a_toy_kind_registered_with_its_recogniser_is_reached_from_its_inputs(toy):
+    """One registration also routes the kind's own inputs: as_prior, puffgm.calibrate and the mix refusal."""
+    unregister_kind(ToyKind)
+    register_kind(ToyKind, recognises=lambda item: isinstance(item, str) and item.startswith("toy:"))
+    kind = as_prior("toy:one")
+    assert type(kind) is ToyKind and kind.prior_class == "toy:one"
+    assert puffgm.calibrate("toy:two", epsilon=1.0, method="toy") == ("toy", 1.0, 1.0, "toy", {})
+    with pytest.raises(PriorError, match="mixes toy priors with other priors"):
+        as_prior(["toy:one", "example:asia"])
+    unregister_kind(ToyKind)
+    assert type(as_prior("example:asia")) is BayesianNetworkKind
+
+
+def test_register_kind_refuses_what_is_not_a_kind():
+    with pytest.raises(ParameterError, match="PriorKind subclass"):
+        register_kind(object)
