@@ -12,11 +12,13 @@ import puffgm.mechanisms.mqm_loop as mqm_loop
 import puffgm.networks.calibration as net_calibration
 from puffgm.chains import ChainPriorClass, MQMApprox, MQMExact
 from puffgm.core.results import QuiltChoice
+from puffgm.core.witness import Witness
 from puffgm.exceptions import ParameterError, TimeLimitError
 from puffgm.gaussian.networks import LinearGaussianPrior, gaussian_calibrate
 
 
-def _choice(node, score, witness=(0,)):
+def _choice(node, score, witness=None):
+    witness = Witness(prior=0, node=node) if witness is None else witness
     return QuiltChoice(node=node, quilt=(), nearby=(node,), remote=(), max_influence=0.0, score=score,
                        witness=witness)
 
@@ -66,10 +68,11 @@ def test_one_clock_and_one_clear_excess():
 
 def test_worst_prior_per_node_ties_keep_the_earlier_prior_and_witnesses_name_the_prior():
     searches = {0: {"a": _choice("a", 2.0), "b": _choice("b", 1.0)},
-                1: {"a": _choice("a", 2.0, (0, "x")), "b": _choice("b", 3.0, (0, "y"))}}
+                1: {"a": _choice("a", 2.0, Witness(prior=0, node="a", pair=("x", "z"))),
+                     "b": _choice("b", 3.0, Witness(prior=0, node="b", pair=("y", "z")))}}
     out = mqm_loop.run_mqm(["p0", "p1"], ["a", "b"], lambda t, _: searches[t], epsilon=0.5, largest_group=2)
-    assert out.best["a"].witness == (0,) and out.prior_of["a"] == 0  # a tie: the earlier prior
-    assert out.best["b"].witness == (1, "y") and out.prior_of["b"] == 1
+    assert out.best["a"].witness == Witness(prior=0, node="a") and out.prior_of["a"] == 0  # a tie: the earlier prior
+    assert out.best["b"].witness == Witness(prior=1, node="b", pair=("y", "z")) and out.prior_of["b"] == 1
     assert out.worst.node == "b" and out.worst_prior == 1 and out.sigma_max == 3.0
     assert out.per_prior == (2.0, 3.0) and out.groupdp_sigma == 4.0 and not out.no_gain
 
