@@ -44,19 +44,18 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
+from puffgm.api.kinds import roads, saved_forms
 from puffgm.core.prior import PriorKind
 from puffgm.core.validation import is_inline_json, read_json_argument
 from puffgm.exceptions import PriorError
 
-__all__ = ["FORMAT", "VERSION", "KINDS", "save_prior", "load_prior_class", "prior_to_dict", "prior_from_dict",
+__all__ = ["FORMAT", "VERSION", "save_prior", "load_prior_class", "prior_to_dict", "prior_from_dict",
            "is_saved_prior"]
 
 #: The ``"format"`` value of a saved prior.
 FORMAT = "puffgm-prior"
 #: The version of the format this module writes (and the highest it reads).
 VERSION = 1
-#: The ``"kind"`` values.
-KINDS = ("bayesian-network", "markov-chain", "chain-box", "linear-gaussian")
 
 
 # ------------------------------------------------------------------ writing
@@ -103,70 +102,50 @@ def save_prior(prior_class: Any, path) -> str:
 
 
 def prior_to_dict(prior_class: Any) -> dict:
-    """The saved form of a prior class (module docstring), as a JSON-ready dict."""
+    """The saved form of a prior class (module docstring), as a JSON-ready dict: the envelope, then its kind's body."""
     obj = _as_object(prior_class)
-    from puffgm.chains.box import ChainParameterBox
-    from puffgm.chains.priors import ChainPriorClass
-    from puffgm.gaussian.networks import GaussianPriorClass
-
-    if isinstance(obj, ChainParameterBox):
-        body = {"kind": "chain-box", "p0": list(obj.p0), "p1": list(obj.p1), "initial": obj.initial_kind,
-                "length": obj.length, "states": list(obj.states), "name": obj.name}
-    elif isinstance(obj, ChainPriorClass):
-        body = {"kind": "markov-chain", "length": obj.length, "length_source": obj.length_source,
-                "states": list(obj.states),
-                "members": [{"name": m.name, "notes": list(m.notes),
-                             "initial": m.initial if isinstance(m.initial, str) else m.initial.tolist(),
-                             "transition": m.transition.tolist()} for m in obj.members]}
-    elif isinstance(obj, GaussianPriorClass):
-        body = {"kind": "linear-gaussian", "members": [p.to_dict() for p in obj.priors]}
-    else:
-        body = {"kind": "bayesian-network", "nodes": list(obj.nodes),
-                "states": {n: list(obj.states[n]) for n in obj.nodes},
-                "parents": {n: list(obj.parents[n]) for n in obj.nodes},
-                "members": [{"name": m.name, "notes": list(m.notes),
-                             "cpds": {n: m.cpts[n].tolist() for n in obj.nodes}} for m in obj.priors]}
-    head = {"format": FORMAT, "version": VERSION, "kind": body.pop("kind"), "fingerprint": obj.fingerprint,
+    form = _form_of(obj)
+    assert form is not None  # _as_object gives a class of a registered form
+    head = {"format": FORMAT, "version": VERSION, "kind": form.tag, "fingerprint": obj.fingerprint,
             "notes": list(obj.notes)}
-    return head | body
+    return head | form.resolved("to_json")(obj)
+
+
+def _form_of(obj: Any):
+    """The registered SavedForm whose class ``obj`` is, or None."""
+    return next((f for f in saved_forms() if isinstance(obj, f.resolved("cls"))), None)
 
 
 def _as_object(prior: Any):
     """The prior class object of any input: a class as it is, a member as a class of one, a spec loaded."""
-    from puffgm.chains.box import ChainParameterBox
-    from puffgm.chains.priors import ChainPrior, ChainPriorClass
-    from puffgm.gaussian.networks import GaussianPriorClass, LinearGaussianPrior, load_gaussian_class
-    from puffgm.networks.priors import NetworkPrior, PriorClass
-
-    if isinstance(prior, (PriorClass, ChainPriorClass, ChainParameterBox, GaussianPriorClass)):
+    if _form_of(prior) is not None:
         return prior
-    if isinstance(prior, NetworkPrior):
-        return PriorClass([prior])
-    if isinstance(prior, ChainPrior):
-        return ChainPriorClass([prior])
-    if isinstance(prior, LinearGaussianPrior):
-        return GaussianPriorClass([prior])
-    if not isinstance(prior, PriorKind):
-        return _load_other(prior)
-    inner = prior.prior_class
-    if isinstance(inner, (PriorClass, ChainPriorClass, ChainParameterBox, GaussianPriorClass)):
-        return inner
-    return load_gaussian_class(inner)
+    for form in saved_forms():
+        if form.member is not None and isinstance(prior, form.resolved("member")):
+            return form.resolved("cls")([prior])
+    inner = prior.prior_class if isinstance(prior, PriorKind) else prior
+    obj = inner if _form_of(inner) is not None else _load_other(inner)
+    if isinstance(obj, PriorKind):
+        obj = obj.prior_class
+    if _form_of(obj) is None:
+        raise PriorError(f"Cannot save {type(obj).__name__} objects: no registered prior kind saves them "
+                         f"(saved kinds: {', '.join(f.tag for f in saved_forms())}).")
+    return obj
 
 
 def _load_other(prior: Any):
-    """A saved prior, a linear-Gaussian or chain spec, or network specs, as the class object."""
-    from puffgm.chains.kind import chain_kind, is_chain_prior
-    from puffgm.gaussian.networks import is_gaussian_prior, load_gaussian_class
-
-    if is_saved_prior(prior):
+    """A saved prior, or the input of a registered road loaded by its SavedForm's ``load``."""
+    items = list(prior) if isinstance(prior, (list, tuple)) else [prior]
+    if is_saved_prior(prior) or any(is_saved_prior(p) for p in items):
         return load_prior_class(prior)
-    if is_gaussian_prior(prior):
-        return load_gaussian_class(prior)
-    items = prior if isinstance(prior, (list, tuple)) else [prior]
-    if items and all(is_chain_prior(p) for p in items):
-        return chain_kind(prior).prior_class
-    return load_prior_class(prior)
+    road = next((r for r in roads() if not r.default and items and all(r.claims(p) for p in items)),
+                next(r for r in roads() if r.default))
+    load = next((f.resolved("load") for f in road.saved if f.load is not None), None)
+    if load is None:
+        raise PriorError(f"{road.label[0].upper()}{road.label[1:]} given as {type(prior).__name__} cannot be saved: "
+                         "give the prior class object.")
+    out = load(prior)
+    return out.prior_class if isinstance(out, PriorKind) else out
 
 
 # ------------------------------------------------------------------ reading
@@ -233,16 +212,14 @@ def load_prior_class(specs: Any):
 
 
 def _pooled(classes: list):
-    """One class from several of one kind (their members, in order); a box stands alone."""
-    from puffgm.chains.priors import ChainPriorClass
-    from puffgm.gaussian.networks import GaussianPriorClass
-    from puffgm.networks.priors import PriorClass
-
-    for kind, members in ((PriorClass, "priors"), (ChainPriorClass, "members"), (GaussianPriorClass, "priors")):
-        if all(isinstance(c, kind) for c in classes):
-            return kind([m for c in classes for m in getattr(c, members)])
-    raise PriorError("The saved priors are not of one kind (Bayesian networks, Markov chains or linear-Gaussian "
-                     "networks; a parameter box stands alone): one class holds one kind.")
+    """One class from several of one kind (their members, in order); a class whose form does not pool stands alone."""
+    for form in saved_forms():
+        kind = form.resolved("cls")
+        if form.pool is not None and all(isinstance(c, kind) for c in classes):
+            return kind([m for c in classes for m in getattr(c, form.pool)])
+    pooling = [f.tag for f in saved_forms() if f.pool is not None]
+    raise PriorError(f"The saved priors are not of one kind ({', '.join(pooling)}; any other kind stands alone): "
+                     "one class holds one kind.")
 
 
 def _read(source: Any) -> tuple:
@@ -262,12 +239,12 @@ def prior_from_dict(data, label: str = "the saved prior"):
         raise PriorError(f"{label[0].upper()}{label[1:]} has format version {version!r}; this puffgm reads "
                          f"version 1 to {VERSION}.")
     kind = data.get("kind")
-    readers = {"bayesian-network": _networks, "markov-chain": _chains, "chain-box": _box,
-               "linear-gaussian": _gaussian}
-    if kind not in readers:
-        raise PriorError(f"{label[0].upper()}{label[1:]} has the kind {kind!r}; kinds: {', '.join(KINDS)}.")
+    form = next((f for f in saved_forms() if f.tag == kind), None)
+    if form is None:
+        raise PriorError(f"{label[0].upper()}{label[1:]} has the kind {kind!r}; kinds: "
+                         f"{', '.join(f.tag for f in saved_forms())}.")
     try:
-        obj = readers[kind](data, label)
+        obj = form.resolved("from_json")(data, label)
     except KeyError as exc:
         raise PriorError(f"{label[0].upper()}{label[1:]} has no {exc.args[0]!r}.") from None
     notes = data.get("notes", [])
@@ -280,56 +257,3 @@ def prior_from_dict(data, label: str = "the saved prior"):
                          f"{obj.fingerprint!r}: the file was changed after it was saved (remove 'fingerprint' "
                          "to accept the change).")
     return obj
-
-
-def _members(data: dict, label: str) -> list:
-    members = data["members"]
-    if not isinstance(members, list) or not members or not all(isinstance(m, dict) for m in members):
-        raise PriorError(f"The 'members' of {label} must be a non-empty list of objects.")
-    return members
-
-
-def _networks(data: dict, label: str):
-    from puffgm.networks.priors import NetworkPrior, PriorClass
-
-    nodes, states, parents = data["nodes"], data["states"], data["parents"]
-    if not isinstance(nodes, list) or not isinstance(states, dict) or not isinstance(parents, dict):
-        raise PriorError(f"The 'nodes' of {label} must be a list, its 'states' and 'parents' objects.")
-    for n in nodes:
-        if n not in states or n not in parents:
-            raise PriorError(f"Node {n!r} of {label} has no 'states' or no 'parents' entry.")
-    members = []
-    for j, m in enumerate(_members(data, label), start=1):
-        name = str(m.get("name", f"prior {j}"))
-        members.append(NetworkPrior.exact(nodes, states, parents, m["cpds"], name=name, notes=m.get("notes", ())))
-    return PriorClass(members)
-
-
-def _chains(data: dict, label: str):
-    from puffgm.chains.priors import ChainPrior, ChainPriorClass
-
-    members = [ChainPrior.exact(m["transition"], m.get("initial", "stationary"), data["length"], data["states"],
-                                name=str(m.get("name", f"chain {j}")))
-               for j, m in enumerate(_members(data, label), start=1)]
-    for member, m in zip(members, _members(data, label), strict=True):
-        object.__setattr__(member, "notes", tuple(map(str, m.get("notes", ()))))
-    out = ChainPriorClass(members)
-    source = data.get("length_source", "given")
-    if source not in ("given", "longest trace"):
-        raise PriorError(f"The 'length_source' of {label} must be 'given' or 'longest trace'; got {source!r}.")
-    object.__setattr__(out, "length_source", source)
-    return out
-
-
-def _box(data: dict, label: str):
-    from puffgm.chains.box import ChainParameterBox
-
-    return ChainParameterBox(data["p0"], data["p1"], initial=data.get("initial", "any"), length=data["length"],
-                             states=data.get("states"), name=str(data.get("name", "box")))
-
-
-def _gaussian(data: dict, label: str):
-    from puffgm.gaussian.networks import GaussianPriorClass, LinearGaussianPrior
-
-    return GaussianPriorClass(LinearGaussianPrior.from_dict(m, label=f"member {j} of {label}")
-                              for j, m in enumerate(_members(data, label), start=1))

@@ -87,7 +87,8 @@ from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError, PriorError
 
-__all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds"]
+__all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds", "box_to_json",
+           "box_from_json"]
 
 #: Added to every enclosed max-influence to cover floating-point rounding of the closed forms.
 ROUNDING_SLACK = 1e-9
@@ -669,3 +670,18 @@ def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int
                  "n_chains": "box", "worst_quilt_kind": top.details.get("worst_quilt_kind")},
         graph=QuiltGraph("chain", length=int(T)), options=options,
     )
+
+
+def box_to_json(box: ChainParameterBox) -> dict:
+    """The body of a saved parameter box (kind ``"chain-box"``, :mod:`puffgm.api.persist`).
+
+    ``"p0"``, ``"p1"`` (the ranges), ``"initial"``, ``"length"``, ``"states"`` and ``"name"``.
+    """
+    return {"p0": list(box.p0), "p1": list(box.p1), "initial": box.initial_kind, "length": box.length,
+            "states": list(box.states), "name": box.name}
+
+
+def box_from_json(data: dict, label: str) -> ChainParameterBox:
+    """The parameter box :func:`box_to_json` wrote, validated as when it was built."""
+    return ChainParameterBox(data["p0"], data["p1"], initial=data.get("initial", "any"), length=data["length"],
+                             states=data.get("states"), name=str(data.get("name", "box")))

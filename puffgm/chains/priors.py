@@ -38,9 +38,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from puffgm.core.states import match_state, natural_order, state_label
+from puffgm.core.validation import saved_members
 from puffgm.exceptions import PriorError
 
 __all__ = [
+    "chain_class_to_json", "chain_class_from_json",
     "ChainPrior", "ChainPriorClass", "InfiniteChainClass", "ROW_TOLERANCE", "SMOOTHING_TAU", "check_length",
     "check_transition_matrix", "closed_classes", "gth_stationary", "node_name", "smooth_transition",
     "stationary_distribution", "fit_chain",
@@ -915,3 +917,31 @@ def _fit_length(length, span: int, longest_run: int) -> tuple:
     run = "" if longest_run == span else f"; its longest gap-free run has {longest_run}"
     return span, "longest trace", (f"T = {span} records: the longest trace from its first to its last observation, "
                                    f"gaps included{run}; give length= to choose T")
+
+
+def chain_class_to_json(obj: ChainPriorClass) -> dict:
+    """The body of a saved class of Markov chains (kind ``"markov-chain"``, :mod:`puffgm.api.persist`).
+
+    ``"length"`` (T), ``"length_source"``, ``"states"`` and ``"members"``: ``{"name", "notes",
+    "initial": "stationary" | "any" | [q_0, ...], "transition": [[...], ...]}``.
+    """
+    return {"length": obj.length, "length_source": obj.length_source, "states": list(obj.states),
+            "members": [{"name": m.name, "notes": list(m.notes),
+                         "initial": m.initial if isinstance(m.initial, str) else m.initial.tolist(),
+                         "transition": m.transition.tolist()} for m in obj.members]}
+
+
+def chain_class_from_json(data: dict, label: str) -> ChainPriorClass:
+    """The class of Markov chains :func:`chain_class_to_json` wrote, every row validated and kept exactly."""
+    saved = saved_members(data, label)
+    members = [ChainPrior.exact(m["transition"], m.get("initial", "stationary"), data["length"], data["states"],
+                                name=str(m.get("name", f"chain {j}")))
+               for j, m in enumerate(saved, start=1)]
+    for member, m in zip(members, saved, strict=True):
+        object.__setattr__(member, "notes", tuple(map(str, m.get("notes", ()))))
+    out = ChainPriorClass(members)
+    source = data.get("length_source", "given")
+    if source not in ("given", "longest trace"):
+        raise PriorError(f"The 'length_source' of {label} must be 'given' or 'longest trace'; got {source!r}.")
+    object.__setattr__(out, "length_source", source)
+    return out

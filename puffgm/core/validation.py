@@ -15,11 +15,11 @@ import sys
 import warnings
 from collections.abc import Iterable
 
-from puffgm.exceptions import ParameterError
+from puffgm.exceptions import ParameterError, PriorError
 
 __all__ = ["check_positive_finite", "check_nonnegative_finite", "check_nonnegative_int", "check_positive_int",
            "check_time_limit", "did_you_mean", "is_inline_json", "read_json_argument",
-           "progress_enabled", "renamed", "refuse_unexpected", "deprecated_call", "dask_client"]
+           "progress_enabled", "renamed", "refuse_unexpected", "deprecated_call", "dask_client", "saved_members"]
 
 
 def _is_real(value) -> bool:
@@ -269,3 +269,11 @@ def dask_client(client, where: str):
             f"'tcp://host:8786'; got {type(client).__name__}."
         )
     return client, False
+
+
+def saved_members(data: dict, label: str) -> list:
+    """The ``"members"`` of a saved prior (:mod:`puffgm.api.persist`): a non-empty list of objects, or one sentence."""
+    members = data["members"]
+    if not isinstance(members, list) or not members or not all(isinstance(m, dict) for m in members):
+        raise PriorError(f"The 'members' of {label} must be a non-empty list of objects.")
+    return members

@@ -61,12 +61,14 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from puffgm.core.validation import check_positive_finite, is_inline_json, read_json_argument
+from puffgm.core.validation import check_positive_finite, is_inline_json, read_json_argument, saved_members
 from puffgm.core.witness import Witness
 from puffgm.exceptions import ParameterError, PriorError
 from puffgm.gaussian.leakage import GaussianRegionModel, ModelOptions
 
 __all__ = [
+    "gaussian_class_to_json",
+    "gaussian_class_from_json",
     "FORMAT",
     "LinearGaussianPrior",
     "GaussianPriorClass",
@@ -611,3 +613,17 @@ def gaussian_influence_curve(prior, max_b=None, *, protected=None, secrets=None,
                                  f"(delta = {pc.priors[0].delta:g}); quilts separate in the moral graph",),
                           details={"seconds": time.perf_counter() - t0, "n_priors": len(pc.priors),
                                    "secrets": _secrets_key(pc, nodes)})
+
+
+def gaussian_class_to_json(obj: GaussianPriorClass) -> dict:
+    """The body of a saved class of linear-Gaussian networks (kind ``"linear-gaussian"``, :mod:`puffgm.api.persist`).
+
+    ``"members"``: one ``puffgm-linear-gaussian`` object per member (:meth:`LinearGaussianPrior.to_dict`).
+    """
+    return {"members": [p.to_dict() for p in obj.priors]}
+
+
+def gaussian_class_from_json(data: dict, label: str) -> GaussianPriorClass:
+    """The class of linear-Gaussian networks :func:`gaussian_class_to_json` wrote, every member validated."""
+    return GaussianPriorClass(LinearGaussianPrior.from_dict(m, label=f"member {j} of {label}")
+                              for j, m in enumerate(saved_members(data, label), start=1))

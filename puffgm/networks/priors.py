@@ -37,11 +37,13 @@ from pathlib import Path
 
 import numpy as np
 
-from puffgm.core.validation import did_you_mean
+from puffgm.core.validation import did_you_mean, saved_members
 from puffgm.exceptions import PriorError
 from puffgm.networks.formats import CPD_TOLERANCE, NetworkTables, pgmpy_tables, read_bif_text, read_network_file
 
 __all__ = [
+    "prior_class_to_json",
+    "prior_class_from_json",
     "NetworkPrior",
     "PriorClass",
     "load_prior_class",
@@ -523,4 +525,33 @@ def load_prior_class(specs) -> PriorClass:
             members.extend(s.priors)
         else:
             members.append(load_network(s))
+    return PriorClass(members)
+
+
+def prior_class_to_json(obj: PriorClass) -> dict:
+    """The body of a saved class of Bayesian networks (kind ``"bayesian-network"``, :mod:`puffgm.api.persist`).
+
+    ``"nodes"`` (in the class's topological order), ``"states"`` (node -> state names, in order),
+    ``"parents"`` (node -> the axis order of its CPD) and ``"members"``: ``{"name", "notes", "cpds"}``
+    with ``cpds[X][x][j1]...`` = P(X = x | parents = (j1, ...)) (pgmpy's layout).
+    """
+    return {"nodes": list(obj.nodes),
+            "states": {n: list(obj.states[n]) for n in obj.nodes},
+            "parents": {n: list(obj.parents[n]) for n in obj.nodes},
+            "members": [{"name": m.name, "notes": list(m.notes),
+                         "cpds": {n: m.cpts[n].tolist() for n in obj.nodes}} for m in obj.priors]}
+
+
+def prior_class_from_json(data: dict, label: str) -> PriorClass:
+    """The class of Bayesian networks :func:`prior_class_to_json` wrote, every member validated, CPDs kept exactly."""
+    nodes, states, parents = data["nodes"], data["states"], data["parents"]
+    if not isinstance(nodes, list) or not isinstance(states, dict) or not isinstance(parents, dict):
+        raise PriorError(f"The 'nodes' of {label} must be a list, its 'states' and 'parents' objects.")
+    for n in nodes:
+        if n not in states or n not in parents:
+            raise PriorError(f"Node {n!r} of {label} has no 'states' or no 'parents' entry.")
+    members = []
+    for j, m in enumerate(saved_members(data, label), start=1):
+        name = str(m.get("name", f"prior {j}"))
+        members.append(NetworkPrior.exact(nodes, states, parents, m["cpds"], name=name, notes=m.get("notes", ())))
     return PriorClass(members)

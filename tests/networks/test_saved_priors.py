@@ -90,7 +90,7 @@ def test_a_changed_file_is_refused(saved, tmp_path):
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"version": 7}, "has format version 7; this puffgm reads version 1 to 1"),
-    ({"kind": "hmm"}, "has the kind 'hmm'; kinds: bayesian-network, markov-chain, chain-box, linear-gaussian"),
+    ({"kind": "hmm"}, "has the kind 'hmm'; kinds: bayesian-network, linear-gaussian, markov-chain, chain-box"),
     ({"members": []}, "The 'members' of the saved prior must be a non-empty list of objects"),
 ])
 def test_bad_files_are_one_sentence(saved, change, message):
