@@ -114,6 +114,10 @@ class KindRoad:
         """Whether this road recognises ``item`` (one member of a class)."""
         return self.recognises is not None and bool(_resolve(self.recognises)(item))
 
+    def holds(self, kind_class) -> bool:
+        """Whether ``kind_class`` is one of this road's kinds (imported here)."""
+        return any(_resolve(k) is kind_class for k in self.kinds)
+
     def classify(self, prior) -> tuple:
         """(kind class, the loaded kind or None) of ``prior``, a class this road claims."""
         if self.load is None:

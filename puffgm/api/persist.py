@@ -123,10 +123,12 @@ def _as_object(prior: Any):
     for form in saved_forms():
         if form.member is not None and isinstance(prior, form.resolved("member")):
             return form.resolved("cls")([prior])
-    inner = prior.prior_class if isinstance(prior, PriorKind) else prior
-    obj = inner if _form_of(inner) is not None else _load_other(inner)
-    if isinstance(obj, PriorKind):
-        obj = obj.prior_class
+    if isinstance(prior, PriorKind):
+        inner = prior.prior_class
+        road = next((r for r in roads() if r.holds(type(prior))), None)
+        obj = inner if _form_of(inner) is not None else _loaded(road, inner, prior.kind)
+    else:
+        obj = _load_other(prior)
     if _form_of(obj) is None:
         raise PriorError(f"Cannot save {type(obj).__name__} objects: no registered prior kind saves them "
                          f"(saved kinds: {', '.join(f.tag for f in saved_forms())}).")
@@ -134,16 +136,21 @@ def _as_object(prior: Any):
 
 
 def _load_other(prior: Any):
-    """A saved prior, or the input of a registered road loaded by its SavedForm's ``load``."""
+    """A saved prior, or the input of the registered road that claims it, loaded by the road's SavedForm."""
     items = list(prior) if isinstance(prior, (list, tuple)) else [prior]
     if is_saved_prior(prior) or any(is_saved_prior(p) for p in items):
         return load_prior_class(prior)
     road = next((r for r in roads() if not r.default and items and all(r.claims(p) for p in items)),
                 next(r for r in roads() if r.default))
-    load = next((f.resolved("load") for f in road.saved if f.load is not None), None)
+    return _loaded(road, prior, road.label)
+
+
+def _loaded(road, prior: Any, label: str):
+    """``prior`` loaded by the first SavedForm of ``road`` with a ``load`` (a kind gives its class)."""
+    load = next((f.resolved("load") for f in (road.saved if road else ()) if f.load is not None), None)
     if load is None:
-        raise PriorError(f"{road.label[0].upper()}{road.label[1:]} given as {type(prior).__name__} cannot be saved: "
-                         "give the prior class object.")
+        raise PriorError(f"{label[0].upper()}{label[1:]} cannot be saved from a {type(prior).__name__}: its "
+                         "registration (puffgm.api.kinds.register_kind) gives no SavedForm that loads it.")
     out = load(prior)
     return out.prior_class if isinstance(out, PriorKind) else out
 

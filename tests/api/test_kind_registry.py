@@ -1,11 +1,14 @@
 """A prior kind declares its methods once and registers once (puffgm.api.kinds): the CLI's --method
 choices and calibrate_many's validation and messages read them from the registry."""
 
+import json
+from dataclasses import dataclass
+
 import pytest
 
 import puffgm
 from puffgm.api import as_prior
-from puffgm.api.kinds import calibration_methods, prior_kinds, register_kind, unregister_kind
+from puffgm.api.kinds import SavedForm, calibration_methods, prior_kinds, register_kind, saved_forms, unregister_kind
 from puffgm.chains.kind import ChainBoxKind, MarkovChainKind
 from puffgm.cli import build_parser
 from puffgm.core.prior import QUERY_METHODS, PriorKind
@@ -31,6 +34,31 @@ def toy():
         yield ToyKind
     finally:
         unregister_kind(ToyKind)
+
+
+@dataclass(frozen=True)
+class ToyClass:
+    """The toy kind's class: what its saved form writes and reads (a fingerprint and notes, as every class)."""
+
+    weights: tuple
+    notes: tuple = ()
+
+    @property
+    def fingerprint(self) -> str:
+        return f"toy-{len(self.weights)}-{sum(self.weights)!r}"
+
+
+def _toy_to_json(obj: ToyClass) -> dict:
+    return {"weights": list(obj.weights)}
+
+
+def _toy_from_json(data: dict, label: str) -> ToyClass:
+    if not all(isinstance(w, float) for w in data["weights"]):
+        raise PriorError(f"The 'weights' of {label} must be numbers.")
+    return ToyClass(tuple(data["weights"]))
+
+
+TOY_SAVED = SavedForm("toy", ToyClass, _toy_to_json, _toy_from_json)
 
 
 def _parse(*argv):
@@ -82,6 +110,38 @@ def test_a_toy_kind_registered_with_its_recogniser_is_reached_from_its_inputs(to
     assert type(as_prior("example:asia")) is BayesianNetworkKind
 
 
+def test_a_kind_registered_without_a_saved_form_is_refused_by_save_prior(toy, tmp_path):
+    with pytest.raises(PriorError, match="^Toy priors cannot be saved from a ToyClass: its registration"):
+        puffgm.save_prior(ToyKind(ToyClass((0.5,))), tmp_path / "toy.json")
+    assert not (tmp_path / "toy.json").exists()
+
+
 def test_register_kind_refuses_what_is_not_a_kind():
     with pytest.raises(ParameterError, match="PriorKind subclass"):
         register_kind(object)
+
+
+def test_a_toy_kind_registered_with_its_saved_form_round_trips_through_persist(tmp_path):
+    """One registration (recogniser and to/from JSON pair): save_prior writes the envelope and the toy body,
+    load_prior_class and every entry point read it back; persist.py names no kind."""
+    register_kind(ToyKind, recognises=lambda item: isinstance(item, ToyClass), saved=TOY_SAVED)
+    try:
+        toy = ToyClass((0.1 + 0.2, 0.5), notes=("made by hand",))
+        path = tmp_path / "toy.json"
+        assert puffgm.save_prior(ToyKind(toy), path) == toy.fingerprint
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data == {"format": "puffgm-prior", "version": 1, "kind": "toy", "fingerprint": toy.fingerprint,
+                        "notes": ["made by hand"], "weights": [0.1 + 0.2, 0.5]}
+        assert puffgm.load_prior_class(path) == toy  # every bit, and the notes
+        assert puffgm.calibrate(path, epsilon=1.0, method="toy") == ("toy", 1.0, 1.0, "toy", {})
+        data["fingerprint"] = "toy-2-1.0"
+        with pytest.raises(PriorError, match="fingerprint 'toy-2-1.0'"):
+            puffgm.load_prior_class(data)
+        with pytest.raises(ParameterError, match="'toy' is registered already"):
+            register_kind("tests.somewhere:Other", saved=SavedForm("toy", ToyClass, _toy_to_json, _toy_from_json))
+    finally:
+        unregister_kind(ToyKind)
+    with pytest.raises(PriorError, match=r"has the kind 'toy'; kinds: bayesian-network, linear-gaussian, "
+                                         r"markov-chain, chain-box\.$"):
+        puffgm.load_prior_class(path)
+    assert [f.tag for f in saved_forms()] == ["bayesian-network", "linear-gaussian", "markov-chain", "chain-box"]
