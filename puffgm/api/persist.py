@@ -11,20 +11,23 @@ The format (``"format": "puffgm-prior"``, ``"version": 1``) is one JSON object::
 
     {"format": "puffgm-prior", "version": 1, "kind": KIND, "fingerprint": FP, "notes": [...], ...}
 
-with, by ``kind``:
+with the body of its ``kind``, written and read by the kind's registered
+:class:`~puffgm.api.kinds.SavedForm` (its to-JSON / from-JSON pair lives in the kind's package; this
+module writes only the envelope and dispatches by the tag, and refuses an unknown tag naming the
+registered ones).  The built-in bodies, by ``kind``:
 
-* ``"bayesian-network"``: ``"nodes"`` (a list, in the class's topological order),
-  ``"states"`` (node -> list of state names, in order), ``"parents"`` (node -> list, the
-  axis order of its CPD), and ``"members"``: one object per member :math:`\theta`, ``{"name",
-  "notes", "cpds": {node: nested lists}}``, ``cpds[X][x][j1]...`` = P(X = x | parents =
-  (j1, ...)) (pgmpy's layout);
-* ``"markov-chain"``: ``"length"`` (T), ``"length_source"``, ``"states"``, and
-  ``"members"``: ``{"name", "notes", "initial": "stationary" | "any" | [q_0, ...],
-  "transition": [[...], ...]}``;
-* ``"chain-box"``: ``"p0"``, ``"p1"`` (ranges), ``"initial"``, ``"length"``,
-  ``"states"``, ``"name"`` (:class:`~puffgm.chains.ChainParameterBox`);
-* ``"linear-gaussian"``: ``"members"``, each a ``puffgm-linear-gaussian`` object
-  (:mod:`puffgm.gaussian.networks`).
+* ``"bayesian-network"`` (:func:`puffgm.networks.priors.prior_class_to_json`): ``"nodes"`` (a
+  list, in the class's topological order), ``"states"`` (node -> list of state names, in order),
+  ``"parents"`` (node -> list, the axis order of its CPD), and ``"members"``: one object per
+  member :math:`\theta`, ``{"name", "notes", "cpds": {node: nested lists}}``,
+  ``cpds[X][x][j1]...`` = P(X = x | parents = (j1, ...)) (pgmpy's layout);
+* ``"markov-chain"`` (:func:`puffgm.chains.priors.chain_class_to_json`): ``"length"`` (T),
+  ``"length_source"``, ``"states"``, and ``"members"``: ``{"name", "notes", "initial":
+  "stationary" | "any" | [q_0, ...], "transition": [[...], ...]}``;
+* ``"chain-box"`` (:func:`puffgm.chains.box.box_to_json`): ``"p0"``, ``"p1"`` (ranges),
+  ``"initial"``, ``"length"``, ``"states"``, ``"name"`` (:class:`~puffgm.chains.ChainParameterBox`);
+* ``"linear-gaussian"`` (:func:`puffgm.gaussian.networks.gaussian_class_to_json`): ``"members"``,
+  each a ``puffgm-linear-gaussian`` object (:mod:`puffgm.gaussian.networks`).
 
 Numbers are written as Python writes a float (the shortest text that reads back as the same
 double), so every probability round-trips to the last bit; state names are JSON strings
