@@ -145,3 +145,18 @@ def test_a_toy_kind_registered_with_its_saved_form_round_trips_through_persist(t
                                          r"markov-chain, chain-box\.$"):
         puffgm.load_prior_class(path)
     assert [f.tag for f in saved_forms()] == ["bayesian-network", "linear-gaussian", "markov-chain", "chain-box"]
+
+
+def test_persist_names_no_prior_kind():
+    """persist.py writes the envelope and dispatches by tag: it imports no kind package and names no tag."""
+    import ast
+    import inspect
+
+    import puffgm.api.persist as persist
+
+    tree = ast.parse(inspect.getsource(persist))
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert not {m for m in imported if m and m.split(".")[1:2] in (["networks"], ["chains"], ["gaussian"])}
+    code = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            and n is not tree.body[0].value]
+    assert not [c for c in code if c in {f.tag for f in saved_forms()}]
