@@ -187,7 +187,8 @@ def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float 
     n = log_a.shape[-1]
 
     def holds(w):
-        return bool(coupled_within(cs_a, cs_b, int(w), rtol)[0])
+        (ok,) = coupled_within(cs_a, cs_b, int(w), rtol)  # one pair
+        return bool(ok)
 
     g = min(max(int(guess), 0), n - 1)
     if holds(g):  # gallop down: lo fails (or is -1), hi holds
@@ -483,8 +484,10 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
 
 def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: str):
-    r"""The least scale :math:`s \in (0, \infty)` with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
+    r"""The least scale :math:`s \in (0, \infty)` with ``at(s).loss <= threshold``, to ``rtol`` relative, for a loss
     non-increasing in :math:`s`: ``start`` doubled until it passes, then bisection on [0, that].
+
+    ``at(s)`` returns an :class:`ExactLoss` (only its ``loss`` is read).
 
     Returns
     -------
@@ -498,7 +501,7 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
     """
     hi = max(float(start), 1e-12)
     best, evals = at(hi), 1
-    while best[0] > threshold:
+    while best.loss > threshold:
         hi *= 2.0
         if hi > 1e300:
             raise AuditError(refusal)
@@ -507,7 +510,7 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         cand, evals = at(mid), evals + 1
-        if cand[0] <= threshold:
+        if cand.loss <= threshold:
             hi, best = mid, cand
         else:
             lo = mid
