@@ -63,9 +63,9 @@ def run(name: str, epsilon: float) -> dict:
     laws = count_laws(name)
     t1 = time.perf_counter()
     unit = laws.query.unit
-    w = wasserstein_of(laws)[0]
+    w, _, _ = wasserstein_of(laws)
     t2 = time.perf_counter()
-    b = optimal_laplace_of(laws, epsilon=epsilon, upper=w / epsilon)[0]
+    b = optimal_laplace_of(laws, epsilon=epsilon, upper=w / epsilon).scale
     t3 = time.perf_counter()
     res = optimal_noise_of(laws, epsilon=epsilon, options=OptimalNoiseOptions(laplace_scale=b))
     t4 = time.perf_counter()

@@ -30,6 +30,7 @@ from puffgm.mechanisms.query import (
     QUERY_METHODS,
     THEOREM_OPTIMAL_LAPLACE,
     THEOREM_WASSERSTEIN,
+    LeastScale,
     QueryCalibration,
     check_resolvable,
     laplace_loss_of,
@@ -136,12 +137,12 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
                              "please report it).")
     seconds["wasserstein"] = round(time.monotonic() - t0, 6)
     bar.advance("optimal Laplace scale")
-    opt: Any = None  # optimal_laplace_of's (scale, loss, witness); set whenever a method needs it
+    opt: LeastScale | None = None  # optimal_laplace_of's search; set whenever a method needs it
     if laws.exact:
         t0 = time.monotonic()
         opt = optimal_laplace_of(laws, epsilon=epsilon, upper=w_scale, deadline=deadline)
         seconds["optimal_laplace"] = round(time.monotonic() - t0, 6)
-        if opt[0] == 0:
+        if opt.scale == 0:
             notes.append("the exact answer is already epsilon-Pufferfish private for this query: no noise is needed")
     elif method != "wasserstein":
         raise ParameterError(f"Method {method!r} needs the exact laws at every position, which were not computed "
@@ -150,7 +151,8 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
     noise: Any = None
     if method == "optimal-noise":
         t0 = time.monotonic()
-        noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt[0], deadline=deadline, objective=objective)
+        assert opt is not None  # optimal noise needs the exact laws, so the Laplace search ran
+        noise = _optimal_noise(laws, epsilon=epsilon, laplace_scale=opt.scale, deadline=deadline, objective=objective)
         seconds["optimal_noise"] = round(time.monotonic() - t0, 6)
         bar.advance("MQM baseline")
     mqm, why = (None, "MQM not computed (baselines=False)") if not baselines else mqm_scale(
@@ -163,20 +165,21 @@ def _query_calibration(kind, query, ask: _Ask, bar: Stages, options: dict) -> Qu
     if method == "wasserstein":
         scale, loss, witness, theorem = w_scale, w_loss, w_witness, THEOREM_WASSERSTEIN
     elif method == "optimal-laplace":
-        at = None if opt[2] is None else opt[2].in_units((q,))  # the output in the query's units
-        scale, loss, witness, theorem = opt[0], opt[1], at, THEOREM_OPTIMAL_LAPLACE
+        assert opt is not None  # the method needs the exact laws, so the search ran
+        at = None if opt.witness is None else opt.witness.in_units((q,))  # the output in the query's units
+        scale, loss, witness, theorem = opt.scale, opt.loss, at, THEOREM_OPTIMAL_LAPLACE
     else:
         scale, loss, witness, theorem = None, noise.loss, noise.witness, noise.theorem
     seconds["total"] = round(time.monotonic() - start, 6)
     return QueryCalibration(
         method=method, epsilon=epsilon, scale=None if scale is None else scale / unit, loss=loss, wasserstein=W / unit,
-        wasserstein_scale=w_scale / unit, optimal_laplace_scale=None if opt is None else opt[0] / unit,
+        wasserstein_scale=w_scale / unit, optimal_laplace_scale=None if opt is None else opt.scale / unit,
         group_dp_scale=laws.group_sensitivity / unit / epsilon, mqm_scale=mqm, witness=witness,
         per_prior=tuple(w / unit for w in per_prior), query=q.to_dict(), exact=laws.exact,
         prior=laws.prior_name, secrets=laws.secrets, n_pairs=_n_pairs(laws), seconds=seconds,
         notes=tuple(notes), theorem=theorem, optimal_noise=noise,
         wasserstein_loss=w_loss,
-        optimal_laplace_loss=None if opt is None else opt[1],
+        optimal_laplace_loss=None if opt is None else opt.loss,
         bound=q, layout=record_layout(kind),
     )
 

@@ -87,6 +87,7 @@ def _forget(key: int, _ref) -> None:
 def recipe_of(calibration) -> Recipe | None:
     """The recipe :func:`remember` kept for ``calibration``, or None (made by hand, copied or unpickled)."""
     held = _RECIPES.get(id(calibration))
-    if held is None or held[0]() is not calibration:
+    if held is None:
         return None
-    return held[1]
+    ref, recipe = held
+    return recipe if ref() is calibration else None

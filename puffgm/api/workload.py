@@ -138,12 +138,13 @@ def _workload_calibration(kind, bound: BoundWorkload, ask: _Ask, bar: Stages, op
         notes.append(why)
     seconds["total"] = round(time.monotonic() - start, 6)
     enc = laws.source
+    _, pairs, _ = laws.stacked()
     return WorkloadCalibration(
         epsilon=epsilon, names=bound.names, weights=tuple(w), t=t, scales=tuple(t * x for x in w), loss=loss,
         witness=None if witness is None else witness.in_units(bound.queries), per_prior=per_prior,
         single_scales=single,
         group_dp_scale=laws.group_l1 / epsilon, mqm_scale=mqm, workload=bound.to_dict(), prior=enc.prior_name,
-        secrets=enc.secrets, n_pairs=len(laws.stacked()[1]), evaluations=evals, seconds=seconds,
+        secrets=enc.secrets, n_pairs=len(pairs), evaluations=evals, seconds=seconds,
         notes=tuple(dict.fromkeys(list(enc.notes) + notes)), bound=bound, layout=record_layout(kind))
 
 

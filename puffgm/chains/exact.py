@@ -303,8 +303,10 @@ class _Member:
         """
         step = (self.P > 0).astype(np.int64)
         have, r = 0, np.eye(self.k, dtype=np.int64)
-        if self._reach is not None and self._reach[0] <= j:
-            have, r = self._reach
+        if self._reach is not None:
+            last, reach = self._reach
+            if last <= j:
+                have, r = last, reach
         for _ in range(j - have):
             r = np.minimum(r @ step, 1)
         self._reach = (j, r)

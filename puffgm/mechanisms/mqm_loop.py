@@ -61,6 +61,14 @@ def format_seconds(s: float) -> str:
     return f"{s:.0f}" if s < 1e5 else f"{s:.2g}"
 
 
+@dataclass(frozen=True)
+class _FirstRound:
+    """When the first node search of every worker had ended: ``seconds`` after the start, ``done`` searches."""
+
+    seconds: float
+    done: int
+
+
 class MQMClock:
     r"""The time budget of one calibration: a deadline and projections of the work left.
 
@@ -105,7 +113,7 @@ class MQMClock:
         self.total = total
         self.done = 0
         self.jobs = max(1, jobs)
-        self.first: tuple[float, int] | None = None  # seconds until the first node search of every worker ended
+        self.first: _FirstRound | None = None  # when the first node search of every worker ended
 
     @property
     def elapsed(self) -> float:
@@ -151,9 +159,9 @@ class MQMClock:
         """Projected total seconds of the node searches (inf before the first one ended)."""
         if not self.done:
             return math.inf
-        if self.first is None or self.done <= self.first[1] or elapsed <= self.first[0]:
+        if self.first is None or self.done <= self.first.done or elapsed <= self.first.seconds:
             return elapsed / self.done * self.total
-        t1, n1 = self.first
+        t1, n1 = self.first.seconds, self.first.done
         return t1 + (elapsed - t1) / (self.done - n1) * (self.total - n1)
 
     def tick(self, n_done: int = 1) -> None:
@@ -163,14 +171,14 @@ class MQMClock:
             return
         elapsed = self.elapsed
         if self.first is None and self.done >= min(self.jobs, self.total):
-            self.first = (elapsed, self.done)
+            self.first = _FirstRound(elapsed, self.done)
         projected = self.projected(elapsed)
         if self.done >= self.total and elapsed > self.limit:  # the refinement of the worst nodes
             raise TimeLimitError(
                 f"{self.what} did not finish within time_limit={self.limit:g} s "
                 f"(all {self.total} node searches done, the refinement of the worst nodes still running "
                 f"after {elapsed:.0f} s); {self.advice} {_HOW}.")
-        informed = self.first is not None and self.done > self.first[1] and elapsed > min(5.0, self.limit / 10)
+        informed = self.first is not None and self.done > self.first.done and elapsed > min(5.0, self.limit / 10)
         early = informed and projected > _CLEAR_EXCESS * self.limit
         if elapsed > self.limit or early or (elapsed > self.limit / 4 and projected > self.limit):
             how_long = ("about " + format(projected, ".0f") if math.isfinite(projected)

@@ -100,6 +100,7 @@ from puffgm.core.validation import check_positive_finite
 from puffgm.core.witness import Witness
 from puffgm.exceptions import AuditError, NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
+    ExactLoss,
     QueryRelease,
     answer_in_range,
     optimal_laplace_of,
@@ -184,7 +185,7 @@ class NoiseLaw:
 
     def tail_masses(self) -> tuple:
         """(P(Z < -K), P(Z > K))."""
-        s0 = _tail_sums(self.half_width, self.tail_ratio)[0]
+        s0, _, _ = _tail_sums(self.half_width, self.tail_ratio)
         return float(self.probabilities[0] * s0), float(self.probabilities[-1] * s0)
 
     def total(self) -> float:
@@ -207,7 +208,7 @@ class NoiseLaw:
     def mean(self) -> float:
         r""":math:`\mathbb{E}[Z]` of the normalised law (the release's bias; the program does not force it to 0)."""
         K, p = self.half_width, self.probabilities
-        tail = _tail_sums(K, self.tail_ratio)[1]
+        _, tail, _ = _tail_sums(K, self.tail_ratio)
         return float((self.values * p).sum() + (p[-1] - p[0]) * tail) / self.total()
 
     def log_mass(self, k) -> np.ndarray:
@@ -365,20 +366,21 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
 
     Returns
     -------
-    (loss, witness, per_prior)
-        witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in grid units, may be +-inf).
+    ExactLoss
+        (loss, witness, per_prior); witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in
+        grid units, may be +-inf).
     """
     if not laws.exact:
         raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
-        return 0.0, None, (0.0,) * laws.n_priors
+        return ExactLoss(0.0, None, (0.0,) * laws.n_priors)
     loss, where = noise_losses(rows, pairs, law)
     per_prior = [0.0] * laws.n_priors
     for lab, v in zip(labels, loss, strict=True):
         per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
-    return float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior)
+    return ExactLoss(float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior))
 
 
 # ------------------------------------------------------------------ the linear program
@@ -508,7 +510,8 @@ def _linprog(prog: _Program, active: list):
 
 
 def _law_of(prog: _Program, x: np.ndarray) -> NoiseLaw:
-    z = np.clip(x, 0.0, None) * prog.costs()[2]
+    _, _, scale = prog.costs()
+    z = np.clip(x, 0.0, None) * scale
     return NoiseLaw(z, prog.r).normalised()
 
 
@@ -564,6 +567,16 @@ def _u_max(rows: np.ndarray, pairs: np.ndarray, epsilon: float, u0: float) -> fl
 # ------------------------------------------------------------------ the search over r
 
 
+@dataclass(frozen=True)
+class _Candidate:
+    """A solved program: its tail ratio, objective value, law and solver message."""
+
+    tail_ratio: float
+    value: float
+    law: NoiseLaw
+    message: str
+
+
 @dataclass
 class _Search:
     """The search over f = u / u_max: every evaluation, the best, the active pairs carried along."""
@@ -578,7 +591,7 @@ class _Search:
     deadline: float | None
     anchor: float = 1.0
     tried: list = field(default_factory=list)
-    best: tuple | None = None
+    best: _Candidate | None = None
     active: list = field(default_factory=list)
     solves: int = 0
 
@@ -594,8 +607,8 @@ class _Search:
         self.tried.append((r, value))
         if law is not None:
             self.active = active
-            if self.best is None or value < self.best[1]:
-                self.best = (r, value, law, msg)
+            if self.best is None or value < self.best.value:
+                self.best = _Candidate(r, value, law, msg)
         return value
 
 
@@ -798,14 +811,14 @@ def _check_representable(b_star: float, epsilon: float, unit: int) -> None:
 def _laplace_scale(laws: QueryLaws, epsilon: float, opts: OptimalNoiseOptions, deadline) -> float:
     if opts.laplace_scale is not None:
         return float(opts.laplace_scale)
-    w = wasserstein_of(laws)[0]
-    return float(optimal_laplace_of(laws, epsilon=epsilon, upper=w / epsilon, deadline=deadline)[0])
+    w, _, _ = wasserstein_of(laws)
+    return float(optimal_laplace_of(laws, epsilon=epsilon, upper=w / epsilon, deadline=deadline).scale)
 
 
 @dataclass
 class _Outcome:
     law: NoiseLaw
-    loss: tuple
+    loss: ExactLoss
     lp_value: float | None
     epsilon_lp: float | None
     status: str
@@ -816,13 +829,14 @@ def _repair(laws, search: _Search, epsilon: float, b_star: float, deadline) -> _
     """Audit the best law; on failure re-solve at a tenfold margin, at last fall back to discrete Laplace."""
     opts = search.opts
     assert search.best is not None  # the caller falls back when the program was infeasible
-    r, value, law, msg = search.best
+    best = search.best
+    r, value, law, msg = best.tail_ratio, best.value, best.law, best.message
     margin, notes = min(opts.margin, epsilon / 2), list[str]()
     for attempt in range(opts.repairs + 1):
         audit = noise_loss_of(laws, law)
-        if audit[0] <= epsilon - AUDIT_GUARD:
+        if audit.loss <= epsilon - AUDIT_GUARD:
             return _Outcome(law, audit, value, epsilon - margin, msg, notes)
-        notes.append(f"the solution at epsilon - {margin:.1e} audits at {audit[0]:.15g} > epsilon - "
+        notes.append(f"the solution at epsilon - {margin:.1e} audits at {audit.loss:.15g} > epsilon - "
                      f"{AUDIT_GUARD:g}")
         if attempt == opts.repairs:
             break
@@ -843,7 +857,7 @@ def _fallback(laws, K: int, b_star: float, epsilon: float, notes: list) -> _Outc
     for k in range(8):
         law = discrete_laplace(K, math.exp(-1.0 / (b_star * (1.0 + 1e-6 * 10 ** k))))
         audit = noise_loss_of(laws, law)
-        if audit[0] <= epsilon - AUDIT_GUARD:
+        if audit.loss <= epsilon - AUDIT_GUARD:
             notes.append("the program's solutions failed the audit or the program was infeasible: discrete "
                          "Laplace at the optimal Laplace scale is released instead")
             return _Outcome(law, audit, None, None, "fallback: discrete Laplace", notes)
@@ -902,11 +916,11 @@ def optimal_noise_of(laws: QueryLaws, *, epsilon: float, objective: str = "abs",
     if not len(pairs) or b_star == 0.0:
         law = NoiseLaw(np.ones(1), 0.0)
         audit = noise_loss_of(laws, law)
-        if audit[0] > eps:
-            raise AuditError(f"The exact answer audits at {audit[0]:.12g} > epsilon although the optimal "
+        if audit.loss > eps:
+            raise AuditError(f"The exact answer audits at {audit.loss:.12g} > epsilon although the optimal "
                              "Laplace scale given is 0.")
-        at = None if audit[1] is None else audit[1].in_units((laws.query,))
-        return OptimalNoise(law=law, loss=audit[0], witness=at, per_prior=audit[2],
+        at = None if audit.witness is None else audit.witness.in_units((laws.query,))
+        return OptimalNoise(law=law, loss=audit.loss, witness=at, per_prior=audit.per_prior,
                             half_width=0, tail_ratio=0.0, lp_value=0.0, epsilon_lp=eps,
                             status="no noise needed: the exact answer is epsilon-Pufferfish private",
                             seconds={"laplace": t1 - t0, "total": time.monotonic() - t0}, **common)

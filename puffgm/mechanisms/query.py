@@ -51,7 +51,7 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -67,7 +67,7 @@ from puffgm.exceptions import AuditError, NumericalError, ParameterError, Puffgm
 
 __all__ = [
     "w_inf_lattice", "w_inf_near", "log_cdf_sf", "coupled_within", "laplace_log_density",
-    "laplace_losses",
+    "laplace_losses", "ExactLoss", "LeastScale",
     "wasserstein_of", "laplace_loss_of", "optimal_laplace_of", "loss_resolution", "check_resolvable",
     "RESOLUTION_FACTOR", "QueryCalibration", "QueryRelease",
     "release_query", "answer_in_range", "least_passing", "mqm_scale", "QUERY_METHODS", "W_RTOL", "THEOREM_WASSERSTEIN",
@@ -187,7 +187,8 @@ def w_inf_near(log_a: np.ndarray, log_b: np.ndarray, guess: int, *, rtol: float 
     n = log_a.shape[-1]
 
     def holds(w):
-        return bool(coupled_within(cs_a, cs_b, int(w), rtol)[0])
+        (ok,) = coupled_within(cs_a, cs_b, int(w), rtol)  # one pair
+        return bool(ok)
 
     g = min(max(int(guess), 0), n - 1)
     if holds(g):  # gallop down: lo fails (or is -1), hi holds
@@ -308,8 +309,50 @@ def wasserstein_of(laws: QueryLaws):
     return int(w[k]), labels[k], tuple(per_prior)
 
 
+class ExactLoss(NamedTuple):
+    """The exact Pufferfish loss of a release over the class, with where it is reached.
+
+    Attributes
+    ----------
+    loss : float
+        The largest loss over every prior, node and pair of secrets.
+    witness : Witness or None
+        Where ``loss`` is reached (prior, node, pair, output in grid units, may be +-inf); None with no pair.
+    per_prior : tuple
+        The largest loss of each prior.
+    """
+
+    loss: float
+    witness: Witness | None
+    per_prior: tuple
+
+
+class LeastScale(NamedTuple):
+    """The least noise scale whose exact loss passes, from a bisection (:func:`least_passing`).
+
+    Attributes
+    ----------
+    scale : float
+        The scale found (grid units, or the workload's common factor).
+    loss : float
+        Its exact loss.
+    witness : Witness or None
+        Where ``loss`` is reached.
+    per_prior : tuple
+        The loss of each prior at ``scale``.
+    evaluations : int
+        How many exact losses the search computed.
+    """
+
+    scale: float
+    loss: float
+    witness: Witness | None
+    per_prior: tuple
+    evaluations: int
+
+
 def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
-    """(loss, witness, per-prior losses) of F + Lap(scale) on stacked laws; scale 0 is the exact answer."""
+    """The :class:`ExactLoss` of F + Lap(scale) on stacked laws; scale 0 is the exact answer."""
     if scale > 0:
         loss, where = laplace_losses(rows, pairs, scale)
     else:
@@ -322,7 +365,7 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
     for lab, v in zip(labels, loss, strict=True):
         per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
-    return float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior)
+    return ExactLoss(float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior))
 
 
 def laplace_loss_of(laws: QueryLaws, scale: float):
@@ -330,14 +373,15 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
 
     Returns
     -------
-    (loss, witness, per_prior)
-        witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in grid units, may be +-inf).
+    ExactLoss
+        (loss, witness, per_prior); witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in
+        grid units, may be +-inf).
     """
     if not laws.exact:
         raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
-        return 0.0, None, (0.0,) * laws.n_priors
+        return ExactLoss(0.0, None, (0.0,) * laws.n_priors)
     return _loss_at(rows, pairs, labels, laws.n_priors, float(scale))
 
 
@@ -413,12 +457,12 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
     Returns
     -------
-    tuple
+    LeastScale
         (scale, loss, witness, per_prior, evaluations).
     """
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
-        return 0.0, 0.0, None, (0.0,) * laws.n_priors, 0
+        return LeastScale(0.0, 0.0, None, (0.0,) * laws.n_priors, 0)
 
     def at(b):
         if deadline is not None and time.monotonic() > deadline:
@@ -428,20 +472,22 @@ def optimal_laplace_of(laws: QueryLaws, *, epsilon: float, upper: float, rtol: f
 
     evals = 1
     best = at(0.0)
-    if best[0] == 0.0:  # equal laws: the exact answer is private at every epsilon
-        return 0.0, best[0], best[1], best[2], evals
+    if best.loss == 0.0:  # equal laws: the exact answer is private at every epsilon
+        return LeastScale(0.0, best.loss, best.witness, best.per_prior, evals)
     target = epsilon - check_resolvable(laws, epsilon=epsilon, scale_per_epsilon=float(upper) * epsilon)
-    if best[0] <= target:
-        return 0.0, best[0], best[1], best[2], evals
+    if best.loss <= target:
+        return LeastScale(0.0, best.loss, best.witness, best.per_prior, evals)
     hi, best, more = least_passing(at, threshold=target, start=upper, rtol=rtol,
                                    refusal="No Laplace scale reaches the privacy target (the loss does not fall "
                                            "to epsilon).")
-    return hi, best[0], best[1], best[2], evals + more
+    return LeastScale(hi, best.loss, best.witness, best.per_prior, evals + more)
 
 
 def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: str):
-    r"""The least scale :math:`s \in (0, \infty)` with ``at(s)[0] <= threshold``, to ``rtol`` relative, for a loss
+    r"""The least scale :math:`s \in (0, \infty)` with ``at(s).loss <= threshold``, to ``rtol`` relative, for a loss
     non-increasing in :math:`s`: ``start`` doubled until it passes, then bisection on [0, that].
+
+    ``at(s)`` returns an :class:`ExactLoss` (only its ``loss`` is read).
 
     Returns
     -------
@@ -455,7 +501,7 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
     """
     hi = max(float(start), 1e-12)
     best, evals = at(hi), 1
-    while best[0] > threshold:
+    while best.loss > threshold:
         hi *= 2.0
         if hi > 1e300:
             raise AuditError(refusal)
@@ -464,7 +510,7 @@ def least_passing(at, *, threshold: float, start: float, rtol: float, refusal: s
     while hi - lo > rtol * hi:
         mid = 0.5 * (lo + hi)
         cand, evals = at(mid), evals + 1
-        if cand[0] <= threshold:
+        if cand.loss <= threshold:
             hi, best = mid, cand
         else:
             lo = mid

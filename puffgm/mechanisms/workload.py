@@ -66,6 +66,8 @@ from puffgm.core.workload import BoundWorkload
 from puffgm.exceptions import NumericalError, ParameterError, TimeLimitError
 from puffgm.mechanisms.query import (
     RESOLUTION_FACTOR,
+    ExactLoss,
+    LeastScale,
     answer_in_range,
     least_passing,
 )
@@ -223,19 +225,20 @@ def joint_loss_of(laws: WorkloadLaws, grid_scales: Sequence):
 
     Returns
     -------
-    (loss, witness, per_prior)
-        ``witness`` is a :class:`~puffgm.core.witness.Witness` whose output is the maximising vertex (grid indices).
+    ExactLoss
+        (loss, witness, per_prior); ``witness`` is a :class:`~puffgm.core.witness.Witness` whose output is the
+        maximising vertex (grid indices).
     """
     rows, pairs, labels = laws.stacked()
     if not len(pairs):
-        return 0.0, None, (0.0,) * laws.n_priors
+        return ExactLoss(0.0, None, (0.0,) * laws.n_priors)
     loss, where = _pair_losses(rows, pairs, grid_scales)
     per_prior = [0.0] * laws.n_priors
     for lab, v in zip(labels, loss, strict=True):
         per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     p = int(np.argmax(loss))
     vertex = tuple(int(i) for i in np.unravel_index(int(where[p]), rows.shape[1:]))
-    return float(loss[p]), replace(labels[p], output=vertex), tuple(per_prior)
+    return ExactLoss(float(loss[p]), replace(labels[p], output=vertex), tuple(per_prior))
 
 
 def joint_loss_resolution(laws: WorkloadLaws, *, epsilon: float = 0.0) -> float:
@@ -284,8 +287,8 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
 
     Returns
     -------
-    tuple
-        (t, loss, witness, per_prior, evaluations).
+    LeastScale
+        (t as ``scale``, loss, witness, per_prior, evaluations).
     """
     units = [q.unit for q in laws.workload.queries]
 
@@ -300,7 +303,7 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     evals = 1
     if all(np.array_equal(rows[a], rows[b]) for a, b in pairs):  # no noise needed: the loss at t = 0 is 0
         best = joint_loss_of(laws, scales(0.0))
-        return 0.0, best[0], best[1], best[2], evals
+        return LeastScale(0.0, best.loss, best.witness, best.per_prior, evals)
     res = joint_loss_resolution(laws)
     if epsilon < RESOLUTION_FACTOR * res:
         raise NumericalError(f"epsilon = {epsilon:g} is below what the exact joint loss of this workload can resolve "
@@ -311,10 +314,10 @@ def optimal_workload_scale(laws: WorkloadLaws, *, epsilon: float, weights: Seque
     pruned = _PrunedLoss(laws, scales, target)
     hi, _, more = least_passing(pruned, threshold=target, start=start, rtol=rtol, refusal=refusal)
     best = pruned.every_pair(hi)
-    if best[0] > target:  # a dropped pair over the target by rounding alone: search again with every pair
+    if best.loss > target:  # a dropped pair over the target by rounding alone: search again with every pair
         hi, best, more = least_passing(lambda t: joint_loss_of(laws, scales(t)), threshold=target, start=start,
                                        rtol=rtol, refusal=refusal)
-    return hi, best[0], best[1], best[2], evals + more
+    return LeastScale(hi, best.loss, best.witness, best.per_prior, evals + more)
 
 
 class _PrunedLoss:
@@ -346,10 +349,10 @@ class _PrunedLoss:
             drop = loss <= self.target
             self.bound[self.active[drop]] = loss[drop]
             self.active = self.active[~drop]
-        return (worst,)
+        return ExactLoss(worst, None, ())  # the search reads only the loss; every_pair gives the rest
 
     def every_pair(self, t: float):
-        """(loss, witness, per_prior) at t as :func:`joint_loss_of` gives them over every pair.
+        """The :class:`ExactLoss` at t as :func:`joint_loss_of` gives it over every pair.
 
         The pairs in play are evaluated, then each dropped pair whose bound may reach the largest loss
         of its prior (within :attr:`MARGIN`); a prior with no pair evaluated yet gets its pair of largest
@@ -374,7 +377,7 @@ class _PrunedLoss:
             per_prior[p] = max(per_prior[p], float(v))
         k = int(np.argmax(loss))
         vertex = tuple(int(i) for i in np.unravel_index(int(where[k]), self.rows.shape[1:]))
-        return float(loss[k]), replace(self.labels[k], output=vertex), tuple(per_prior)
+        return ExactLoss(float(loss[k]), replace(self.labels[k], output=vertex), tuple(per_prior))
 
 
 def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, deadline: float | None = None,
@@ -408,8 +411,8 @@ def optimal_weights(laws: WorkloadLaws, *, epsilon: float, start: Sequence, dead
     def total(j: int, x: float) -> float:
         trial = list(w)
         trial[j] = math.exp(x)
-        t = optimal_workload_scale(laws, epsilon=epsilon, weights=trial, start=1.0, rtol=1e-4, deadline=deadline)[0]
-        return t * sum(trial)
+        found = optimal_workload_scale(laws, epsilon=epsilon, weights=trial, start=1.0, rtol=1e-4, deadline=deadline)
+        return found.scale * sum(trial)
 
     for _ in range(sweeps):
         for j in range(1, len(w)):

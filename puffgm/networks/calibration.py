@@ -44,6 +44,7 @@ from typing import Any
 
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite, check_time_limit, dask_client
+from puffgm.core.witness import NodeId
 from puffgm.exceptions import InferenceLimitError, ParameterError, PuffgmError, TimeLimitError, WorkerError, one_line
 from puffgm.mechanisms.mqm_loop import MQMClock, MQMOutcome, run_mqm, search_nodes, worst_index
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES
@@ -156,10 +157,10 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
         size = 1  # one node per task, so the time budget is checked often
         deadline = clock.wall_deadline()
     chunks = [nodes[k:k + size] for k in range(0, len(nodes), size)]
-    args = (search.prior_class, search.secrets, search.max_quilt_states, search.exhaustive, search.max_table_entries)
+    settings = (search.secrets, search.max_quilt_states, search.exhaustive, search.max_table_entries)
     best = {}
     where = f"n_jobs={n_jobs}" if client is None else "a Dask worker"
-    results = _chunk_results(args, chunks, epsilon, deadline, n_jobs, client)
+    results = _chunk_results(search.prior_class, settings, chunks, epsilon, deadline, n_jobs, client)
     try:
         for out, evaluated, evaluations, skipped, fallback in results:
             best.update(out)
@@ -183,19 +184,19 @@ def _node_bests(search: QuiltSearch, nodes, epsilon, n_jobs: int = 1, bar=None, 
     return {n: best[n] for n in nodes}
 
 
-def _chunk_results(args, chunks, epsilon, deadline, n_jobs, client):
-    """The results of :func:`_best_chunk` on every chunk, as they complete (joblib) or in order of
-    completion (Dask; the prior class is sent to every worker once)."""
+def _chunk_results(prior_class, settings, chunks, epsilon, deadline, n_jobs, client):
+    """The results of :func:`_best_chunk` on every chunk (``settings``: its arguments after the prior class),
+    as they complete (joblib) or in order of completion (Dask; the prior class is sent to every worker once)."""
     if client is None:
         from joblib import Parallel, delayed
 
         yield from Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(_best_chunk)(*args, chunk, epsilon, deadline) for chunk in chunks)
+            delayed(_best_chunk)(prior_class, *settings, chunk, epsilon, deadline) for chunk in chunks)
         return
     from distributed import as_completed
 
-    shared = client.scatter(args[0], broadcast=True, hash=False)
-    futures = [client.submit(_best_chunk, shared, *args[1:], chunk, epsilon, deadline, pure=False)
+    shared = client.scatter(prior_class, broadcast=True, hash=False)
+    futures = [client.submit(_best_chunk, shared, *settings, chunk, epsilon, deadline, pure=False)
                for chunk in chunks]
     try:
         for future in as_completed(futures):
@@ -253,7 +254,7 @@ def _node_optima(search: QuiltSearch, nodes, epsilon, prior_index: int, run: _Ru
                 return quick, lower0, certs, False  # certified optimal
         if not search.exhaustive:
             _refine_worst(search, best, every, epsilon,
-                          lambda n: refined.append(_PriorNode(prior_index, n)), search.fallback)
+                          lambda n: refined.append(NodeId(prior_index, n)), search.fallback)
         best, lower, certs = improve_and_certify(search, best, nodes, epsilon=epsilon, budget=budget,
                                                  certify_budget=certify_budget)
         stopped = False
@@ -393,21 +394,6 @@ class NetworkOptions:
 NETWORK_OPTIONS = tuple(f.name for f in fields(NetworkOptions))
 
 
-@dataclass(frozen=True)
-class _PriorNode:
-    """A protected node under one prior of the class: ``prior`` its index in the class, ``node`` its name."""
-
-    prior: int
-    node: str
-
-    def detail(self):
-        """Its form in the result's details (unchanged): the name under prior 0, (prior, name) otherwise."""
-        return (self.prior, self.node) if self.prior else self.node
-
-    def __str__(self) -> str:
-        return f"{self.node} (prior {self.prior})" if self.prior else self.node
-
-
 @dataclass
 class _Run:
     """One calibration's validated options and bookkeeping: workers, progress bar, time budget, refined nodes."""
@@ -416,7 +402,7 @@ class _Run:
     jobs: int
     bar: Any  # a tqdm bar, or None
     clock: MQMClock
-    refined: list[_PriorNode]
+    refined: list[NodeId]
     client: Any = None  # a distributed.Client: the node searches run on its workers
 
 
@@ -425,13 +411,13 @@ class _Found:
     """What the search over every prior of the class found (see :func:`_search_priors`)."""
 
     lower: list
-    searched: list[_PriorNode]
+    searched: list[NodeId]
     planes: list
     evaluations: int = 0
     skipped: int = 0
     family: str | None = None
     stopped: bool = False
-    fallback: list[_PriorNode] = field(default_factory=list)  # the nodes given the trivial quilt
+    fallback: list[NodeId] = field(default_factory=list)  # the nodes given the trivial quilt
     fallback_sigma: float = 0.0  # their largest score card(X_N) / epsilon
     searched_sigma: float = 0.0  # the largest score of the other nodes
     outcome: MQMOutcome | None = None  # the outer loop's active quilts, worst node and group-DP baseline
@@ -517,7 +503,7 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
         mine, lower_t, certs, cut = _node_optima(search, nodes, epsilon, t, run)
         found.stopped = found.stopped or cut
         found.lower.append(lower_t)
-        found.searched.extend(_PriorNode(t, v) for v in certs)
+        found.searched.extend(NodeId(t, v) for v in certs)
         found.planes.extend(c.cutting_planes.to_dict() | ({"prior": t} if t else {})
                             for c in certs.values() if c.cutting_planes is not None)
         found.evaluations += search.engine.evaluations
@@ -532,7 +518,7 @@ def _search_priors(pc, nodes, epsilon, secrets, run: _Run) -> _Found:
 
 def _record_fallback(found: _Found, mine: dict, fallback: list, prior_index: int) -> None:
     """Add one prior's fallback nodes (given the trivial quilt) and the two largest scores to ``found``."""
-    found.fallback.extend(_PriorNode(prior_index, v) for v in fallback)
+    found.fallback.extend(NodeId(prior_index, v) for v in fallback)
     for v, c in mine.items():
         if v in fallback:
             found.fallback_sigma = max(found.fallback_sigma, c.score)

@@ -738,7 +738,7 @@ def test_pruned_search_equals_the_search_over_every_pair(case):
 
         hi, best, evals = least_passing(full, threshold=target, start=1.0, rtol=1e-6, refusal="none")
         got = optimal_workload_scale(laws, epsilon=epsilon, weights=w, start=1.0)
-        assert got == (hi, best[0], best[1], best[2], evals + 1)
+        assert got == (hi, best.loss, best.witness, best.per_prior, evals + 1)
 
 
 def test_pruned_search_falls_back_to_every_pair_when_a_dropped_pair_fails(monkeypatch):
@@ -753,11 +753,11 @@ def test_pruned_search_falls_back_to_every_pair_when_a_dropped_pair_fails(monkey
 
     def fails(self, t):
         calls.append(t)
-        return (math.inf,) + real(self, t)[1:]
+        return real(self, t)._replace(loss=math.inf)
 
     monkeypatch.setattr(mw._PrunedLoss, "every_pair", fails)
     again = mw.optimal_workload_scale(laws, epsilon=1.0, weights=(1.0, 1.0, 1.0), start=1.0)
-    assert again == plain and calls == [plain[0]]
+    assert again == plain and calls == [plain.scale]
 
 
 def test_grid_refusals_name_the_grid():
