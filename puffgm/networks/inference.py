@@ -39,7 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -132,6 +132,97 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
     pos = {k: t for t, k in enumerate(order)}
     parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
     return order, cliques, parent
+
+
+def _moral_neighbours(n, fvars) -> list:
+    """Neighbour sets of the moral graph of factors with scopes ``fvars`` over variables 0..n-1."""
+    nb: list[set[int]] = [set() for _ in range(n)]
+    for fv in fvars:
+        for a in fv:
+            nb[a].update(fv)
+    for k in range(n):
+        nb[k].discard(k)
+    return nb
+
+
+def min_fill_order(card, fvars) -> list:
+    """A greedy min-fill elimination order of the moral graph of ``fvars``.
+
+    At each step the variable whose elimination adds the fewest edges between its current
+    neighbours, ties by the fewest joint states of its clique, then by index.
+
+    Parameters
+    ----------
+    card : sequence of int
+        Number of states of each variable.
+    fvars : sequence of tuple of int
+        The scope of each factor (each CPD's family); these are moralised.
+
+    Returns
+    -------
+    list of int
+        The order, every variable once.
+    """
+    n = len(card)
+    nb = _moral_neighbours(n, fvars)
+
+    def score(k):
+        s = list(nb[k])
+        fill = 0
+        for i, u in enumerate(s):
+            nu = nb[u]
+            fill += sum(1 for w in s[i + 1:] if w not in nu)
+        return fill, math.prod(card[u] for u in s) * card[k], k
+
+    scores = {k: score(k) for k in range(n)}
+    order: list[int] = []
+    while scores:
+        k = min(scores, key=scores.__getitem__)
+        del scores[k]
+        order.append(k)
+        touched = set(nb[k])
+        for u in nb[k]:
+            nb[u] |= nb[k]
+            nb[u].discard(u)
+            nb[u].discard(k)
+        for u in list(touched):
+            touched |= nb[u]
+        for u in touched:
+            if u in scores:
+                scores[u] = score(u)
+    return order
+
+
+def tree_of_order(card, fvars, order):
+    """The elimination tree of a given elimination order (as :func:`elimination_tree` builds it).
+
+    Parameters
+    ----------
+    card : sequence of int
+        Number of states of each variable.
+    fvars : sequence of tuple of int
+        The scope of each factor; these are moralised.
+    order : sequence of int
+        Every variable once.
+
+    Returns
+    -------
+    tuple
+        (order, cliques, parent): clique k is ``(k,) + its neighbours when eliminated`` and its
+        parent is the clique of the first of those neighbours eliminated after k.
+    """
+    n = len(card)
+    nb = _moral_neighbours(n, fvars)
+    cliques: list[Any] = [None] * n
+    for k in order:
+        cliques[k] = (k,) + tuple(sorted(nb[k]))
+        for u in nb[k]:
+            nb[u] |= nb[k]
+            nb[u].discard(u)
+            nb[u].discard(k)
+    pos = {k: t for t, k in enumerate(order)}
+    parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
+    return list(order), cliques, parent
 
 
 class _Factor:
@@ -256,7 +347,8 @@ class _JunctionTree:
     ``cliques[k]`` (variable k first, then its neighbours eliminated later), ``parent[k]`` (None at a
     root), ``beta[k]`` = P(C_k), ``sep[k]`` = P(S_k) on the separator towards the parent (None at a
     root), ``blo[k]`` a lower bound on log of the positive entries of ``beta[k]``, ``biggest`` the
-    largest clique table (entries) and ``nbrs[k]`` the cliques adjacent to k.
+    largest clique table (entries), ``nbrs[k]`` the cliques adjacent to k, ``total`` the entries of
+    all cliques, and ``conds`` the conditionals P(C_w | S) built so far (``_conditional``).
     """
 
     cliques: list
@@ -266,6 +358,8 @@ class _JunctionTree:
     blo: list
     biggest: int
     nbrs: list
+    total: int = 0
+    conds: dict = field(default_factory=dict)  # (w, towards) -> (vars, P(C_w | S), bound), filled on use
 
 
 class LogVariableElimination:
@@ -341,7 +435,9 @@ class LogVariableElimination:
         self._jt: _JunctionTree | None = None
         self._jt_tried = False  # _tree() builds the tree once; None after that: too large or not certifiable
         self._bfs_cache: dict[int, tuple[dict, dict]] = {}
-        self._cond_cache: dict[tuple[int, int], tuple] = {}
+        # the tree of the pairwise pass: a min-fill tree when it is smaller than the routing tree
+        self._pt: _JunctionTree | None = None
+        self._pt_tried = False
 
     def _mask_size(self, mask: int) -> int:
         """Number of joint states of the variables of a bitmask (memoised)."""
@@ -649,14 +745,15 @@ class LogVariableElimination:
             self._bfs_cache[root] = hit
         return hit
 
-    def _conditional(self, w, towards):
+    def _conditional(self, w, towards, tree=None):
         """(vars, P(C_w | S), lower bound) with S the separator between clique w and its neighbour
-        ``towards``: 0 where P(S) = 0 (P(C_w) is 0 there too)."""
-        key = (w, towards)
-        hit = self._cond_cache.get(key)
-        if hit is None:
+        ``towards`` in ``tree`` (default: the routing tree): 0 where P(S) = 0 (P(C_w) is 0 there too)."""
+        if tree is None:
             tree = self._jt
-            assert tree is not None  # conditionals are asked for only once the tree is built
+        assert tree is not None  # conditionals are asked for only once the tree is built
+        key = (w, towards)
+        hit = tree.conds.get(key)
+        if hit is None:
             cliques, parent, beta, sep, blo = tree.cliques, tree.parent, tree.beta, tree.sep, tree.blo
             child = w if parent[w] == towards else towards
             s_vars = cliques[child][1:]
@@ -666,7 +763,7 @@ class LogVariableElimination:
             mu = mu.reshape(shape)
             cond = np.divide(beta[w], mu, out=np.zeros_like(beta[w]), where=mu > 0)
             hit = (cw, cond, blo[w])  # P(C_w | S) >= P(C_w) entrywise: P(S) <= 1
-            self._cond_cache[key] = hit
+            tree.conds[key] = hit
         return hit
 
     # ------------------------------------------------------- pairwise road
@@ -697,19 +794,32 @@ class LogVariableElimination:
         smallest entry of a clique's table when it falls below 1e-280) guards
         underflow.  The product P(C_w | S) P(S, a) is one multiplication per entry,
         the rounding of ``numpy.einsum``'s.
+
+        The size limits above are those of the min-size tree (they decide when the pass
+        answers); the pass itself runs on the elimination tree of a greedy min-fill order
+        when that tree has fewer entries in all (:meth:`_pair_tree`), and on the min-size
+        tree when the min-fill pass meets the underflow guard.
         """
         tree = self._tree()
         if tree is None:
             return None
         k0 = self._index[node]
-        cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
-        biggest = tree.biggest
         card = self._card
-        total = sum(b.size for b in beta)
-        if biggest * card[k0] > self.max_table_entries or total * card[k0] > PAIR_PASS_MAX_ENTRIES:
+        if tree.biggest * card[k0] > self.max_table_entries or tree.total * card[k0] > PAIR_PASS_MAX_ENTRIES:
             return None
+        small = self._pair_tree()
+        out = self._pair_pass(small, k0)
+        if out is None and small is not tree:
+            out = self._pair_pass(tree, k0)
+        return out
+
+    def _pair_pass(self, tree, k0) -> dict | None:
+        """The pass of :meth:`pair_log_marginals` over ``tree`` with the evidence on variable ``k0``
+        (None when the underflow guard is met)."""
+        cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
+        card = self._card
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
-        start = self._home(k0)
+        start = k0  # clique k holds variable k
         c0 = cliques[start]
         ind = np.zeros((card[k0], card[k0]))
         np.fill_diagonal(ind, 1.0)
@@ -748,7 +858,7 @@ class LogVariableElimination:
             w, u, s_vars, bs, bound = todo.pop()
             if bound < _LOG_FLOOR:
                 return None
-            cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
+            cvars, cond, _ = self._conditional(w, u, tree)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
             table = cond[..., None] * _broadcast_to(bs, s_vars, cvars)  # one rounding, as einsum's
             emit(w, table)
             push(w, table, bound)
@@ -759,17 +869,51 @@ class LogVariableElimination:
         return self._home_of[k]
 
     def _tree(self):
-        """The calibrated junction tree (built once; None if too large or not certifiable)."""
+        """The calibrated junction tree of the greedy min-size order (built once; None if too large
+        or not certifiable): the routing's subtrees and the size limits of the pairwise pass."""
         if self._jt_tried:
             return self._jt
         self._jt_tried = True
-        card = self._card
-        n = len(card)
-        tree = elimination_tree(card, self._fvars, max_clique=self.max_table_entries,
+        n = len(self._card)
+        tree = elimination_tree(self._card, self._fvars, max_clique=self.max_table_entries,
                                 max_total=PAIR_TREE_MAX_ENTRIES)
         if tree is None:
             return None
-        order, cliques, parent = tree
+        jt = self._calibrated(*tree)
+        if jt is None:
+            return None
+        self._home_of = {k: k for k in range(n)}
+        var_cliques: list[list[int]] = [[] for _ in range(n)]
+        for k in range(n):
+            for v in jt.cliques[k]:
+                var_cliques[v].append(k)
+        self._var_cliques = var_cliques
+        self._jt = jt
+        return jt
+
+    def _pair_tree(self):
+        """The tree the pairwise pass runs on: the calibrated elimination tree of a greedy min-fill
+        order (:func:`min_fill_order`) when it has fewer entries in all than the min-size tree and no
+        larger clique, else the min-size tree (built once; only when the min-size tree exists)."""
+        if self._pt_tried:
+            return self._pt
+        self._pt_tried = True
+        base = self._tree()
+        self._pt = base
+        if base is None:
+            return None
+        order, cliques, parent = tree_of_order(self._card, self._fvars, min_fill_order(self._card, self._fvars))
+        sizes = [self._mask_size(self._vars_mask(c)) for c in cliques]
+        if sum(sizes) < base.total and max(sizes) <= base.biggest:
+            small = self._calibrated(order, cliques, parent)
+            if small is not None:
+                self._pt = small
+        return self._pt
+
+    def _calibrated(self, order, cliques, parent):
+        """The :class:`_JunctionTree` of an elimination tree, calibrated (Hugin collect and distribute
+        in scaled probability space); None when a probability could fall below 1e-280."""
+        n = len(self._card)
         pos = {k: t for t, k in enumerate(order)}
         # potentials: each CPD goes to the clique of its first-eliminated family member
         ops: list[list[tuple]] = [[] for _ in range(n)]
@@ -809,21 +953,13 @@ class LogVariableElimination:
                 b = phi[k] * ratio[None]
             beta[k] = b / b.sum()
             blo[k] = _log_min_positive(beta[k])
-        home_of = {k: k for k in range(n)}
         nbrs: list[list[int]] = [[] for _ in range(n)]
         for k in range(n):
             if parent[k] is not None:
                 nbrs[k].append(parent[k])
                 nbrs[parent[k]].append(k)
-        self._home_of = home_of
-        var_cliques: list[list[int]] = [[] for _ in range(n)]
-        for k in range(n):
-            for v in cliques[k]:
-                var_cliques[v].append(k)
-        self._var_cliques = var_cliques
-        self._jt = _JunctionTree(cliques=cliques, parent=parent, beta=beta, sep=sep, blo=blo,
-                                 biggest=max(b.size for b in beta), nbrs=nbrs)
-        return self._jt
+        return _JunctionTree(cliques=cliques, parent=parent, beta=beta, sep=sep, blo=blo,
+                             biggest=max(b.size for b in beta), nbrs=nbrs, total=sum(b.size for b in beta))
 
     # ------------------------------------------------------------ log road
     def _compute_log(self, keep: frozenset):
