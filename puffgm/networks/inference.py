@@ -629,34 +629,34 @@ class LogVariableElimination:
     def _eliminate(self, factors, order, keep_idx, keep, log=True):
         """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
         scaled probability space with the underflow guard (:class:`_Underflow`)."""
-        fvars, ftab, flo, fmask = {}, {}, {}, {}
+        fvars, ftab, flo = {}, {}, {}
         holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):
             fvars[k], ftab[k], flo[k] = fv, tab, lo
-            m = 0
             for v in fv:
                 holders.setdefault(v, set()).add(k)
-                m |= 1 << v
-            fmask[k] = m
         next_id = len(factors)
         logscale = 0.0
         for v in order:
             fids = holders.pop(v)
-            smask = 0
+            # the product's scope, its certified floor and its operands, in the order of ``fids``;
+            # the tables leave the pool (a query that raises _Underflow is redone from the start)
+            in_scope: set[int] = set()
+            lo = 0.0
+            operands = []
             for f in fids:
-                smask |= fmask[f]
-            scope = _mask_members(smask)
-            lo = sum(flo[f] for f in fids)
-            if lo < _LOG_FLOOR:
-                raise _Underflow
-            out_vars = tuple(u for u in scope if u != v)
-            operands = [(fvars[f], ftab[f]) for f in fids]
-            table = _contract(operands, scope, out_vars)
-            for f in fids:
-                for u in fvars[f]:
+                fv = fvars.pop(f)
+                in_scope.update(fv)
+                lo += flo.pop(f)
+                operands.append((fv, ftab.pop(f)))
+                for u in fv:
                     if u != v:
                         holders[u].discard(f)
-                del fvars[f], ftab[f], flo[f], fmask[f]
+            if lo < _LOG_FLOOR:
+                raise _Underflow
+            scope = sorted(in_scope)
+            out_vars = tuple(u for u in scope if u != v)
+            table = _contract(operands, scope, out_vars)
             top = float(table.max())
             if not top > 0.0:  # an all-zero message: cannot happen for a proper network
                 raise _Underflow
@@ -671,7 +671,6 @@ class LogVariableElimination:
             if lo < 0.5 * _LOG_FLOOR:
                 lo = _log_min_positive(table)
             fvars[next_id], ftab[next_id], flo[next_id] = out_vars, table, lo
-            fmask[next_id] = smask & ~(1 << v)
             for u in out_vars:
                 holders[u].add(next_id)
             next_id += 1
