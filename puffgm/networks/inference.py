@@ -457,6 +457,11 @@ class LogVariableElimination:
             out |= self._anc[v]
         return out
 
+    def independent(self, a, b) -> bool:
+        """True when variables ``a`` and ``b`` have no common ancestor (each one counted among its own
+        ancestors): they are d-separated by the empty set, so P(X_a, X_b) = P(X_a) P(X_b)."""
+        return not self._anc_bits[self._index[a]] & self._anc_bits[self._index[b]]
+
     def log_marginal(self, variables) -> np.ndarray:
         """log P(variables) as an array with axes in the given order."""
         variables = tuple(variables)

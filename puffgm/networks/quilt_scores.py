@@ -132,6 +132,7 @@ class QuiltSearch:
         self._moral_bits = None
         self._dsep = DSeparationIndex(self.dag)
         self._order = {n: k for k, n in enumerate(prior_class.nodes)}
+        self._card = {n: len(prior_class.states[n]) for n in prior_class.nodes}
         self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
 
     def forget_nodes(self):
@@ -219,8 +220,15 @@ class QuiltSearch:
 
     # -------------------------------------------------------------- structured
     def _fits(self, quilt) -> bool:
-        """True when the quilt has at most ``max_quilt_states`` joint states."""
-        return self.engine.quilt_states(quilt) <= self.max_quilt_states
+        """True when the quilt has at most ``max_quilt_states`` joint states (the product of the
+        cardinalities, which never decreases, stops once past the bound)."""
+        card, limit = self._card, self.max_quilt_states
+        states = 1
+        for q in quilt:
+            states *= card[q]
+            if states > limit:
+                return False
+        return True
 
     def _structured(self, node) -> list:
         moral = self.moral
