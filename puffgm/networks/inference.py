@@ -53,6 +53,10 @@ __all__ = ["LogVariableElimination", "logsumexp_axis", "elimination_tree", "DEFA
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
 #: Total entries of the cached marginals (2**22 doubles, 32 MiB).
 _CACHE_MAX_ENTRIES = 1 << 22
+#: Pair tables kept by ``scaled_marginal`` for the other direction (networks without a junction tree):
+#: at most this many tables, and this many entries in all (32 MiB).
+_PAIR_KEEP_MAX = 1 << 17
+_PAIR_KEEP_MAX_ENTRIES = 1 << 22
 #: Contractions whose joint index space has at least this many entries use einsum's greedy path.
 _EINSUM_OPTIMIZE_MIN = 1 << 15
 #: The same for a product of two tables (below it einsum's single loop is faster).
@@ -403,6 +407,9 @@ class LogVariableElimination:
         with np.errstate(divide="ignore"):
             self._logcpt = {n: np.log(prior.cpts[n]) for n in prior.nodes}
         self._cache: OrderedDict = OrderedDict()
+        # frozenset of two variables -> (variables, c * P) or (None, None): see scaled_marginal
+        self._pairs: OrderedDict = OrderedDict()
+        self._pair_entries = 0
         self._cache_size = cache_size
         self._cached_entries = 0
         self._anc: dict[str, frozenset[str]] = {}
@@ -493,11 +500,34 @@ class LogVariableElimination:
         entries, such as conditionals P(x | a) = P(x, a) / P(a), are exact to rounding.
         """
         variables = tuple(variables)
-        try:
-            f_vars, table = self._compute_fast(frozenset(variables), variables[0] if variables else None, log=False)
-        except _Underflow:
+        key = frozenset(variables)
+        # a pair asked in one direction (the search of X_a asks P(X_a, X_b)) is asked again in the other
+        # (the search of X_b): without a junction tree the route does not depend on the order, so the
+        # table of the first is the second's, and it is kept until then
+        pair = len(key) == 2 and self._tree() is None
+        hit = self._pairs.pop(key, None) if pair else None
+        if hit is not None:
+            self._pair_entries -= 0 if hit[1] is None else hit[1].size
+        if hit is None:
+            try:
+                hit = self._compute_fast(key, variables[0] if variables else None, log=False)
+            except _Underflow:
+                hit = (None, None)
+            if pair:
+                self._keep_pair(key, hit)
+        f_vars, table = hit
+        if table is None:
             return None
         return np.transpose(table, [f_vars.index(v) for v in variables])
+
+    def _keep_pair(self, key, hit) -> None:
+        """Keep a pair's table for :meth:`scaled_marginal` (the oldest go first past the bounds)."""
+        pairs = self._pairs
+        pairs[key] = hit
+        self._pair_entries += 0 if hit[1] is None else hit[1].size
+        while len(pairs) > _PAIR_KEEP_MAX or self._pair_entries > _PAIR_KEEP_MAX_ENTRIES:
+            old = pairs.popitem(last=False)[1]
+            self._pair_entries -= 0 if old[1] is None else old[1].size
 
     def _compute(self, keep: frozenset, root=None):
         try:
