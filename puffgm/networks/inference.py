@@ -801,8 +801,16 @@ class LogVariableElimination:
         return hit
 
     # ------------------------------------------------------- pairwise road
-    def pair_log_marginals(self, node) -> dict | None:
+    def pair_log_marginals(self, node, *, dependent_only: bool = False) -> dict | None:
         """log P(X_node, X_j) for every node j connected to ``node``, from one junction-tree pass.
+
+        Parameters
+        ----------
+        node : str
+            The evidence node.
+        dependent_only : bool
+            Only the nodes j with a common ancestor with ``node`` (the others are independent
+            of it, :meth:`independent`); the pass then skips the parts of the tree that hold none.
 
         Returns
         -------
@@ -841,17 +849,23 @@ class LogVariableElimination:
         card = self._card
         if tree.biggest * card[k0] > self.max_table_entries or tree.total * card[k0] > PAIR_PASS_MAX_ENTRIES:
             return None
+        wanted = None
+        if dependent_only:
+            anc = self._anc_bits
+            wanted = [bool(anc[k] & anc[k0]) for k in range(len(card))]
         small = self._pair_tree()
-        out = self._pair_pass(small, k0)
+        out = self._pair_pass(small, k0, wanted)
         if out is None and small is not tree:
-            out = self._pair_pass(tree, k0)
+            out = self._pair_pass(tree, k0, wanted)
         return out
 
-    def _pair_pass(self, tree, k0) -> dict | None:
+    def _pair_pass(self, tree, k0, wanted=None) -> dict | None:
         """The pass of :meth:`pair_log_marginals` over ``tree`` with the evidence on variable ``k0``
-        (None when the underflow guard is met)."""
+        (None when the underflow guard is met); with ``wanted`` (a flag per variable), only the
+        wanted variables' tables, through the cliques on the way to them."""
         cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
         card = self._card
+        needed = None if wanted is None else self._towards(nbrs, k0, wanted)
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
         start = k0  # clique k holds variable k
         c0 = cliques[start]
@@ -862,7 +876,7 @@ class LogVariableElimination:
         out = {}
 
         def emit(k, table):  # P(X_node, X_k) from the clique of k (clique k holds variable k)
-            if k != k0:
+            if k != k0 and (wanted is None or wanted[k]):
                 t = _contract([(cliques[k] + (-1,), table)], sorted(set(cliques[k]) | {-1}), (-1, k))
                 with np.errstate(divide="ignore"):
                     out[names[k]] = np.log(t)
@@ -876,7 +890,7 @@ class LogVariableElimination:
         def push(u, table, lo_u):
             exact = False
             for w in nbrs[u]:
-                if w in done:
+                if w in done or (needed is not None and not needed[w]):
                     continue
                 if blo[w] + lo_u < _LOG_FLOOR and not exact:  # the cheap bound is too low: the smallest entry
                     lo_u, exact = _log_min_positive(table), True
@@ -897,6 +911,25 @@ class LogVariableElimination:
             emit(w, table)
             push(w, table, bound)
         return out
+
+    @staticmethod
+    def _towards(nbrs, start, wanted) -> list:
+        """For each clique of the tree of ``start``: does it or the part of the tree behind it (seen from
+        ``start``) hold a wanted variable (clique k holds variable k)?"""
+        up = {start: -1}
+        order = [start]
+        for u in order:  # breadth first: every clique after the one it is reached from
+            for w in nbrs[u]:
+                if w not in up:
+                    up[w] = u
+                    order.append(w)
+        needed = [False] * len(nbrs)
+        for w in reversed(order):
+            if wanted[w] or needed[w]:
+                needed[w] = True
+                if up[w] >= 0:
+                    needed[up[w]] = True
+        return needed
 
     def _home(self, k) -> int:
         self._tree()

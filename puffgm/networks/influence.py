@@ -271,7 +271,8 @@ class InfluenceEngine:
             self._pair_tables = [None] * len(self._ve)
         tables = self._pair_tables[t]
         if tables is None:
-            tables = self._ve[t].pair_log_marginals(node) or {}
+            # the others are independent of X_node: _compute answers them 0 without a table
+            tables = self._ve[t].pair_log_marginals(node, dependent_only=True) or {}
             self._pair_tables[t] = tables
         return tables.get(j) if j is not None else None
 

@@ -166,3 +166,15 @@ def test_a_pair_kept_for_the_other_direction_is_the_table_computed_afresh(monkey
             assert (got is None) == (ref is None)
             if got is not None:
                 assert np.array_equal(got, ref)  # bit for bit
+
+
+def test_the_pass_for_dependent_nodes_only_gives_their_tables_bit_for_bit():
+    rng = np.random.default_rng(13)
+    for _ in range(8):
+        net = random_network(rng, n=int(rng.integers(6, 16)), p_edge=0.2, max_parents=2, zero_prob=0.2)[0]
+        ve = LogVariableElimination(net)
+        for i in net.nodes:
+            full, dep = ve.pair_log_marginals(i), ve.pair_log_marginals(i, dependent_only=True)
+            assert set(dep) == {j for j in full if not ve.independent(i, j)}
+            for j, table in dep.items():
+                assert np.array_equal(table, full[j])
