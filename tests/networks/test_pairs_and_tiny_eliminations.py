@@ -69,7 +69,7 @@ def test_pairwise_pass_falls_back_to_the_min_size_tree_when_the_min_fill_pass_ca
     small = ve._pair_tree()
     plain_pass = LogVariableElimination._pair_pass
     monkeypatch.setattr(LogVariableElimination, "_pair_pass",
-                        lambda self, tree, k0: None if tree is small else plain_pass(self, tree, k0))
+                        lambda self, tree, k0, wanted=None: None if tree is small else plain_pass(self, tree, k0, wanted))
     for i in net.nodes[:4]:
         got = ve.pair_log_marginals(i)
         assert got is not None
