@@ -61,6 +61,12 @@ _PAIR_KEEP_MAX_ENTRIES = 1 << 22
 _EINSUM_OPTIMIZE_MIN = 1 << 15
 #: The same for a product of two tables (below it einsum's single loop is faster).
 _EINSUM_PAIR_OPTIMIZE_MIN = 1 << 22
+#: Operands of one einsum call (numpy 1 accepts at most 32, numpy 2 at most 64).
+_EINSUM_MAX_OPERANDS = 30
+#: The pairwise pass looks for a min-fill tree when the min-size tree has at least this many entries,
+#: and runs on it when it has at most this fraction of them (on smaller trees the pass is cheap).
+PAIR_MIN_FILL_FROM = 1 << 16
+PAIR_MIN_FILL_FRACTION = 0.75
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
 #: Largest pairwise pass: total clique entries times the states of the evidence node (the
@@ -960,18 +966,19 @@ class LogVariableElimination:
 
     def _pair_tree(self):
         """The tree the pairwise pass runs on: the calibrated elimination tree of a greedy min-fill
-        order (:func:`min_fill_order`) when it has fewer entries in all than the min-size tree and no
-        larger clique, else the min-size tree (built once; only when the min-size tree exists)."""
+        order (:func:`min_fill_order`) when the min-size tree has at least :data:`PAIR_MIN_FILL_FROM`
+        entries and the min-fill tree at most :data:`PAIR_MIN_FILL_FRACTION` of them and no larger
+        clique, else the min-size tree (built once; only when the min-size tree exists)."""
         if self._pt_tried:
             return self._pt
         self._pt_tried = True
         base = self._tree()
         self._pt = base
-        if base is None:
-            return None
+        if base is None or base.total < PAIR_MIN_FILL_FROM:
+            return base
         order, cliques, parent = tree_of_order(self._card, self._fvars, min_fill_order(self._card, self._fvars))
         sizes = [self._mask_size(self._vars_mask(c)) for c in cliques]
-        if sum(sizes) < base.total and max(sizes) <= base.biggest:
+        if sum(sizes) <= PAIR_MIN_FILL_FRACTION * base.total and max(sizes) <= base.biggest:
             small = self._calibrated(order, cliques, parent)
             if small is not None:
                 self._pt = small
@@ -993,7 +1000,12 @@ class LogVariableElimination:
             c = cliques[k]
             if sum(o[2] for o in ops[k]) < _LOG_FLOOR:
                 return None
-            t = _contract([(o[0], o[1]) for o in ops[k]], sorted(c), c)
+            operands = [(o[0], o[1]) for o in ops[k]]
+            while len(operands) > _EINSUM_MAX_OPERANDS:  # einsum's limit on operands: multiply in groups
+                head, operands = operands[:_EINSUM_MAX_OPERANDS], operands[_EINSUM_MAX_OPERANDS:]
+                scope = tuple(sorted({v for vs, _ in head for v in vs}))
+                operands.insert(0, (scope, _contract(head, scope, scope)))
+            t = _contract(operands, sorted(c), c)
             top = float(t.max())
             if not top > 0:
                 return None

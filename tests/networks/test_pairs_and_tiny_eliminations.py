@@ -43,7 +43,14 @@ def test_min_fill_order_gives_a_valid_elimination_tree():
                 assert set(cliques[k][1:]) <= set(cliques[p])
 
 
-def test_pairwise_pass_on_the_min_fill_tree_is_the_min_size_pass_and_the_log_space_road():
+@pytest.fixture
+def min_fill_everywhere(monkeypatch):
+    """The min-fill tree for the pass whenever it is smaller, whatever the size of the network."""
+    monkeypatch.setattr(inference, "PAIR_MIN_FILL_FROM", 0)
+    monkeypatch.setattr(inference, "PAIR_MIN_FILL_FRACTION", 1.0)
+
+
+def test_pairwise_pass_on_the_min_fill_tree_is_the_min_size_pass_and_the_log_space_road(min_fill_everywhere):
     chosen = 0
     for net in _nets(5, 8):
         ve = LogVariableElimination(net)
@@ -63,7 +70,8 @@ def test_pairwise_pass_on_the_min_fill_tree_is_the_min_size_pass_and_the_log_spa
     assert chosen >= 3  # the min-fill tree is smaller on several of these networks
 
 
-def test_pairwise_pass_falls_back_to_the_min_size_tree_when_the_min_fill_pass_cannot_certify(monkeypatch):
+def test_pairwise_pass_falls_back_to_the_min_size_tree_when_the_min_fill_pass_cannot_certify(monkeypatch,
+                                                                                             min_fill_everywhere):
     net = next(n for n in _nets(5, 8) if (lambda v: v._pair_tree() is not v._tree())(LogVariableElimination(n)))
     ve = LogVariableElimination(net)
     small = ve._pair_tree()
@@ -178,3 +186,21 @@ def test_the_pass_for_dependent_nodes_only_gives_their_tables_bit_for_bit():
             assert set(dep) == {j for j in full if not ve.independent(i, j)}
             for j, table in dep.items():
                 assert np.array_equal(table, full[j])
+
+
+def test_a_clique_with_more_messages_than_einsum_takes_is_calibrated_in_groups():
+    rng = np.random.default_rng(6)
+    leaves = [f"L{k}" for k in range(70)]  # 70 messages and a CPD into the root's clique
+    nodes = ["R"] + leaves
+    states = {v: ("a", "b") for v in nodes}
+    parents = {"R": (), **{v: ("R",) for v in leaves}}
+    cpds = {"R": np.array([0.3, 0.7]), **{v: rng.dirichlet([1, 1], size=2).T for v in leaves}}
+    from puffgm.networks.priors import NetworkPrior
+
+    ve = LogVariableElimination(NetworkPrior(nodes, states, parents, cpds, name="star"))
+    tree = tree_of_order(ve._card, ve._fvars, min_fill_order(ve._card, ve._fvars))
+    assert ve._calibrated(*tree) is not None  # the leaves first: 70 messages into the root's clique
+    pairs = ve.pair_log_marginals("L0")
+    assert pairs is not None and set(pairs) == set(nodes) - {"L0"}
+    for j in ("R", "L1", "L69"):
+        _same_table(pairs[j], ve.log_marginal_logspace(("L0", j)))
