@@ -353,9 +353,10 @@ class DSeparationIndex:
         """Bitmask of X_R: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
         return self.all_bits & ~self.dconnected_bits(node, quilt) & ~quilt
 
-    def make_quilt(self, node, quilt) -> MarkovQuilt:
-        """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``)."""
-        qb = self.bits(quilt)
+    def make_quilt(self, node, quilt, bits=None) -> MarkovQuilt:
+        """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``; ``bits``: its bitmask,
+        when the caller has it)."""
+        qb = self.bits(quilt) if bits is None else bits
         r = self.remote_bits(node, qb)
         return MarkovQuilt(node, frozenset(quilt), self.names(self.all_bits & ~qb & ~r), self.names(r))
 
