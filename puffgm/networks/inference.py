@@ -522,7 +522,7 @@ class LogVariableElimination:
             if pair:
                 self._keep_pair(key, hit)
         f_vars, table = hit
-        if table is None:
+        if f_vars is None or table is None:
             return None
         return np.transpose(table, [f_vars.index(v) for v in variables])
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
 
 import numpy as np
 
@@ -229,7 +230,7 @@ class DSeparationIndex:
             names8.append(t)
         self._names8 = names8
         self._memo = {}  # (source, observed) -> (reach, touched): the searches ask the same sets again
-        self._kernel = False  # the compiled ball once looked up (None: run the bitmask search)
+        self._kernel: Any = False  # the compiled ball once looked up (None: run the bitmask search)
         self._csr: tuple = ()
         self._nbytes = (len(self.nodes) + 7) // 8
 
