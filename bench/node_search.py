@@ -36,9 +36,9 @@ def node_searches(name: str, every: int, start: int = 0, count: int | None = Non
     nodes = list(pc.nodes)[::every] if count is None else list(pc.nodes)[start:start + count]
     kernels = _warm_kernels()
     search = QuiltSearch(pc)
-    start = time.perf_counter()
+    clock = time.perf_counter()
     best = {n: search.best(n, epsilon=1.0) for n in nodes}
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - clock
     where = {"every": every} if count is None else {"start": start}
     return {"network": name, **where, "nodes_searched": len(nodes), "seconds": round(seconds, 3),
             "seconds_per_node": round(seconds / len(nodes), 4),
