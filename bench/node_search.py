@@ -12,7 +12,11 @@ revisions on the same machine, interleaved:
     PYTHONPATH=/path/to/other/checkout python3 bench/node_search.py pigs:20 andes:7 munin:100
     python3 bench/node_search.py pigs:20 andes:7 munin:100
 
-Usage: python3 bench/node_search.py [NAME[:EVERY] ...]   (default: andes:7 pigs:20 munin:100)
+``NAME+START:COUNT`` searches COUNT consecutive nodes from position START instead, one search as a
+worker of the parallel road runs its chunk of consecutive nodes (the pair tables one node's search
+keeps serve the next nodes' searches there, which every k-th node leaves out).
+
+Usage: python3 bench/node_search.py [NAME[:EVERY] | NAME+START:COUNT ...]   (default: andes:7 pigs:20 munin:100)
 """
 
 import json
@@ -22,22 +26,33 @@ import sys
 import time
 
 
-def node_searches(name: str, every: int) -> dict:
-    """Seconds of the node searches of every ``every``-th node of ``example:name`` (epsilon 1)."""
+def node_searches(name: str, every: int, start: int = 0, count: int | None = None) -> dict:
+    """Seconds of the node searches of every ``every``-th node of ``example:name`` (epsilon 1), or of
+    ``count`` consecutive nodes from position ``start``."""
     from puffgm.networks.priors import load_prior_class
     from puffgm.networks.quilt_scores import QuiltSearch
 
     pc = load_prior_class("example:" + name)
-    nodes = list(pc.nodes)[::every]
+    nodes = list(pc.nodes)[::every] if count is None else list(pc.nodes)[start:start + count]
     kernels = _warm_kernels()
     search = QuiltSearch(pc)
-    start = time.perf_counter()
+    clock = time.perf_counter()
     best = {n: search.best(n, epsilon=1.0) for n in nodes}
-    seconds = time.perf_counter() - start
-    return {"network": name, "every": every, "nodes_searched": len(nodes), "seconds": round(seconds, 3),
+    seconds = time.perf_counter() - clock
+    where = {"every": every} if count is None else {"start": start}
+    return {"network": name, **where, "nodes_searched": len(nodes), "seconds": round(seconds, 3),
             "seconds_per_node": round(seconds / len(nodes), 4),
             "max_score": max(c.score for c in best.values()),
+            "results_sha256": _digest(best),
             "influence_evaluations": search.engine.evaluations, **kernels}
+
+
+def _digest(best: dict) -> str:
+    """A digest of every node's active quilt and score (repr: equal digests, bit-identical scores)."""
+    import hashlib
+
+    text = json.dumps([[n, repr(c.score), list(c.quilt)] for n, c in best.items()])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _warm_kernels() -> dict:
@@ -56,7 +71,11 @@ def main(argv=None) -> None:
     rows = []
     for spec in specs:
         name, _, every = spec.partition(":")
-        rows.append(node_searches(name, int(every or 1)))
+        if "+" in name:
+            name, _, start = name.partition("+")
+            rows.append(node_searches(name, 1, int(start), int(every)))
+        else:
+            rows.append(node_searches(name, int(every or 1)))
     import puffgm
 
     print(json.dumps({"puffgm": os.path.dirname(puffgm.__file__), "machine": platform.platform(),

@@ -13,7 +13,8 @@ import math
 import numba
 import numpy as np
 
-__all__ = ["convolve_rows", "convolve_cells", "log_sum_exp_middle", "laplace_smooth_middle", "LINEAR_FLOOR"]
+__all__ = ["convolve_rows", "convolve_cells", "log_sum_exp_middle", "laplace_smooth_middle", "bayes_ball",
+           "LINEAR_FLOOR"]
 
 #: A convolution entry whose linear-space sum is at least this is exact to rounding; below it
 #: (tails, and exact zeros) the entry is recomputed as a max-shifted log-sum-exp.
@@ -231,3 +232,62 @@ def laplace_smooth_middle(t, step, out):  # pragma: no cover - compiled
         for s in range(n - 1):
             for q in range(nq):
                 out[p, s, q] = log_add_exp(out[p, s, q], right[s + 1, q] + step)
+
+
+@numba.njit("void(int64[::1], int64[::1], int64[::1], int64[::1], int64, uint8[::1], uint8[::1], uint8[::1])",
+            cache=True, nogil=True)
+def bayes_ball(pptr, pidx, cptr, cidx, source, observed, reach, touched):  # pragma: no cover - compiled
+    """The Bayes ball of ``DSeparationIndex`` on arrays: parents of v are ``pidx[pptr[v]:pptr[v + 1]]``,
+    children ``cidx[cptr[v]:cptr[v + 1]]``; ``reach`` and ``touched`` (zeroed by the caller) get 1 at the
+    d-connected nodes and at the nodes the ball is passed to.
+
+    A state is (node, arrived from a child) or (node, arrived from a parent); the visited states are the
+    closure of (source, from a child) under: an unobserved node passes the ball from a child to its
+    parents and children, from a parent to its children; a node in An(observed) (observed included)
+    reached from a parent passes it back to its parents.  The closure does not depend on the order of
+    the visits, so this depth-first search visits the states of the breadth-first search on bitmasks.
+    """
+    n = observed.shape[0]
+    anc = np.zeros(n, np.uint8)
+    stack = np.empty(2 * n + 1, np.int64)
+    top = 0
+    for v in range(n):  # An(observed), observed included
+        if observed[v] and not anc[v]:
+            anc[v] = 1
+            stack[top] = v
+            top += 1
+            while top:
+                top -= 1
+                u = stack[top]
+                for e in range(pptr[u], pptr[u + 1]):
+                    p = pidx[e]
+                    if not anc[p]:
+                        anc[p] = 1
+                        stack[top] = p
+                        top += 1
+    seen = np.zeros(2 * n, np.uint8)  # 2v: arrived from a child (up), 2v + 1: from a parent (down)
+    seen[2 * source] = 1
+    stack[0] = 2 * source
+    top = 1
+    while top:
+        top -= 1
+        st = stack[top]
+        v = st >> 1
+        touched[v] = 1
+        down = st & 1
+        free = observed[v] == 0
+        if free:
+            reach[v] = 1
+            for e in range(cptr[v], cptr[v + 1]):  # on to the children, arriving from a parent
+                c = 2 * cidx[e] + 1
+                if not seen[c]:
+                    seen[c] = 1
+                    stack[top] = c
+                    top += 1
+        if (free and not down) or (down and anc[v]):  # on to the parents, arriving from a child
+            for e in range(pptr[v], pptr[v + 1]):
+                p = 2 * pidx[e]
+                if not seen[p]:
+                    seen[p] = 1
+                    stack[top] = p
+                    top += 1

@@ -34,7 +34,7 @@ import numpy as np
 
 from puffgm.exceptions import ParameterError
 
-__all__ = ["backend", "log_convolve", "log_convolve_grid", "log_sum_exp", "laplace_smooth"]
+__all__ = ["backend", "log_convolve", "log_convolve_grid", "log_sum_exp", "laplace_smooth", "bayes_ball"]
 
 _BACKEND: str | None = None
 #: Tables from this many entries go to the compiled log-sum-exp; smaller ones stay with numpy, so that a
@@ -85,7 +85,15 @@ def _compiled() -> dict:
     from puffgm.core import compiled
 
     return {"convolve_rows": compiled.convolve_rows, "convolve_cells": compiled.convolve_cells,
-            "log_sum_exp_middle": compiled.log_sum_exp_middle, "laplace_smooth_middle": compiled.laplace_smooth_middle}
+            "log_sum_exp_middle": compiled.log_sum_exp_middle, "laplace_smooth_middle": compiled.laplace_smooth_middle,
+            "bayes_ball": compiled.bayes_ball}
+
+
+def bayes_ball():
+    """The compiled Bayes ball (:func:`puffgm.core.compiled.bayes_ball`), or None with the numpy backend
+    (then the caller runs its own twin, the breadth-first search on bitmasks of
+    :class:`puffgm.networks.quilts.DSeparationIndex`)."""
+    return _NUMBA["bayes_ball"] if backend() == "numba" else None
 
 
 def log_convolve(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,10 +53,20 @@ __all__ = ["LogVariableElimination", "logsumexp_axis", "elimination_tree", "DEFA
 DEFAULT_MAX_TABLE_ENTRIES = 1 << 25
 #: Total entries of the cached marginals (2**22 doubles, 32 MiB).
 _CACHE_MAX_ENTRIES = 1 << 22
+#: Pair tables kept by ``scaled_marginal`` for the other direction (networks without a junction tree):
+#: at most this many tables, and this many entries in all (32 MiB).
+_PAIR_KEEP_MAX = 1 << 17
+_PAIR_KEEP_MAX_ENTRIES = 1 << 22
 #: Contractions whose joint index space has at least this many entries use einsum's greedy path.
 _EINSUM_OPTIMIZE_MIN = 1 << 15
 #: The same for a product of two tables (below it einsum's single loop is faster).
 _EINSUM_PAIR_OPTIMIZE_MIN = 1 << 22
+#: Operands of one einsum call (numpy 1 accepts at most 32, numpy 2 at most 64).
+_EINSUM_MAX_OPERANDS = 30
+#: The pairwise pass looks for a min-fill tree when the min-size tree has at least this many entries,
+#: and runs on it when it has at most this fraction of them (on smaller trees the pass is cheap).
+PAIR_MIN_FILL_FROM = 1 << 16
+PAIR_MIN_FILL_FRACTION = 0.75
 #: Largest junction tree (total clique entries) built for the pairwise road.
 PAIR_TREE_MAX_ENTRIES = 1 << 22
 #: Largest pairwise pass: total clique entries times the states of the evidence node (the
@@ -132,6 +142,97 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
     pos = {k: t for t, k in enumerate(order)}
     parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
     return order, cliques, parent
+
+
+def _moral_neighbours(n, fvars) -> list:
+    """Neighbour sets of the moral graph of factors with scopes ``fvars`` over variables 0..n-1."""
+    nb: list[set[int]] = [set() for _ in range(n)]
+    for fv in fvars:
+        for a in fv:
+            nb[a].update(fv)
+    for k in range(n):
+        nb[k].discard(k)
+    return nb
+
+
+def min_fill_order(card, fvars) -> list:
+    """A greedy min-fill elimination order of the moral graph of ``fvars``.
+
+    At each step the variable whose elimination adds the fewest edges between its current
+    neighbours, ties by the fewest joint states of its clique, then by index.
+
+    Parameters
+    ----------
+    card : sequence of int
+        Number of states of each variable.
+    fvars : sequence of tuple of int
+        The scope of each factor (each CPD's family); these are moralised.
+
+    Returns
+    -------
+    list of int
+        The order, every variable once.
+    """
+    n = len(card)
+    nb = _moral_neighbours(n, fvars)
+
+    def score(k):
+        s = list(nb[k])
+        fill = 0
+        for i, u in enumerate(s):
+            nu = nb[u]
+            fill += sum(1 for w in s[i + 1:] if w not in nu)
+        return fill, math.prod(card[u] for u in s) * card[k], k
+
+    scores = {k: score(k) for k in range(n)}
+    order: list[int] = []
+    while scores:
+        k = min(scores, key=scores.__getitem__)
+        del scores[k]
+        order.append(k)
+        touched = set(nb[k])
+        for u in nb[k]:
+            nb[u] |= nb[k]
+            nb[u].discard(u)
+            nb[u].discard(k)
+        for u in list(touched):
+            touched |= nb[u]
+        for u in touched:
+            if u in scores:
+                scores[u] = score(u)
+    return order
+
+
+def tree_of_order(card, fvars, order):
+    """The elimination tree of a given elimination order (as :func:`elimination_tree` builds it).
+
+    Parameters
+    ----------
+    card : sequence of int
+        Number of states of each variable.
+    fvars : sequence of tuple of int
+        The scope of each factor; these are moralised.
+    order : sequence of int
+        Every variable once.
+
+    Returns
+    -------
+    tuple
+        (order, cliques, parent): clique k is ``(k,) + its neighbours when eliminated`` and its
+        parent is the clique of the first of those neighbours eliminated after k.
+    """
+    n = len(card)
+    nb = _moral_neighbours(n, fvars)
+    cliques: list[Any] = [None] * n
+    for k in order:
+        cliques[k] = (k,) + tuple(sorted(nb[k]))
+        for u in nb[k]:
+            nb[u] |= nb[k]
+            nb[u].discard(u)
+            nb[u].discard(k)
+    pos = {k: t for t, k in enumerate(order)}
+    parent = [min(cliques[k][1:], key=pos.__getitem__) if len(cliques[k]) > 1 else None for k in range(n)]
+    return list(order), cliques, parent
 
 
 class _Factor:
@@ -256,7 +357,8 @@ class _JunctionTree:
     ``cliques[k]`` (variable k first, then its neighbours eliminated later), ``parent[k]`` (None at a
     root), ``beta[k]`` = P(C_k), ``sep[k]`` = P(S_k) on the separator towards the parent (None at a
     root), ``blo[k]`` a lower bound on log of the positive entries of ``beta[k]``, ``biggest`` the
-    largest clique table (entries) and ``nbrs[k]`` the cliques adjacent to k.
+    largest clique table (entries), ``nbrs[k]`` the cliques adjacent to k, ``total`` the entries of
+    all cliques, and ``conds`` the conditionals P(C_w | S) built so far (``_conditional``).
     """
 
     cliques: list
@@ -266,6 +368,8 @@ class _JunctionTree:
     blo: list
     biggest: int
     nbrs: list
+    total: int = 0
+    conds: dict = field(default_factory=dict)  # (w, towards) -> (vars, P(C_w | S), bound), filled on use
 
 
 class LogVariableElimination:
@@ -309,6 +413,9 @@ class LogVariableElimination:
         with np.errstate(divide="ignore"):
             self._logcpt = {n: np.log(prior.cpts[n]) for n in prior.nodes}
         self._cache: OrderedDict = OrderedDict()
+        # frozenset of two variables -> (variables, c * P) or (None, None): see scaled_marginal
+        self._pairs: OrderedDict = OrderedDict()
+        self._pair_entries = 0
         self._cache_size = cache_size
         self._cached_entries = 0
         self._anc: dict[str, frozenset[str]] = {}
@@ -341,7 +448,9 @@ class LogVariableElimination:
         self._jt: _JunctionTree | None = None
         self._jt_tried = False  # _tree() builds the tree once; None after that: too large or not certifiable
         self._bfs_cache: dict[int, tuple[dict, dict]] = {}
-        self._cond_cache: dict[tuple[int, int], tuple] = {}
+        # the tree of the pairwise pass: a min-fill tree when it is smaller than the routing tree
+        self._pt: _JunctionTree | None = None
+        self._pt_tried = False
 
     def _mask_size(self, mask: int) -> int:
         """Number of joint states of the variables of a bitmask (memoised)."""
@@ -360,6 +469,11 @@ class LogVariableElimination:
         for v in variables:
             out |= self._anc[v]
         return out
+
+    def independent(self, a, b) -> bool:
+        """True when variables ``a`` and ``b`` have no common ancestor (each one counted among its own
+        ancestors): they are d-separated by the empty set, so P(X_a, X_b) = P(X_a) P(X_b)."""
+        return not self._anc_bits[self._index[a]] & self._anc_bits[self._index[b]]
 
     def log_marginal(self, variables) -> np.ndarray:
         """log P(variables) as an array with axes in the given order."""
@@ -393,11 +507,34 @@ class LogVariableElimination:
         entries, such as conditionals P(x | a) = P(x, a) / P(a), are exact to rounding.
         """
         variables = tuple(variables)
-        try:
-            f_vars, table = self._compute_fast(frozenset(variables), variables[0] if variables else None, log=False)
-        except _Underflow:
+        key = frozenset(variables)
+        # a pair asked in one direction (the search of X_a asks P(X_a, X_b)) is asked again in the other
+        # (the search of X_b): without a junction tree the route does not depend on the order, so the
+        # table of the first is the second's, and it is kept until then
+        pair = len(key) == 2 and self._tree() is None
+        hit = self._pairs.pop(key, None) if pair else None
+        if hit is not None:
+            self._pair_entries -= 0 if hit[1] is None else hit[1].size
+        if hit is None:
+            try:
+                hit = self._compute_fast(key, variables[0] if variables else None, log=False)
+            except _Underflow:
+                hit = (None, None)
+            if pair:
+                self._keep_pair(key, hit)
+        f_vars, table = hit
+        if f_vars is None or table is None:
             return None
         return np.transpose(table, [f_vars.index(v) for v in variables])
+
+    def _keep_pair(self, key, hit) -> None:
+        """Keep a pair's table for :meth:`scaled_marginal` (the oldest go first past the bounds)."""
+        pairs = self._pairs
+        pairs[key] = hit
+        self._pair_entries += 0 if hit[1] is None else hit[1].size
+        while len(pairs) > _PAIR_KEEP_MAX or self._pair_entries > _PAIR_KEEP_MAX_ENTRIES:
+            old = pairs.popitem(last=False)[1]
+            self._pair_entries -= 0 if old[1] is None else old[1].size
 
     def _compute(self, keep: frozenset, root=None):
         try:
@@ -534,34 +671,34 @@ class LogVariableElimination:
     def _eliminate(self, factors, order, keep_idx, keep, log=True):
         """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
         scaled probability space with the underflow guard (:class:`_Underflow`)."""
-        fvars, ftab, flo, fmask = {}, {}, {}, {}
+        fvars, ftab, flo = {}, {}, {}
         holders: dict[int, set[int]] = {}
         for k, (fv, tab, lo) in enumerate(factors):
             fvars[k], ftab[k], flo[k] = fv, tab, lo
-            m = 0
             for v in fv:
                 holders.setdefault(v, set()).add(k)
-                m |= 1 << v
-            fmask[k] = m
         next_id = len(factors)
         logscale = 0.0
         for v in order:
             fids = holders.pop(v)
-            smask = 0
+            # the product's scope, its certified floor and its operands, in the order of ``fids``;
+            # the tables leave the pool (a query that raises _Underflow is redone from the start)
+            in_scope: set[int] = set()
+            lo = 0.0
+            operands = []
             for f in fids:
-                smask |= fmask[f]
-            scope = _mask_members(smask)
-            lo = sum(flo[f] for f in fids)
-            if lo < _LOG_FLOOR:
-                raise _Underflow
-            out_vars = tuple(u for u in scope if u != v)
-            operands = [(fvars[f], ftab[f]) for f in fids]
-            table = _contract(operands, scope, out_vars)
-            for f in fids:
-                for u in fvars[f]:
+                fv = fvars.pop(f)
+                in_scope.update(fv)
+                lo += flo.pop(f)
+                operands.append((fv, ftab.pop(f)))
+                for u in fv:
                     if u != v:
                         holders[u].discard(f)
-                del fvars[f], ftab[f], flo[f], fmask[f]
+            if lo < _LOG_FLOOR:
+                raise _Underflow
+            scope = sorted(in_scope)
+            out_vars = tuple(u for u in scope if u != v)
+            table = _contract(operands, scope, out_vars)
             top = float(table.max())
             if not top > 0.0:  # an all-zero message: cannot happen for a proper network
                 raise _Underflow
@@ -576,7 +713,6 @@ class LogVariableElimination:
             if lo < 0.5 * _LOG_FLOOR:
                 lo = _log_min_positive(table)
             fvars[next_id], ftab[next_id], flo[next_id] = out_vars, table, lo
-            fmask[next_id] = smask & ~(1 << v)
             for u in out_vars:
                 holders[u].add(next_id)
             next_id += 1
@@ -650,14 +786,15 @@ class LogVariableElimination:
             self._bfs_cache[root] = hit
         return hit
 
-    def _conditional(self, w, towards):
+    def _conditional(self, w, towards, tree=None):
         """(vars, P(C_w | S), lower bound) with S the separator between clique w and its neighbour
-        ``towards``: 0 where P(S) = 0 (P(C_w) is 0 there too)."""
-        key = (w, towards)
-        hit = self._cond_cache.get(key)
-        if hit is None:
+        ``towards`` in ``tree`` (default: the routing tree): 0 where P(S) = 0 (P(C_w) is 0 there too)."""
+        if tree is None:
             tree = self._jt
-            assert tree is not None  # conditionals are asked for only once the tree is built
+        assert tree is not None  # conditionals are asked for only once the tree is built
+        key = (w, towards)
+        hit = tree.conds.get(key)
+        if hit is None:
             cliques, parent, beta, sep, blo = tree.cliques, tree.parent, tree.beta, tree.sep, tree.blo
             child = w if parent[w] == towards else towards
             s_vars = cliques[child][1:]
@@ -667,12 +804,21 @@ class LogVariableElimination:
             mu = mu.reshape(shape)
             cond = np.divide(beta[w], mu, out=np.zeros_like(beta[w]), where=mu > 0)
             hit = (cw, cond, blo[w])  # P(C_w | S) >= P(C_w) entrywise: P(S) <= 1
-            self._cond_cache[key] = hit
+            tree.conds[key] = hit
         return hit
 
     # ------------------------------------------------------- pairwise road
-    def pair_log_marginals(self, node) -> dict | None:
-        r""":math:`\log P(X_{\mathrm{node}}, X_j)` for every node :math:`j` connected to ``node``, in one tree pass.
+    def pair_log_marginals(self, node, *, dependent_only: bool = False) -> dict | None:
+        r""":math:`\log P(X_{\mathrm{node}}, X_j)` for every node :math:`j` connected to ``node``, from one
+        junction-tree pass.
+
+        Parameters
+        ----------
+        node : str
+            The evidence node.
+        dependent_only : bool
+            Only the nodes :math:`j` with a common ancestor with ``node`` (the others are independent
+            of it, :meth:`independent`); the pass then skips the parts of the tree that hold none.
 
         Returns
         -------
@@ -698,19 +844,38 @@ class LogVariableElimination:
         smallest entry of a clique's table when it falls below :math:`10^{-280}`) guards
         underflow.  The product :math:`P(C_w \mid S)\, P(S, a)` is one multiplication per entry,
         the rounding of ``numpy.einsum``'s.
+
+        The size limits above are those of the min-size tree (they decide when the pass
+        answers); the pass itself runs on the elimination tree of a greedy min-fill order
+        when that tree has fewer entries in all (:meth:`_pair_tree`), and on the min-size
+        tree when the min-fill pass meets the underflow guard.
         """
         tree = self._tree()
         if tree is None:
             return None
         k0 = self._index[node]
-        cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
-        biggest = tree.biggest
         card = self._card
-        total = sum(b.size for b in beta)
-        if biggest * card[k0] > self.max_table_entries or total * card[k0] > PAIR_PASS_MAX_ENTRIES:
+        if tree.biggest * card[k0] > self.max_table_entries or tree.total * card[k0] > PAIR_PASS_MAX_ENTRIES:
             return None
+        wanted = None
+        if dependent_only:
+            anc = self._anc_bits
+            wanted = [bool(anc[k] & anc[k0]) for k in range(len(card))]
+        small = self._pair_tree()
+        out = self._pair_pass(small, k0, wanted)
+        if out is None and small is not tree:
+            out = self._pair_pass(tree, k0, wanted)
+        return out
+
+    def _pair_pass(self, tree, k0, wanted=None) -> dict | None:
+        """The pass of :meth:`pair_log_marginals` over ``tree`` with the evidence on variable ``k0``
+        (None when the underflow guard is met); with ``wanted`` (a flag per variable), only the
+        wanted variables' tables, through the cliques on the way to them."""
+        cliques, parent, beta, blo, nbrs = tree.cliques, tree.parent, tree.beta, tree.blo, tree.nbrs
+        card = self._card
+        needed = None if wanted is None else self._towards(nbrs, k0, wanted)
         # beta'[k]: P(C_k, X_node = a) with the batch axis a last
-        start = self._home(k0)
+        start = k0  # clique k holds variable k
         c0 = cliques[start]
         ind = np.zeros((card[k0], card[k0]))
         np.fill_diagonal(ind, 1.0)
@@ -719,7 +884,7 @@ class LogVariableElimination:
         out = {}
 
         def emit(k, table):  # P(X_node, X_k) from the clique of k (clique k holds variable k)
-            if k != k0:
+            if k != k0 and (wanted is None or wanted[k]):
                 t = _contract([(cliques[k] + (-1,), table)], sorted(set(cliques[k]) | {-1}), (-1, k))
                 with np.errstate(divide="ignore"):
                     out[names[k]] = np.log(t)
@@ -733,7 +898,7 @@ class LogVariableElimination:
         def push(u, table, lo_u):
             exact = False
             for w in nbrs[u]:
-                if w in done:
+                if w in done or (needed is not None and not needed[w]):
                     continue
                 if blo[w] + lo_u < _LOG_FLOOR and not exact:  # the cheap bound is too low: the smallest entry
                     lo_u, exact = _log_min_positive(table), True
@@ -749,28 +914,82 @@ class LogVariableElimination:
             w, u, s_vars, bs, bound = todo.pop()
             if bound < _LOG_FLOOR:
                 return None
-            cvars, cond, _ = self._conditional(w, u)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
+            cvars, cond, _ = self._conditional(w, u, tree)  # P(C_w | S): P(C_w, a) = P(C_w | S) P(S, a)
             table = cond[..., None] * _broadcast_to(bs, s_vars, cvars)  # one rounding, as einsum's
             emit(w, table)
             push(w, table, bound)
         return out
+
+    @staticmethod
+    def _towards(nbrs, start, wanted) -> list:
+        """For each clique of the tree of ``start``: does it or the part of the tree behind it (seen from
+        ``start``) hold a wanted variable (clique k holds variable k)?"""
+        up = {start: -1}
+        order = [start]
+        for u in order:  # breadth first: every clique after the one it is reached from
+            for w in nbrs[u]:
+                if w not in up:
+                    up[w] = u
+                    order.append(w)
+        needed = [False] * len(nbrs)
+        for w in reversed(order):
+            if wanted[w] or needed[w]:
+                needed[w] = True
+                if up[w] >= 0:
+                    needed[up[w]] = True
+        return needed
 
     def _home(self, k) -> int:
         self._tree()
         return self._home_of[k]
 
     def _tree(self):
-        """The calibrated junction tree (built once; None if too large or not certifiable)."""
+        """The calibrated junction tree of the greedy min-size order (built once; None if too large
+        or not certifiable): the routing's subtrees and the size limits of the pairwise pass."""
         if self._jt_tried:
             return self._jt
         self._jt_tried = True
-        card = self._card
-        n = len(card)
-        tree = elimination_tree(card, self._fvars, max_clique=self.max_table_entries,
+        n = len(self._card)
+        tree = elimination_tree(self._card, self._fvars, max_clique=self.max_table_entries,
                                 max_total=PAIR_TREE_MAX_ENTRIES)
         if tree is None:
             return None
-        order, cliques, parent = tree
+        jt = self._calibrated(*tree)
+        if jt is None:
+            return None
+        self._home_of = {k: k for k in range(n)}
+        var_cliques: list[list[int]] = [[] for _ in range(n)]
+        for k in range(n):
+            for v in jt.cliques[k]:
+                var_cliques[v].append(k)
+        self._var_cliques = var_cliques
+        self._jt = jt
+        return jt
+
+    def _pair_tree(self):
+        """The tree the pairwise pass runs on: the calibrated elimination tree of a greedy min-fill
+        order (:func:`min_fill_order`) when the min-size tree has at least :data:`PAIR_MIN_FILL_FROM`
+        entries and the min-fill tree at most :data:`PAIR_MIN_FILL_FRACTION` of them and no larger
+        clique, else the min-size tree (built once; only when the min-size tree exists)."""
+        if self._pt_tried:
+            return self._pt
+        self._pt_tried = True
+        base = self._tree()
+        self._pt = base
+        if base is None or base.total < PAIR_MIN_FILL_FROM:
+            return base
+        order, cliques, parent = tree_of_order(self._card, self._fvars, min_fill_order(self._card, self._fvars))
+        sizes = [self._mask_size(self._vars_mask(c)) for c in cliques]
+        if sum(sizes) <= PAIR_MIN_FILL_FRACTION * base.total and max(sizes) <= base.biggest:
+            small = self._calibrated(order, cliques, parent)
+            if small is not None:
+                self._pt = small
+        return self._pt
+
+    def _calibrated(self, order, cliques, parent):
+        """The :class:`_JunctionTree` of an elimination tree, calibrated (Hugin collect and distribute
+        in scaled probability space); None when a probability could fall below 1e-280."""
+        n = len(self._card)
         pos = {k: t for t, k in enumerate(order)}
         # potentials: each CPD goes to the clique of its first-eliminated family member
         ops: list[list[tuple]] = [[] for _ in range(n)]
@@ -783,7 +1002,12 @@ class LogVariableElimination:
             c = cliques[k]
             if sum(o[2] for o in ops[k]) < _LOG_FLOOR:
                 return None
-            t = _contract([(o[0], o[1]) for o in ops[k]], sorted(c), c)
+            operands = [(o[0], o[1]) for o in ops[k]]
+            while len(operands) > _EINSUM_MAX_OPERANDS:  # einsum's limit on operands: multiply in groups
+                head, operands = operands[:_EINSUM_MAX_OPERANDS], operands[_EINSUM_MAX_OPERANDS:]
+                scope = tuple(sorted({v for vs, _ in head for v in vs}))
+                operands.insert(0, (scope, _contract(head, scope, scope)))
+            t = _contract(operands, sorted(c), c)
             top = float(t.max())
             if not top > 0:
                 return None
@@ -810,21 +1034,13 @@ class LogVariableElimination:
                 b = phi[k] * ratio[None]
             beta[k] = b / b.sum()
             blo[k] = _log_min_positive(beta[k])
-        home_of = {k: k for k in range(n)}
         nbrs: list[list[int]] = [[] for _ in range(n)]
         for k in range(n):
             if parent[k] is not None:
                 nbrs[k].append(parent[k])
                 nbrs[parent[k]].append(k)
-        self._home_of = home_of
-        var_cliques: list[list[int]] = [[] for _ in range(n)]
-        for k in range(n):
-            for v in cliques[k]:
-                var_cliques[v].append(k)
-        self._var_cliques = var_cliques
-        self._jt = _JunctionTree(cliques=cliques, parent=parent, beta=beta, sep=sep, blo=blo,
-                                 biggest=max(b.size for b in beta), nbrs=nbrs)
-        return self._jt
+        return _JunctionTree(cliques=cliques, parent=parent, beta=beta, sep=sep, blo=blo,
+                             biggest=max(b.size for b in beta), nbrs=nbrs, total=sum(b.size for b in beta))
 
     # ------------------------------------------------------------ log road
     def _compute_log(self, keep: frozenset):

@@ -153,6 +153,7 @@ class InfluenceEngine:
         self._ve = [LogVariableElimination(p, max_table_entries=limit) for p in prior_class.priors]
         self._cache: dict[tuple, Influence] = {}
         self._position = {v: k for k, v in enumerate(prior_class.nodes)}
+        self._card = {v: len(prior_class.states[v]) for v in prior_class.nodes}
         self._pair_node = None  # the node whose pairwise tables are held, and the tables per prior
         self._pair_tables: list[dict | None] = []
         self._pair_results_node = None  # e({X_j} | X_node) of every j, for the latest node
@@ -273,7 +274,8 @@ class InfluenceEngine:
             self._pair_tables = [None] * len(self._ve)
         tables = self._pair_tables[t]
         if tables is None:
-            tables = self._ve[t].pair_log_marginals(node) or {}
+            # the others are independent of X_node: _compute answers them 0 without a table
+            tables = self._ve[t].pair_log_marginals(node, dependent_only=True) or {}
             self._pair_tables[t] = tables
         return tables.get(j) if j is not None else None
 
@@ -315,7 +317,7 @@ class InfluenceEngine:
 
     def quilt_states(self, quilt) -> int:
         """Joint state space size of a quilt."""
-        return math.prod(len(self.prior_class.states[q]) for q in quilt)
+        return math.prod(map(self._card.__getitem__, quilt))
 
     def _compute(self, node, quilt) -> Influence:
         if not quilt:
@@ -324,6 +326,10 @@ class InfluenceEngine:
             self.evaluations += 1
         if self.deadline_check is not None and not self.evaluations % 16:
             self.deadline_check()
+        if len(quilt) == 1 and self._ve[0].independent(node, quilt[0]):
+            # no common ancestor: P(X_j | X_i = a) = P(X_j) for every possible a, so e = 0 exactly
+            # (counted as an evaluation, as the inference it replaces)
+            return Influence(0.0, None)
         states = self.prior_class.states
         pairs = self.secrets.value_pairs(self.prior_class, node)
         if len(quilt) == 1 and pairs is None:

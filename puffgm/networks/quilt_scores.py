@@ -133,6 +133,7 @@ class QuiltSearch:
         self._moral_bits = None
         self._dsep = DSeparationIndex(self.dag)
         self._order = {n: k for k, n in enumerate(prior_class.nodes)}
+        self._card = {n: len(prior_class.states[n]) for n in prior_class.nodes}
         self._quilts = {}  # (node, frozenset quilt) -> MarkovQuilt
 
     def forget_nodes(self):
@@ -146,12 +147,13 @@ class QuiltSearch:
         self._dsep.forget()
         self.engine.forget_nodes()
 
-    def _make(self, node, quilt) -> MarkovQuilt:
-        """make_quilt(dag, node, quilt), on the compiled DAG and memoised."""
+    def _make(self, node, quilt, qbits=None) -> MarkovQuilt:
+        """make_quilt(dag, node, quilt), on the compiled DAG and memoised (``qbits``: the quilt's
+        bitmask when the caller has it)."""
         key = (node, quilt if isinstance(quilt, frozenset) else frozenset(quilt))
         mq = self._quilts.get(key)
         if mq is None:
-            mq = self._dsep.make_quilt(node, key[1])
+            mq = self._dsep.make_quilt(node, key[1], qbits)
             self._quilts[key] = mq
         return mq
 
@@ -220,8 +222,15 @@ class QuiltSearch:
 
     # -------------------------------------------------------------- structured
     def _fits(self, quilt) -> bool:
-        """True when the quilt has at most ``max_quilt_states`` joint states."""
-        return self.engine.quilt_states(quilt) <= self.max_quilt_states
+        """True when the quilt has at most ``max_quilt_states`` joint states (the product of the
+        cardinalities, which never decreases, stops once past the bound)."""
+        card, limit = self._card, self.max_quilt_states
+        states = 1
+        for q in quilt:
+            states *= card[q]
+            if states > limit:
+                return False
+        return True
 
     def _structured(self, node) -> list:
         moral = self.moral
@@ -229,11 +238,11 @@ class QuiltSearch:
             self._moral_bits = {v: self._dsep.bits(moral.neighbors(v)) for v in moral}
         seen = {}
 
-        def add(q):
+        def add(q, qbits=None):
             q = frozenset(q)
             if q in seen or (q and not self._fits(q)):
                 return
-            seen[q] = self._make(node, q)
+            seen[q] = self._make(node, q, qbits)
 
         add(())
         for layer in distance_layers(moral, node):
@@ -254,12 +263,12 @@ class QuiltSearch:
             if not bb:
                 break
             boundary = dsep.names(bb)
-            add(boundary)
-            minimal = self._minimal(node, boundary)
+            add(boundary, bb)
+            minimal = self._minimal(node, boundary, bb)
             if minimal != boundary:
                 key = (node, minimal)
                 if key not in self._quilts:  # X_R grows by the dropped nodes, X_N is the boundary's
-                    mq = self._make(node, boundary)
+                    mq = self._make(node, boundary, bb)
                     self._quilts[key] = MarkovQuilt(node, minimal, mq.nearby, mq.remote | (boundary - minimal))
                 add(minimal)
             # the strongest boundary node; strengths within 1e-9 are ties (they differ by
@@ -271,7 +280,7 @@ class QuiltSearch:
             near |= mbits[nxt]
         return list(seen.values())
 
-    def _minimal(self, node, quilt) -> frozenset:
+    def _minimal(self, node, quilt, qbits=None) -> frozenset:
         """Drop quilt nodes d-separated from ``node`` by the rest, keeping the remote set.
 
         The result is the quilt nodes the Bayes ball from ``node`` given the quilt touches,
@@ -291,8 +300,9 @@ class QuiltSearch:
         whose removal keeps the remote set (in any order).
         """
         dsep = self._dsep
-        q = dsep.bits(quilt)
-        return dsep.names(q & dsep.reach_and_touched(node, q)[1])
+        q = dsep.bits(quilt) if qbits is None else qbits
+        kept = q & dsep.reach_and_touched(node, q)[1]
+        return quilt if kept == q and isinstance(quilt, frozenset) else dsep.names(kept)
 
     # ----------------------------------------------------------------- scoring
     def choice(self, quilt: MarkovQuilt, *, epsilon=None) -> QuiltChoice:

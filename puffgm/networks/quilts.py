@@ -46,6 +46,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
+from typing import Any
+
+import numpy as np
 
 from puffgm.exceptions import QuiltError
 
@@ -70,6 +73,9 @@ DEFAULT_MAX_QUILT_STATES = 100_000
 _EXHAUSTIVE_MAX_JOINT = 1 << 24
 #: Entries of the d-separation memo of a DSeparationIndex.
 _DSEP_MEMO_MAX = 1 << 18
+#: DAGs with at least this many nodes run the Bayes ball compiled (:func:`puffgm.core.kernels.bayes_ball`)
+#: when numba is the backend: the loops of the bitmask search grow with the nodes reached.
+_COMPILED_BALL_MIN_NODES = 200
 
 
 @dataclass(frozen=True)
@@ -155,6 +161,16 @@ def dconnected_nodes(dag, source, observed) -> set:
     return reach
 
 
+def _bit_indices(bits: int) -> list:
+    """The set bits of ``bits``, increasing."""
+    out = []
+    while bits:
+        low = bits & -bits
+        out.append(low.bit_length() - 1)
+        bits ^= low
+    return out
+
+
 class DSeparationIndex:
     """A DAG compiled for many d-separation queries: node sets as integer bitmasks.
 
@@ -177,7 +193,8 @@ class DSeparationIndex:
     ['c']
     """
 
-    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8", "_memo")
+    __slots__ = ("nodes", "index", "_par", "_ch", "_anc", "all_bits", "desc", "_names8", "_memo", "_kernel",
+                 "_csr", "_nbytes")
 
     def __init__(self, dag):
         import networkx as nx
@@ -213,6 +230,9 @@ class DSeparationIndex:
             names8.append(t)
         self._names8 = names8
         self._memo = {}  # (source, observed) -> (reach, touched): the searches ask the same sets again
+        self._kernel: Any = False  # the compiled ball once looked up (None: run the bitmask search)
+        self._csr: tuple = ()
+        self._nbytes = (len(self.nodes) + 7) // 8
 
     def bits(self, nodes) -> int:
         """The bitmask of a set of node names."""
@@ -259,7 +279,41 @@ class DSeparationIndex:
         return hit
 
     def _ball(self, source, observed: int) -> tuple:
-        """Bayes-ball from ``source`` given ``observed``: (reach, touched)."""
+        """Bayes-ball from ``source`` given ``observed``: (reach, touched), compiled on large DAGs."""
+        if self._kernel is False:
+            self._kernel = None
+            if len(self.nodes) >= _COMPILED_BALL_MIN_NODES:
+                from puffgm.core.kernels import bayes_ball
+
+                self._kernel = bayes_ball()
+                self._csr = self._csr_arrays()
+        if self._kernel is not None:
+            return self._ball_compiled(source, observed)
+        return self._ball_bits(source, observed)
+
+    def _csr_arrays(self) -> tuple:
+        """(parent pointers, parents, child pointers, children) as int64 arrays (compressed rows)."""
+        out = []
+        for masks in (self._par, self._ch):
+            rows = [_bit_indices(m) for m in masks]
+            ptr = np.zeros(len(rows) + 1, dtype=np.int64)
+            ptr[1:] = np.cumsum([len(r) for r in rows])
+            out += [ptr, np.array([k for r in rows for k in r], dtype=np.int64)]
+        return tuple(out)
+
+    def _ball_compiled(self, source, observed: int) -> tuple:
+        """:meth:`_ball_bits` by the compiled kernel (the same visits; bitmasks in and out)."""
+        n, nb = len(self.nodes), self._nbytes
+        obs = np.unpackbits(np.frombuffer(observed.to_bytes(nb, "little"), dtype=np.uint8), count=n,
+                            bitorder="little")
+        reach = np.zeros(n, dtype=np.uint8)
+        touched = np.zeros(n, dtype=np.uint8)
+        self._kernel(*self._csr, self.index[source], obs, reach, touched)
+        return (int.from_bytes(np.packbits(reach, bitorder="little").tobytes(), "little"),
+                int.from_bytes(np.packbits(touched, bitorder="little").tobytes(), "little"))
+
+    def _ball_bits(self, source, observed: int) -> tuple:
+        """Bayes-ball from ``source`` given ``observed`` on bitmasks: (reach, touched)."""
         par, ch, ancs = self._par, self._ch, self._anc
         anc = 0
         o = observed
@@ -300,9 +354,10 @@ class DSeparationIndex:
         """Bitmask of :math:`X_R`: the nodes d-separated from ``node`` by ``quilt`` (quilt excluded)."""
         return self.all_bits & ~self.dconnected_bits(node, quilt) & ~quilt
 
-    def make_quilt(self, node, quilt) -> MarkovQuilt:
-        """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``)."""
-        qb = self.bits(quilt)
+    def make_quilt(self, node, quilt, bits=None) -> MarkovQuilt:
+        """:func:`make_quilt` on this DAG (``quilt`` must not contain ``node``; ``bits``: its bitmask,
+        when the caller has it)."""
+        qb = self.bits(quilt) if bits is None else bits
         r = self.remote_bits(node, qb)
         return MarkovQuilt(node, frozenset(quilt), self.names(self.all_bits & ~qb & ~r), self.names(r))
 
