@@ -250,6 +250,7 @@ def calibrate_for_query(prior: Any, query: Any, *, epsilon: float, method: str =
     Returns
     -------
     QueryCalibration or WorkloadCalibration
+        The workload's calibration when ``query`` is a workload spec, else the one query's.
 
     Raises
     ------

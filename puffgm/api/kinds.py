@@ -172,7 +172,8 @@ def register_kind(kind, *, recognises=None, load=None, label: str | None = None,
 
     Returns
     -------
-    The ``kind`` given (usable as a class decorator).  Registering a kind twice changes nothing.
+    type or str
+        The ``kind`` given (usable as a class decorator).  Registering a kind twice changes nothing.
 
     Raises
     ------

@@ -23,7 +23,7 @@ def test_song_figure4_quick(tmp_path):
     assert rows
     for r in rows:
         assert float(r[6]) >= float(r[7])
-    assert "GK16 applies for alpha >=" in text
+    assert "GK16 applies for $\\alpha \\ge$" in text
 
 
 def test_song_tables_quick(tmp_path):
