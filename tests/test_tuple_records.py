@@ -9,8 +9,8 @@ so arrays, lists and sequences returned by a call are never flagged.  Functions 
 tuple in a variable or return a NamedTuple are not seen, which can miss a record but never
 raises a false alarm.
 
-``ALLOWED`` names the (module, function) pairs that still read such tuples by position, in
-modules other sessions are restructuring; each entry should go once its module is typed.
+``ALLOWED`` names the (module, function) pairs allowed to read such tuples by position: none
+today; an entry needs a reason, and a second test fails once it no longer applies.
 """
 
 from __future__ import annotations
@@ -22,11 +22,8 @@ import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "puffgm"
 
-#: (path under puffgm/, innermost function) pairs still reading a returned tuple by position.
-ALLOWED = {
-    ("networks/inference.py", "_compute_fast"),
-    ("networks/inference.py", "_route"),
-}
+#: (path under puffgm/, innermost function) pairs allowed to read a returned tuple by position.
+ALLOWED: set[tuple[str, str]] = set()
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 

@@ -40,7 +40,7 @@ import heapq
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -341,6 +341,21 @@ def _broadcast_to(table, vars_, target) -> np.ndarray:
     return t.reshape(tuple(table.shape[vars_.index(v)] if v in present else 1 for v in target) + (table.shape[-1],))
 
 
+class _Plan(NamedTuple):
+    """A greedy min-size elimination planned symbolically (see ``LogVariableElimination._plan``)."""
+
+    order: list
+    largest: int
+    cost: int
+
+
+class _Route(NamedTuple):
+    """The factors a query is contracted from and their elimination order."""
+
+    factors: list
+    order: list
+
+
 class _Underflow(Exception):
     """A product could fall below the floating-point range: redo the query in log space."""
 
@@ -567,10 +582,10 @@ class LogVariableElimination:
         to rounding; each route carries its own underflow certificate).
         """
         keep_idx = sorted(self._index[v] for v in keep)
-        route = self._route(keep_idx, root, keep)
-        return self._eliminate(route[0], route[1], keep_idx, keep, log)
+        factors, order = self._route(keep_idx, root, keep)
+        return self._eliminate(factors, order, keep_idx, keep, log)
 
-    def _route(self, keep_idx, root, keep):
+    def _route(self, keep_idx, root, keep) -> _Route:
         """(factors, elimination order) of the route that answers the query (see :meth:`_compute_fast`)."""
         limit = self.max_table_entries
         keep_mask = 0
@@ -584,16 +599,16 @@ class LogVariableElimination:
             mask |= self._anc_bits[k]
         anc = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in _mask_members(mask)]
         n_vars = mask.bit_count()
-        tree_factors = None
+        subtree = None
         if keep_idx:
-            tree_factors = self._subtree_factors(keep_idx, self._index[root] if root in self._index else keep_idx[0])
+            subtree = self._subtree_factors(keep_idx, self._index[root] if root in self._index else keep_idx[0])
         plan_a = self._plan(anc, keep_mask)
-        if tree_factors is None or tree_factors[1] >= n_vars:
-            if plan_a[1] > limit:
-                self._too_large(plan_a[1], keep)
-            return anc, plan_a[0]
-        tree = tree_factors[0]
-        if plan_a[1] <= limit:
+        tree, tree_vars = subtree if subtree is not None else (None, n_vars)
+        if tree is None or tree_vars >= n_vars:
+            if plan_a.largest > limit:
+                self._too_large(plan_a.largest, keep)
+            return _Route(anc, plan_a.order)
+        if plan_a.largest <= limit:
             # no plan of the subtree is needed when it surely fits (all its variables together make
             # a table within the limit) and cannot be cheaper: its cost is at least its largest
             # table's entries, since every table takes part in some product
@@ -602,14 +617,14 @@ class LogVariableElimination:
             for f in tree:
                 union |= self._vars_mask(f[0])
                 biggest = max(biggest, f[1].size)
-            if plan_a[2] <= biggest and self._mask_size(union) <= limit:
-                return anc, plan_a[0]
+            if plan_a.cost <= biggest and self._mask_size(union) <= limit:
+                return _Route(anc, plan_a.order)
         plan_t = self._plan(tree, keep_mask)
-        if plan_t[1] > limit:  # the reference route's refusal, before contracting
-            self._too_large(plan_t[1], keep)
-        if plan_a[1] <= limit and plan_a[2] < plan_t[2]:
-            return anc, plan_a[0]
-        return tree, plan_t[0]
+        if plan_t.largest > limit:  # the reference route's refusal, before contracting
+            self._too_large(plan_t.largest, keep)
+        if plan_a.largest <= limit and plan_a.cost < plan_t.cost:
+            return _Route(anc, plan_a.order)
+        return _Route(tree, plan_t.order)
 
     def _vars_mask(self, vars_) -> int:
         """The bitmask of a factor's scope (memoised by the scope)."""
@@ -623,7 +638,7 @@ class LogVariableElimination:
             self._scope_masks[vars_] = m
         return m
 
-    def _plan(self, factors, keep_mask: int):
+    def _plan(self, factors, keep_mask: int) -> _Plan:
         """(order, largest table, cost) of the greedy min-size elimination of ``factors``.
 
         Symbolic only: the interaction graph of the factors' scopes as neighbour bitmasks
@@ -666,7 +681,7 @@ class LogVariableElimination:
                     sizes[u] = size_of(nb[u])
                     heapq.heappush(heap, (sizes[u], u))
         final = size_of(keep_mask)
-        return order, max(largest, final), cost + final
+        return _Plan(order, max(largest, final), cost + final)
 
     def _eliminate(self, factors, order, keep_idx, keep, log=True):
         """Contract ``factors`` eliminating the variables in ``order`` (from :meth:`_plan`), in
