@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -103,8 +103,10 @@ from puffgm.mechanisms.query import (
     ExactLoss,
     QueryRelease,
     answer_in_range,
+    exact_stacked,
     optimal_laplace_of,
     wasserstein_of,
+    worst_loss,
 )
 
 __all__ = [
@@ -370,17 +372,11 @@ def noise_loss_of(laws: QueryLaws, law: NoiseLaw):
         (loss, witness, per_prior); witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in
         grid units, may be +-inf).
     """
-    if not laws.exact:
-        raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
-    rows, pairs, labels = laws.stacked()
+    rows, pairs, labels = exact_stacked(laws)
     if not len(pairs):
         return ExactLoss(0.0, None, (0.0,) * laws.n_priors)
     loss, where = noise_losses(rows, pairs, law)
-    per_prior = [0.0] * laws.n_priors
-    for lab, v in zip(labels, loss, strict=True):
-        per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
-    k = int(np.argmax(loss))
-    return ExactLoss(float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior))
+    return worst_loss(labels, loss, where, laws.n_priors)
 
 
 # ------------------------------------------------------------------ the linear program

@@ -361,11 +361,23 @@ def _loss_at(rows, pairs, labels, n_priors: int, scale: float):
         d = np.where(both_zero, 0.0, d)
         k = np.argmax(d, axis=1)
         loss, where = d[np.arange(len(k)), k], k.astype(float)
+    return worst_loss(labels, loss, where, n_priors)
+
+
+def worst_loss(labels, loss, where, n_priors: int) -> ExactLoss:
+    """The :class:`ExactLoss` of per-pair losses: the largest, its witness at its output, and each prior's largest."""
     per_prior = [0.0] * n_priors
     for lab, v in zip(labels, loss, strict=True):
         per_prior[lab.prior] = max(per_prior[lab.prior], float(v))
     k = int(np.argmax(loss))
     return ExactLoss(float(loss[k]), replace(labels[k], output=float(where[k])), tuple(per_prior))
+
+
+def exact_stacked(laws: QueryLaws):
+    """``laws.stacked()`` for an exact loss, refused when the laws are not exact."""
+    if not laws.exact:
+        raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
+    return laws.stacked()
 
 
 def laplace_loss_of(laws: QueryLaws, scale: float):
@@ -377,9 +389,7 @@ def laplace_loss_of(laws: QueryLaws, scale: float):
         (loss, witness, per_prior); witness is a :class:`~puffgm.core.witness.Witness` (prior, node, pair, output in
         grid units, may be +-inf).
     """
-    if not laws.exact:
-        raise ParameterError("The exact loss needs the exact conditional laws, which were not computed.")
-    rows, pairs, labels = laws.stacked()
+    rows, pairs, labels = exact_stacked(laws)
     if not len(pairs):
         return ExactLoss(0.0, None, (0.0,) * laws.n_priors)
     return _loss_at(rows, pairs, labels, laws.n_priors, float(scale))
