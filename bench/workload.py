@@ -2,8 +2,8 @@
 
 Prints one JSON object.  Every case runs in a fresh interpreter (so ``wall_s`` includes
 importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_workload` at
-``--epsilon`` with the default limits (``max_joint_length`` 2^18 = 262144 cells; the networks'
-``max_table_entries``; the chains' exact laws up to length 600):
+``--epsilon`` with the default limits (``max_joint_length`` 2^18 = 262144 cells; on networks a
+clique times the grid's cells up to ``max_table_entries`` 2^26; the chains' exact laws up to length 600):
 
 * ``networks``: k counts of each node's first state (``{"count": 0, "nodes": part}``) over
   the k disjoint, contiguous parts of the network's node order (halves, thirds): asia,
@@ -19,7 +19,8 @@ importing puffgm and reading the prior) and calls :func:`puffgm.calibrate_worklo
   m = 4, 9, 14, 18; and the chain's 3-state histogram at lengths 10, 20, 30 (axes T + 1);
 * ``limits``: where the limits stop a workload: a 3-state histogram at T = 64 and a 4-state
   one at T = 30 (max_joint_length), two counts on a chain of length 700 (the exact laws of
-  chains stop at 600), two counts on pathfinder and andes (the networks' table limit).
+  chains stop at 600), two counts on pathfinder and andes and four counts on hepar2 (the
+  networks' table limit: a clique of the junction tree times the grid's cells).
 
 Each row has the wall time, the calibration's own seconds, the joint law's shape, the
 joint scales and their exact loss, the MQM scale, group DP, each statistic's own optimal
@@ -32,13 +33,19 @@ in a fresh interpreter with its own PYTHONPATH), and adds to each case ``before`
 the ratios before / after of the exact laws' seconds, of the scale search's and of the whole
 calibration's (wall clock and CPU seconds of the process), and the largest relative difference of
 the joint scales (the machine may be shared: the ratios, measured a few seconds apart, and the CPU
-seconds, which a busy machine changes much less than the wall clock, are the figures to quote).
+seconds, which a busy machine changes much less than the wall clock, are the figures to quote), and
+``scales_agree`` (every joint scale within a relative 1e-9 of the before version's).
+
+``--reference JSON`` compares each case with the same case of an earlier output of this script
+(bench/data/workload.json holds one, with the before-the-grid version's scales where it ran):
+``reference_scales`` (the recorded version's before scales where recorded, else its own),
+``scales_max_rel_diff`` and ``scales_agree`` (within 1e-9), without rerunning that version.
 
 Targets (2-core machine): asia, child and alarm in seconds; insurance, hailfinder,
 win95pts and hepar2 within two minutes each; the chain histogram within a minute; alarm with
 k = 3 within 1 s and k = 4 within 5 s (the calibration's seconds, quiet machine).
 
-Usage: python3 bench/workload.py [--epsilon 1] [--timeout 900] [--before PATH] [SECTION ...]
+Usage: python3 bench/workload.py [--epsilon 1] [--timeout 900] [--before PATH] [--reference JSON] [SECTION ...]
        (sections: networks chain k_growth chain_growth axis_growth limits; default all but chain_growth)
 """
 
@@ -144,24 +151,25 @@ def cases(section: str) -> list:
                 ("elnino_2states_T700_2x5", {"prior": "chain", "states": 2, "length": 700, "parts": 2,
                                              "part_size": 5}),
                 ("pathfinder_k2", {"prior": "pathfinder", "parts": 2, "time_limit": 300}),
-                ("andes_k2", {"prior": "andes", "parts": 2, "time_limit": 300})]
+                ("andes_k2", {"prior": "andes", "parts": 2, "time_limit": 300}),
+                ("hepar2_k4", {"prior": "hepar2", "parts": 4})]
     raise SystemExit(f"unknown section {section!r}; choose from {', '.join(SECTIONS)}")
 
 
 def run(case: dict, eps: float, timeout: float, path: str | None = None) -> dict:
     """One case in a fresh interpreter (with ``PYTHONPATH=path`` when given)."""
-    t0 = time.monotonic()
+    t0, load = time.monotonic(), os.getloadavg()[0]
     args = [sys.executable, "-c", _CHILD, json.dumps(case), str(eps)]
     # with ``-c`` the working directory comes first on sys.path: run in ``path`` so that its version is imported
     env = None if path is None else {**os.environ, "PYTHONPATH": path}
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=path)
     except subprocess.TimeoutExpired:
-        return {"case": case, "refused": f"no answer within the bench's timeout of {timeout:g} s"}
+        return {"case": case, "load": load, "refused": f"no answer within the bench's timeout of {timeout:g} s"}
     if out.returncode != 0:
-        return {"case": case, "error": (out.stderr.strip().splitlines() or ["?"])[-1],
+        return {"case": case, "load": load, "error": (out.stderr.strip().splitlines() or ["?"])[-1],
                 "wall_s": round(time.monotonic() - t0, 3)}
-    return {"case": case, **json.loads(out.stdout)}
+    return {"case": case, "load": load, **json.loads(out.stdout)}
 
 
 def before_after(case: dict, eps: float, timeout: float, before: str) -> dict:
@@ -176,9 +184,44 @@ def before_after(case: dict, eps: float, timeout: float, before: str) -> dict:
                       ("calibrate", old.get("calibrate_s"), new.get("calibrate_s")),
                       ("calibrate_cpu", old.get("calibrate_cpu_s"), new.get("calibrate_cpu_s"))):
         row[f"ratio_{key}"] = round(a / b, 2) if a and b else None
-    if old.get("joint_scales") and new.get("joint_scales"):
-        row["scales_max_rel_diff"] = max(abs(x - y) / abs(x) for x, y in
-                                         zip(old["joint_scales"], new["joint_scales"], strict=True))
+    row.update(compare_scales(old.get("joint_scales"), new.get("joint_scales")))
+    return row
+
+
+#: Two versions' joint scales agree when every one is within this relative difference.
+SCALE_RTOL = 1e-9
+
+
+def compare_scales(reference, scales) -> dict:
+    """``scales_max_rel_diff`` and ``scales_agree`` (within :data:`SCALE_RTOL`) of two lists of joint scales."""
+    if not reference or not scales:
+        return {}
+    if len(reference) != len(scales):
+        return {"scales_agree": False}
+    diff = max(abs(x - y) / abs(x) for x, y in zip(reference, scales, strict=True))
+    return {"scales_max_rel_diff": diff, "scales_agree": diff <= SCALE_RTOL}
+
+
+def reference_scales(path: str) -> list:
+    """(case, joint scales) of every case of an earlier output: the before version's scales where it ran."""
+    with open(path) as f:
+        recorded = json.load(f)["results"]
+    out = []
+    for rows in recorded.values():
+        for row in rows.values():
+            before, after = row.get("before") or {}, row.get("after", row)
+            scales = before.get("joint_scales") or after.get("joint_scales")
+            if scales:
+                out.append((row["case"], scales))
+    return out
+
+
+def against(row: dict, reference: list) -> dict:
+    """The row with its case's recorded scales and their agreement (unchanged when the case was not recorded)."""
+    scales = row.get("after", row).get("joint_scales")
+    for case, ref in reference:
+        if case == row["case"]:
+            return {**row, "reference_scales": ref, **compare_scales(ref, scales)}
     return row
 
 
@@ -187,16 +230,20 @@ def main(argv=None):
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per case before it is stopped")
     p.add_argument("--before", metavar="PATH", help="a checkout of the version to compare with, run interleaved")
+    p.add_argument("--reference", metavar="JSON", help="an earlier output of this script to compare the scales with")
     p.add_argument("sections", nargs="*", default=list(DEFAULT_SECTIONS))
     args = p.parse_args(argv)
+    reference = [] if args.reference is None else reference_scales(args.reference)
     results = {}
     for section in args.sections:
         results[section] = {}
         for label, case in cases(section):
             print(f"[bench/workload] {section}: {label}", file=sys.stderr, flush=True)
-            results[section][label] = (run(case, args.epsilon, args.timeout) if args.before is None
-                                       else before_after(case, args.epsilon, args.timeout, args.before))
-    command = "python3 bench/workload.py" + (f" --before {args.before}" if args.before else "")
+            row = (run(case, args.epsilon, args.timeout) if args.before is None
+                   else before_after(case, args.epsilon, args.timeout, args.before))
+            results[section][label] = against(row, reference)
+    command = "python3 bench/workload.py" + (f" --before {args.before}" if args.before else "") + (
+        f" --reference {args.reference}" if args.reference else "")
     print(json.dumps({"epsilon": args.epsilon, "command": " ".join([command] + args.sections),
                       "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                   "python": platform.python_version(), "load_average": os.getloadavg(),

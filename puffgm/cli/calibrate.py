@@ -109,7 +109,8 @@ def add_calibration_arguments(p) -> None:
                    help="no progress bar (networks, query methods, workloads; the bar is drawn on stderr after 2 s, "
                         "only on a terminal)")
     p.add_argument("--max-table-entries", type=int, default=None,
-                   help="largest table exact inference may build (networks; default 2**25)")
+                   help="largest table exact inference may build (networks; default 2**25, 2**26 for a "
+                        "workload's grid)")
     p.add_argument("--alpha", type=_finite_float, default=0.05,
                    help="significance of the accuracy statement: the (1 - alpha) half-width of the noise of each "
                         "statistic (default 0.05: 95%%), the 'accuracy' key of --json")

@@ -33,10 +33,17 @@ from puffgm.core.query import BoundQuery
 from puffgm.exceptions import InferenceLimitError, TimeLimitError
 from puffgm.networks.inference import DEFAULT_MAX_TABLE_ENTRIES, elimination_tree, logsumexp_axis
 
-__all__ = ["network_query_laws", "network_joint_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH", "SumFactor"]
+__all__ = ["network_query_laws", "network_joint_laws", "group_sensitivity", "DEFAULT_MAX_SUM_LENGTH",
+           "DEFAULT_MAX_GRID_TABLE_ENTRIES", "SumFactor"]
 
 #: Largest partial-sum axis (the largest value of F on the grid, plus one).
 DEFAULT_MAX_SUM_LENGTH = 1 << 16
+
+#: Largest clique of the junction tree times the grid's cells prod_j (n_j + 1) of a workload
+#: (:func:`network_joint_laws`), 512 MiB per table: the downward pass builds, at every clique, the
+#: clique's table over the whole grid.  Twice the networks' default (2^25), so that four counts on
+#: hepar2 (its largest clique of 384 states times 18 x 18 x 18 x 20 = 116640 cells, 4.5e7 entries) fit.
+DEFAULT_MAX_GRID_TABLE_ENTRIES = 1 << 26
 
 _SUGGEST = "use the Markov Quilt Mechanism (--method exact), which does not depend on the query"
 
@@ -222,15 +229,19 @@ def _passes(tree: _Tree, prior, wanted: set, deadline):
         prefix = [items[0]]
         for f in items[1:]:
             prefix.append(convolve(prefix[-1], f, scope))
+        full = prefix.pop()  # the clique's whole table: used once, then freed (the largest of the pass)
         if k in wanted:
-            yield k, prefix[-1].sum_to((k,)).table
+            yield k, full.sum_to((k,)).table
+        del full, base[k], down[k]
         suffix = None
-        for j in range(len(kids), 0, -1):  # items[j] is kids[j-1]
-            rest = prefix[j - 1] if suffix is None else convolve(prefix[j - 1], suffix, scope)
-            c = kids[j - 1]
+        for c in reversed(kids):  # prefix[-1] leaves out c and the kids after it, suffix holds those after it
+            rest = prefix.pop()
+            if suffix is not None:
+                rest = convolve(rest, suffix, scope)
             down[c] = rest.sum_to(tree.cliques[c][1:])
-            suffix = items[j] if suffix is None else convolve(items[j], suffix, scope)
-        del base[k]
+            item = items.pop()  # up[c]
+            suffix = item if suffix is None else convolve(item, suffix, scope)
+            del rest, item, up[c]
 
 
 def _check_time(deadline):
@@ -278,7 +289,7 @@ def network_query_laws(prior_class, query: BoundQuery, secrets, *, max_sum_lengt
 
 
 def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = DEFAULT_MAX_SUM_LENGTH,
-                       max_table_entries: int = DEFAULT_MAX_TABLE_ENTRIES, deadline: float | None = None) -> list:
+                       max_table_entries: int = DEFAULT_MAX_GRID_TABLE_ENTRIES, deadline: float | None = None) -> list:
     r"""The joint laws of a workload's k grid sums given each state of each protected node, for every prior.
 
     The junction tree of :func:`network_query_laws` with a grid of :math:`k` partial-sum axes
@@ -297,7 +308,8 @@ def network_joint_laws(prior_class, workload, secrets, *, max_sum_length: int = 
     max_sum_length : int
         The longest axis of one statistic (:math:`n_j + 1`).
     max_table_entries : int
-        The limit on clique entries times the grid's cells :math:`\prod_j (n_j + 1)`.
+        The limit on clique entries times the grid's cells :math:`\prod_j (n_j + 1)`, the size of the
+        largest table of the downward pass (default :data:`DEFAULT_MAX_GRID_TABLE_ENTRIES`).
     deadline : float, optional
 
     Returns

@@ -767,6 +767,30 @@ def test_grid_refusals_name_the_grid():
         puffgm.calibrate_workload("example:asia", [{"count": 0}, {"count": 1}], epsilon=1.0, max_sum_length=8)
 
 
+def test_the_limits_count_the_grids_cells_exactly():
+    """max_joint_length bounds prod_j (n_j + 1) and max_table_entries a clique times those cells: both pass
+    at the exact count and refuse one below it (asia's largest clique has 8 states, two counts 9 x 9 cells)."""
+    two = [{"count": 0}, {"count": 1}]
+    at_limit = [puffgm.calibrate_workload("example:asia", two, epsilon=1.0, baselines=False, **limit).scales
+                for limit in ({"max_joint_length": 81}, {"max_table_entries": 8 * 81}, {})]
+    assert at_limit[0] == at_limit[1] == at_limit[2]
+    with pytest.raises(ParameterError, match=r"81 cells \(9 x 9\), over the limit of 80"):
+        puffgm.calibrate_workload("example:asia", two, epsilon=1.0, max_joint_length=80)
+    with pytest.raises(InferenceLimitError, match=r"81 cells, 9 x 9\) exceeds max_table_entries = 647"):
+        puffgm.calibrate_workload("example:asia", two, epsilon=1.0, max_table_entries=8 * 81 - 1)
+
+
+def test_a_chain_histogram_is_limited_by_its_grid_cells():
+    """A 3-state histogram of T positions has (T + 1)^3 cells: T = 4 fits 125 cells and T = 5 does not."""
+    P = [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]]
+    fits = puffgm.calibrate_workload(ChainPriorClass.from_matrices(P, length=4), {"histogram": {}}, epsilon=1.0,
+                                     max_joint_length=125, baselines=False)
+    assert fits.workload["joint_cells"] == 125
+    with pytest.raises(ParameterError, match=r"216 cells \(6 x 6 x 6\), over the limit of 125"):
+        puffgm.calibrate_workload(ChainPriorClass.from_matrices(P, length=5), {"histogram": {}}, epsilon=1.0,
+                                  max_joint_length=125)
+
+
 def test_a_chain_past_max_exact_length_is_refused_on_the_grid():
     cc = ChainPriorClass.from_matrices([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.25, 0.25, 0.5]], length=6)
     with pytest.raises(ParameterError, match="at most max_exact_length = 3; this one has T = 6"):
