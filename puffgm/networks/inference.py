@@ -107,12 +107,7 @@ def elimination_tree(card, fvars, *, max_clique: int | None = None, max_total: i
         (order, cliques, parent), or None when a clique would exceed the limit.
     """
     n = len(card)
-    nb: list[set[int]] = [set() for _ in range(n)]
-    for fv in fvars:
-        for a in fv:
-            nb[a].update(fv)
-    for k in range(n):
-        nb[k].discard(k)
+    nb = _moral_neighbours(n, fvars)
 
     def weight(k):
         return math.prod(card[u] for u in nb[k]) * card[k]
@@ -275,7 +270,7 @@ def _log_min_positive(t: np.ndarray) -> float:
     return math.log(m) if m < math.inf else 0.0
 
 
-def _mask_members(mask: int) -> list:
+def bit_indices(mask: int) -> list:
     """The set bits of ``mask``, increasing (variable indices of a scope)."""
     out = []
     while mask:
@@ -342,7 +337,7 @@ def _broadcast_to(table, vars_, target) -> np.ndarray:
 
 
 class _Plan(NamedTuple):
-    """A greedy min-size elimination planned symbolically (see ``LogVariableElimination._plan``)."""
+    """A greedy min-size elimination planned symbolically on the factors' scopes: its order, largest table, cost."""
 
     order: list
     largest: int
@@ -354,6 +349,13 @@ class _Route(NamedTuple):
 
     factors: list
     order: list
+
+
+class _Subtree(NamedTuple):
+    """The factors of the Steiner subtree of the junction tree covering a query, and its variable count."""
+
+    factors: list
+    n_vars: int
 
 
 class _Underflow(Exception):
@@ -472,7 +474,7 @@ class LogVariableElimination:
         hit = self._size_memo.get(mask)
         if hit is None:
             card = self._card
-            hit = math.prod(card[u] for u in _mask_members(mask))
+            hit = math.prod(card[u] for u in bit_indices(mask))
             if len(self._size_memo) >= 1 << 16:
                 self._size_memo.clear()
             self._size_memo[mask] = hit
@@ -597,17 +599,17 @@ class LogVariableElimination:
         mask = 0
         for k in keep_idx:
             mask |= self._anc_bits[k]
-        anc = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in _mask_members(mask)]
+        anc = [(self._fvars[k], self._ftab[k], self._flo[k]) for k in bit_indices(mask)]
         n_vars = mask.bit_count()
         subtree = None
         if keep_idx:
             subtree = self._subtree_factors(keep_idx, self._index[root] if root in self._index else keep_idx[0])
         plan_a = self._plan(anc, keep_mask)
-        tree, tree_vars = subtree if subtree is not None else (None, n_vars)
-        if tree is None or tree_vars >= n_vars:
+        if subtree is None or subtree.n_vars >= n_vars:
             if plan_a.largest > limit:
                 self._too_large(plan_a.largest, keep)
             return _Route(anc, plan_a.order)
+        tree = subtree.factors
         if plan_a.largest <= limit:
             # no plan of the subtree is needed when it surely fits (all its variables together make
             # a table within the limit) and cannot be cheaper: its cost is at least its largest
@@ -675,7 +677,7 @@ class LogVariableElimination:
             cost += size
             bit = 1 << v
             m = nb.pop(v) & ~bit
-            for u in _mask_members(m):
+            for u in bit_indices(m):
                 nb[u] = (nb[u] | m) & ~bit
                 if u in remaining:
                     sizes[u] = size_of(nb[u])
@@ -750,7 +752,7 @@ class LogVariableElimination:
         ``keep_idx``, rooted at the clique of ``root``: P(C_root) and P(C_w | S_w) for the
         other cliques w (S_w the separator towards the root), with 0 where P(S_w) = 0.
 
-        Returns (factors, number of variables) or None (no tree, or the query spans
+        Returns a :class:`_Subtree` (factors, number of variables) or None (no tree, or the query spans
         several components of the network).
         """
         tree = self._tree()
@@ -776,7 +778,7 @@ class LogVariableElimination:
                 continue
             variables.update(cliques[w])
             factors.append(self._conditional(w, up[w]))
-        return factors, len(variables)
+        return _Subtree(factors, len(variables))
 
     def _bfs(self, root):
         """(parent towards ``root``, distance) of every clique of root's tree; a few roots are kept."""

@@ -51,6 +51,7 @@ from typing import Any
 import numpy as np
 
 from puffgm.exceptions import QuiltError
+from puffgm.networks.inference import bit_indices
 
 __all__ = [
     "MarkovQuilt",
@@ -159,16 +160,6 @@ def dconnected_nodes(dag, source, observed) -> set:
             if y in anc:
                 todo.extend((p, True) for p in dag.predecessors(y))
     return reach
-
-
-def _bit_indices(bits: int) -> list:
-    """The set bits of ``bits``, increasing."""
-    out = []
-    while bits:
-        low = bits & -bits
-        out.append(low.bit_length() - 1)
-        bits ^= low
-    return out
 
 
 class DSeparationIndex:
@@ -295,7 +286,7 @@ class DSeparationIndex:
         """(parent pointers, parents, child pointers, children) as int64 arrays (compressed rows)."""
         out = []
         for masks in (self._par, self._ch):
-            rows = [_bit_indices(m) for m in masks]
+            rows = [bit_indices(m) for m in masks]
             ptr = np.zeros(len(rows) + 1, dtype=np.int64)
             ptr[1:] = np.cumsum([len(r) for r in rows])
             out += [ptr, np.array([k for r in rows for k in r], dtype=np.int64)]

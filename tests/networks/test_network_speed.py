@@ -489,7 +489,7 @@ def test_route_plans_match_the_factor_elimination_and_refuse_before_contracting(
             anc_mask = 0
             for v in keep_idx:
                 anc_mask |= ve._anc_bits[v]
-            anc = [(ve._fvars[u],) for u in inference._mask_members(anc_mask)]
+            anc = [(ve._fvars[u],) for u in inference.bit_indices(anc_mask)]
             tree = ve._subtree_factors(keep_idx, ve._index[vs[0]])
             routes = [anc] + ([tree[0]] if tree is not None else [])
             for factors in routes:
