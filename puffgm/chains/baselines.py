@@ -45,6 +45,7 @@ from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import NumericalError
+from puffgm.mechanisms.mqm_loop import group_dp_sigma
 
 __all__ = ["group_dp", "plain_dp", "gk16", "gk16_gamma", "GK16_SOLVE_LIMIT"]
 
@@ -74,7 +75,7 @@ class _Baseline:
         """The CalibrationResult of noise scale ``sigma`` (no quilt: ``worst`` is None)."""
         return CalibrationResult(
             epsilon=self.epsilon, lipschitz=self.lipschitz, method=self.method, sigma_max=sigma, worst=None,
-            per_node=(), n_nodes=self.n_nodes, groupdp_sigma=self.n_nodes / self.epsilon,
+            per_node=(), n_nodes=self.n_nodes, groupdp_sigma=group_dp_sigma(self.n_nodes, epsilon=self.epsilon),
             fingerprint=self.fingerprint, theorem=self.theorem, applicable=applicable, notes=tuple(notes),
             details=details or {}, graph=self.graph, options=self.options,
         )

@@ -86,6 +86,7 @@ from puffgm.chains.priors import ChainPriorClass, InfiniteChainClass, check_leng
 from puffgm.core.results import CalibrationResult, QuiltGraph
 from puffgm.core.validation import check_positive_finite
 from puffgm.exceptions import ParameterError, PriorError
+from puffgm.mechanisms.mqm_loop import group_dp_sigma, no_gain_over
 
 __all__ = ["ChainParameterBox", "certified_mqm_exact", "gk16_gamma_bounds", "box_influence_bounds", "box_to_json",
            "box_from_json"]
@@ -657,11 +658,12 @@ def _certified_result(samples: _Samples, sigma: float, rtol: float, n_cells: int
     if not complete:
         notes.append(f"evaluation budget {samples.max_evaluations} exhausted: certified but up to "
                      f"{sigma / best['sigma'] - 1:.3g} above the best lower bound")
-    if sigma >= (T / eps) * (1 - 1e-12):
+    groupdp = group_dp_sigma(T, epsilon=eps)
+    if no_gain_over(sigma, groupdp):
         notes.append("no gain over group DP for the worst node")
     return CalibrationResult(
         epsilon=eps, lipschitz=samples.lipschitz, method="exact", sigma_max=sigma, worst=top.worst, per_node=(),
-        n_nodes=T, groupdp_sigma=T / eps, fingerprint=box.fingerprint,
+        n_nodes=T, groupdp_sigma=groupdp, fingerprint=box.fingerprint,
         theorem=THEOREM_EXACT + "; supremum over the box certified by interval arithmetic (puffgm.chains.box)",
         notes=tuple(notes),
         details={"lower_bound": best["sigma"], "worst_point": best["point"],

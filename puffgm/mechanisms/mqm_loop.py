@@ -251,6 +251,11 @@ def worst_index(scores: Sequence[float]) -> int:
     return canonical_argmax(scores)
 
 
+def no_gain_over(sigma_max: float, groupdp_sigma: float) -> bool:
+    """True when ``sigma_max`` is not below the group-DP baseline, to a relative :data:`NO_GAIN_RTOL`."""
+    return sigma_max >= groupdp_sigma * (1 - NO_GAIN_RTOL)
+
+
 def group_dp_sigma(largest_group: int, *, epsilon: float) -> float:
     r"""The group-DP baseline :math:`(\text{size of the largest group}) / \epsilon` (a connected component, a chain)."""
     return largest_group / epsilon
@@ -303,8 +308,8 @@ class MQMOutcome:
 
     @property
     def no_gain(self) -> bool:
-        """True when sigma_max is not below the group-DP baseline."""
-        return self.sigma_max >= self.groupdp_sigma * (1 - NO_GAIN_RTOL)
+        """True when sigma_max is not below the group-DP baseline (:func:`no_gain_over`)."""
+        return no_gain_over(self.sigma_max, self.groupdp_sigma)
 
     def result(self, *, lipschitz: float, epsilon: float, **fields) -> CalibrationResult:
         """The CalibrationResult of this outcome; ``fields`` are the kind's (method, notes, details, ...)."""
